@@ -1,0 +1,9 @@
+//! overbrainer distills a large "parent" LLM into a small open-weights "child".
+//!
+//! Layers, top to bottom; each calls only the ones below it (see `ARCHITECTURE.md`):
+//!
+//! - front ends: [`cli`] (one file per command).
+//! - ground: [`config`] (typed settings in `overbrainer.toml`, `.env`, environment).
+
+pub mod cli;
+pub mod config;
