@@ -1,0 +1,345 @@
+//! [`LocalExecutor`]: jobs on this machine.
+//!
+//! Jobs run under `sh -c` in a process group of their own, so they outlive
+//! overbrainer and a Ctrl-C at the terminal never reaches them. The status, cancel,
+//! claim, manifest and transfer scripts are the same POSIX shell scripts the SSH
+//! executor runs on its host, started here in their own process group as well: an
+//! interrupted overbrainer cannot cut a cancel in half.
+
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use secrecy::ExposeSecret;
+use tokio::io::AsyncWriteExt;
+
+use super::digest::{self, FileDigest};
+use super::script::{self, cancel_script, claim_script, job_script, status_script};
+use super::{
+    CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, Executor, JobCommand, JobId, JobStatus,
+    PID_FILE, Pid, check_job_env, tar,
+};
+
+/// Prefixes of the environment variables a local job never inherits: overbrainer's
+/// own settings and the Vault credentials (TGT-7).
+pub const STRIPPED_ENV_PREFIXES: &[&str] = &["OVERBRAINER_", "VAULT_"];
+
+/// Runs jobs on this machine, under the absolute directory `workdir`.
+///
+/// A job inherits overbrainer's environment minus every variable whose name starts
+/// with `OVERBRAINER_` or `VAULT_`, plus its secrets, which are set on the child's
+/// environment only (never on a command line).
+#[derive(Debug, Clone)]
+pub struct LocalExecutor {
+    workdir: String,
+}
+
+impl LocalExecutor {
+    /// An executor whose run directories live under `workdir`, which is created
+    /// when missing and made absolute.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ExecError::Io`] when `workdir` cannot be created or resolved, and
+    /// [`ExecError::Protocol`] when its absolute path is not UTF-8.
+    pub fn new(workdir: &Path) -> Result<Self, ExecError> {
+        let io = |source| ExecError::Io {
+            path: workdir.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(workdir).map_err(io)?;
+        let absolute = std::fs::canonicalize(workdir).map_err(io)?;
+        let workdir = absolute
+            .to_str()
+            .ok_or_else(|| {
+                ExecError::Protocol(format!(
+                    "work directory `{}` is not UTF-8",
+                    absolute.display()
+                ))
+            })?
+            .to_owned();
+        Ok(Self { workdir })
+    }
+
+    /// Runs `script` under `sh -c` in its own process group, with `stdin` on its
+    /// standard input, and returns its output.
+    async fn run(&self, script: &str, stdin: &[u8]) -> Result<Output, ExecError> {
+        let mut child = shell(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn_error)?;
+        if let Some(mut input) = child.stdin.take() {
+            input.write_all(stdin).await.map_err(spawn_error)?;
+            drop(input);
+        }
+        child.wait_with_output().await.map_err(spawn_error)
+    }
+
+    /// Runs `script` and returns its standard output, or [`ExecError::Command`]
+    /// with its error output when it fails.
+    async fn checked(&self, action: &'static str, script: &str) -> Result<Vec<u8>, ExecError> {
+        let output = self.run(script, &[]).await?;
+        finish(action, output)
+    }
+}
+
+/// `sh -c script` in its own process group, not killed when dropped.
+fn shell(script: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(script)
+        .process_group(0)
+        .kill_on_drop(false);
+    command
+}
+
+fn spawn_error(source: std::io::Error) -> ExecError {
+    ExecError::Spawn {
+        program: "sh".to_owned(),
+        source,
+    }
+}
+
+/// The standard output of a finished script, or [`ExecError::Command`] naming
+/// `action` with the script's error output (or exit status when it wrote none).
+pub(crate) fn finish(action: &'static str, output: Output) -> Result<Vec<u8>, ExecError> {
+    if output.status.success() {
+        return Ok(output.stdout);
+    }
+    Err(command_error(action, output.status, &output.stderr))
+}
+
+/// [`ExecError::Command`] for a script that exited with `status` and wrote `stderr`.
+pub(crate) fn command_error(
+    action: &'static str,
+    status: std::process::ExitStatus,
+    stderr: &[u8],
+) -> ExecError {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    let message = if text.is_empty() {
+        format!("exited with {status}")
+    } else {
+        script::truncate(text, 2000)
+    };
+    ExecError::Command { action, message }
+}
+
+/// Reads the answer of a claim script.
+pub(crate) fn parse_claim(output: &[u8]) -> Result<bool, ExecError> {
+    match String::from_utf8_lossy(output).trim() {
+        "claimed" => Ok(true),
+        "taken" => Ok(false),
+        other => Err(ExecError::Protocol(format!(
+            "claim answer `{}`",
+            script::truncate(other, 80)
+        ))),
+    }
+}
+
+/// Files a fresh start removes from the run directory, so a second start there
+/// never inherits a previous job's state.
+pub(crate) const STALE_FILES: &[&str] = &[
+    PID_FILE,
+    EXIT_FILE,
+    CANCELLING_FILE,
+    CANCEL_FILE,
+    script::START_FILE,
+];
+
+impl Executor for LocalExecutor {
+    fn workdir(&self) -> &str {
+        &self.workdir
+    }
+
+    async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError> {
+        let output = self.checked("claim", &claim_script(dir, owner)).await?;
+        parse_claim(&output)
+    }
+
+    async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError> {
+        let mut child = shell(&tar::extract_script(remote))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn_error)?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| ExecError::Protocol("no standard input".to_owned()))?;
+        let fed = tar::feed(local, skip, stdin).await;
+        let output = child.wait_with_output().await.map_err(spawn_error)?;
+        finish("upload", output)?;
+        fed
+    }
+
+    async fn spawn(&self, job: &JobCommand) -> Result<JobId, ExecError> {
+        check_job_env(&job.secrets)?;
+        let dir = PathBuf::from(&job.dir);
+        std::fs::create_dir_all(&dir).map_err(|source| ExecError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        for stale in STALE_FILES {
+            let path = dir.join(stale);
+            match std::fs::remove_file(&path) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(ExecError::Io {
+                        path,
+                        source: error,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let mut command = std::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(job_script(&job.dir, &job.script))
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        for (name, _) in std::env::vars_os() {
+            let text = name.to_string_lossy();
+            if STRIPPED_ENV_PREFIXES
+                .iter()
+                .any(|prefix| text.starts_with(prefix))
+            {
+                command.env_remove(&name);
+            }
+        }
+        for (name, value) in &job.secrets {
+            command.env(name, value.expose_secret());
+        }
+        let mut child = command.spawn().map_err(spawn_error)?;
+        let pid = Pid::new(child.id())?;
+        // Reap the job when it ends so it never lingers as a zombie of this process,
+        // which would keep its process group alive.
+        std::thread::spawn(move || child.wait());
+        Ok(JobId {
+            dir: job.dir.clone(),
+            pid,
+            container: job.container.clone(),
+        })
+    }
+
+    async fn read_from(&self, path: &str, offset: u64, limit: u64) -> Result<Vec<u8>, ExecError> {
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        let io = |source| ExecError::Io {
+            path: PathBuf::from(path),
+            source,
+        };
+        let mut file = match tokio::fs::File::open(path).await {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(io(error)),
+        };
+        file.seek(std::io::SeekFrom::Start(offset))
+            .await
+            .map_err(io)?;
+        let mut bytes = Vec::new();
+        file.take(limit).read_to_end(&mut bytes).await.map_err(io)?;
+        Ok(bytes)
+    }
+
+    async fn status(&self, job: &JobId) -> Result<JobStatus, ExecError> {
+        let output = self
+            .checked("status", &status_script(&job.dir, job.pid.get()))
+            .await?;
+        script::parse_status(&String::from_utf8_lossy(&output))
+    }
+
+    async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
+        self.checked(
+            "cancel",
+            &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn download(
+        &self,
+        remote: &str,
+        local: &Path,
+        entries: &[String],
+        exclude: &[String],
+    ) -> Result<(), ExecError> {
+        let mut child = shell(&tar::archive_script(remote, entries, exclude))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn_error)?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
+        let drained = tar::drain(stdout, local).await;
+        let output = child.wait_with_output().await.map_err(spawn_error)?;
+        finish("download", output)?;
+        drained
+    }
+
+    async fn manifest(
+        &self,
+        remote: &str,
+        entries: &[String],
+        exclude: &[String],
+    ) -> Result<Vec<FileDigest>, ExecError> {
+        let output = self
+            .checked(
+                "manifest",
+                &digest::manifest_script(remote, entries, exclude),
+            )
+            .await?;
+        digest::parse_manifest(&output)
+    }
+
+    async fn probe(&self, script: &str) -> Result<Vec<u8>, ExecError> {
+        self.checked("probe", script).await
+    }
+
+    async fn put_file(&self, path: &str, content: &str) -> Result<(), ExecError> {
+        let target = PathBuf::from(path);
+        let path_owned = target.clone();
+        let content = content.to_owned();
+        tokio::task::spawn_blocking(move || write_atomically(&path_owned, content.as_bytes()))
+            .await
+            .map_err(|error| ExecError::Io {
+                path: target,
+                source: std::io::Error::other(error.to_string()),
+            })?
+    }
+}
+
+/// Writes `content` to a temporary file next to `path`, syncs it and renames it
+/// over `path`.
+fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
+    use std::io::Write as _;
+    let io = |source| ExecError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let parent = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io)?;
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = std::fs::File::create(&temporary).map_err(io)?;
+    file.write_all(content).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    std::fs::rename(&temporary, path).map_err(io)
+}

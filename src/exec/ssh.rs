@@ -1,0 +1,572 @@
+//! [`SshExecutor`]: jobs on another machine over the system OpenSSH client.
+//!
+//! One `ControlMaster` connection per target (started by the `openssh` crate, which
+//! runs `ssh -M -f -N` and talks to the master over its control socket) carries
+//! every command (SSH-2). The system `ssh` reads `~/.ssh/config`, the agent and
+//! `known_hosts`; a host whose key is not already known is refused
+//! (`StrictHostKeyChecking=yes`, SSH-1). Every command is a POSIX shell script run
+//! as `sh -c '<script>'` by the remote user's login shell, which must therefore
+//! understand POSIX single quotes (sh, bash, dash, zsh do; fish does not).
+//!
+//! Jobs start under `setsid nohup`, so they survive the connection. Their secrets
+//! travel on the standard input of the start command, one value per line, and are
+//! exported by the remote shell: they never appear on a command line.
+//!
+//! When the master dies, the command that noticed fails, and the next call starts
+//! a fresh master.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
+use secrecy::ExposeSecret;
+use tokio::io::AsyncWriteExt;
+
+use super::digest::{self, FileDigest};
+use super::local::{STALE_FILES, command_error, finish, parse_claim};
+use super::runtime::shell_path;
+use super::script::{self, cancel_script, claim_script, job_script, quote, status_script};
+use super::{ExecError, Executor, JobCommand, JobId, JobStatus, PID_FILE, Pid, check_job_env, tar};
+
+/// Keepalive interval of an SSH connection unless the configuration sets
+/// `ServerAliveInterval` (SSH-16): 15 seconds. OpenSSH's own default of 3 missed
+/// answers (`ServerAliveCountMax`) then drops a dead connection after 45 seconds.
+pub const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Connect timeout unless the configuration sets `ConnectTimeout` (SSH-16).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// An idle master exits after this long without any command, so a master left
+/// behind by a killed overbrainer does not live for ever: 10 minutes.
+pub const MASTER_IDLE: Duration = Duration::from_secs(600);
+/// Most bytes of the master's log kept in [`ExecError::MasterDied`].
+const MASTER_LOG_TAIL: usize = 400;
+
+/// Errors of the SSH connection itself.
+#[derive(Debug, thiserror::Error)]
+pub enum SshError {
+    /// `ssh` could not open the master connection: unreachable host, refused or
+    /// unknown host key, no accepted key. The source holds `ssh`'s own message.
+    #[error("cannot connect to `{destination}`")]
+    Connect {
+        /// The destination as given.
+        destination: String,
+        /// Error of the `openssh` crate, with `ssh`'s message.
+        #[source]
+        source: openssh::Error,
+    },
+    /// A command could not be run over an open connection, or the connection broke
+    /// while it ran.
+    #[error("the connection to `{destination}` failed")]
+    Session {
+        /// The destination as given.
+        destination: String,
+        /// Error of the `openssh` crate.
+        #[source]
+        source: openssh::Error,
+    },
+}
+
+/// Where a Runpod pod's `sshd` listens, as the Runpod API reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodEndpoint {
+    /// Public IP address or host name.
+    pub host: String,
+    /// Public TCP port mapped to the pod's port 22.
+    pub port: u16,
+}
+
+impl PodEndpoint {
+    /// The destination of this pod: `root@host` on `port`, with the run's own
+    /// `ssh` configuration file `config_file` (`ssh -F`, which bypasses
+    /// `~/.ssh/config`), and the keepalive defaults of SSH-16 always applied.
+    #[must_use]
+    pub fn destination(&self, config_file: PathBuf) -> SshDestination {
+        SshDestination {
+            host: format!("root@{}", self.host),
+            port: Some(self.port),
+            config_file: Some(config_file),
+            identity_file: None,
+            known_hosts_file: None,
+            always_default_keepalive: true,
+        }
+    }
+}
+
+/// How to reach an SSH target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshDestination {
+    /// `user@host`, `host`, or a `Host` alias of the configuration.
+    pub host: String,
+    /// Port (`ssh -p`); `None` leaves it to the configuration (default 22).
+    pub port: Option<u16>,
+    /// Configuration file used instead of `~/.ssh/config` (`ssh -F`).
+    pub config_file: Option<PathBuf>,
+    /// The only private key to offer (`ssh -i` with `IdentitiesOnly=yes`); `None`
+    /// leaves keys to the agent and the configuration.
+    pub identity_file: Option<PathBuf>,
+    /// Known hosts file used instead of `~/.ssh/known_hosts`
+    /// (`UserKnownHostsFile`).
+    pub known_hosts_file: Option<PathBuf>,
+    /// Apply [`KEEPALIVE`] and [`CONNECT_TIMEOUT`] even when the configuration sets
+    /// its own values (Runpod pods, SSH-16).
+    pub always_default_keepalive: bool,
+}
+
+impl SshDestination {
+    /// A destination with only `host` set: everything else comes from
+    /// `~/.ssh/config`.
+    #[must_use]
+    pub fn new(host: &str) -> Self {
+        Self {
+            host: host.to_owned(),
+            port: None,
+            config_file: None,
+            identity_file: None,
+            known_hosts_file: None,
+            always_default_keepalive: false,
+        }
+    }
+}
+
+/// Runs jobs on an SSH target through one OpenSSH master connection.
+///
+/// A job gets the environment that the remote user's non-interactive `sh -c`
+/// receives from `sshd` (no login shell, no `~/.bashrc`), plus its secrets.
+#[derive(Debug)]
+pub struct SshExecutor {
+    destination: SshDestination,
+    workdir: String,
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+}
+
+impl SshExecutor {
+    /// Connects to `destination` and resolves `workdir` on the target (relative to
+    /// the remote home, `~/` allowed), creating it.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`ExecError::Ssh`] when `ssh` cannot connect (an unknown host key
+    /// included), [`ExecError::MasterDied`] when the master ended right after it
+    /// started, and [`ExecError::Command`] when `workdir` cannot be created.
+    pub async fn connect(destination: SshDestination, workdir: &str) -> Result<Self, ExecError> {
+        let mut executor = Self {
+            destination,
+            workdir: String::new(),
+            session: tokio::sync::Mutex::new(None),
+        };
+        let script = format!(
+            "mkdir -p -- {dir} && cd -- {dir} && pwd -P",
+            dir = shell_path(workdir)
+        );
+        let output = executor.checked("connect", &script, &[]).await?;
+        let resolved = String::from_utf8_lossy(&output)
+            .trim_end_matches('\n')
+            .to_owned();
+        if !resolved.starts_with('/') {
+            return Err(ExecError::Protocol(format!(
+                "work directory `{}`",
+                script::truncate(&resolved, 200)
+            )));
+        }
+        executor.workdir = resolved;
+        Ok(executor)
+    }
+
+    /// The destination this executor connects to.
+    #[must_use]
+    pub fn destination(&self) -> &SshDestination {
+        &self.destination
+    }
+
+    /// Control socket of the current master connection, if one is open: for
+    /// diagnostics, or `ssh -S <socket> -O check <host>`.
+    pub async fn control_socket(&self) -> Option<PathBuf> {
+        self.session
+            .lock()
+            .await
+            .as_ref()
+            .map(|session| session.control_socket().to_path_buf())
+    }
+
+    /// Closes the master connection; the next call opens a new one.
+    pub async fn disconnect(&self) {
+        let session = self.session.lock().await.take();
+        if let Some(session) = session.and_then(|session| Arc::try_unwrap(session).ok()) {
+            let _ = session.close().await;
+        }
+    }
+
+    /// The open session, or a new one.
+    async fn session(&self) -> Result<Arc<Session>, ExecError> {
+        let mut guard = self.session.lock().await;
+        if let Some(session) = guard.as_ref() {
+            return Ok(Arc::clone(session));
+        }
+        let session = Arc::new(open(&self.destination).await?);
+        *guard = Some(Arc::clone(&session));
+        Ok(session)
+    }
+
+    /// Turns a failure of `session` into an error, dropping the session when its
+    /// master no longer answers so the next call reconnects.
+    async fn failed(&self, session: &Arc<Session>, source: openssh::Error) -> ExecError {
+        if session.check().await.is_err() {
+            let mut guard = self.session.lock().await;
+            if guard
+                .as_ref()
+                .is_some_and(|current| Arc::ptr_eq(current, session))
+            {
+                *guard = None;
+            }
+        }
+        ExecError::Ssh(SshError::Session {
+            destination: self.destination.host.clone(),
+            source,
+        })
+    }
+
+    /// Runs `script` under `sh -c` on the target with `stdin` on its standard input.
+    async fn run(&self, script: &str, stdin: &[u8]) -> Result<std::process::Output, ExecError> {
+        let session = self.session().await?;
+        match run_on(&session, script, stdin).await {
+            Ok(output) => Ok(output),
+            Err(source) => Err(self.failed(&session, source).await),
+        }
+    }
+
+    async fn checked(
+        &self,
+        action: &'static str,
+        script: &str,
+        stdin: &[u8],
+    ) -> Result<Vec<u8>, ExecError> {
+        let output = self.run(script, stdin).await?;
+        finish(action, output)
+    }
+}
+
+/// The remote command running `script`.
+fn remote_command(script: &str) -> String {
+    format!("sh -c {}", quote(script))
+}
+
+async fn run_on(
+    session: &Arc<Session>,
+    script: &str,
+    stdin: &[u8],
+) -> Result<std::process::Output, openssh::Error> {
+    let mut command = Session::arc_raw_command(Arc::clone(session), remote_command(script));
+    command
+        .stdin(if stdin.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().await?;
+    if let Some(mut input) = child.stdin().take() {
+        input
+            .write_all(stdin)
+            .await
+            .map_err(openssh::Error::ChildIo)?;
+        input.shutdown().await.map_err(openssh::Error::ChildIo)?;
+    }
+    child.wait_with_output().await
+}
+
+/// Opens a master connection to `destination` and checks that it answers.
+async fn open(destination: &SshDestination) -> Result<Session, ExecError> {
+    let mut builder = SessionBuilder::default();
+    builder
+        .known_hosts_check(KnownHosts::Strict)
+        .control_directory(std::env::temp_dir())
+        .control_persist(ControlPersist::IdleFor(
+            std::num::NonZeroUsize::new(usize::try_from(MASTER_IDLE.as_secs()).unwrap_or(600))
+                .unwrap_or(std::num::NonZeroUsize::MIN),
+        ));
+    if let Some(port) = destination.port {
+        builder.port(port);
+    }
+    if let Some(file) = &destination.config_file {
+        builder.config_file(file);
+    }
+    if let Some(file) = &destination.identity_file {
+        builder.keyfile(file);
+    }
+    if let Some(file) = &destination.known_hosts_file {
+        builder.user_known_hosts_file(file);
+    }
+    let (interval_set, timeout_set) = if destination.always_default_keepalive {
+        (false, false)
+    } else {
+        configured_keepalive(destination).await
+    };
+    if !interval_set {
+        builder.server_alive_interval(KEEPALIVE);
+    }
+    if !timeout_set {
+        builder.connect_timeout(CONNECT_TIMEOUT);
+    }
+    let dir = builder
+        .launch_master(&destination.host)
+        .await
+        .map_err(|source| {
+            ExecError::Ssh(SshError::Connect {
+                destination: destination.host.clone(),
+                source,
+            })
+        })?;
+    let log = dir.path().join("log");
+    let session = Session::new_native_mux(dir);
+    if session.check().await.is_err() {
+        let log = master_log_tail(&log);
+        drop(session);
+        return Err(ExecError::MasterDied { log });
+    }
+    Ok(session)
+}
+
+/// Whether the configuration of `destination` sets `ServerAliveInterval` and
+/// `ConnectTimeout`, from `ssh -G` (which prints the resolved options, with
+/// `serveraliveinterval 0` and `connecttimeout none` when unset). Both read as
+/// unset when `ssh -G` fails.
+async fn configured_keepalive(destination: &SshDestination) -> (bool, bool) {
+    let mut command = tokio::process::Command::new("ssh");
+    command.arg("-G");
+    if let Some(file) = &destination.config_file {
+        command.arg("-F").arg(file);
+    }
+    if let Some(port) = destination.port {
+        command.arg("-p").arg(port.to_string());
+    }
+    command
+        .arg("--")
+        .arg(&destination.host)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let Ok(output) = command.output().await else {
+        return (false, false);
+    };
+    if !output.status.success() {
+        return (false, false);
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut interval = false;
+    let mut timeout = false;
+    for line in text.lines() {
+        match line.split_once(' ') {
+            Some(("serveraliveinterval", value)) => interval = value.trim() != "0",
+            Some(("connecttimeout", value)) => timeout = value.trim() != "none",
+            _ => {}
+        }
+    }
+    (interval, timeout)
+}
+
+/// The end of the master's log on one line, control characters dropped.
+fn master_log_tail(path: &Path) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let flat: String = text
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    let skip = flat.chars().count().saturating_sub(MASTER_LOG_TAIL);
+    flat.chars().skip(skip).collect()
+}
+
+/// The start command of a job over SSH: prepares `dir`, reads one secret value
+/// per line from standard input into the named exported variables, starts the job
+/// wrapper under `setsid nohup`, waits for its [`PID_FILE`] and prints it.
+fn launcher(job: &JobCommand) -> String {
+    let mut reads = String::new();
+    for (name, _) in &job.secrets {
+        reads.push_str("IFS= read -r ob_v || { echo 'secret input ended early' >&2; exit 4; }\n");
+        reads.push_str(name);
+        reads.push_str("=$ob_v\nexport ");
+        reads.push_str(name);
+        reads.push('\n');
+    }
+    let stale: Vec<&str> = STALE_FILES.to_vec();
+    format!(
+        r#"d={dir}
+mkdir -p -- "$d" && cd -- "$d" || exit 1
+rm -f -- {stale}
+{reads}unset ob_v
+setsid nohup sh -c {wrapper} </dev/null >/dev/null 2>&1 &
+ob_i=0
+while [ ! -s {pid} ]; do
+  ob_i=$((ob_i + 1))
+  if [ "$ob_i" -gt 300 ]; then echo 'the job did not write {pid}' >&2; exit 5; fi
+  sleep 0.1 2>/dev/null || sleep 1
+done
+cat {pid}
+"#,
+        dir = quote(&job.dir),
+        stale = stale.join(" "),
+        wrapper = quote(&job_script(&job.dir, &job.script)),
+        pid = PID_FILE,
+    )
+}
+
+impl Executor for SshExecutor {
+    fn workdir(&self) -> &str {
+        &self.workdir
+    }
+
+    async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError> {
+        let output = self
+            .checked("claim", &claim_script(dir, owner), &[])
+            .await?;
+        parse_claim(&output)
+    }
+
+    async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError> {
+        let session = self.session().await?;
+        let mut command = Session::arc_raw_command(
+            Arc::clone(&session),
+            remote_command(&tar::extract_script(remote)),
+        );
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = match command.spawn().await {
+            Ok(child) => child,
+            Err(source) => return Err(self.failed(&session, source).await),
+        };
+        let stdin = child
+            .stdin()
+            .take()
+            .ok_or_else(|| ExecError::Protocol("no standard input".to_owned()))?;
+        let fed = tar::feed(local, skip, stdin).await;
+        let output = match child.wait_with_output().await {
+            Ok(output) => output,
+            Err(source) => return Err(self.failed(&session, source).await),
+        };
+        if !output.status.success() {
+            return Err(command_error("upload", output.status, &output.stderr));
+        }
+        fed
+    }
+
+    async fn spawn(&self, job: &JobCommand) -> Result<JobId, ExecError> {
+        check_job_env(&job.secrets)?;
+        let mut input = String::new();
+        for (_, value) in &job.secrets {
+            input.push_str(value.expose_secret());
+            input.push('\n');
+        }
+        let output = self
+            .checked("spawn", &launcher(job), input.as_bytes())
+            .await;
+        drop(input);
+        let output = output?;
+        let text = String::from_utf8_lossy(&output);
+        let pid = text.trim().parse::<u32>().map_err(|_| {
+            ExecError::Protocol(format!("job pid `{}`", script::truncate(&text, 80)))
+        })?;
+        Ok(JobId {
+            dir: job.dir.clone(),
+            pid: Pid::new(pid)?,
+            container: job.container.clone(),
+        })
+    }
+
+    async fn read_from(&self, path: &str, offset: u64, limit: u64) -> Result<Vec<u8>, ExecError> {
+        let script = format!(
+            "f={path}\n[ -f \"$f\" ] || exit 0\ntail -c +{start} -- \"$f\" | head -c {limit}\n",
+            path = quote(path),
+            start = offset.saturating_add(1),
+        );
+        self.checked("read", &script, &[]).await
+    }
+
+    async fn status(&self, job: &JobId) -> Result<JobStatus, ExecError> {
+        let output = self
+            .checked("status", &status_script(&job.dir, job.pid.get()), &[])
+            .await?;
+        script::parse_status(&String::from_utf8_lossy(&output))
+    }
+
+    async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
+        self.checked(
+            "cancel",
+            &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
+            &[],
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn download(
+        &self,
+        remote: &str,
+        local: &Path,
+        entries: &[String],
+        exclude: &[String],
+    ) -> Result<(), ExecError> {
+        let session = self.session().await?;
+        let mut command = Session::arc_raw_command(
+            Arc::clone(&session),
+            remote_command(&tar::archive_script(remote, entries, exclude)),
+        );
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = match command.spawn().await {
+            Ok(child) => child,
+            Err(source) => return Err(self.failed(&session, source).await),
+        };
+        let stdout = child
+            .stdout()
+            .take()
+            .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
+        let drained = tar::drain(stdout, local).await;
+        let output = match child.wait_with_output().await {
+            Ok(output) => output,
+            Err(source) => return Err(self.failed(&session, source).await),
+        };
+        if !output.status.success() {
+            return Err(command_error("download", output.status, &output.stderr));
+        }
+        drained
+    }
+
+    async fn manifest(
+        &self,
+        remote: &str,
+        entries: &[String],
+        exclude: &[String],
+    ) -> Result<Vec<FileDigest>, ExecError> {
+        let output = self
+            .checked(
+                "manifest",
+                &digest::manifest_script(remote, entries, exclude),
+                &[],
+            )
+            .await?;
+        digest::parse_manifest(&output)
+    }
+
+    async fn probe(&self, script: &str) -> Result<Vec<u8>, ExecError> {
+        self.checked("probe", script, &[]).await
+    }
+
+    async fn put_file(&self, path: &str, content: &str) -> Result<(), ExecError> {
+        let script = format!(
+            "f={path}\nmkdir -p -- \"$(dirname -- \"$f\")\" || exit 1\nt=\"$f.tmp.$$\"\ncat > \"$t\" && mv -f -- \"$t\" \"$f\"\n",
+            path = quote(path),
+        );
+        self.checked("put", &script, content.as_bytes())
+            .await
+            .map(drop)
+    }
+}
