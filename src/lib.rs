@@ -1,14 +1,22 @@
 //! overbrainer distills a large "parent" LLM into a small open-weights "child".
 //!
-//! Layers, top to bottom; each calls only the ones below it (see `ARCHITECTURE.md`):
+//! Layers, top to bottom; each calls only the ones below it (see `ARCHITECTURE.md` and
+//! `shared/DESIGN.md`):
 //!
-//! - front ends: [`cli`] (one file per command).
+//! - front ends: [`cli`] (one file per command; the only layer that prints).
 //! - flows: [`pipeline`] (the dataset stages, each sending typed events).
 //! - domain: [`system`] (the machine probe script and its parser), [`dataset`]
 //!   (records, IDs, JSONL, the split), [`dedup`], [`llm`] (openai and anthropic
 //!   protocols), [`pricing`], [`history`].
 //! - execution: [`exec`] (jobs, files and probes on a local or SSH target).
-//! - ground: [`config`] (typed settings in `overbrainer.toml`, `.env`, environment).
+//! - ground:
+//!   - [`config`]: typed settings from `overbrainer.toml`, `.env` and `OVERBRAINER_*`
+//!     variables, with the source of every value; validation; `config check` lines.
+//!   - [`secrets`]: literal and `vault:` secrets, resolved lazily (Vault KV v2 over HTTP).
+//!   - [`project`]: the project directory, its paths (`data/`, `runs/`, `prompts/`,
+//!     `.overbrainer/`), `init`, the built-in prompt templates and the project lock
+//!     (`.overbrainer/lock`).
+//!   - [`logging`]: log lines on stderr through `tracing`.
 
 pub mod cli;
 pub mod config;
@@ -17,6 +25,9 @@ pub mod dedup;
 pub mod exec;
 pub mod history;
 pub mod llm;
+pub mod logging;
 pub mod pipeline;
 pub mod pricing;
+pub mod project;
+pub mod secrets;
 pub mod system;

@@ -1,11 +1,5 @@
-//! The `overbrainer` binary: parses the command line and maps errors to exit codes.
+//! The `overbrainer` binary: everything happens in [`overbrainer::cli::main`].
 
 fn main() -> std::process::ExitCode {
-    match overbrainer::cli::run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    overbrainer::cli::main()
 }

@@ -1,22 +1,134 @@
 //! The command line: one file per command, each a thin layer over library calls.
+//!
+//! Adding a command: create `src/cli/<name>.rs` with a module doc, a `#[derive(clap::Args)]
+//! pub struct Args` and a `pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode>`
+//! (or `pub async fn run`), then add one variant to [`Command`] and one arm to
+//! [`dispatch`]. Commands with subcommands (`config check`, `runs ls`) group them in an enum
+//! beside [`Command`]. Only this layer prints: results on stdout, everything else on stderr
+//! (CLI-3).
 
-use clap::Parser;
+pub mod complete;
+pub mod config_check;
+pub mod init;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{CommandFactory as _, Parser, Subcommand};
+
+use crate::config::{EnvSnapshot, Loaded};
+use crate::project::Project;
 
 /// Distill a large parent LLM into a small open-weights child.
 #[derive(Debug, Parser)]
-#[command(name = "overbrainer", version, about)]
+#[command(name = "overbrainer", version, about, propagate_version = true)]
 pub struct Cli {
     /// Operate on the project in DIR instead of the current directory.
-    #[arg(short = 'C', global = true, value_name = "DIR")]
-    pub dir: Option<std::path::PathBuf>,
+    #[arg(short = 'C', id = "project_dir", global = true, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: Option<PathBuf>,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
 }
 
-/// Parses the command line and runs the command.
+/// Every command of the binary (spec/README.md, command inventory).
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a new project: `overbrainer.toml`, `.env.example`, `prompts/`, `.gitignore`.
+    Init(init::Args),
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// `overbrainer config ...`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print every effective setting with its source; `--resolve` also resolves secrets.
+    Check(config_check::Args),
+}
+
+/// What every command receives: the project directory and the environment, read once.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The project directory: `-C DIR` or the current directory (ENV-10).
+    pub dir: PathBuf,
+    /// The process environment at start.
+    pub env: EnvSnapshot,
+}
+
+impl Context {
+    /// The project in [`Context::dir`].
+    ///
+    /// # Errors
+    ///
+    /// When the directory holds no `overbrainer.toml` (LAY-1) or does not exist.
+    pub fn project(&self) -> anyhow::Result<Project> {
+        Ok(Project::open(&self.dir)?)
+    }
+
+    /// The project and its loaded, valid configuration.
+    ///
+    /// # Errors
+    ///
+    /// When there is no project or its configuration is invalid.
+    pub fn load(&self) -> anyhow::Result<(Project, Loaded)> {
+        let project = self.project()?;
+        let loaded = crate::config::load(project.root(), &self.env)?;
+        Ok((project, loaded))
+    }
+}
+
+/// The binary's entry point: completions, parsing, logging, then the command. Returns the
+/// process exit status (CLI-4).
+#[must_use]
+pub fn main() -> ExitCode {
+    // CLI-12: `COMPLETE=bash|zsh|fish` prints the script (or answers a completion request)
+    // and exits here.
+    clap_complete::CompleteEnv::with_factory(Cli::command).complete();
+    let cli = Cli::parse();
+    let env = EnvSnapshot::capture();
+    match run(cli, env) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli, env: EnvSnapshot) -> anyhow::Result<ExitCode> {
+    crate::logging::init(env.log_filter(), env.no_color())?;
+    let ctx = Context {
+        dir: cli.dir.unwrap_or_else(|| PathBuf::from(".")),
+        env,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(dispatch(&ctx, cli.command))
+}
+
+/// Runs one parsed command.
 ///
 /// # Errors
 ///
-/// Returns the command's error, for `main` to print.
-pub fn run() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
-    Ok(())
+/// The command's error, for [`main`] to print.
+pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Init(args) => init::run(ctx, &args),
+        Command::Config(ConfigCommand::Check(args)) => config_check::run(ctx, &args).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::secrets::SecretRef;
+
 /// The whole configuration of a project, after layering.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -52,7 +54,7 @@ pub struct Settings {
     /// Env-only Hugging Face token reference (`OVERBRAINER_HF_TOKEN`): a literal or a
     /// `vault:` reference, resolved lazily.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hf_token: Option<String>,
+    pub hf_token: Option<SecretRef>,
     /// Env-only override of every target's SSH client (`OVERBRAINER_SSH_CLIENT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh_client: Option<SshClient>,
@@ -107,7 +109,7 @@ pub struct Provider {
     /// Key, a literal or a `vault:` reference; env only
     /// (`OVERBRAINER_PROVIDERS__<NAME>__API_KEY`). Unset: no authentication.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<String>,
+    pub api_key: Option<SecretRef>,
 }
 
 /// `[roles]`: which provider and model plays each part.
@@ -619,7 +621,7 @@ pub struct Metrics {
 pub struct RunpodAccount {
     /// API key, a literal or a `vault:` reference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<String>,
+    pub api_key: Option<SecretRef>,
     /// REST API base URL, default `https://api.runpod.io/v2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,

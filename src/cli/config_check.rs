@@ -1,0 +1,79 @@
+//! `overbrainer config check [--resolve]`: print every effective setting with its source,
+//! secrets masked (CHK-1..CHK-6). Never takes the project lock; without `--resolve` it
+//! makes no network request.
+
+use std::process::ExitCode;
+
+use super::Context;
+use crate::config::{Entry, Loaded, entries};
+use crate::secrets::{Resolver, SecretRef};
+
+/// Arguments of `config check`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Also resolve every configured secret (Vault references included); fails on the first
+    /// one that cannot be resolved.
+    #[arg(long)]
+    pub resolve: bool,
+}
+
+/// Loads, validates and prints the configuration.
+///
+/// # Errors
+///
+/// When there is no project, the configuration is invalid (every problem listed), or with
+/// `--resolve` a secret cannot be resolved.
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let (_project, loaded) = ctx.load()?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    let resolved = if args.resolve {
+        resolve_all(&loaded).await?
+    } else {
+        Vec::new()
+    };
+    let mut section = None;
+    for Entry { key, value, source } in entries(&loaded) {
+        let top = key.split('.').next().unwrap_or_default().to_owned();
+        if section.as_ref().is_some_and(|s| *s != top) {
+            println!();
+        }
+        let note = if resolved.contains(&key) {
+            ", resolved"
+        } else {
+            ""
+        };
+        println!("{key} = {value}  ({source}{note})");
+        section = Some(top);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every configured secret, by key.
+fn secrets(loaded: &Loaded) -> Vec<(String, &SecretRef)> {
+    let settings = &loaded.settings;
+    let mut out: Vec<(String, &SecretRef)> = settings
+        .providers
+        .iter()
+        .filter_map(|(name, p)| Some((format!("providers.{name}.api_key"), p.api_key.as_ref()?)))
+        .collect();
+    if let Some(key) = &settings.runpod.api_key {
+        out.push(("runpod.api_key".to_owned(), key));
+    }
+    if let Some(token) = &settings.hf_token {
+        out.push(("hf_token".to_owned(), token));
+    }
+    out
+}
+
+/// Resolves every secret (SEC-4); returns the keys resolved.
+async fn resolve_all(loaded: &Loaded) -> anyhow::Result<Vec<String>> {
+    let resolver = Resolver::new(&loaded.env);
+    let mut done = Vec::new();
+    for (key, reference) in secrets(loaded) {
+        resolver.resolve(&key, reference).await?;
+        done.push(key);
+    }
+    Ok(done)
+}

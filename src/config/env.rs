@@ -1,0 +1,109 @@
+//! The process environment, read once at start (STYLE: read the environment in one place).
+//!
+//! Every setting, the Vault address and token, `NO_COLOR` and the log filter are looked up
+//! in an [`EnvSnapshot`] rather than in `std::env`, so tests can hand in their own and a
+//! reload (RLD-5) can layer a new `.env` over the same start-up environment.
+
+use std::collections::BTreeMap;
+
+/// The prefix of every variable that sets a configuration key (ENV-1).
+pub const PREFIX: &str = "OVERBRAINER_";
+
+/// A copy of environment variables, by name. Variables whose name or value is not valid
+/// UTF-8 are left out.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct EnvSnapshot {
+    vars: BTreeMap<String, String>,
+}
+
+impl EnvSnapshot {
+    /// The environment of this process, now.
+    #[must_use]
+    pub fn capture() -> Self {
+        Self {
+            vars: std::env::vars_os()
+                .filter_map(|(name, value)| {
+                    Some((name.into_string().ok()?, value.into_string().ok()?))
+                })
+                .collect(),
+        }
+    }
+
+    /// A snapshot holding exactly `pairs` (for tests and for layering `.env`).
+    #[must_use]
+    pub fn from_pairs<I, K, V>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// The value of `name`, if set.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str)
+    }
+
+    /// Whether `name` is set (possibly empty).
+    #[must_use]
+    pub fn contains(&self, name: &str) -> bool {
+        self.vars.contains_key(name)
+    }
+
+    /// Every variable, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// This snapshot with `extra` added where a name is not set yet (the process
+    /// environment wins over `.env`, ENV-2).
+    #[must_use]
+    pub fn with_fallbacks<'a>(&self, extra: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut vars = self.vars.clone();
+        for (name, value) in extra {
+            vars.entry(name.to_owned())
+                .or_insert_with(|| value.to_owned());
+        }
+        Self { vars }
+    }
+
+    /// `NO_COLOR` set to a non-empty value (LOG-3).
+    #[must_use]
+    pub fn no_color(&self) -> bool {
+        self.get("NO_COLOR").is_some_and(|v| !v.is_empty())
+    }
+
+    /// The log filter from `OVERBRAINER_LOG` (LOG-2).
+    #[must_use]
+    pub fn log_filter(&self) -> Option<&str> {
+        self.get("OVERBRAINER_LOG").filter(|v| !v.is_empty())
+    }
+}
+
+impl std::fmt::Debug for EnvSnapshot {
+    /// Lists names only: values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.vars.keys()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_values_win_over_fallbacks_and_debug_hides_values() {
+        let env = EnvSnapshot::from_pairs([("A", "process"), ("KEY", "s3cr3t-value")]);
+        let merged = env.with_fallbacks([("A", "dotenv"), ("B", "dotenv")]);
+        assert_eq!(merged.get("A"), Some("process"));
+        assert_eq!(merged.get("B"), Some("dotenv"));
+        assert!(!format!("{merged:?}").contains("s3cr3t-value"));
+    }
+}

@@ -1,0 +1,475 @@
+//! Loading: the layered tree (see [`super::layers`]) turned into typed [`Settings`],
+//! section by section so that every problem is reported at once (CFG-1..CFG-4).
+//!
+//! Deserialization goes through `figment`'s value tree, whose errors carry the key path.
+//! Its messages echo the offending value, so they are rewritten here to name the key and
+//! the expected type only. A value from the environment is text; when its key expects a
+//! number or a boolean, the text is converted and deserialization tried again (ENV-6).
+
+use std::path::{Path, PathBuf};
+
+use figment::error::{Actual, Kind};
+use figment::value::{Dict, Value};
+use serde::de::DeserializeOwned;
+
+use super::env::EnvSnapshot;
+use super::error::{ConfigError, Problem};
+use super::layers::{self, Provenance, Source};
+use super::types::{LocalTarget, RunpodTarget, Settings, SshTarget, Target};
+use super::validate;
+
+/// The settings file's name in the project directory.
+pub const FILE_NAME: &str = "overbrainer.toml";
+/// The optional environment file in the project directory.
+pub const DOTENV_NAME: &str = ".env";
+
+/// A loaded, valid configuration with the source of every value.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The effective settings.
+    pub settings: Settings,
+    /// Where each value came from.
+    pub provenance: Provenance,
+    /// Notes for stderr: deprecated keys, keys ignored under a runtime (CHK-5).
+    pub warnings: Vec<String>,
+    /// The process environment with `.env` added where the process does not set a name;
+    /// hand it to [`crate::secrets::Resolver::new`].
+    pub env: EnvSnapshot,
+    /// The `overbrainer.toml` that was read.
+    pub path: PathBuf,
+}
+
+impl Loaded {
+    /// The source of the value at dotted `key`.
+    #[must_use]
+    pub fn source(&self, key: &str) -> &Source {
+        self.provenance.source(key)
+    }
+}
+
+/// Loads and validates the configuration of the project in `project_dir`: its
+/// `overbrainer.toml`, then its `.env` if present, then the `OVERBRAINER_*` variables of
+/// `env`, over the built-in defaults (ENV-2).
+///
+/// # Errors
+///
+/// [`ConfigError::NotFound`] without `overbrainer.toml`; read and syntax errors of either
+/// file; [`ConfigError::Invalid`] listing every problem, each naming its key.
+pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError> {
+    let path = project_dir.join(FILE_NAME);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ConfigError::NotFound {
+                dir: project_dir.to_owned(),
+            });
+        }
+        Err(source) => return Err(ConfigError::Read { path, source }),
+    };
+    let file = layers::parse_file(&path, &text)?;
+    let dotenv = layers::read_dotenv(&project_dir.join(DOTENV_NAME))?;
+
+    let mut problems = Vec::new();
+    let mut provenance = Provenance::default();
+    layers::check_env_only(&file, &mut problems);
+    for (key, value) in &file {
+        layers::record(&mut provenance, key, value, &Source::File);
+    }
+    let mut root = file.clone();
+    for entry in layers::env_entries(&dotenv, env, &mut problems) {
+        match layers::apply(&mut root, &file, &entry) {
+            Ok(()) => provenance.set(entry.path.join("."), entry.source.clone()),
+            Err(problem) => problems.push(problem),
+        }
+    }
+
+    let settings = Typer {
+        root: &mut root,
+        provenance: &provenance,
+        problems: &mut problems,
+    }
+    .settings();
+    if problems.is_empty() {
+        validate::validate(&settings, &mut problems);
+    }
+    if !problems.is_empty() {
+        return Err(ConfigError::Invalid { path, problems });
+    }
+    let warnings = validate::warnings(&settings, &provenance);
+    let env = env.with_fallbacks(dotenv.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    Ok(Loaded {
+        settings,
+        provenance,
+        warnings,
+        env,
+        path,
+    })
+}
+
+/// Most conversions of one section before giving up (one per variable in practice).
+const MAX_CONVERSIONS: usize = 256;
+
+struct Typer<'a> {
+    root: &'a mut Dict,
+    provenance: &'a Provenance,
+    problems: &'a mut Vec<Problem>,
+}
+
+fn lookup<'v>(root: &'v Dict, path: &[String]) -> Option<&'v Value> {
+    let (first, rest) = path.split_first()?;
+    let mut value = root.get(first)?;
+    for segment in rest {
+        value = match value {
+            Value::Dict(_, dict) => dict.get(segment)?,
+            Value::Array(_, items) => items.get(segment.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(value)
+}
+
+fn lookup_mut<'v>(root: &'v mut Dict, path: &[String]) -> Option<&'v mut Value> {
+    let (first, rest) = path.split_first()?;
+    let mut value = root.get_mut(first)?;
+    for segment in rest {
+        value = match value {
+            Value::Dict(_, dict) => dict.get_mut(segment)?,
+            Value::Array(_, items) => items.get_mut(segment.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(value)
+}
+
+/// Removes the key at `path` from its table; false when it is not in a table.
+fn remove(root: &mut Dict, path: &[String]) -> bool {
+    let Some((last, parent)) = path.split_last() else {
+        return false;
+    };
+    let table = if parent.is_empty() {
+        Some(root)
+    } else {
+        match lookup_mut(root, parent) {
+            Some(Value::Dict(_, dict)) => Some(dict),
+            _ => None,
+        }
+    };
+    table.is_some_and(|t| t.remove(last).is_some())
+}
+
+fn path_of(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| (*s).to_owned()).collect()
+}
+
+impl Typer<'_> {
+    fn settings(&mut self) -> Settings {
+        let mut settings = Settings::default();
+        let known = [
+            "project",
+            "topics",
+            "providers",
+            "roles",
+            "pipeline",
+            "training",
+            "targets",
+            "export",
+            "hub",
+            "compare",
+            "metrics",
+            "runpod",
+            "hf_token",
+            "ssh_client",
+            "log",
+        ];
+        let unknown: Vec<String> = self
+            .root
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for key in unknown {
+            self.problems.push(Problem::new(
+                key,
+                "unknown field: not a known section or key",
+            ));
+        }
+        settings.project = self.section("project");
+        settings.topics = self.topics();
+        for name in self.names("providers") {
+            if let Some(provider) = self.typed(&path_of(&["providers", &name])) {
+                settings.providers.insert(name, provider);
+            }
+        }
+        settings.roles = self.section("roles");
+        settings.pipeline = self.section("pipeline");
+        if lookup(self.root, &path_of(&["training"])).is_some() {
+            settings.training = self.typed(&path_of(&["training"]));
+        }
+        for name in self.names("targets") {
+            if let Some(target) = self.target(&name) {
+                settings.targets.insert(name, target);
+            }
+        }
+        settings.export = self.section("export");
+        settings.hub = self.section("hub");
+        settings.compare = self.section("compare");
+        settings.metrics = self.section("metrics");
+        settings.runpod = self.section("runpod");
+        settings.hf_token = self.section("hf_token");
+        settings.ssh_client = self.section("ssh_client");
+        settings.log = self.section("log");
+        settings
+    }
+
+    /// The entry names of a table of named tables; a non-table is reported.
+    fn names(&mut self, key: &str) -> Vec<String> {
+        match self.root.get(key) {
+            None => Vec::new(),
+            Some(Value::Dict(_, dict)) => dict.keys().cloned().collect(),
+            Some(_) => {
+                self.problems.push(Problem::new(
+                    key,
+                    "wrong type: expected a table of named tables",
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    fn topics(&mut self) -> Vec<super::types::Topic> {
+        let count = match self.root.get("topics") {
+            None => return Vec::new(),
+            Some(Value::Array(_, items)) => items.len(),
+            Some(_) => {
+                self.problems.push(Problem::new(
+                    "topics",
+                    "wrong type: expected a list of `[[topics]]` tables",
+                ));
+                return Vec::new();
+            }
+        };
+        (0..count)
+            .filter_map(|i| self.typed(&path_of(&["topics", &i.to_string()])))
+            .collect()
+    }
+
+    fn target(&mut self, name: &str) -> Option<Target> {
+        let path = path_of(&["targets", name]);
+        let key = format!("targets.{name}.kind");
+        let kind = if let Some(Value::Dict(_, dict)) = lookup_mut(self.root, &path) {
+            dict.remove("kind")
+        } else {
+            self.problems.push(Problem::new(
+                format!("targets.{name}"),
+                "wrong type: expected a table",
+            ));
+            return None;
+        };
+        let kinds = "expected one of `local`, `ssh`, `runpod`";
+        let target = match &kind {
+            None => {
+                self.problems
+                    .push(Problem::new(key, format!("missing required key; {kinds}")));
+                None
+            }
+            Some(Value::String(_, kind)) if kind == "local" => {
+                self.typed::<LocalTarget>(&path).map(Target::Local)
+            }
+            Some(Value::String(_, kind)) if kind == "ssh" => {
+                self.typed::<SshTarget>(&path).map(Target::Ssh)
+            }
+            Some(Value::String(_, kind)) if kind == "runpod" => {
+                self.typed::<RunpodTarget>(&path).map(Target::Runpod)
+            }
+            Some(_) => {
+                self.problems
+                    .push(Problem::new(key, format!("invalid value: {kinds}")));
+                None
+            }
+        };
+        if let (Some(kind), Some(Value::Dict(_, dict))) = (kind, lookup_mut(self.root, &path)) {
+            dict.insert("kind".to_owned(), kind);
+        }
+        target
+    }
+
+    fn section<T: DeserializeOwned + Default>(&mut self, key: &str) -> T {
+        let path = path_of(&[key]);
+        if lookup(self.root, &path).is_none() {
+            return T::default();
+        }
+        self.typed(&path).unwrap_or_default()
+    }
+
+    /// Deserializes the value at `path`, converting environment text on demand. After a
+    /// problem, the offending key is set aside and deserialization tried again, so that
+    /// every problem of a section is reported, not only the first.
+    fn typed<T: DeserializeOwned>(&mut self, path: &[String]) -> Option<T> {
+        let mut failed = false;
+        for _ in 0..MAX_CONVERSIONS {
+            let value = lookup(self.root, path)?;
+            match value.deserialize::<T>() {
+                Ok(typed) => return (!failed).then_some(typed),
+                Err(error) => {
+                    let mut full = path.to_vec();
+                    full.extend(error.path.iter().cloned());
+                    if self.convert(&full, &error.kind) {
+                        continue;
+                    }
+                    let problem = describe(full.clone(), &error.kind, self.provenance);
+                    let repeated = self.problems.iter().any(|p| p.key == problem.key);
+                    if !repeated {
+                        self.problems.push(problem);
+                    }
+                    failed = true;
+                    let removable =
+                        !matches!(error.kind, Kind::MissingField(_)) && full.len() > path.len();
+                    if repeated || !removable || !remove(self.root, &full) {
+                        return None;
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Converts environment text at `path` to the type the error says is expected.
+    fn convert(&mut self, path: &[String], kind: &Kind) -> bool {
+        let Kind::InvalidType(Actual::Str(_), expected) = kind else {
+            return false;
+        };
+        if self.provenance.source(&path.join(".")).var().is_none() {
+            return false;
+        }
+        let Some(slot) = lookup_mut(self.root, path) else {
+            return false;
+        };
+        let Value::String(_, raw) = &*slot else {
+            return false;
+        };
+        let raw = raw.trim();
+        let converted = match expected_kind(expected) {
+            Expected::Unsigned => raw.parse::<u64>().ok().map(Value::from),
+            Expected::Signed => raw.parse::<i64>().ok().map(Value::from),
+            Expected::Float => raw
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite())
+                .map(Value::from),
+            Expected::Bool => match raw {
+                "true" => Some(Value::from(true)),
+                "false" => Some(Value::from(false)),
+                _ => None,
+            },
+            Expected::Other => None,
+        };
+        match converted {
+            Some(value) => {
+                *slot = value;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+enum Expected {
+    Unsigned,
+    Signed,
+    Float,
+    Bool,
+    Other,
+}
+
+fn expected_kind(expected: &str) -> Expected {
+    match expected {
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => Expected::Unsigned,
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => Expected::Signed,
+        "f32" | "f64" => Expected::Float,
+        "a boolean" => Expected::Bool,
+        _ => Expected::Other,
+    }
+}
+
+/// Words for serde's expectation strings, never a value.
+fn expected_words(expected: &str) -> String {
+    match expected_kind(expected) {
+        Expected::Unsigned => "a non-negative integer".to_owned(),
+        Expected::Signed => "an integer".to_owned(),
+        Expected::Float => "a number".to_owned(),
+        Expected::Bool => "a boolean (`true` or `false`)".to_owned(),
+        Expected::Other => match expected {
+            "a string" | "a borrowed string" => "a string".to_owned(),
+            "a sequence" => "a list".to_owned(),
+            e if e.starts_with("struct ") || e == "a map" || e.contains("map") => {
+                "a table".to_owned()
+            }
+            e => e.to_owned(),
+        },
+    }
+}
+
+fn actual_words(actual: &Actual) -> &'static str {
+    match actual {
+        Actual::Bool(_) => "a boolean",
+        Actual::Unsigned(_) | Actual::Signed(_) => "an integer",
+        Actual::Float(_) => "a float",
+        Actual::Char(_) | Actual::Str(_) => "a string",
+        Actual::Seq => "a list",
+        Actual::Map => "a table",
+        _ => "another type",
+    }
+}
+
+/// A problem for a deserialization error at `path`, without the value (CFG-2).
+fn describe(mut path: Vec<String>, kind: &Kind, provenance: &Provenance) -> Problem {
+    let message = match kind {
+        Kind::InvalidType(actual, expected) => format!(
+            "wrong type: expected {}, found {}",
+            expected_words(expected),
+            actual_words(actual)
+        ),
+        Kind::InvalidValue(_, expected) => {
+            format!("invalid value: expected {}", range_words(expected))
+        }
+        Kind::InvalidLength(_, expected) => format!("wrong number of items: expected {expected}"),
+        Kind::UnknownVariant(_, variants) => format!(
+            "invalid value: expected one of {}",
+            variants
+                .iter()
+                .map(|v| format!("`{v}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Kind::UnknownField(_, _) => "unknown field: not a known key here".to_owned(),
+        Kind::MissingField(name) => {
+            path.push(name.to_string());
+            "missing required key".to_owned()
+        }
+        Kind::DuplicateField(name) => {
+            path.push((*name).to_owned());
+            "set twice".to_owned()
+        }
+        Kind::Message(message) if message.contains("untagged enum ListOrAuto") => {
+            "wrong type: expected a list of strings or `\"auto\"`".to_owned()
+        }
+        Kind::Message(message) if message.starts_with("invalid vault reference") => message.clone(),
+        _ => "invalid value".to_owned(),
+    };
+    let key = path.join(".");
+    let message = match provenance.source(&key).var() {
+        Some(var) => format!("{message} (set by `{var}`)"),
+        None => message,
+    };
+    Problem::new(key, message)
+}
+
+fn range_words(expected: &str) -> String {
+    match expected {
+        "u8" => "an integer from 0 to 255".to_owned(),
+        "u16" => "an integer from 0 to 65535".to_owned(),
+        "u32" => "an integer from 0 to 4294967295".to_owned(),
+        "u64" | "usize" => "a non-negative integer".to_owned(),
+        other => expected_words(other),
+    }
+}

@@ -1,0 +1,13 @@
+//! The one integration test binary: each area adds its module here, in layer order, and
+//! shares the helpers of `util` (a temp project and a ready `overbrainer` command).
+
+// Test code: failing loudly is the point (clippy.toml allows these inside `#[test]` only).
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+// Shared helpers.
+mod util;
+
+// Ground: settings, `.env`, environment layering, secrets, `init`, `config check`.
+mod config;
+// Ground: the project lock held by a second process.
+mod lock;

@@ -1,0 +1,99 @@
+//! Shared helpers: a temporary project and an `overbrainer` command that runs in it with a
+//! clean environment (no inherited `OVERBRAINER_*`, `VAULT_*` or `NO_COLOR`, `HOME` inside
+//! the temp directory), so tests run in parallel without seeing each other or the host.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+/// A temporary directory holding a project directory `project/` and a `home/`.
+pub struct TestProject {
+    temp: tempfile::TempDir,
+    project: PathBuf,
+}
+
+impl TestProject {
+    /// An empty project directory (no `overbrainer.toml`).
+    pub fn empty() -> Self {
+        let temp = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(temp.path().join("project")).expect("project dir");
+        std::fs::create_dir(temp.path().join("home")).expect("home dir");
+        let project = temp.path().join("project");
+        Self { temp, project }
+    }
+
+    /// A project written by `overbrainer init`.
+    pub fn init() -> Self {
+        let project = Self::empty();
+        project.cmd().arg("init").assert().success();
+        project
+    }
+
+    /// A project whose `overbrainer.toml` is `text`.
+    pub fn with_config(text: &str) -> Self {
+        let project = Self::empty();
+        project.write("overbrainer.toml", text);
+        project
+    }
+
+    /// The project directory.
+    pub fn path(&self) -> &Path {
+        &self.project
+    }
+
+    /// `HOME` of the commands.
+    pub fn home(&self) -> PathBuf {
+        self.temp.path().join("home")
+    }
+
+    /// Writes `text` to `relative` inside the project, creating directories.
+    pub fn write(&self, relative: &str, text: &str) {
+        let path = self.path().join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("parent dir");
+        }
+        std::fs::write(path, text).expect("write file");
+    }
+
+    /// Reads `relative` inside the project.
+    pub fn read(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.path().join(relative)).expect("read file")
+    }
+
+    /// `overbrainer -C <project>` with a clean environment.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = overbrainer(&self.home());
+        cmd.arg("-C").arg(self.path());
+        cmd
+    }
+}
+
+/// The `overbrainer` binary with a clean environment: only `PATH` and `HOME`.
+pub fn overbrainer(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_overbrainer"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home);
+    cmd
+}
+
+/// Text of a command's stdout and stderr together.
+pub fn output_text(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A path of this test binary's build directory (`target/debug`).
+pub fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/debug/deps/integration-<hash> -> target/debug
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("build dir")
+        .to_owned()
+}
