@@ -14,7 +14,7 @@
 //!     variables, with the source of every value; validation; `config check` lines.
 //!   - [`secrets`]: literal and `vault:` secrets, resolved lazily (Vault KV v2 over HTTP).
 //!   - [`project`]: the project directory, its paths (`data/`, `runs/`, `prompts/`,
-//!     `.overbrainer/`), `init`, the built-in prompt templates and the project lock
+//!     `.overbrainer/`), writing a new project (`init`) and the project lock
 //!     (`.overbrainer/lock`).
 //!   - [`logging`]: log lines on stderr through `tracing`.
 

@@ -99,11 +99,16 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, env: EnvSnapshot) -> anyhow::Result<ExitCode> {
-    crate::logging::init(env.log_filter(), env.no_color())?;
-    let ctx = Context {
-        dir: cli.dir.unwrap_or_else(|| PathBuf::from(".")),
-        env,
-    };
+    let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
+    // `OVERBRAINER_LOG` from the shell, else from the project's `.env` (a broken `.env` is
+    // reported by the command that loads the configuration).
+    let dotenv_log = crate::config::dotenv_pairs(&dir)
+        .ok()
+        .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "OVERBRAINER_LOG"))
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty());
+    crate::logging::init(env.log_filter().or(dotenv_log.as_deref()), env.no_color())?;
+    let ctx = Context { dir, env };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -106,6 +106,15 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
     })
 }
 
+/// The `KEY=value` pairs of the project's `.env`, empty when it is absent (ENV-3).
+///
+/// # Errors
+///
+/// When `.env` exists but cannot be read or parsed (the line number only, ENV-4).
+pub fn dotenv_pairs(project_dir: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+    layers::read_dotenv(&project_dir.join(DOTENV_NAME))
+}
+
 /// Most conversions of one section before giving up (one per variable in practice).
 const MAX_CONVERSIONS: usize = 256;
 
@@ -471,5 +480,105 @@ fn range_words(expected: &str) -> String {
         "u32" => "an integer from 0 to 4294967295".to_owned(),
         "u64" | "usize" => "a non-negative integer".to_owned(),
         other => expected_words(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::types::{ListOrAuto, SshClient};
+
+    const SECRET: &str = "sk-unit-3e9f0d";
+
+    fn project(config: &str, dotenv: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(FILE_NAME), config).unwrap();
+        if let Some(text) = dotenv {
+            std::fs::write(dir.path().join(DOTENV_NAME), text).unwrap();
+        }
+        dir
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> EnvSnapshot {
+        EnvSnapshot::from_pairs(pairs.iter().copied())
+    }
+
+    const RUNPOD: &str = "[project]\nname = \"p\"\n\n[targets.gpu]\nkind = \"runpod\"\ngpu_types = [\"A\"]\nmax_hours = 1\n\n[targets.box]\nkind = \"ssh\"\n\n[providers.p]\nprotocol = \"openai\"\n";
+
+    #[test]
+    fn layers_apply_in_order_and_record_their_source() {
+        let dir = project(
+            RUNPOD,
+            Some(
+                "OVERBRAINER_TARGETS__GPU__MAX_HOURS=2\nOVERBRAINER_TARGETS__GPU__GPU_TYPES=auto\nOVERBRAINER_SSH_CLIENT=builtin\n",
+            ),
+        );
+        let loaded = load(
+            dir.path(),
+            &env(&[
+                ("OVERBRAINER_TARGETS__GPU__MAX_HOURS", "3.5"),
+                ("OVERBRAINER_TARGETS__GPU__DATA_CENTER_IDS", "EU-1, US-2"),
+                ("OVERBRAINER_PROVIDERS__P__API_KEY", SECRET),
+                ("OVERBRAINER_TARGETS__BOX__HOST", "me@box"),
+            ]),
+        )
+        .unwrap();
+        let Some(Target::Runpod(gpu)) = loaded.settings.targets.get("gpu") else {
+            panic!("no runpod target");
+        };
+        assert!((gpu.max_hours - 3.5).abs() < f64::EPSILON);
+        assert_eq!(gpu.gpu_types, ListOrAuto::Auto("auto".to_owned()));
+        assert_eq!(
+            gpu.data_center_ids,
+            Some(ListOrAuto::List(vec!["EU-1".to_owned(), "US-2".to_owned()]))
+        );
+        assert_eq!(loaded.settings.ssh_client, Some(SshClient::Builtin));
+        assert_eq!(
+            loaded.source("targets.gpu.max_hours"),
+            &Source::Env {
+                var: "OVERBRAINER_TARGETS__GPU__MAX_HOURS".to_owned()
+            }
+        );
+        assert_eq!(
+            loaded.source("targets.gpu.gpu_types"),
+            &Source::DotEnv {
+                var: "OVERBRAINER_TARGETS__GPU__GPU_TYPES".to_owned()
+            }
+        );
+        assert_eq!(loaded.source("project.name"), &Source::File);
+        assert_eq!(loaded.source("pipeline.seed"), &Source::Default);
+        assert_eq!(loaded.env.get("OVERBRAINER_SSH_CLIENT"), Some("builtin"));
+        // Nothing of the secret in any Debug output.
+        assert!(!format!("{loaded:?}").contains(SECRET));
+    }
+
+    #[test]
+    fn every_problem_of_a_section_is_reported() {
+        let dir = project(
+            "[project]\nname = \"p\"\n\n[pipeline]\nconcurrency = \"x\"\nseed = -1\nnope = 1\n",
+            None,
+        );
+        let ConfigError::Invalid { problems, .. } = load(dir.path(), &env(&[])).unwrap_err() else {
+            panic!("not invalid");
+        };
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys.len(), 3, "{problems:?}");
+        for key in ["pipeline.concurrency", "pipeline.seed", "pipeline.nope"] {
+            assert!(keys.contains(&key), "{key} not in {keys:?}");
+        }
+    }
+
+    #[test]
+    fn urls_are_checked_and_http_is_only_for_loopback_where_required() {
+        let base = "[project]\nname = \"p\"\n";
+        let dir = project(base, None);
+        let check = |pairs: &[(&str, &str)]| load(dir.path(), &env(pairs)).map(|_| ());
+        check(&[("OVERBRAINER_HUB__BASE_URL", "http://127.0.0.1:9000")]).unwrap();
+        check(&[("OVERBRAINER_RUNPOD__BASE_URL", "http://[::1]:9000/v2")]).unwrap();
+        check(&[("OVERBRAINER_RUNPOD__BASE_URL", "https://api.runpod.io/v2")]).unwrap();
+        assert!(check(&[("OVERBRAINER_HUB__BASE_URL", "http://hub.example")]).is_err());
+        assert!(check(&[("OVERBRAINER_RUNPOD__BASE_URL", "not a url")]).is_err());
+        assert!(check(&[("OVERBRAINER_LOG", "overbrainer=loud")]).is_err());
+        assert!(check(&[("OVERBRAINER_TOPICS__0__NAME", "x")]).is_err());
     }
 }

@@ -63,6 +63,20 @@ pub struct Settings {
     pub log: Option<String>,
 }
 
+impl Settings {
+    /// The SSH client in effect for an `ssh` or `runpod` target: `OVERBRAINER_SSH_CLIENT`
+    /// when set, else the target's `ssh_client` (CHK-4); `None` for a `local` target.
+    #[must_use]
+    pub fn ssh_client_for(&self, target: &Target) -> Option<SshClient> {
+        let own = match target {
+            Target::Local(_) => return None,
+            Target::Ssh(ssh) => ssh.ssh_client,
+            Target::Runpod(runpod) => runpod.ssh_client,
+        };
+        Some(self.ssh_client.unwrap_or(own))
+    }
+}
+
 /// `[project]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]

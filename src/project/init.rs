@@ -1,10 +1,11 @@
 //! Writing a new project (CLI-7..CLI-11): the commented `overbrainer.toml` template, the
-//! `.env.example`, the default prompt templates and the `.gitignore` entries. Nothing is
-//! asked and nothing existing is overwritten.
+//! `.env.example`, the prompt templates and the `.gitignore` entries. Nothing is asked and
+//! nothing existing is overwritten.
+//!
+//! The prompt templates are handed in by the caller: their built-in texts belong to the
+//! pipeline (`pipeline::templates`), which uses the same text when a file is absent (TPL-3).
 
 use std::path::{Path, PathBuf};
-
-use super::prompts;
 
 /// The `overbrainer.toml` template; `{{NAME}}` stands for the quoted project name.
 pub const CONFIG_TEMPLATE: &str = include_str!("template.toml");
@@ -59,29 +60,30 @@ pub fn config_text(name: &str) -> String {
     CONFIG_TEMPLATE.replace("{{NAME}}", &quoted)
 }
 
+/// A prompt template to write: its file name under `prompts/` and its text.
+pub type PromptFile = (&'static str, &'static str);
+
 /// The files `init` writes, relative to the project directory, with their contents.
 #[must_use]
-pub fn files(name: &str) -> Vec<(String, String)> {
+pub fn files(name: &str, prompts: &[PromptFile]) -> Vec<(String, String)> {
     let mut files = vec![
         (crate::config::FILE_NAME.to_owned(), config_text(name)),
         (".env.example".to_owned(), ENV_EXAMPLE.to_owned()),
     ];
-    for prompt in prompts::ALL {
-        files.push((
-            format!("prompts/{}", prompt.file_name),
-            prompt.text.to_owned(),
-        ));
+    for (file_name, text) in prompts {
+        files.push((format!("prompts/{file_name}"), (*text).to_owned()));
     }
     files
 }
 
-/// Creates the project in `dir` (creating `dir` when missing).
+/// Creates the project in `dir` (creating `dir` when missing), with `prompts` under
+/// `prompts/`.
 ///
 /// # Errors
 ///
 /// [`InitError::Exists`] naming the first file that exists (before writing anything),
 /// [`InitError::NoName`], or [`InitError::Io`].
-pub fn create(dir: &Path) -> Result<Report, InitError> {
+pub fn create(dir: &Path, prompts: &[PromptFile]) -> Result<Report, InitError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| InitError::Io { path, source }
@@ -96,7 +98,7 @@ pub fn create(dir: &Path) -> Result<Report, InitError> {
             dir: dir.to_owned(),
         })?
         .to_owned();
-    let files = files(&name);
+    let files = files(&name, prompts);
     for (relative, _) in &files {
         let path = dir.join(relative);
         if path.symlink_metadata().is_ok() {

@@ -6,7 +6,6 @@
 
 pub mod init;
 mod lock;
-pub mod prompts;
 
 use std::path::{Path, PathBuf};
 

@@ -78,6 +78,21 @@ fn init_then_config_check_works_in_an_empty_folder() {
 }
 
 #[test]
+fn init_writes_the_pipeline_built_in_templates_verbatim() {
+    use overbrainer::pipeline::templates::Template;
+    let project = TestProject::init();
+    for template in [
+        Template::Subtopics,
+        Template::Questions,
+        Template::AnswerSystem,
+        Template::Judge,
+    ] {
+        let written = project.read(&format!("prompts/{}", template.file_name()));
+        assert_eq!(written, template.default_text(), "{}", template.file_name());
+    }
+}
+
+#[test]
 fn init_creates_a_missing_directory_and_never_overwrites() {
     let project = TestProject::empty();
     project
