@@ -32,6 +32,8 @@ pub const STRIPPED_ENV_PREFIXES: &[&str] = &["OVERBRAINER_", "VAULT_"];
 #[derive(Debug, Clone)]
 pub struct LocalExecutor {
     workdir: String,
+    /// Directory searched first for programs, by jobs and scripts alike.
+    path_prefix: Option<PathBuf>,
 }
 
 impl LocalExecutor {
@@ -58,13 +60,50 @@ impl LocalExecutor {
                 ))
             })?
             .to_owned();
-        Ok(Self { workdir })
+        Ok(Self {
+            workdir,
+            path_prefix: None,
+        })
+    }
+
+    /// Searches `dir` first for programs, in jobs and in the status, cancel and
+    /// transfer scripts: `dir` is put in front of `PATH`. For example a directory
+    /// holding a wrapper of the container engine.
+    #[must_use]
+    pub fn with_path_prefix(mut self, dir: &Path) -> Self {
+        self.path_prefix = Some(dir.to_path_buf());
+        self
+    }
+
+    /// `PATH` with the prefix in front, when one is set.
+    fn path(&self) -> Option<std::ffi::OsString> {
+        let prefix = self.path_prefix.as_ref()?;
+        let mut dirs = vec![prefix.clone()];
+        if let Some(path) = std::env::var_os("PATH") {
+            dirs.extend(std::env::split_paths(&path));
+        }
+        std::env::join_paths(dirs).ok()
+    }
+
+    /// `sh -c script` in its own process group, not killed when dropped.
+    fn shell(&self, script: &str) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(script)
+            .process_group(0)
+            .kill_on_drop(false);
+        if let Some(path) = self.path() {
+            command.env("PATH", path);
+        }
+        command
     }
 
     /// Runs `script` under `sh -c` in its own process group, with `stdin` on its
     /// standard input, and returns its output.
     async fn run(&self, script: &str, stdin: &[u8]) -> Result<Output, ExecError> {
-        let mut child = shell(script)
+        let mut child = self
+            .shell(script)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -83,17 +122,6 @@ impl LocalExecutor {
         let output = self.run(script, &[]).await?;
         finish(action, output)
     }
-}
-
-/// `sh -c script` in its own process group, not killed when dropped.
-fn shell(script: &str) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(script)
-        .process_group(0)
-        .kill_on_drop(false);
-    command
 }
 
 fn spawn_error(source: std::io::Error) -> ExecError {
@@ -161,7 +189,8 @@ impl Executor for LocalExecutor {
     }
 
     async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError> {
-        let mut child = shell(&tar::extract_script(remote))
+        let mut child = self
+            .shell(&tar::extract_script(remote))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -213,6 +242,9 @@ impl Executor for LocalExecutor {
             {
                 command.env_remove(&name);
             }
+        }
+        if let Some(path) = self.path() {
+            command.env("PATH", path);
         }
         for (name, value) in &job.secrets {
             command.env(name, value.expose_secret());
@@ -271,7 +303,8 @@ impl Executor for LocalExecutor {
         entries: &[String],
         exclude: &[String],
     ) -> Result<(), ExecError> {
-        let mut child = shell(&tar::archive_script(remote, entries, exclude))
+        let mut child = self
+            .shell(&tar::archive_script(remote, entries, exclude))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

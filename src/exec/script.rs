@@ -44,7 +44,7 @@ pub const GROUP_SIGNAL: &str = r#"start_of() {
   eval "printf '%s\n' \"\${20}\""
 }
 job_alive() {
-  kill -0 -- "-$2" 2>/dev/null || return 1
+  kill -s 0 -- "-$2" 2>/dev/null || return 1
   if [ -r "$1/job.start" ] && ob_now=$(start_of "$2"); then
     IFS= read -r ob_then < "$1/job.start" || return 0
     [ "$ob_now" = "$ob_then" ] || return 1

@@ -6,8 +6,13 @@
 
 // Shared helpers.
 mod util;
+// A real OpenSSH server on 127.0.0.1 for tests of SSH targets (reusable by every area).
+mod sshd;
 
 // Ground: settings, `.env`, environment layering, secrets, `init`, `config check`.
 mod config;
 // Ground: the project lock held by a second process.
 mod lock;
+// Execution: one executor conformance suite on the local target and on a real `sshd`:
+// claim, transfers, jobs and files, secrets, the status table, cancel, survival.
+mod exec;

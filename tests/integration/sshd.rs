@@ -1,0 +1,202 @@
+//! A real OpenSSH server for tests: `/usr/sbin/sshd -D -e` on 127.0.0.1 at a free
+//! port, with a throw-away host key, an `authorized_keys` for a throw-away client
+//! key of the current user, and a `known_hosts` that trusts only that host key.
+//!
+//! ```ignore
+//! let sshd = sshd::Sshd::start();
+//! let executor = SshExecutor::connect(sshd.destination(), "work").await?;
+//! // ... sshd.kill() to drop every connection; dropping `sshd` stops it too.
+//! ```
+//!
+//! Each server lives in its own temporary directory, so tests run in parallel. A
+//! missing `sshd` fails the test with the command that installs it.
+
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use overbrainer::exec::SshDestination;
+
+/// Path of the OpenSSH server.
+pub const SSHD: &str = "/usr/sbin/sshd";
+
+/// Options of [`Sshd::start_with`].
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// Directory put in front of `PATH` in every session (sshd's `SetEnv`), for
+    /// stand-in programs.
+    pub path_prefix: Option<PathBuf>,
+}
+
+/// A running `sshd`, stopped when dropped.
+pub struct Sshd {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    port: u16,
+    user: String,
+}
+
+impl Sshd {
+    /// Starts a server with default [`Options`].
+    pub fn start() -> Self {
+        Self::start_with(&Options::default())
+    }
+
+    /// Starts a server and waits until it accepts connections.
+    ///
+    /// # Panics
+    ///
+    /// When `sshd` is not installed (the message says to run
+    /// `apt-get install openssh-server`) or does not start within 20 seconds.
+    pub fn start_with(options: &Options) -> Self {
+        assert!(
+            Path::new(SSHD).exists(),
+            "{SSHD} is missing: run `apt-get install openssh-server`"
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        keygen(&root.join("host_key"));
+        keygen(&root.join("client_key"));
+        std::fs::copy(root.join("client_key.pub"), root.join("authorized_keys"))
+            .expect("authorized_keys");
+        let user = current_user();
+        // Privilege separation needs this directory when sshd runs as root.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let mut last_log = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut config = format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {root}/host_key\n\
+                 AuthorizedKeysFile {root}/authorized_keys\nPermitRootLogin yes\nStrictModes no\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+                 PidFile none\nMaxSessions 64\nMaxStartups 64\nLogLevel VERBOSE\n",
+                root = root.display()
+            );
+            if let Some(prefix) = &options.path_prefix {
+                config.push_str("SetEnv PATH=");
+                config.push_str(&prefix.to_string_lossy());
+                config.push_str(":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin\n");
+            }
+            std::fs::write(root.join("sshd_config"), config).expect("sshd_config");
+            let log = std::fs::File::create(root.join("sshd.log")).expect("sshd.log");
+            let mut child = Command::new(SSHD)
+                .arg("-D")
+                .arg("-e")
+                .arg("-f")
+                .arg(root.join("sshd_config"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("start sshd");
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let address = SocketAddr::from(([127, 0, 0, 1], port));
+            loop {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+                    let host_key =
+                        std::fs::read_to_string(root.join("host_key.pub")).expect("host key");
+                    let mut known =
+                        std::fs::File::create(root.join("known_hosts")).expect("known_hosts");
+                    writeln!(known, "[127.0.0.1]:{port} {}", host_key.trim()).expect("write");
+                    std::fs::write(
+                        root.join("ssh_config"),
+                        "Host *\n  BatchMode yes\n  LogLevel ERROR\n",
+                    )
+                    .expect("ssh_config");
+                    return Self {
+                        child: Some(child),
+                        dir,
+                        port,
+                        user,
+                    };
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.wait();
+            last_log = std::fs::read_to_string(root.join("sshd.log")).unwrap_or_default();
+        }
+        panic!("sshd did not start: {last_log}");
+    }
+
+    /// The TCP port it listens on, on 127.0.0.1.
+    #[allow(dead_code, reason = "for the tests of other areas")]
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The directory holding its keys and files.
+    #[allow(dead_code, reason = "for the tests of other areas")]
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Where to reach it: the current user at 127.0.0.1 on [`Sshd::port`], with the
+    /// throw-away client key, its own `known_hosts` and an `ssh` configuration
+    /// file that replaces `~/.ssh/config`.
+    pub fn destination(&self) -> SshDestination {
+        let mut destination = SshDestination::new(&format!("{}@127.0.0.1", self.user));
+        destination.port = Some(self.port);
+        destination.config_file = Some(self.dir.path().join("ssh_config"));
+        destination.identity_file = Some(self.dir.path().join("client_key"));
+        destination.known_hosts_file = Some(self.dir.path().join("known_hosts"));
+        destination
+    }
+
+    /// [`Sshd::destination`] with an empty `known_hosts`: its host key is unknown.
+    pub fn destination_with_unknown_host_key(&self) -> SshDestination {
+        let empty = self.dir.path().join("known_hosts.empty");
+        std::fs::write(&empty, "").expect("empty known_hosts");
+        let mut destination = self.destination();
+        destination.known_hosts_file = Some(empty);
+        destination
+    }
+
+    /// Kills the listening server. Open connections are served by their own
+    /// `sshd` processes and stay up.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The server's log so far, for assertion messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn keygen(path: &Path) {
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "test", "-f"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .status()
+        .expect("ssh-keygen: run `apt-get install openssh-client`");
+    assert!(status.success(), "ssh-keygen failed");
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+fn current_user() -> String {
+    let output = Command::new("id").arg("-un").output().expect("id -un");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
