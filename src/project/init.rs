@@ -194,6 +194,66 @@ mod tests {
         }
     }
 
+    /// The template with its commented-out blocks (those starting `# [`) switched on.
+    fn uncommented(text: &str) -> String {
+        let mut out = String::new();
+        let mut in_block = false;
+        for line in text.lines() {
+            if line.starts_with("# [") {
+                in_block = true;
+            } else if !line.starts_with('#') {
+                in_block = false;
+            }
+            let line = if in_block {
+                line.strip_prefix("# ")
+                    .or_else(|| line.strip_prefix('#'))
+                    .unwrap_or(line)
+            } else {
+                line
+            };
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    }
+
+    #[test]
+    fn the_template_and_its_commented_blocks_pass_validation() {
+        let env = crate::config::EnvSnapshot::default();
+        for text in [config_text("demo"), uncommented(&config_text("demo"))] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(crate::config::FILE_NAME), &text).unwrap();
+            let loaded =
+                crate::config::load(dir.path(), &env).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(loaded.settings.project.name, "demo");
+            assert!(loaded.settings.roles.generator.is_some());
+        }
+        let all = uncommented(&config_text("demo"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(crate::config::FILE_NAME), &all).unwrap();
+        let loaded = crate::config::load(dir.path(), &env).unwrap();
+        assert!(loaded.settings.training.is_some());
+        assert_eq!(loaded.settings.targets.len(), 3);
+        assert_eq!(
+            loaded.settings.metrics.listen.as_deref(),
+            Some("127.0.0.1:9464")
+        );
+    }
+
+    #[test]
+    fn env_example_names_every_variable_the_template_needs() {
+        for var in [
+            "OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL",
+            "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY",
+            "OVERBRAINER_PROVIDERS__LOCAL_LLM__BASE_URL",
+            "OVERBRAINER_TARGETS__GPU_BOX__HOST",
+            "OVERBRAINER_RUNPOD__API_KEY",
+            "OVERBRAINER_HF_TOKEN",
+        ] {
+            assert!(ENV_EXAMPLE.contains(&format!("# {var}=\n")), "{var}");
+        }
+    }
+
     #[test]
     fn names_are_quoted_as_toml_strings() {
         let text = config_text("my \"odd\" name");
