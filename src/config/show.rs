@@ -83,10 +83,14 @@ pub fn entries(loaded: &Loaded) -> Vec<Entry> {
         }
     }
     if let Some(Value::Object(runpod)) = root.get_mut("runpod") {
-        fill(runpod, &["api_key", "base_url"]);
+        fill(runpod, &["api_key"]);
+        runpod
+            .entry("base_url")
+            .or_insert_with(|| Value::from(super::types::DEFAULT_RUNPOD_BASE_URL));
     }
     if let Some(Value::Object(hub)) = root.get_mut("hub") {
-        fill(hub, &["base_url"]);
+        hub.entry("base_url")
+            .or_insert_with(|| Value::from(super::types::DEFAULT_HUB_BASE_URL));
     }
     fill(&mut root, &["hf_token", "ssh_client", "log"]);
 

@@ -575,6 +575,20 @@ pub struct Hub {
     pub base_url: Option<String>,
 }
 
+/// Default Hugging Face Hub endpoint (spec/config.md, ENV-7).
+pub const DEFAULT_HUB_BASE_URL: &str = "https://huggingface.co";
+/// Default Runpod REST API base (spec/config.md, ENV-7).
+pub const DEFAULT_RUNPOD_BASE_URL: &str = "https://api.runpod.io/v2";
+
+impl Hub {
+    /// The Hub endpoint in effect: `OVERBRAINER_HUB__BASE_URL`, else
+    /// [`DEFAULT_HUB_BASE_URL`].
+    #[must_use]
+    pub fn endpoint(&self) -> &str {
+        self.base_url.as_deref().unwrap_or(DEFAULT_HUB_BASE_URL)
+    }
+}
+
 impl Default for Hub {
     fn default() -> Self {
         Self {
@@ -639,4 +653,13 @@ pub struct RunpodAccount {
     /// REST API base URL, default `https://api.runpod.io/v2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+}
+
+impl RunpodAccount {
+    /// The REST API base in effect: `OVERBRAINER_RUNPOD__BASE_URL`, else
+    /// [`DEFAULT_RUNPOD_BASE_URL`].
+    #[must_use]
+    pub fn endpoint(&self) -> &str {
+        self.base_url.as_deref().unwrap_or(DEFAULT_RUNPOD_BASE_URL)
+    }
 }
