@@ -83,15 +83,31 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
         }
     }
 
+    let names = |key: &str| match root.get(key) {
+        Some(Value::Dict(_, dict)) => dict.keys().cloned().collect(),
+        _ => std::collections::BTreeSet::new(),
+    };
+    let declared = validate::Declared {
+        providers: names("providers"),
+        targets: names("targets"),
+    };
+    let mut failed = Vec::new();
     let settings = Typer {
         root: &mut root,
         provenance: &provenance,
         problems: &mut problems,
+        failed: &mut failed,
     }
     .settings();
-    if problems.is_empty() {
-        validate::validate(&settings, &mut problems);
-    }
+    // Semantic rules run even after type problems, except on the parts that failed to
+    // type (they hold defaults, whose problems would be noise).
+    let mut semantic = Vec::new();
+    validate::validate(&settings, &declared, &mut semantic);
+    problems.extend(semantic.into_iter().filter(|problem| {
+        !failed
+            .iter()
+            .any(|f| problem.key == *f || problem.key.starts_with(&format!("{f}.")))
+    }));
     if !problems.is_empty() {
         return Err(ConfigError::Invalid { path, problems });
     }
@@ -122,6 +138,8 @@ struct Typer<'a> {
     root: &'a mut Dict,
     provenance: &'a Provenance,
     problems: &'a mut Vec<Problem>,
+    /// Dotted paths whose value failed to type.
+    failed: &'a mut Vec<String>,
 }
 
 fn lookup<'v>(root: &'v Dict, path: &[String]) -> Option<&'v Value> {
@@ -299,6 +317,9 @@ impl Typer<'_> {
         if let (Some(kind), Some(Value::Dict(_, dict))) = (kind, lookup_mut(self.root, &path)) {
             dict.insert("kind".to_owned(), kind);
         }
+        if target.is_none() {
+            self.failed.push(format!("targets.{name}"));
+        }
         target
     }
 
@@ -318,7 +339,11 @@ impl Typer<'_> {
         for _ in 0..MAX_CONVERSIONS {
             let value = lookup(self.root, path)?;
             match value.deserialize::<T>() {
-                Ok(typed) => return (!failed).then_some(typed),
+                Ok(typed) if !failed => return Some(typed),
+                Ok(_) => {
+                    self.failed.push(path.join("."));
+                    return None;
+                }
                 Err(error) => {
                     let mut full = path.to_vec();
                     full.extend(error.path.iter().cloned());
@@ -334,11 +359,13 @@ impl Typer<'_> {
                     let removable =
                         !matches!(error.kind, Kind::MissingField(_)) && full.len() > path.len();
                     if repeated || !removable || !remove(self.root, &full) {
+                        self.failed.push(path.join("."));
                         return None;
                     }
                 }
             }
         }
+        self.failed.push(path.join("."));
         None
     }
 
@@ -566,6 +593,29 @@ mod tests {
         for key in ["pipeline.concurrency", "pipeline.seed", "pipeline.nope"] {
             assert!(keys.contains(&key), "{key} not in {keys:?}");
         }
+    }
+
+    #[test]
+    fn semantic_problems_are_reported_beside_type_problems_without_noise() {
+        let dir = project(
+            "[project]\nname = 5\n\n[[topics]]\nname = \"t\"\nsubtopics = 0\nquestions_per_subtopic = 1\n\n[providers.p]\nprotocol = \"nope\"\n\n[roles]\ngenerator = { provider = \"p\", model = \"m\" }\nparent = { provider = \"q\", model = \"m\" }\n",
+            None,
+        );
+        let ConfigError::Invalid { problems, .. } = load(dir.path(), &env(&[])).unwrap_err() else {
+            panic!("not invalid");
+        };
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "project.name",
+                "providers.p.protocol",
+                "topics.0.subtopics",
+                "roles.parent.provider"
+            ],
+            "{problems:?}"
+        );
+        assert!(problems[0].message.starts_with("wrong type"));
     }
 
     #[test]

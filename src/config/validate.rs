@@ -90,8 +90,17 @@ fn url_problem(url: &str, https_only_except_loopback: bool) -> Option<&'static s
     }
 }
 
+/// Provider and target names present in the configuration, including entries whose own
+/// values failed to type (so a role naming one is not also reported as unknown).
+#[derive(Debug, Default)]
+pub(crate) struct Declared {
+    pub providers: std::collections::BTreeSet<String>,
+    pub targets: std::collections::BTreeSet<String>,
+}
+
 struct Check<'a> {
     problems: &'a mut Vec<Problem>,
+    declared: &'a Declared,
 }
 
 impl Check<'_> {
@@ -145,8 +154,8 @@ impl Check<'_> {
 }
 
 /// Adds a problem for every rule `settings` breaks.
-pub fn validate(settings: &Settings, problems: &mut Vec<Problem>) {
-    let mut check = Check { problems };
+pub(crate) fn validate(settings: &Settings, declared: &Declared, problems: &mut Vec<Problem>) {
+    let mut check = Check { problems, declared };
     check.non_empty("project.name", &settings.project.name);
 
     let mut seen = std::collections::BTreeSet::new();
@@ -327,7 +336,7 @@ fn check_outputs(check: &mut Check<'_>, settings: &Settings) {
 fn check_role(check: &mut Check<'_>, settings: &Settings, name: &str, role: &Role) {
     let key = |k: &str| format!("roles.{name}.{k}");
     let protocol = settings.providers.get(&role.provider).map(|p| p.protocol);
-    if protocol.is_none() {
+    if protocol.is_none() && !check.declared.providers.contains(&role.provider) {
         check.fail(
             key("provider"),
             format!(
@@ -384,7 +393,9 @@ fn check_role(check: &mut Check<'_>, settings: &Settings, name: &str, role: &Rol
 }
 
 fn check_training(check: &mut Check<'_>, settings: &Settings, training: &Training) {
-    if !settings.targets.contains_key(&training.target) {
+    if !settings.targets.contains_key(&training.target)
+        && !check.declared.targets.contains(&training.target)
+    {
         check.fail(
             "training.target",
             format!(

@@ -499,10 +499,11 @@ fn a_vault_reference_fails_clearly_when_the_server_is_down() {
     let addr = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
     let project = TestProject::init();
+    // `VAULT_ADDR` may come from `.env` too.
+    project.write(".env", &format!("VAULT_ADDR={addr}\n"));
     project
         .cmd()
         .args(["config", "check", "--resolve"])
-        .env("VAULT_ADDR", addr)
         .env("VAULT_TOKEN", "t-55")
         .env("OVERBRAINER_HF_TOKEN", "vault:secret/hf#token")
         .assert()
