@@ -3,4 +3,11 @@
 //! printing.
 
 pub mod parse;
+pub mod stage;
 pub mod templates;
+
+pub use stage::{Context, Event, KeyResolver, Progress, Stage, StageError, StageReport};
+pub mod answers;
+pub mod questions;
+pub mod split;
+pub mod subtopics;

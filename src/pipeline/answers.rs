@@ -1,0 +1,330 @@
+//! The `answers` stage (PIPE-24..PIPE-27): sends every selected question without an
+//! answer to the `parent` role, at most `pipeline.concurrency` at once, and appends each
+//! reply as one record, usable or excluded, as soon as it arrives.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use minijinja::context;
+use serde::Deserialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::stage::{
+    Context, Event, Stage, StageError, StageReport, Tracker, finish, read, selected,
+};
+use super::templates::{Prompt, Template};
+use crate::config::{Protocol, Role};
+use crate::dataset::jsonl::{JsonlWriter, retain_lines};
+use crate::dataset::{AnswerMeta, AnswerRecord, Exclusion, Message, QuestionRecord};
+use crate::llm::reasoning::hides_reasoning;
+use crate::llm::{Attempted, ChatRequest, Completion, ReasoningKind, Stop};
+
+/// What `answers` reads of an existing answer: its question ID.
+#[derive(Deserialize)]
+struct Answered {
+    id: String,
+}
+
+/// Runs `answers` on `topic` (all when `None`), discarding that output first with
+/// `force` (PIPE-3).
+pub async fn run(ctx: &Context, topic: Option<&str>, force: bool) -> StageReport {
+    let started_at = jiff::Timestamp::now();
+    let tracker = Tracker::new(Stage::Answers, ctx.events.clone());
+    let mut skipped = 0;
+    let mut who = (String::new(), String::new());
+    let error = run_inner(ctx, topic, force, &tracker, &mut skipped, &mut who)
+        .await
+        .err();
+    finish(
+        ctx,
+        Stage::Answers,
+        started_at,
+        skipped,
+        tracker.snapshot(),
+        who,
+        error,
+    )
+}
+
+/// Why an answer is excluded, checked in the order of PIPE-26.
+#[must_use]
+pub fn exclusion(role: &Role, completion: &Completion) -> Option<Exclusion> {
+    if completion.stop == Stop::Length {
+        Some(Exclusion::Truncated)
+    } else if completion.stop == Stop::Refusal {
+        Some(Exclusion::Refused)
+    } else if completion.text.trim().is_empty() {
+        Some(Exclusion::Empty)
+    } else if role.reasoning && completion.reasoning_kind != Some(ReasoningKind::Raw) {
+        Some(Exclusion::NoRawReasoning)
+    } else {
+        None
+    }
+}
+
+/// The record of one answer (DAT-4..DAT-7).
+#[must_use]
+pub fn record(
+    question: &QuestionRecord,
+    system: Option<&str>,
+    role: &Role,
+    completion: Completion,
+) -> AnswerRecord {
+    let excluded = exclusion(role, &completion);
+    let mut messages = Vec::with_capacity(3);
+    if let Some(system) = system {
+        messages.push(Message {
+            role: "system".into(),
+            content: system.to_owned(),
+            reasoning_content: None,
+        });
+    }
+    messages.push(Message {
+        role: "user".into(),
+        content: question.question.clone(),
+        reasoning_content: None,
+    });
+    messages.push(Message {
+        role: "assistant".into(),
+        content: completion.text,
+        reasoning_content: completion.reasoning,
+    });
+    AnswerRecord {
+        id: question.id.clone(),
+        topic: question.topic.clone(),
+        subtopic: question.subtopic.clone(),
+        messages,
+        meta: AnswerMeta {
+            model: role.model.clone(),
+            input_tokens: completion.usage.input_tokens,
+            output_tokens: completion.usage.output_tokens,
+            finish_reason: completion.finish_reason,
+            reasoning_kind: completion.reasoning_kind,
+            excluded,
+        },
+    }
+}
+
+type Reply = (QuestionRecord, Attempted<(Completion, ())>);
+
+async fn run_inner(
+    ctx: &Context,
+    topic: Option<&str>,
+    force: bool,
+    tracker: &Arc<Tracker>,
+    skipped: &mut u64,
+    who: &mut (String, String),
+) -> Result<(), StageError> {
+    ctx.check_topic(topic)?;
+    let files = ctx.data();
+    if force {
+        retain_lines(&files.answers(), |line| {
+            !line
+                .get("topic")
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| selected(topic, t))
+        })?;
+    }
+    let questions: Vec<QuestionRecord> = read(ctx, &files.questions())?;
+    let answered: HashSet<String> = read::<Answered>(ctx, &files.answers())?
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    let topics: HashMap<&str, &str> = ctx
+        .settings
+        .topics
+        .iter()
+        .map(|t| (t.name.as_str(), t.description.as_str()))
+        .collect();
+    let mut todo = Vec::new();
+    let mut queued = HashSet::new();
+    for question in questions {
+        if !selected(topic, &question.topic) || !topics.contains_key(question.topic.as_str()) {
+            continue;
+        }
+        if answered.contains(&question.id) {
+            *skipped += 1;
+        } else if queued.insert(question.id.clone()) {
+            todo.push(question);
+        }
+    }
+
+    let parent = ctx.role_client("parent", ctx.settings.roles.parent.as_ref())?;
+    *who = (parent.provider.clone(), parent.role.model.clone());
+    if parent.role.reasoning
+        && (parent.protocol == Protocol::Anthropic || hides_reasoning(&parent.role.model))
+    {
+        ctx.emit(Event::Warning(format!(
+            "`{}` does not return raw reasoning: with `reasoning = true` every answer will be excluded as `no_raw_reasoning`",
+            parent.role.model
+        )));
+    }
+    let prompt = Prompt::load(&ctx.prompts(), Template::AnswerSystem)?;
+    let mut systems: HashMap<String, Arc<str>> = HashMap::new();
+    for question in &todo {
+        if !systems.contains_key(&question.topic) {
+            let description = topics
+                .get(question.topic.as_str())
+                .copied()
+                .unwrap_or_default();
+            let text =
+                prompt.render(context! { topic => question.topic, description => description })?;
+            systems.insert(question.topic.clone(), text.into());
+        }
+    }
+    ctx.emit(Event::Started {
+        stage: Stage::Answers,
+        total: todo.len() as u64,
+        skipped: *skipped,
+    });
+    if todo.is_empty() {
+        return Ok(());
+    }
+    let price = parent.price(&ctx.prices).await;
+    let mut writer = JsonlWriter::open(&files.answers())?;
+    let include_system = ctx.settings.pipeline.include_system_prompt;
+    let permits = Arc::new(Semaphore::new(
+        ctx.settings.pipeline.concurrency.max(1) as usize
+    ));
+    let stop = ctx.cancel.child_token();
+    let mut tasks: JoinSet<Option<Reply>> = JoinSet::new();
+    for question in todo {
+        let (permits, stop, tracker) = (permits.clone(), stop.clone(), tracker.clone());
+        let (client, role) = (parent.client.clone(), parent.role.clone());
+        let system = systems.get(&question.topic).cloned();
+        tasks.spawn(async move {
+            let work = async {
+                let _permit = permits.acquire().await.ok()?;
+                tracker.update(|p| p.in_flight += 1);
+                let request = ChatRequest {
+                    system: system.map(|s| s.to_string()),
+                    user: question.question.clone(),
+                };
+                let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
+                let reply = client.chat(&role, &request, |_| Ok(()), &on_retry).await;
+                tracker.update(|p| p.in_flight -= 1);
+                Some((question, reply))
+            };
+            tokio::select! {
+                () = stop.cancelled() => None,
+                reply = work => reply,
+            }
+        });
+    }
+
+    let mut fatal = None;
+    while let Some(first) = tasks.join_next().await {
+        let mut batch = vec![first];
+        while let Some(next) = tasks.try_join_next() {
+            batch.push(next);
+        }
+        let mut records = Vec::new();
+        let mut failed = 0;
+        for joined in batch {
+            let Ok(Some((question, reply))) = joined else {
+                continue;
+            };
+            tracker.spend(reply.usage, price);
+            match reply.result {
+                Ok((completion, ())) => {
+                    let system = systems.get(&question.topic).filter(|_| include_system);
+                    records.push(record(
+                        &question,
+                        system.map(|s| &**s),
+                        &parent.role,
+                        completion,
+                    ));
+                }
+                Err(error) if error.is_fatal() => {
+                    if fatal.is_none() {
+                        stop.cancel();
+                        fatal = Some(error);
+                    }
+                }
+                Err(error) => {
+                    failed += 1;
+                    ctx.emit(Event::ItemFailed {
+                        stage: Stage::Answers,
+                        item: format!("question `{}`", question.id),
+                        reason: error.to_string(),
+                    });
+                }
+            }
+        }
+        if let Err(error) = writer.append_all(&records) {
+            stop.cancel();
+            tasks.shutdown().await;
+            return Err(error.into());
+        }
+        let excluded = records.iter().filter(|r| r.meta.excluded.is_some()).count() as u64;
+        tracker.update(|p| {
+            p.done += records.len() as u64;
+            p.added += records.len() as u64;
+            p.excluded += excluded;
+            p.failed += failed;
+        });
+    }
+    match fatal {
+        Some(error) => Err(StageError::Provider(error)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Usage;
+
+    fn completion(text: &str, stop: Stop, kind: Option<ReasoningKind>) -> Completion {
+        Completion {
+            text: text.into(),
+            reasoning: kind.map(|_| "r".into()),
+            reasoning_kind: kind,
+            finish_reason: Some("x".into()),
+            stop,
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn exclusion_order() {
+        let mut role = Role {
+            provider: "p".into(),
+            model: "m".into(),
+            reasoning: true,
+            max_tokens: 10,
+            temperature: None,
+            reasoning_effort: None,
+            thinking_budget: None,
+        };
+        assert_eq!(
+            exclusion(&role, &completion("", Stop::Length, None)),
+            Some(Exclusion::Truncated)
+        );
+        assert_eq!(
+            exclusion(&role, &completion("", Stop::Refusal, None)),
+            Some(Exclusion::Refused)
+        );
+        assert_eq!(
+            exclusion(&role, &completion(" \n", Stop::Normal, None)),
+            Some(Exclusion::Empty)
+        );
+        assert_eq!(
+            exclusion(
+                &role,
+                &completion("a", Stop::Normal, Some(ReasoningKind::Summary))
+            ),
+            Some(Exclusion::NoRawReasoning)
+        );
+        assert_eq!(
+            exclusion(
+                &role,
+                &completion("a", Stop::Normal, Some(ReasoningKind::Raw))
+            ),
+            None
+        );
+        role.reasoning = false;
+        assert_eq!(exclusion(&role, &completion("a", Stop::Normal, None)), None);
+    }
+}

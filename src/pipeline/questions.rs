@@ -1,0 +1,423 @@
+//! The `questions` stage (PIPE-4, PIPE-9, PIPE-20..PIPE-23, DDP): fills each selected
+//! subtopic up to `questions_per_subtopic` with batches from the `generator`, passing
+//! every batch through its topic's deduplicator. Up to `pipeline.concurrency` subtopics
+//! fill at once; a topic's lock admits one batch at a time, so two subtopics filled in
+//! parallel can never both keep one question.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use minijinja::context;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::parse::first_string_array;
+use super::stage::{
+    Context, Event, RoleClient, Stage, StageError, StageReport, Tracker, finish, read, selected,
+};
+use super::templates::{Prompt, Template};
+use crate::dataset::jsonl::{JsonlWriter, retain_lines};
+use crate::dataset::{QuestionRecord, RejectedKind, RejectedRecord, SubtopicRecord, question_id};
+use crate::dedup::{Deduplicator, EmbeddingIndex};
+use crate::llm::ChatRequest;
+use crate::pricing::Price;
+
+/// Most inputs in one embeddings request (DDP-4).
+pub const EMBEDDING_CHUNK: usize = 64;
+
+/// The reports of `questions`: the `subtopics` run it needed first (PIPE-4), if any, and
+/// its own.
+#[derive(Debug)]
+pub struct QuestionsReports {
+    /// The `subtopics` stage run first for topics short of subtopics.
+    pub subtopics: Option<StageReport>,
+    /// The `questions` stage.
+    pub questions: StageReport,
+}
+
+/// Runs `questions` on `topic` (all when `None`), discarding that output first with
+/// `force` (PIPE-3), after completing short topics' subtopics (PIPE-4).
+pub async fn run(ctx: &Context, topic: Option<&str>, force: bool) -> QuestionsReports {
+    let started_at = jiff::Timestamp::now();
+    let tracker = Tracker::new(Stage::Questions, ctx.events.clone());
+    let mut subtopics = None;
+    if ctx.check_topic(topic).is_ok() && matches!(super::subtopics::any_short(ctx, topic), Ok(true))
+    {
+        subtopics = Some(super::subtopics::run(ctx, topic, false).await);
+    }
+    let mut skipped = 0;
+    let mut who = (String::new(), String::new());
+    let error = run_inner(ctx, topic, force, &tracker, &mut skipped, &mut who)
+        .await
+        .err();
+    let questions = finish(
+        ctx,
+        Stage::Questions,
+        started_at,
+        skipped,
+        tracker.snapshot(),
+        who,
+        error,
+    );
+    QuestionsReports {
+        subtopics,
+        questions,
+    }
+}
+
+/// A topic's deduplicator, and the texts whose embeddings seed it once it needs them.
+struct TopicState {
+    dedup: Deduplicator,
+    seeds: Vec<String>,
+}
+
+struct Shared {
+    generator: RoleClient,
+    generator_price: Option<Price>,
+    embedder: Option<(RoleClient, Option<Price>)>,
+    prompt: Prompt,
+    writer: Mutex<JsonlWriter>,
+    tracker: Arc<Tracker>,
+    batch_size: u64,
+    max_retries: u32,
+    embedding_threshold: f64,
+}
+
+enum Outcome {
+    Done,
+    Failed(String),
+    Fatal(crate::llm::Error),
+    Stopped,
+}
+
+struct Subtopic {
+    topic: String,
+    description: String,
+    name: String,
+    quota: u64,
+    accepted: Vec<String>,
+    state: Arc<tokio::sync::Mutex<TopicState>>,
+}
+
+async fn run_inner(
+    ctx: &Context,
+    topic: Option<&str>,
+    force: bool,
+    tracker: &Arc<Tracker>,
+    skipped: &mut u64,
+    who: &mut (String, String),
+) -> Result<(), StageError> {
+    ctx.check_topic(topic)?;
+    let files = ctx.data();
+    if force {
+        retain_lines(&files.questions(), |line| {
+            !line
+                .get("topic")
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| selected(topic, t))
+        })?;
+    }
+    let subtopics: Vec<SubtopicRecord> = read(ctx, &files.subtopics())?;
+    let questions: Vec<QuestionRecord> = read(ctx, &files.questions())?;
+    let rejected: Vec<RejectedRecord> = read(ctx, &files.rejected())?;
+    let pipeline = &ctx.settings.pipeline;
+
+    let mut states = HashMap::new();
+    let mut work = Vec::new();
+    let mut seen = HashSet::new();
+    for record in &subtopics {
+        let Some(t) = ctx.settings.topics.iter().find(|t| t.name == record.topic) else {
+            continue;
+        };
+        if !selected(topic, &t.name)
+            || !seen.insert((record.topic.clone(), record.subtopic.clone()))
+        {
+            continue;
+        }
+        let rejected_subtopic = rejected.iter().any(|r| {
+            r.kind == RejectedKind::Subtopic
+                && r.topic == t.name
+                && r.subtopic
+                    .trim()
+                    .eq_ignore_ascii_case(record.subtopic.trim())
+        });
+        if rejected_subtopic {
+            continue;
+        }
+        let state = states
+            .entry(t.name.clone())
+            .or_insert_with(|| {
+                let mut dedup = Deduplicator::new(pipeline.dedup_threshold);
+                let mut seeds = Vec::new();
+                let rejected_texts = rejected
+                    .iter()
+                    .filter(|r| r.kind == RejectedKind::Question && r.topic == t.name)
+                    .filter_map(|r| r.text.clone());
+                let accepted_texts = questions
+                    .iter()
+                    .filter(|q| q.topic == t.name)
+                    .map(|q| q.question.clone());
+                for text in accepted_texts.chain(rejected_texts) {
+                    dedup.insert_text(&text);
+                    seeds.push(text);
+                }
+                Arc::new(tokio::sync::Mutex::new(TopicState { dedup, seeds }))
+            })
+            .clone();
+        let accepted: Vec<String> = questions
+            .iter()
+            .filter(|q| q.topic == record.topic && q.subtopic == record.subtopic)
+            .map(|q| q.question.clone())
+            .collect();
+        let quota = u64::from(t.questions_per_subtopic);
+        if accepted.len() as u64 >= quota {
+            *skipped += 1;
+            continue;
+        }
+        work.push(Subtopic {
+            topic: t.name.clone(),
+            description: t.description.clone(),
+            name: record.subtopic.clone(),
+            quota,
+            accepted,
+            state,
+        });
+    }
+    ctx.emit(Event::Started {
+        stage: Stage::Questions,
+        total: work.len() as u64,
+        skipped: *skipped,
+    });
+    let generator = ctx.role_client("generator", ctx.settings.roles.generator.as_ref());
+    if work.is_empty() {
+        if let Ok(generator) = generator {
+            *who = (generator.provider, generator.role.model);
+        }
+        return Ok(());
+    }
+    let generator = generator?;
+    *who = (generator.provider.clone(), generator.role.model.clone());
+    let embedder = match ctx.settings.roles.embedder.as_ref() {
+        Some(role) => {
+            let client = ctx.role_client("embedder", Some(role))?;
+            let price = client.price(&ctx.prices).await;
+            Some((client, price))
+        }
+        None => None,
+    };
+    let prompt = Prompt::load(&ctx.prompts(), Template::Questions)?;
+    if let Some(first) = work.first() {
+        prompt.render(context! {
+            topic => first.topic, description => first.description, subtopic => first.name,
+            count => 1, accepted => first.accepted,
+        })?;
+    }
+    let shared = Arc::new(Shared {
+        generator_price: generator.price(&ctx.prices).await,
+        generator,
+        embedder,
+        prompt,
+        writer: Mutex::new(JsonlWriter::open(&files.questions())?),
+        tracker: tracker.clone(),
+        batch_size: u64::from(pipeline.question_batch_size.max(1)),
+        max_retries: pipeline.max_retries,
+        embedding_threshold: pipeline.embedding_threshold,
+    });
+    let permits = Arc::new(Semaphore::new(pipeline.concurrency.max(1) as usize));
+    let stop = ctx.cancel.child_token();
+    let mut tasks = JoinSet::new();
+    for subtopic in work {
+        let (permits, stop, shared) = (permits.clone(), stop.clone(), shared.clone());
+        tasks.spawn(async move {
+            let item = format!("subtopic `{}` of `{}`", subtopic.name, subtopic.topic);
+            let work = async move {
+                let Ok(_permit) = permits.acquire().await else {
+                    return Outcome::Stopped;
+                };
+                fill(&shared, subtopic).await
+            };
+            let outcome = tokio::select! {
+                () = stop.cancelled() => Outcome::Stopped,
+                outcome = work => outcome,
+            };
+            (item, outcome)
+        });
+    }
+    let mut fatal = None;
+    while let Some(joined) = tasks.join_next().await {
+        let Ok((item, outcome)) = joined else {
+            continue;
+        };
+        match outcome {
+            Outcome::Done => tracker.update(|p| p.done += 1),
+            Outcome::Stopped => {}
+            Outcome::Failed(reason) => {
+                tracker.update(|p| p.failed += 1);
+                ctx.emit(Event::ItemFailed {
+                    stage: Stage::Questions,
+                    item,
+                    reason,
+                });
+            }
+            Outcome::Fatal(error) => {
+                stop.cancel();
+                fatal.get_or_insert(error);
+            }
+        }
+    }
+    match fatal {
+        Some(error) => Err(StageError::Provider(error)),
+        None => Ok(()),
+    }
+}
+
+/// Fills one subtopic, batch after batch (PIPE-22).
+async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
+    let tracker = &shared.tracker;
+    let mut no_progress = 0_u32;
+    while (subtopic.accepted.len() as u64) < subtopic.quota {
+        let missing = subtopic.quota - subtopic.accepted.len() as u64;
+        let user = match shared.prompt.render(context! {
+            topic => subtopic.topic, description => subtopic.description, subtopic => subtopic.name,
+            count => missing.min(shared.batch_size), accepted => subtopic.accepted,
+        }) {
+            Ok(text) => text,
+            Err(error) => return Outcome::Failed(error.to_string()),
+        };
+        tracker.update(|p| p.in_flight += 1);
+        let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
+        let reply = shared
+            .generator
+            .client
+            .chat(
+                &shared.generator.role,
+                &ChatRequest { system: None, user },
+                |c| {
+                    first_string_array(&c.text)
+                        .ok_or_else(|| "no JSON array of strings in the reply".to_owned())
+                },
+                &on_retry,
+            )
+            .await;
+        tracker.update(|p| p.in_flight -= 1);
+        tracker.spend(reply.usage, shared.generator_price);
+        let candidates: Vec<String> = match reply.result {
+            Ok((_, texts)) => texts
+                .into_iter()
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .collect(),
+            Err(error) if error.is_fatal() => return Outcome::Fatal(error),
+            Err(error) => return Outcome::Failed(error.to_string()),
+        };
+        let added = match admit(shared, &mut subtopic, &candidates, missing).await {
+            Ok(added) => added,
+            Err(outcome) => return outcome,
+        };
+        if added == 0 {
+            no_progress += 1;
+            if no_progress >= shared.max_retries.max(1) {
+                return Outcome::Done;
+            }
+        } else {
+            no_progress = 0;
+        }
+    }
+    Outcome::Done
+}
+
+/// Passes a batch through the topic's deduplicator, holding the topic's lock (PIPE-23),
+/// and appends the survivors up to `missing`. Returns how many were added.
+async fn admit(
+    shared: &Shared,
+    subtopic: &mut Subtopic,
+    candidates: &[String],
+    missing: u64,
+) -> Result<u64, Outcome> {
+    let mut state = subtopic.state.lock().await;
+    let passed = state.dedup.lexical_pass(candidates);
+    let mut survivors: Vec<String> = passed.into_iter().map(|i| candidates[i].clone()).collect();
+    let mut vectors: Vec<Option<Vec<f32>>> = vec![None; survivors.len()];
+    if let Some((embedder, price)) = &shared.embedder {
+        if !survivors.is_empty() {
+            if state.dedup.embeddings().is_none() {
+                let seeds = std::mem::take(&mut state.seeds);
+                let seed_vectors = embed(shared, embedder, *price, &seeds).await?;
+                state.dedup.set_embeddings(EmbeddingIndex::new(
+                    shared.embedding_threshold,
+                    seed_vectors,
+                ));
+            }
+            let fresh = embed(shared, embedder, *price, &survivors).await?;
+            let keep = state
+                .dedup
+                .embeddings()
+                .map(|index| index.pass(&fresh))
+                .unwrap_or_default();
+            let mut kept = Vec::new();
+            let mut kept_vectors = Vec::new();
+            for ((text, vector), keep) in survivors.into_iter().zip(fresh).zip(keep) {
+                if keep {
+                    kept.push(text);
+                    kept_vectors.push(Some(vector));
+                }
+            }
+            survivors = kept;
+            vectors = kept_vectors;
+        }
+    }
+    let take = usize::try_from(missing)
+        .unwrap_or(usize::MAX)
+        .min(survivors.len());
+    let records: Vec<QuestionRecord> = survivors[..take]
+        .iter()
+        .map(|text| QuestionRecord {
+            id: question_id(&subtopic.topic, &subtopic.name, text),
+            topic: subtopic.topic.clone(),
+            subtopic: subtopic.name.clone(),
+            question: text.clone(),
+        })
+        .collect();
+    let written = shared
+        .writer
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .append_all(&records);
+    if let Err(error) = written {
+        return Err(Outcome::Failed(error.to_string()));
+    }
+    for (text, vector) in survivors.into_iter().zip(vectors).take(take) {
+        state.dedup.commit(&text, vector);
+        subtopic.accepted.push(text);
+    }
+    shared.tracker.update(|p| p.added += take as u64);
+    Ok(take as u64)
+}
+
+/// Embeds `texts` in chunks of [`EMBEDDING_CHUNK`] (DDP-4); a failure fails the batch
+/// (DDP-5), a refused key stops the stage.
+async fn embed(
+    shared: &Shared,
+    embedder: &RoleClient,
+    price: Option<Price>,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, Outcome> {
+    let tracker = &shared.tracker;
+    let mut vectors = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(EMBEDDING_CHUNK) {
+        tracker.update(|p| p.in_flight += 1);
+        let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
+        let reply = embedder
+            .client
+            .embed(&embedder.role.model, chunk, &on_retry)
+            .await;
+        tracker.update(|p| p.in_flight -= 1);
+        tracker.spend(reply.usage, price);
+        match reply.result {
+            Ok(mut chunk_vectors) => vectors.append(&mut chunk_vectors),
+            Err(error) if error.is_fatal() => return Err(Outcome::Fatal(error)),
+            Err(error) => return Err(Outcome::Failed(format!("embedding check failed: {error}"))),
+        }
+    }
+    Ok(vectors)
+}

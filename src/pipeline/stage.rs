@@ -1,0 +1,448 @@
+//! What every stage shares: its [`Context`] (settings, project paths, key resolution,
+//! prices, the event channel, cancellation), its typed [`Event`]s, the running
+//! [`Progress`], the [`StageReport`] it returns, and the [`StageError`]s that stop it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Protocol, Provider, Role, Settings};
+use crate::dataset::DataFiles;
+use crate::dataset::jsonl::{JsonlError, SkippedLine};
+use crate::history::{Detail, HistoryLine, Status};
+use crate::llm::retry::RetryPolicy;
+use crate::llm::{self, Client, Usage};
+use crate::pricing::{Cost, PriceBook};
+
+use super::templates::TemplateError;
+
+/// The four dataset stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// `subtopics`.
+    Subtopics,
+    /// `questions`.
+    Questions,
+    /// `answers`.
+    Answers,
+    /// `split`.
+    Split,
+}
+
+impl Stage {
+    /// The command and history name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Subtopics => "subtopics",
+            Self::Questions => "questions",
+            Self::Answers => "answers",
+            Self::Split => "split",
+        }
+    }
+}
+
+/// Resolves a provider's key (literal or `vault:` reference) to its value, or `None` when
+/// the provider has no key. Gets the provider's name and settings; its error message must
+/// name the reference, never a value.
+pub type KeyResolver =
+    Arc<dyn Fn(&str, &Provider) -> Result<Option<SecretString>, String> + Send + Sync>;
+
+/// Everything a stage runs with. A stage keeps the settings it started with (RLD-4).
+#[derive(Clone)]
+pub struct Context {
+    /// The effective settings.
+    pub settings: Arc<Settings>,
+    /// The project directory (holds `overbrainer.toml`, `data/`, `prompts/`,
+    /// `.overbrainer/`).
+    pub root: PathBuf,
+    /// Resolves provider keys, lazily (SEC-3).
+    pub keys: KeyResolver,
+    /// Prices, read once per provider per command.
+    pub prices: PriceBook,
+    /// Where the stage sends its events.
+    pub events: UnboundedSender<Event>,
+    /// Cancelled on Ctrl-C: the stage stops, keeps what it has and reports `interrupted`.
+    pub cancel: CancellationToken,
+    /// Backoff base of retries; 1 s in the product (PRV-11).
+    pub backoff_base: Duration,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// The dataset files.
+    #[must_use]
+    pub fn data(&self) -> DataFiles {
+        DataFiles::new(&self.root.join("data"))
+    }
+
+    /// `prompts/`.
+    #[must_use]
+    pub fn prompts(&self) -> PathBuf {
+        self.root.join("prompts")
+    }
+
+    /// `.overbrainer/history.jsonl`.
+    #[must_use]
+    pub fn history_path(&self) -> PathBuf {
+        self.root.join(".overbrainer").join("history.jsonl")
+    }
+
+    /// Sends an event; a closed channel (the front end went away) is ignored.
+    pub fn emit(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    /// Warns about lines skipped while reading a file (LAY-3).
+    pub fn warn_skipped(&self, skipped: &[SkippedLine]) {
+        for line in skipped {
+            self.emit(Event::Warning(line.to_string()));
+        }
+    }
+
+    /// Checks that `topic` (from `--topic`) is configured (PIPE-2).
+    ///
+    /// # Errors
+    ///
+    /// [`StageError::UnknownTopic`] when it is not.
+    pub fn check_topic(&self, topic: Option<&str>) -> Result<(), StageError> {
+        match topic {
+            Some(name) if !self.settings.topics.iter().any(|t| t.name == name) => {
+                Err(StageError::UnknownTopic(name.to_owned()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The client and settings of role `name` (`generator`, `parent`, `embedder`).
+    ///
+    /// # Errors
+    ///
+    /// [`StageError`] when the role is missing (CFG-7), its provider is not declared, has
+    /// no `base_url` (CFG-5), or its key cannot be resolved.
+    pub fn role_client(
+        &self,
+        name: &'static str,
+        role: Option<&Role>,
+    ) -> Result<RoleClient, StageError> {
+        let role = role.ok_or(StageError::MissingRole(name))?.clone();
+        let provider = self.settings.providers.get(&role.provider).ok_or_else(|| {
+            StageError::UnknownProvider {
+                role: name,
+                provider: role.provider.clone(),
+            }
+        })?;
+        let base_url = provider
+            .base_url
+            .as_deref()
+            .filter(|url| !url.is_empty())
+            .ok_or_else(|| StageError::MissingBaseUrl {
+                variable: format!(
+                    "OVERBRAINER_PROVIDERS__{}__BASE_URL",
+                    role.provider.to_uppercase()
+                ),
+            })?;
+        let key = (self.keys)(&role.provider, provider).map_err(|message| StageError::Key {
+            provider: role.provider.clone(),
+            message,
+        })?;
+        let policy = RetryPolicy {
+            base: self.backoff_base,
+            ..RetryPolicy::new(self.settings.pipeline.max_retries)
+        };
+        let timeout = Duration::from_secs(self.settings.pipeline.request_timeout_secs);
+        let client = Client::new(provider.protocol, base_url, key, timeout, policy)
+            .map_err(StageError::Client)?;
+        Ok(RoleClient {
+            client: Arc::new(client),
+            provider: role.provider.clone(),
+            protocol: provider.protocol,
+            role,
+        })
+    }
+}
+
+/// A role's model settings with a client for its provider.
+#[derive(Debug, Clone)]
+pub struct RoleClient {
+    /// The client.
+    pub client: Arc<Client>,
+    /// The provider's name.
+    pub provider: String,
+    /// The provider's protocol.
+    pub protocol: Protocol,
+    /// The role's settings.
+    pub role: Role,
+}
+
+impl RoleClient {
+    /// The model's price, read once per provider per command; `None` when unknown.
+    pub async fn price(&self, prices: &PriceBook) -> Option<crate::pricing::Price> {
+        prices
+            .price(&self.provider, &self.client, &self.role.model)
+            .await
+    }
+}
+
+/// What a stage reports while it runs. Only front ends render events.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The stage starts: `total` items to do, `skipped` already on disk.
+    Started {
+        /// The stage.
+        stage: Stage,
+        /// Items to do.
+        total: u64,
+        /// Items already complete.
+        skipped: u64,
+    },
+    /// The counters changed.
+    Progress {
+        /// The stage.
+        stage: Stage,
+        /// The counters now.
+        progress: Progress,
+    },
+    /// A warning for the user (skipped lines, hidden reasoning, …).
+    Warning(String),
+    /// An item failed after its retries; sent exactly once per item (PIPE-14).
+    ItemFailed {
+        /// The stage.
+        stage: Stage,
+        /// The item (topic, subtopic or question ID).
+        item: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A stage's running counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Progress {
+    /// Items completed (for `answers`, excluded answers included).
+    pub done: u64,
+    /// Items failed.
+    pub failed: u64,
+    /// Answers excluded.
+    pub excluded: u64,
+    /// Requests awaiting a reply.
+    pub in_flight: u64,
+    /// Retries made.
+    pub retries: u64,
+    /// Records added (subtopics or questions written).
+    pub added: u64,
+    /// Input tokens over every request.
+    pub input_tokens: u64,
+    /// Output tokens over every request.
+    pub output_tokens: u64,
+    /// Cost over every request.
+    pub cost: Cost,
+}
+
+/// Shared counters that send a [`Event::Progress`] on every change.
+#[derive(Debug)]
+pub struct Tracker {
+    stage: Stage,
+    progress: Mutex<Progress>,
+    events: UnboundedSender<Event>,
+}
+
+impl Tracker {
+    /// New counters for `stage`.
+    #[must_use]
+    pub fn new(stage: Stage, events: UnboundedSender<Event>) -> Arc<Self> {
+        Arc::new(Self {
+            stage,
+            progress: Mutex::new(Progress::default()),
+            events,
+        })
+    }
+
+    /// Changes the counters and reports them.
+    pub fn update(&self, change: impl FnOnce(&mut Progress)) {
+        let snapshot = {
+            let mut progress = self
+                .progress
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            change(&mut progress);
+            *progress
+        };
+        let _ = self.events.send(Event::Progress {
+            stage: self.stage,
+            progress: snapshot,
+        });
+    }
+
+    /// Counts the tokens and cost of a request.
+    pub fn spend(&self, usage: Usage, price: Option<crate::pricing::Price>) {
+        self.update(|p| {
+            p.input_tokens += usage.input_tokens;
+            p.output_tokens += usage.output_tokens;
+            p.cost.add(price, usage);
+        });
+    }
+
+    /// The counters now.
+    #[must_use]
+    pub fn snapshot(&self) -> Progress {
+        *self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// An error that stops a stage (PIPE-15) or keeps it from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// `--topic` names no configured topic.
+    #[error(
+        "`{0}` is not a configured topic; the topics are the `[[topics]]` entries of `overbrainer.toml`"
+    )]
+    UnknownTopic(String),
+    /// The stage's role is not configured (CFG-7).
+    #[error("`roles.{0}` is not set in `overbrainer.toml`")]
+    MissingRole(&'static str),
+    /// The role names an undeclared provider.
+    #[error(
+        "`roles.{role}` names provider `{provider}`, which is not declared under `[providers]`"
+    )]
+    UnknownProvider {
+        /// The role.
+        role: &'static str,
+        /// The provider's name.
+        provider: String,
+    },
+    /// The provider has no base URL (CFG-5).
+    #[error("the provider has no base URL; set `{variable}`")]
+    MissingBaseUrl {
+        /// The variable to set.
+        variable: String,
+    },
+    /// The provider's key cannot be resolved.
+    #[error("cannot resolve the key of provider `{provider}`: {message}")]
+    Key {
+        /// The provider's name.
+        provider: String,
+        /// Why (names the reference, never a value).
+        message: String,
+    },
+    /// The HTTP client cannot be built.
+    #[error("cannot build the HTTP client")]
+    Client(#[source] llm::Error),
+    /// A template cannot be read or rendered (TPL-1).
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// The provider refused the key or failed in a way every item would (PIPE-15).
+    #[error("stopped: {0}")]
+    Provider(#[source] llm::Error),
+    /// A data file cannot be read or written.
+    #[error(transparent)]
+    Data(#[from] JsonlError),
+}
+
+/// How a stage ended.
+#[derive(Debug)]
+pub struct StageReport {
+    /// The stage.
+    pub stage: Stage,
+    /// `ok`, `failed` or `interrupted`.
+    pub status: Status,
+    /// Items already complete before the stage.
+    pub skipped: u64,
+    /// The final counters.
+    pub progress: Progress,
+    /// The main role's provider and model (empty when it never got that far).
+    pub provider: String,
+    /// The main role's model.
+    pub model: String,
+    /// The error that stopped the stage early, if any.
+    pub error: Option<StageError>,
+    /// An error writing the history line, if any (reported besides `error`).
+    pub history_error: Option<JsonlError>,
+}
+
+impl StageReport {
+    /// Whether the command should exit 0.
+    #[must_use]
+    pub fn succeeded(&self) -> bool {
+        self.status == Status::Ok && self.error.is_none() && self.history_error.is_none()
+    }
+}
+
+/// Finishes a stage: decides its status, appends its history line (HIST-1) and builds the
+/// report.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish(
+    ctx: &Context,
+    stage: Stage,
+    started_at: jiff::Timestamp,
+    skipped: u64,
+    progress: Progress,
+    (provider, model): (String, String),
+    error: Option<StageError>,
+) -> StageReport {
+    let status = if ctx.cancel.is_cancelled() && error.is_none() {
+        Status::Interrupted
+    } else if error.is_some() || progress.failed > 0 {
+        Status::Failed
+    } else {
+        Status::Ok
+    };
+    let line = HistoryLine {
+        stage: stage.name().to_owned(),
+        status,
+        started_at,
+        ended_at: jiff::Timestamp::now(),
+        done: progress.done,
+        skipped,
+        failed: progress.failed,
+        excluded: progress.excluded,
+        detail: Detail::Provider {
+            provider: provider.clone(),
+            model: model.clone(),
+            input_tokens: progress.input_tokens,
+            output_tokens: progress.output_tokens,
+            cost_usd: progress.cost.usd(),
+            cost_partial: progress.cost.is_partial(),
+        },
+    };
+    let history_error = crate::history::append(&ctx.history_path(), &line).err();
+    StageReport {
+        stage,
+        status,
+        skipped,
+        progress,
+        provider,
+        model,
+        error,
+        history_error,
+    }
+}
+
+/// Whether `topic` is selected by `--topic` (all when `None`).
+pub(crate) fn selected(filter: Option<&str>, topic: &str) -> bool {
+    filter.is_none_or(|name| name == topic)
+}
+
+/// Reads a JSONL file, warning about skipped lines.
+pub(crate) fn read<T: serde::de::DeserializeOwned>(
+    ctx: &Context,
+    path: &Path,
+) -> Result<Vec<T>, StageError> {
+    let (records, skipped) = crate::dataset::read_jsonl(path)?;
+    ctx.warn_skipped(&skipped);
+    Ok(records)
+}

@@ -1,0 +1,233 @@
+//! The `subtopics` stage (PIPE-8, PIPE-17..PIPE-19): asks the `generator` for the missing
+//! subtopics of each selected topic, topics in parallel up to `pipeline.concurrency`,
+//! appending each accepted name at once.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use minijinja::context;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::parse::first_string_array;
+use super::stage::{
+    Context, Event, Stage, StageError, StageReport, Tracker, finish, read, selected,
+};
+use super::templates::{Prompt, Template};
+use crate::dataset::jsonl::{JsonlWriter, retain_lines};
+use crate::dataset::{RejectedKind, RejectedRecord, SubtopicRecord};
+use crate::llm::ChatRequest;
+
+/// Runs `subtopics` on `topic` (all when `None`), discarding that output first with
+/// `force` (PIPE-3).
+pub async fn run(ctx: &Context, topic: Option<&str>, force: bool) -> StageReport {
+    let started_at = jiff::Timestamp::now();
+    let tracker = Tracker::new(Stage::Subtopics, ctx.events.clone());
+    let mut skipped = 0;
+    let mut who = (String::new(), String::new());
+    let error = run_inner(ctx, topic, force, &tracker, &mut skipped, &mut who)
+        .await
+        .err();
+    finish(
+        ctx,
+        Stage::Subtopics,
+        started_at,
+        skipped,
+        tracker.snapshot(),
+        who,
+        error,
+    )
+}
+
+/// Whether any selected topic has fewer subtopics on disk than configured (PIPE-4).
+///
+/// # Errors
+///
+/// [`StageError::Data`] when `subtopics.jsonl` cannot be read.
+pub fn any_short(ctx: &Context, topic: Option<&str>) -> Result<bool, StageError> {
+    let (existing, _) = crate::dataset::read_jsonl::<SubtopicRecord>(&ctx.data().subtopics())?;
+    Ok(ctx
+        .settings
+        .topics
+        .iter()
+        .filter(|t| selected(topic, &t.name))
+        .any(|t| {
+            let have = existing.iter().filter(|s| s.topic == t.name).count();
+            (have as u64) < u64::from(t.subtopics)
+        }))
+}
+
+enum Outcome {
+    Done,
+    Failed(String),
+    Fatal(crate::llm::Error),
+    Stopped,
+}
+
+async fn run_inner(
+    ctx: &Context,
+    topic: Option<&str>,
+    force: bool,
+    tracker: &Arc<Tracker>,
+    skipped: &mut u64,
+    who: &mut (String, String),
+) -> Result<(), StageError> {
+    ctx.check_topic(topic)?;
+    let files = ctx.data();
+    if force {
+        retain_lines(&files.subtopics(), |line| {
+            !line
+                .get("topic")
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| selected(topic, t))
+        })?;
+    }
+    let existing: Vec<SubtopicRecord> = read(ctx, &files.subtopics())?;
+    let rejected: Vec<RejectedRecord> = read(ctx, &files.rejected())?;
+    let mut work = Vec::new();
+    for t in ctx
+        .settings
+        .topics
+        .iter()
+        .filter(|t| selected(topic, &t.name))
+    {
+        let names: Vec<String> = existing
+            .iter()
+            .filter(|s| s.topic == t.name)
+            .map(|s| s.subtopic.clone())
+            .collect();
+        if names.len() as u64 >= u64::from(t.subtopics) {
+            *skipped += 1;
+            continue;
+        }
+        let mut known: HashSet<String> = names.iter().map(|n| n.to_lowercase()).collect();
+        known.extend(
+            rejected
+                .iter()
+                .filter(|r| r.kind == RejectedKind::Subtopic && r.topic == t.name)
+                .map(|r| r.subtopic.trim().to_lowercase()),
+        );
+        work.push((t.clone(), names.len() as u64, known));
+    }
+    ctx.emit(Event::Started {
+        stage: Stage::Subtopics,
+        total: work.len() as u64,
+        skipped: *skipped,
+    });
+    let generator = ctx.role_client("generator", ctx.settings.roles.generator.as_ref());
+    if work.is_empty() {
+        if let Ok(generator) = generator {
+            *who = (generator.provider, generator.role.model);
+        }
+        return Ok(());
+    }
+    let generator = generator?;
+    *who = (generator.provider.clone(), generator.role.model.clone());
+    let prompt = Arc::new(Prompt::load(&ctx.prompts(), Template::Subtopics)?);
+    // Render once up front so a template error stops the stage before any request.
+    if let Some((t, _, _)) = work.first() {
+        prompt.render(context! { topic => t.name, description => t.description, count => 1 })?;
+    }
+    let price = generator.price(&ctx.prices).await;
+    let writer = Arc::new(Mutex::new(JsonlWriter::open(&files.subtopics())?));
+    let permits = Arc::new(Semaphore::new(
+        ctx.settings.pipeline.concurrency.max(1) as usize
+    ));
+    let stop = ctx.cancel.child_token();
+    let max_retries = ctx.settings.pipeline.max_retries;
+    let mut tasks = JoinSet::new();
+    for (t, have, known) in work {
+        let (permits, stop, tracker) = (permits.clone(), stop.clone(), tracker.clone());
+        let (generator, prompt, writer) = (generator.clone(), prompt.clone(), writer.clone());
+        tasks.spawn(async move {
+            let name = t.name.clone();
+            let work = async move {
+                let Ok(_permit) = permits.acquire().await else { return Outcome::Stopped };
+                let wanted = u64::from(t.subtopics);
+                let (mut have, mut known, mut no_new) = (have, known, 0_u32);
+                while have < wanted {
+                    let user = match prompt.render(context! { topic => t.name, description => t.description, count => wanted - have }) {
+                        Ok(text) => text,
+                        Err(error) => return Outcome::Failed(error.to_string()),
+                    };
+                    tracker.update(|p| p.in_flight += 1);
+                    let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
+                    let reply = generator
+                        .client
+                        .chat(
+                            &generator.role,
+                            &ChatRequest { system: None, user },
+                            |c| first_string_array(&c.text).ok_or_else(|| "no JSON array of strings in the reply".to_owned()),
+                            &on_retry,
+                        )
+                        .await;
+                    tracker.update(|p| p.in_flight -= 1);
+                    tracker.spend(reply.usage, price);
+                    let names = match reply.result {
+                        Ok((_, names)) => names,
+                        Err(error) if error.is_fatal() => return Outcome::Fatal(error),
+                        Err(error) => return Outcome::Failed(error.to_string()),
+                    };
+                    let mut records = Vec::new();
+                    for name in names {
+                        let name = name.trim();
+                        if name.is_empty() || have + records.len() as u64 >= wanted {
+                            continue;
+                        }
+                        if known.insert(name.to_lowercase()) {
+                            records.push(SubtopicRecord { topic: t.name.clone(), subtopic: name.to_owned() });
+                        }
+                    }
+                    if records.is_empty() {
+                        no_new += 1;
+                        if no_new > max_retries {
+                            return Outcome::Failed(format!("no new subtopic after {no_new} requests"));
+                        }
+                        continue;
+                    }
+                    let written = writer
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .append_all(&records);
+                    if let Err(error) = written {
+                        return Outcome::Failed(error.to_string());
+                    }
+                    have += records.len() as u64;
+                    tracker.update(|p| p.added += records.len() as u64);
+                }
+                Outcome::Done
+            };
+            let outcome = tokio::select! {
+                () = stop.cancelled() => Outcome::Stopped,
+                outcome = work => outcome,
+            };
+            (name, outcome)
+        });
+    }
+    let mut fatal = None;
+    while let Some(joined) = tasks.join_next().await {
+        let Ok((name, outcome)) = joined else {
+            continue;
+        };
+        match outcome {
+            Outcome::Done => tracker.update(|p| p.done += 1),
+            Outcome::Stopped => {}
+            Outcome::Failed(reason) => {
+                tracker.update(|p| p.failed += 1);
+                ctx.emit(Event::ItemFailed {
+                    stage: Stage::Subtopics,
+                    item: format!("topic `{name}`"),
+                    reason,
+                });
+            }
+            Outcome::Fatal(error) => {
+                stop.cancel();
+                fatal.get_or_insert(error);
+            }
+        }
+    }
+    match fatal {
+        Some(error) => Err(StageError::Provider(error)),
+        None => Ok(()),
+    }
+}
