@@ -7,9 +7,16 @@
 //! beside [`Command`]. Only this layer prints: results on stdout, everything else on stderr
 //! (CLI-3).
 
+pub mod answers;
 pub mod complete;
 pub mod config_check;
+pub mod history;
 pub mod init;
+pub mod questions;
+pub mod run;
+pub mod split;
+mod stages;
+pub mod subtopics;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,6 +47,18 @@ pub enum Command {
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Generate the missing subtopics of each topic.
+    Subtopics(subtopics::Args),
+    /// Generate the missing questions of each subtopic, without near-duplicates.
+    Questions(questions::Args),
+    /// Ask the parent to answer every question without an answer.
+    Answers(answers::Args),
+    /// Write `data/train.jsonl` and `data/eval.jsonl` from the answers.
+    Split(split::Args),
+    /// Run every dataset stage in order.
+    Run(run::Args),
+    /// Show stage totals, or every stage execution with `--all`.
+    History(history::Args),
 }
 
 /// `overbrainer config ...`.
@@ -125,6 +144,12 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
     match command {
         Command::Init(args) => init::run(ctx, &args),
         Command::Config(ConfigCommand::Check(args)) => config_check::run(ctx, &args).await,
+        Command::Subtopics(args) => subtopics::run(ctx, &args).await,
+        Command::Questions(args) => questions::run(ctx, &args).await,
+        Command::Answers(args) => answers::run(ctx, &args).await,
+        Command::Split(args) => split::run(ctx, &args).await,
+        Command::Run(args) => run::run(ctx, &args).await,
+        Command::History(args) => history::run(ctx, &args),
     }
 }
 

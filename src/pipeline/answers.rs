@@ -11,7 +11,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::stage::{
-    Context, Event, Stage, StageError, StageReport, Tracker, finish, read, selected,
+    Context, Event, RoleClient, Stage, StageError, StageReport, Tracker, finish, read, selected,
 };
 use super::templates::{Prompt, Template};
 use crate::config::{Protocol, Role};
@@ -150,7 +150,9 @@ async fn run_inner(
         }
     }
 
-    let parent = ctx.role_client("parent", ctx.settings.roles.parent.as_ref())?;
+    let parent = ctx
+        .role_client("parent", ctx.settings.roles.parent.as_ref())
+        .await?;
     *who = (parent.provider.clone(), parent.role.model.clone());
     if parent.role.reasoning
         && (parent.protocol == Protocol::Anthropic || hides_reasoning(&parent.role.model))
@@ -181,8 +183,20 @@ async fn run_inner(
     if todo.is_empty() {
         return Ok(());
     }
+    execute(ctx, tracker, &parent, todo, &systems).await
+}
+
+/// Sends the questions, at most `pipeline.concurrency` at once, and appends each reply as
+/// it arrives (group commit of whatever arrived together).
+async fn execute(
+    ctx: &Context,
+    tracker: &Arc<Tracker>,
+    parent: &RoleClient,
+    todo: Vec<QuestionRecord>,
+    systems: &HashMap<String, Arc<str>>,
+) -> Result<(), StageError> {
     let price = parent.price(&ctx.prices).await;
-    let mut writer = JsonlWriter::open(&files.answers())?;
+    let mut writer = JsonlWriter::open(&ctx.data().answers())?;
     let include_system = ctx.settings.pipeline.include_system_prompt;
     let permits = Arc::new(Semaphore::new(
         ctx.settings.pipeline.concurrency.max(1) as usize
@@ -196,6 +210,9 @@ async fn run_inner(
         tasks.spawn(async move {
             let work = async {
                 let _permit = permits.acquire().await.ok()?;
+                if stop.is_cancelled() {
+                    return None;
+                }
                 tracker.update(|p| p.in_flight += 1);
                 let request = ChatRequest {
                     system: system.map(|s| s.to_string()),
@@ -204,6 +221,14 @@ async fn run_inner(
                 let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
                 let reply = client.chat(&role, &request, |_| Ok(()), &on_retry).await;
                 tracker.update(|p| p.in_flight -= 1);
+                if reply
+                    .result
+                    .as_ref()
+                    .is_err_and(crate::llm::Error::is_fatal)
+                {
+                    // Before the permit is released, so no other request starts.
+                    stop.cancel();
+                }
                 Some((question, reply))
             };
             tokio::select! {

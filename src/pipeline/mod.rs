@@ -6,7 +6,7 @@ pub mod parse;
 pub mod stage;
 pub mod templates;
 
-pub use stage::{Context, Event, KeyResolver, Progress, Stage, StageError, StageReport};
+pub use stage::{Context, Event, Progress, Stage, StageError, StageReport};
 pub mod answers;
 pub mod questions;
 pub mod split;

@@ -13,7 +13,8 @@ use tokio::task::JoinSet;
 
 use super::parse::first_string_array;
 use super::stage::{
-    Context, Event, RoleClient, Stage, StageError, StageReport, Tracker, finish, read, selected,
+    Context, Event, Outcome, RoleClient, Stage, StageError, StageReport, Tracker, collect, finish,
+    read, selected,
 };
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::{JsonlWriter, retain_lines};
@@ -83,13 +84,6 @@ struct Shared {
     embedding_threshold: f64,
 }
 
-enum Outcome {
-    Done,
-    Failed(String),
-    Fatal(crate::llm::Error),
-    Stopped,
-}
-
 struct Subtopic {
     topic: String,
     description: String,
@@ -117,6 +111,34 @@ async fn run_inner(
                 .is_some_and(|t| selected(topic, t))
         })?;
     }
+    let work = plan(ctx, topic, skipped)?;
+    ctx.emit(Event::Started {
+        stage: Stage::Questions,
+        total: work.len() as u64,
+        skipped: *skipped,
+    });
+    let generator = ctx
+        .role_client("generator", ctx.settings.roles.generator.as_ref())
+        .await;
+    if work.is_empty() {
+        if let Ok(generator) = generator {
+            *who = (generator.provider, generator.role.model);
+        }
+        return Ok(());
+    }
+    let generator = generator?;
+    *who = (generator.provider.clone(), generator.role.model.clone());
+    execute(ctx, tracker, generator, work).await
+}
+
+/// The subtopics to fill, each with its topic's shared deduplicator; counts the full ones
+/// in `skipped`.
+fn plan(
+    ctx: &Context,
+    topic: Option<&str>,
+    skipped: &mut u64,
+) -> Result<Vec<Subtopic>, StageError> {
+    let files = ctx.data();
     let subtopics: Vec<SubtopicRecord> = read(ctx, &files.subtopics())?;
     let questions: Vec<QuestionRecord> = read(ctx, &files.questions())?;
     let rejected: Vec<RejectedRecord> = read(ctx, &files.rejected())?;
@@ -183,23 +205,21 @@ async fn run_inner(
             state,
         });
     }
-    ctx.emit(Event::Started {
-        stage: Stage::Questions,
-        total: work.len() as u64,
-        skipped: *skipped,
-    });
-    let generator = ctx.role_client("generator", ctx.settings.roles.generator.as_ref());
-    if work.is_empty() {
-        if let Ok(generator) = generator {
-            *who = (generator.provider, generator.role.model);
-        }
-        return Ok(());
-    }
-    let generator = generator?;
-    *who = (generator.provider.clone(), generator.role.model.clone());
+    Ok(work)
+}
+
+/// Fills the subtopics, up to `pipeline.concurrency` at once.
+async fn execute(
+    ctx: &Context,
+    tracker: &Arc<Tracker>,
+    generator: RoleClient,
+    work: Vec<Subtopic>,
+) -> Result<(), StageError> {
+    let files = ctx.data();
+    let pipeline = &ctx.settings.pipeline;
     let embedder = match ctx.settings.roles.embedder.as_ref() {
         Some(role) => {
-            let client = ctx.role_client("embedder", Some(role))?;
+            let client = ctx.role_client("embedder", Some(role)).await?;
             let price = client.price(&ctx.prices).await;
             Some((client, price))
         }
@@ -230,11 +250,20 @@ async fn run_inner(
         let (permits, stop, shared) = (permits.clone(), stop.clone(), shared.clone());
         tasks.spawn(async move {
             let item = format!("subtopic `{}` of `{}`", subtopic.name, subtopic.topic);
+            let stop_inner = stop.clone();
             let work = async move {
                 let Ok(_permit) = permits.acquire().await else {
                     return Outcome::Stopped;
                 };
-                fill(&shared, subtopic).await
+                if stop_inner.is_cancelled() {
+                    return Outcome::Stopped;
+                }
+                let outcome = fill(&shared, subtopic).await;
+                if matches!(outcome, Outcome::Fatal(_)) {
+                    // Before the permit is released, so no other subtopic starts.
+                    stop_inner.cancel();
+                }
+                outcome
             };
             let outcome = tokio::select! {
                 () = stop.cancelled() => Outcome::Stopped,
@@ -243,32 +272,7 @@ async fn run_inner(
             (item, outcome)
         });
     }
-    let mut fatal = None;
-    while let Some(joined) = tasks.join_next().await {
-        let Ok((item, outcome)) = joined else {
-            continue;
-        };
-        match outcome {
-            Outcome::Done => tracker.update(|p| p.done += 1),
-            Outcome::Stopped => {}
-            Outcome::Failed(reason) => {
-                tracker.update(|p| p.failed += 1);
-                ctx.emit(Event::ItemFailed {
-                    stage: Stage::Questions,
-                    item,
-                    reason,
-                });
-            }
-            Outcome::Fatal(error) => {
-                stop.cancel();
-                fatal.get_or_insert(error);
-            }
-        }
-    }
-    match fatal {
-        Some(error) => Err(StageError::Provider(error)),
-        None => Ok(()),
-    }
+    collect(ctx, Stage::Questions, tracker, tasks, &stop).await
 }
 
 /// Fills one subtopic, batch after batch (PIPE-22).

@@ -6,17 +6,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use secrecy::SecretString;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Protocol, Provider, Role, Settings};
+use crate::config::{Protocol, Role, Settings};
 use crate::dataset::DataFiles;
 use crate::dataset::jsonl::{JsonlError, SkippedLine};
 use crate::history::{Detail, HistoryLine, Status};
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{self, Client, Usage};
 use crate::pricing::{Cost, PriceBook};
+use crate::secrets::{Resolver, SecretError};
 
 use super::templates::TemplateError;
 
@@ -46,12 +46,6 @@ impl Stage {
     }
 }
 
-/// Resolves a provider's key (literal or `vault:` reference) to its value, or `None` when
-/// the provider has no key. Gets the provider's name and settings; its error message must
-/// name the reference, never a value.
-pub type KeyResolver =
-    Arc<dyn Fn(&str, &Provider) -> Result<Option<SecretString>, String> + Send + Sync>;
-
 /// Everything a stage runs with. A stage keeps the settings it started with (RLD-4).
 #[derive(Clone)]
 pub struct Context {
@@ -60,8 +54,8 @@ pub struct Context {
     /// The project directory (holds `overbrainer.toml`, `data/`, `prompts/`,
     /// `.overbrainer/`).
     pub root: PathBuf,
-    /// Resolves provider keys, lazily (SEC-3).
-    pub keys: KeyResolver,
+    /// Resolves provider keys (literal or `vault:`), lazily, once per process (SEC-3).
+    pub secrets: Arc<Resolver>,
     /// Prices, read once per provider per command.
     pub prices: PriceBook,
     /// Where the stage sends its events.
@@ -131,7 +125,7 @@ impl Context {
     ///
     /// [`StageError`] when the role is missing (CFG-7), its provider is not declared, has
     /// no `base_url` (CFG-5), or its key cannot be resolved.
-    pub fn role_client(
+    pub async fn role_client(
         &self,
         name: &'static str,
         role: Option<&Role>,
@@ -153,10 +147,18 @@ impl Context {
                     role.provider.to_uppercase()
                 ),
             })?;
-        let key = (self.keys)(&role.provider, provider).map_err(|message| StageError::Key {
-            provider: role.provider.clone(),
-            message,
-        })?;
+        let key = match provider.api_key.as_ref() {
+            None => None,
+            Some(reference) => {
+                let what = format!("providers.{}.api_key", role.provider);
+                Some(
+                    self.secrets
+                        .resolve(&what, reference)
+                        .await
+                        .map_err(|error| StageError::Secret(Box::new(error)))?,
+                )
+            }
+        };
         let policy = RetryPolicy {
             base: self.backoff_base,
             ..RetryPolicy::new(self.settings.pipeline.max_retries)
@@ -331,14 +333,9 @@ pub enum StageError {
         /// The variable to set.
         variable: String,
     },
-    /// The provider's key cannot be resolved.
-    #[error("cannot resolve the key of provider `{provider}`: {message}")]
-    Key {
-        /// The provider's name.
-        provider: String,
-        /// Why (names the reference, never a value).
-        message: String,
-    },
+    /// The provider's `vault:` key cannot be resolved.
+    #[error(transparent)]
+    Secret(Box<SecretError>),
     /// The HTTP client cannot be built.
     #[error("cannot build the HTTP client")]
     Client(#[source] llm::Error),
@@ -445,4 +442,53 @@ pub(crate) fn read<T: serde::de::DeserializeOwned>(
     let (records, skipped) = crate::dataset::read_jsonl(path)?;
     ctx.warn_skipped(&skipped);
     Ok(records)
+}
+
+/// How one item (a topic, a subtopic) of a stage ended.
+pub(crate) enum Outcome {
+    /// Complete, or stopped short without failing.
+    Done,
+    /// Failed after its retries, with the reason.
+    Failed(String),
+    /// Failed in a way every item would (PIPE-15).
+    Fatal(crate::llm::Error),
+    /// Cancelled before it finished.
+    Stopped,
+}
+
+/// Waits for every item task, counting and reporting outcomes; a fatal one cancels the
+/// others through `stop` and is returned.
+pub(crate) async fn collect(
+    ctx: &Context,
+    stage: Stage,
+    tracker: &Tracker,
+    mut tasks: tokio::task::JoinSet<(String, Outcome)>,
+    stop: &tokio_util::sync::CancellationToken,
+) -> Result<(), StageError> {
+    let mut fatal = None;
+    while let Some(joined) = tasks.join_next().await {
+        let Ok((item, outcome)) = joined else {
+            continue;
+        };
+        match outcome {
+            Outcome::Done => tracker.update(|p| p.done += 1),
+            Outcome::Stopped => {}
+            Outcome::Failed(reason) => {
+                tracker.update(|p| p.failed += 1);
+                ctx.emit(Event::ItemFailed {
+                    stage,
+                    item,
+                    reason,
+                });
+            }
+            Outcome::Fatal(error) => {
+                stop.cancel();
+                fatal.get_or_insert(error);
+            }
+        }
+    }
+    match fatal {
+        Some(error) => Err(StageError::Provider(error)),
+        None => Ok(()),
+    }
 }

@@ -11,7 +11,8 @@ use tokio::task::JoinSet;
 
 use super::parse::first_string_array;
 use super::stage::{
-    Context, Event, Stage, StageError, StageReport, Tracker, finish, read, selected,
+    Context, Event, Outcome, Stage, StageError, StageReport, Tracker, collect, finish, read,
+    selected,
 };
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::{JsonlWriter, retain_lines};
@@ -55,13 +56,6 @@ pub fn any_short(ctx: &Context, topic: Option<&str>) -> Result<bool, StageError>
             let have = existing.iter().filter(|s| s.topic == t.name).count();
             (have as u64) < u64::from(t.subtopics)
         }))
-}
-
-enum Outcome {
-    Done,
-    Failed(String),
-    Fatal(crate::llm::Error),
-    Stopped,
 }
 
 async fn run_inner(
@@ -114,7 +108,9 @@ async fn run_inner(
         total: work.len() as u64,
         skipped: *skipped,
     });
-    let generator = ctx.role_client("generator", ctx.settings.roles.generator.as_ref());
+    let generator = ctx
+        .role_client("generator", ctx.settings.roles.generator.as_ref())
+        .await;
     if work.is_empty() {
         if let Ok(generator) = generator {
             *who = (generator.provider, generator.role.model);
@@ -128,6 +124,20 @@ async fn run_inner(
     if let Some((t, _, _)) = work.first() {
         prompt.render(context! { topic => t.name, description => t.description, count => 1 })?;
     }
+    execute(ctx, tracker, generator, prompt, work).await
+}
+
+type Work = Vec<(crate::config::Topic, u64, HashSet<String>)>;
+
+/// Asks for each topic's missing subtopics, topics in parallel (PIPE-19).
+async fn execute(
+    ctx: &Context,
+    tracker: &Arc<Tracker>,
+    generator: super::stage::RoleClient,
+    prompt: Arc<Prompt>,
+    work: Work,
+) -> Result<(), StageError> {
+    let files = ctx.data();
     let price = generator.price(&ctx.prices).await;
     let writer = Arc::new(Mutex::new(JsonlWriter::open(&files.subtopics())?));
     let permits = Arc::new(Semaphore::new(
@@ -141,8 +151,12 @@ async fn run_inner(
         let (generator, prompt, writer) = (generator.clone(), prompt.clone(), writer.clone());
         tasks.spawn(async move {
             let name = t.name.clone();
+            let stop_inner = stop.clone();
             let work = async move {
                 let Ok(_permit) = permits.acquire().await else { return Outcome::Stopped };
+                if stop_inner.is_cancelled() {
+                    return Outcome::Stopped;
+                }
                 let wanted = u64::from(t.subtopics);
                 let (mut have, mut known, mut no_new) = (have, known, 0_u32);
                 while have < wanted {
@@ -165,7 +179,11 @@ async fn run_inner(
                     tracker.spend(reply.usage, price);
                     let names = match reply.result {
                         Ok((_, names)) => names,
-                        Err(error) if error.is_fatal() => return Outcome::Fatal(error),
+                        Err(error) if error.is_fatal() => {
+                            // Before the permit is released, so no other topic starts.
+                            stop_inner.cancel();
+                            return Outcome::Fatal(error);
+                        }
                         Err(error) => return Outcome::Failed(error.to_string()),
                     };
                     let mut records = Vec::new();
@@ -204,30 +222,5 @@ async fn run_inner(
             (name, outcome)
         });
     }
-    let mut fatal = None;
-    while let Some(joined) = tasks.join_next().await {
-        let Ok((name, outcome)) = joined else {
-            continue;
-        };
-        match outcome {
-            Outcome::Done => tracker.update(|p| p.done += 1),
-            Outcome::Stopped => {}
-            Outcome::Failed(reason) => {
-                tracker.update(|p| p.failed += 1);
-                ctx.emit(Event::ItemFailed {
-                    stage: Stage::Subtopics,
-                    item: format!("topic `{name}`"),
-                    reason,
-                });
-            }
-            Outcome::Fatal(error) => {
-                stop.cancel();
-                fatal.get_or_insert(error);
-            }
-        }
-    }
-    match fatal {
-        Some(error) => Err(StageError::Provider(error)),
-        None => Ok(()),
-    }
+    collect(ctx, Stage::Subtopics, tracker, tasks, &stop).await
 }

@@ -16,3 +16,5 @@ mod lock;
 // Execution: one executor conformance suite on the local target and on a real `sshd`:
 // claim, transfers, jobs and files, secrets, the status table, cancel, survival.
 mod exec;
+// Flows: the dataset pipeline against stand-in providers (openai and anthropic protocols).
+mod pipeline;

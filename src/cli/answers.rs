@@ -1,0 +1,33 @@
+//! `overbrainer answers [--topic NAME] [--force]`: the `answers` stage of the dataset pipeline
+//! (spec/pipeline.md). Takes the project lock; progress on stderr, one summary line on
+//! stdout, non-zero exit when an item failed or the stage stopped.
+
+use std::process::ExitCode;
+
+use super::Context;
+
+/// Arguments of `answers`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only this topic (a configured `[[topics]]` name).
+    #[arg(long, value_name = "NAME")]
+    pub topic: Option<String>,
+    /// Discard this stage's output for the selected topics and generate it again.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Runs the stage.
+///
+/// # Errors
+///
+/// When there is no project, the configuration is invalid or the lock is held.
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let mut session = super::stages::open(ctx)?;
+    let report = super::stages::drive(
+        &mut session.events,
+        crate::pipeline::answers::run(&session.context, args.topic.as_deref(), args.force),
+    )
+    .await;
+    Ok(super::stages::conclude(&report))
+}

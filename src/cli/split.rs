@@ -1,0 +1,30 @@
+//! `overbrainer split [--topic NAME]`: rewrites `data/train.jsonl` and `data/eval.jsonl`
+//! (SPL-1..SPL-9). Needs no provider and resolves no secret; `--topic` only restricts the
+//! counts printed.
+
+use std::process::ExitCode;
+
+use super::Context;
+
+/// Arguments of `split`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print the counts of this topic only (both files always hold every topic).
+    #[arg(long, value_name = "NAME")]
+    pub topic: Option<String>,
+}
+
+/// Runs the split.
+///
+/// # Errors
+///
+/// When there is no project, the configuration is invalid or the lock is held.
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let mut session = super::stages::open(ctx)?;
+    let context = session.context.clone();
+    let report = super::stages::drive(&mut session.events, async move {
+        crate::pipeline::split::run(&context, args.topic.as_deref())
+    })
+    .await;
+    Ok(super::stages::conclude_split(&report))
+}

@@ -1,0 +1,258 @@
+//! What the stage commands share: opening the project with its lock and a pipeline
+//! context, Ctrl-C handling, rendering stage events (an indicatif bar per stage on stderr,
+//! warnings and item failures as log lines) and the one summary line on stdout.
+
+use std::fmt::Write as _;
+use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Loaded;
+use crate::history::Status;
+use crate::pipeline::split::SplitReport;
+use crate::pipeline::{Context, Event, Progress, StageReport};
+use crate::pricing::PriceBook;
+use crate::project::{Project, ProjectLock};
+use crate::secrets::Resolver;
+
+/// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): the retry backoff base in
+/// milliseconds, so retry tests do not wait seconds.
+const BACKOFF_VAR: &str = "OVERBRAINER_TEST_BACKOFF_MS";
+
+/// An open project ready to run stages.
+pub(crate) struct Session {
+    pub project: Project,
+    pub _lock: ProjectLock,
+    pub loaded: Loaded,
+    pub events: UnboundedReceiver<Event>,
+    pub context: Context,
+}
+
+/// Loads the configuration, takes the project lock (LCK-1) and builds the stage context;
+/// Ctrl-C cancels the context's token (PIPE-16).
+pub(crate) fn open(ctx: &super::Context) -> anyhow::Result<Session> {
+    let (project, loaded) = ctx.load()?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    let lock = project.lock()?;
+    let (tx, events) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    let backoff_base = ctx
+        .env
+        .get(BACKOFF_VAR)
+        .and_then(|ms| ms.parse().ok())
+        .map_or(Duration::from_secs(1), Duration::from_millis);
+    let context = Context {
+        settings: Arc::new(loaded.settings.clone()),
+        root: project.root().to_path_buf(),
+        secrets: Arc::new(Resolver::new(&loaded.env)),
+        prices: PriceBook::new(),
+        events: tx,
+        cancel,
+        backoff_base,
+    };
+    Ok(Session {
+        project,
+        _lock: lock,
+        loaded,
+        events,
+        context,
+    })
+}
+
+/// Runs `flow` while rendering its events; returns its output once it and its events are
+/// done.
+pub(crate) async fn drive<T>(
+    events: &mut UnboundedReceiver<Event>,
+    flow: impl Future<Output = T>,
+) -> T {
+    let mut renderer = Renderer::default();
+    tokio::pin!(flow);
+    let output = loop {
+        tokio::select! {
+            output = &mut flow => break output,
+            Some(event) = events.recv() => renderer.render(event),
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        renderer.render(event);
+    }
+    renderer.finish();
+    output
+}
+
+#[derive(Default)]
+struct Renderer {
+    bar: Option<ProgressBar>,
+}
+
+impl Renderer {
+    fn render(&mut self, event: Event) {
+        match event {
+            Event::Started { stage, total, .. } => {
+                self.finish();
+                let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+                bar.set_style(
+                    ProgressStyle::with_template("{prefix}: [{bar:30}] {pos}/{len} {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .progress_chars("=> "),
+                );
+                bar.set_prefix(stage.name());
+                bar.enable_steady_tick(Duration::from_millis(200));
+                self.bar = Some(bar);
+            }
+            Event::Progress { progress, .. } => {
+                if let Some(bar) = &self.bar {
+                    bar.set_position(progress.done + progress.failed);
+                    bar.set_message(progress_text(&progress));
+                }
+            }
+            Event::Warning(message) => self.log(|| tracing::warn!("{message}")),
+            Event::ItemFailed {
+                stage,
+                item,
+                reason,
+            } => {
+                self.log(|| tracing::error!("{}: {item} failed: {reason}", stage.name()));
+            }
+        }
+    }
+
+    fn log(&self, write: impl FnOnce()) {
+        match &self.bar {
+            Some(bar) => bar.suspend(write),
+            None => write(),
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn progress_text(p: &Progress) -> String {
+    format!(
+        "{} in flight, {} retries, {} failed, {} in / {} out tokens, {}",
+        p.in_flight, p.retries, p.failed, p.input_tokens, p.output_tokens, p.cost
+    )
+}
+
+/// The summary line of a provider stage (PIPE-13).
+#[must_use]
+pub(crate) fn summary_line(report: &StageReport) -> String {
+    let p = &report.progress;
+    let mut line = format!(
+        "{}: {} done, {} skipped, {} failed",
+        report.stage.name(),
+        p.done,
+        report.skipped,
+        p.failed
+    );
+    if report.stage == crate::pipeline::Stage::Answers {
+        let _ = write!(line, ", {} excluded", p.excluded);
+    } else {
+        let _ = write!(line, ", {} added", p.added);
+    }
+    let _ = write!(
+        line,
+        ", {} input tokens, {} output tokens, {}",
+        p.input_tokens, p.output_tokens, p.cost
+    );
+    match report.status {
+        Status::Ok => {}
+        Status::Failed => line.push_str(" [failed]"),
+        Status::Interrupted => line.push_str(" [interrupted]"),
+    }
+    line
+}
+
+/// Prints a stage's summary line and its errors; returns its exit status.
+pub(crate) fn conclude(report: &StageReport) -> ExitCode {
+    println!("{}", summary_line(report));
+    if let Some(error) = &report.error {
+        eprintln!("error: {}", chain(error));
+    }
+    if let Some(error) = &report.history_error {
+        eprintln!("error: {}", chain(error));
+    }
+    exit_code(report.status, report.succeeded())
+}
+
+fn exit_code(status: Status, succeeded: bool) -> ExitCode {
+    match status {
+        Status::Interrupted => ExitCode::from(130),
+        _ if succeeded => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// An error and its causes on one line.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The summary line of `split` (SPL-8).
+#[must_use]
+pub(crate) fn split_line(report: &SplitReport) -> String {
+    let counts = report.shown();
+    let codes: Vec<String> = counts
+        .excluded
+        .iter()
+        .map(|(code, n)| format!("{} {n}", code.code()))
+        .collect();
+    let excluded = if codes.is_empty() {
+        format!("{} excluded", counts.excluded_total())
+    } else {
+        format!(
+            "{} excluded ({})",
+            counts.excluded_total(),
+            codes.join(", ")
+        )
+    };
+    let scope = report
+        .topic
+        .as_ref()
+        .map(|(name, _)| format!(" (topic `{name}`)"))
+        .unwrap_or_default();
+    format!(
+        "split: {} train, {} eval, {excluded}, {} orphaned{scope}",
+        counts.train, counts.eval, counts.orphaned
+    )
+}
+
+/// Prints `split`'s line and errors; returns its exit status.
+pub(crate) fn conclude_split(report: &SplitReport) -> ExitCode {
+    println!("{}", split_line(report));
+    if let Some(error) = &report.error {
+        eprintln!("error: {}", chain(error));
+    }
+    if let Some(error) = &report.history_error {
+        eprintln!("error: {}", chain(error));
+    }
+    if report.succeeded() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,626 @@
+//! The dataset pipeline through the real binary against stand-in providers (wiremock
+//! servers speaking the openai and anthropic wire protocols), scripted per test: resume,
+//! retries, exclusions, fatal errors, Ctrl-C, rejected items and damaged JSONL files
+//! (spec/pipeline.md).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::util::{TestProject, output_text};
+
+/// A key that must never appear in any output or file.
+const KEY: &str = "sk-pipeline-canary-31337";
+
+/// Prompts that the stand-ins can parse.
+const SUBTOPICS_PROMPT: &str = "SUBTOPICS|{{ topic }}|{{ count }}";
+const QUESTIONS_PROMPT: &str =
+    "QUESTIONS|{{ topic }}|{{ subtopic }}|{{ count }}|{{ accepted | length }}";
+const SYSTEM_PROMPT: &str = "EXPERT|{{ topic }}|{{ description }}";
+
+fn config(protocol: &str, parent_model: &str, reasoning: bool, extra: &str) -> String {
+    format!(
+        r#"[project]
+name = "p"
+
+[[topics]]
+name = "rust"
+description = "The Rust language"
+subtopics = 2
+questions_per_subtopic = 3
+
+[providers.stand]
+protocol = "openai"
+
+[providers.other]
+protocol = "{protocol}"
+
+[roles]
+generator = {{ provider = "stand", model = "gen-model" }}
+parent = {{ provider = "other", model = "{parent_model}", reasoning = {reasoning} }}
+
+[pipeline]
+concurrency = 4
+max_retries = 3
+request_timeout_secs = 1
+{extra}
+"#
+    )
+}
+
+/// A project with the parseable prompts and `config`.
+fn project(config: &str) -> TestProject {
+    let project = TestProject::with_config(config);
+    project.write("prompts/subtopics.txt", SUBTOPICS_PROMPT);
+    project.write("prompts/questions.txt", QUESTIONS_PROMPT);
+    project.write("prompts/answer_system.txt", SYSTEM_PROMPT);
+    project
+}
+
+/// Runs `overbrainer <args>` in `project` against `server` (both providers), off the async
+/// runtime so the stand-in keeps serving.
+async fn overbrainer(
+    project: &TestProject,
+    server: &MockServer,
+    args: &[&str],
+) -> std::process::Output {
+    let mut cmd = project.cmd();
+    cmd.args(args)
+        .env("OVERBRAINER_PROVIDERS__STAND__BASE_URL", server.uri())
+        .env("OVERBRAINER_PROVIDERS__STAND__API_KEY", KEY)
+        .env("OVERBRAINER_PROVIDERS__OTHER__BASE_URL", server.uri())
+        .env("OVERBRAINER_PROVIDERS__OTHER__API_KEY", KEY)
+        .env("OVERBRAINER_TEST_BACKOFF_MS", "10");
+    let output = tokio::task::spawn_blocking(move || cmd.output().expect("run overbrainer"))
+        .await
+        .expect("join");
+    assert!(
+        !output_text(&output).contains(KEY),
+        "the key leaked: {}",
+        output_text(&output)
+    );
+    output
+}
+
+fn lines(project: &TestProject, relative: &str) -> Vec<Value> {
+    let path = project.path().join(relative);
+    if !path.exists() {
+        return Vec::new();
+    }
+    project
+        .read(relative)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid JSON line"))
+        .collect()
+}
+
+fn user_text(request: &Request) -> String {
+    let body: Value = serde_json::from_slice(&request.body).expect("JSON body");
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn openai_reply(message: &Value, finish: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{"message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 20}
+    }))
+}
+
+/// A generator: subtopic names `sub0`, `sub1`, … and questions made of fresh words only.
+fn generator(delay: Duration) -> impl Fn(&Request) -> ResponseTemplate + Send + Sync + 'static {
+    let counter = Arc::new(AtomicU32::new(0));
+    move |request: &Request| {
+        let text = user_text(request);
+        let parts: Vec<&str> = text.split('|').collect();
+        let items: Vec<String> = match parts[0] {
+            "SUBTOPICS" => {
+                let count: u32 = parts[2].parse().unwrap();
+                (0..count)
+                    .map(|_| format!("sub{}", counter.fetch_add(1, Ordering::SeqCst)))
+                    .collect()
+            }
+            "QUESTIONS" => {
+                let count: u32 = parts[3].parse().unwrap();
+                (0..count)
+                    .map(|_| {
+                        let n = counter.fetch_add(1, Ordering::SeqCst);
+                        format!("alpha{n} beta{n} gamma{n} delta{n}?")
+                    })
+                    .collect()
+            }
+            other => panic!("unexpected prompt {other}"),
+        };
+        openai_reply(
+            &json!({"content": format!("Here you go: {}", json!(items))}),
+            "stop",
+        )
+        .set_delay(delay)
+    }
+}
+
+async fn mount_generator(server: &MockServer, delay: Duration) {
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .and(wiremock::matchers::body_string_contains("gen-model"))
+        .and(header("authorization", format!("Bearer {KEY}").as_str()))
+        .respond_with(generator(delay))
+        .mount(server)
+        .await;
+}
+
+/// A parent on the openai protocol answering with raw reasoning.
+async fn mount_parent(server: &MockServer) {
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .and(wiremock::matchers::body_string_contains("parent-model"))
+        .respond_with(|request: &Request| {
+            let question = user_text(request);
+            openai_reply(
+                &json!({"content": format!("Answer to {question}"), "reasoning": "thinking"}),
+                "stop",
+            )
+        })
+        .mount(server)
+        .await;
+}
+
+fn write_questions(project: &TestProject, ids: &[&str]) {
+    let mut text = String::new();
+    for id in ids {
+        text.push_str(
+            &json!({"id": id, "topic": "rust", "subtopic": "s", "question": id}).to_string(),
+        );
+        text.push('\n');
+    }
+    project.write("data/questions.jsonl", &text);
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_builds_the_dataset_then_resumes_without_requests() {
+    let server = MockServer::start().await;
+    mount_generator(&server, Duration::ZERO).await;
+    mount_parent(&server).await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    let output = overbrainer(&project, &server, &["run"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let out = stdout(&output);
+    for stage in ["subtopics:", "questions:", "answers:", "split:"] {
+        assert_eq!(
+            out.lines().filter(|l| l.starts_with(stage)).count(),
+            1,
+            "{out}"
+        );
+    }
+    assert!(
+        out.contains("split: 5 train, 1 eval, 0 excluded, 0 orphaned"),
+        "{out}"
+    );
+    assert!(out.contains("cost unknown"), "{out}");
+    assert_eq!(lines(&project, "data/subtopics.jsonl").len(), 2);
+    let questions = lines(&project, "data/questions.jsonl");
+    assert_eq!(questions.len(), 6);
+    assert!(
+        questions
+            .iter()
+            .all(|q| q["id"].as_str().unwrap().len() == 32)
+    );
+    let answers = lines(&project, "data/answers.jsonl");
+    assert_eq!(answers.len(), 6);
+    for answer in &answers {
+        assert_eq!(answer["meta"]["reasoning_kind"], "raw");
+        assert_eq!(answer["meta"]["excluded"], Value::Null);
+        assert_eq!(answer["messages"][1]["reasoning_content"], "thinking");
+        assert_eq!(answer["meta"]["input_tokens"], 10);
+    }
+    assert_eq!(
+        lines(&project, "data/train.jsonl").len() + lines(&project, "data/eval.jsonl").len(),
+        6
+    );
+    let history = lines(&project, ".overbrainer/history.jsonl");
+    let stages: Vec<&str> = history
+        .iter()
+        .map(|h| h["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["subtopics", "questions", "answers", "split"]);
+    assert!(history.iter().all(|h| h["status"] == "ok"));
+
+    let before = server.received_requests().await.unwrap().len();
+    let again = overbrainer(&project, &server, &["run"]).await;
+    assert!(again.status.success(), "{}", output_text(&again));
+    let chat_requests = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .skip(before)
+        .filter(|r| r.url.path() == "/chat/completions")
+        .count();
+    assert_eq!(chat_requests, 0, "a rerun asked again");
+    assert!(
+        stdout(&again).contains("answers: 0 done, 6 skipped"),
+        "{}",
+        stdout(&again)
+    );
+
+    let history_out = project.cmd().arg("history").output().unwrap();
+    assert!(history_out.status.success());
+    let text = stdout(&history_out);
+    assert!(text.contains("answers: 2 executions, 6 items"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("total:")), "{text}");
+    let all = project.cmd().args(["history", "--all"]).output().unwrap();
+    assert_eq!(stdout(&all).lines().count(), 8);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_parent_with_reasoning_is_excluded_and_warned() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/messages"))
+        .and(header("x-api-key", KEY))
+        .and(header("anthropic-version", "2023-06-01"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+            assert_eq!(body["system"], "EXPERT|rust|The Rust language");
+            ResponseTemplate::new(200).set_body_json(json!({
+                "content": [{"type": "thinking", "thinking": "summary"}, {"type": "text", "text": "A"}],
+                "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 4}}))
+        })
+        .expect(2)
+        .mount(&server)
+        .await;
+    let project = project(&config(
+        "anthropic",
+        "claude-opus-4-6",
+        true,
+        "include_system_prompt = true",
+    ));
+    write_questions(&project, &["q1", "q2"]);
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no_raw_reasoning"), "{stderr}");
+    assert!(stdout(&output).starts_with(
+        "answers: 2 done, 0 skipped, 0 failed, 2 excluded, 6 input tokens, 8 output tokens"
+    ));
+    for answer in lines(&project, "data/answers.jsonl") {
+        assert_eq!(answer["meta"]["excluded"], "no_raw_reasoning");
+        assert_eq!(answer["meta"]["reasoning_kind"], "summary");
+        assert_eq!(answer["meta"]["finish_reason"], "end_turn");
+        assert_eq!(answer["messages"][0]["role"], "system");
+        assert_eq!(answer["messages"][2]["reasoning_content"], "summary");
+    }
+    let split = overbrainer(&project, &server, &["split"]).await;
+    assert!(
+        stdout(&split)
+            .contains("split: 0 train, 0 eval, 2 excluded (no_raw_reasoning 2), 0 orphaned"),
+        "{}",
+        stdout(&split)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_retry_rate_limits_server_errors_and_timeouts() {
+    let server = MockServer::start().await;
+    let attempts: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+    let seen = attempts.clone();
+    Mock::given(method("POST"))
+        .respond_with(move |request: &Request| {
+            let question = user_text(request);
+            let attempt = {
+                let mut map = seen.lock().unwrap();
+                let n = map.entry(question.clone()).or_default();
+                *n += 1;
+                *n
+            };
+            match (question.as_str(), attempt) {
+                ("rate", 1) => ResponseTemplate::new(429).insert_header("retry-after", "0"),
+                ("flaky", 1) => ResponseTemplate::new(500).set_body_string("boom"),
+                ("slow", 1) => openai_reply(&json!({"content": "late"}), "stop")
+                    .set_delay(Duration::from_secs(3)),
+                _ => openai_reply(&json!({"content": "A", "reasoning": "R"}), "stop"),
+            }
+        })
+        .mount(&server)
+        .await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    write_questions(&project, &["rate", "flaky", "slow", "plain"]);
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert!(
+        stdout(&output).starts_with("answers: 4 done, 0 skipped, 0 failed, 0 excluded"),
+        "{}",
+        stdout(&output)
+    );
+    let attempts = attempts.lock().unwrap();
+    assert_eq!(
+        (
+            attempts["rate"],
+            attempts["flaky"],
+            attempts["slow"],
+            attempts["plain"]
+        ),
+        (2, 2, 2, 1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_excluded_and_reasoning_shapes() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|request: &Request| match user_text(request).as_str() {
+            "truncated" => openai_reply(&json!({"content": "A", "reasoning": "R"}), "length"),
+            "refused" => openai_reply(&json!({"content": "", "refusal": "no"}), "stop"),
+            "empty" => openai_reply(&json!({"content": "<think>R</think>  "}), "stop"),
+            "details" => openai_reply(
+                &json!({"content": "A", "reasoning_details": [{"type": "reasoning.text", "text": "R"}]}),
+                "stop",
+            ),
+            "content" => openai_reply(&json!({"content": "A", "reasoning_content": "R"}), "stop"),
+            "think" => openai_reply(&json!({"content": "<think>R</think>A"}), "stop"),
+            "none" => openai_reply(&json!({"content": "A"}), "stop"),
+            _ => openai_reply(&json!({"content": "A", "reasoning": "R"}), "stop"),
+        })
+        .mount(&server)
+        .await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    let ids = [
+        "truncated",
+        "refused",
+        "empty",
+        "details",
+        "content",
+        "think",
+        "reasoning",
+        "none",
+    ];
+    write_questions(&project, &ids);
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let by_id: HashMap<String, Value> = lines(&project, "data/answers.jsonl")
+        .into_iter()
+        .map(|a| (a["id"].as_str().unwrap().to_owned(), a))
+        .collect();
+    let expected = [
+        ("truncated", json!("truncated")),
+        ("refused", json!("refused")),
+        ("empty", json!("empty")),
+        ("details", Value::Null),
+        ("content", Value::Null),
+        ("think", Value::Null),
+        ("reasoning", Value::Null),
+        ("none", json!("no_raw_reasoning")),
+    ];
+    for (id, excluded) in expected {
+        assert_eq!(by_id[id]["meta"]["excluded"], excluded, "{id}");
+    }
+    for id in ["details", "content", "think", "reasoning"] {
+        assert_eq!(by_id[id]["messages"][1]["content"], "A", "{id}");
+        assert_eq!(by_id[id]["messages"][1]["reasoning_content"], "R", "{id}");
+    }
+    let split = overbrainer(&project, &server, &["split"]).await;
+    let line = stdout(&split);
+    assert!(
+        line.contains("4 excluded (truncated 1, refused 1, empty 1, no_raw_reasoning 1)"),
+        "{line}"
+    );
+    assert!(line.contains("3 train, 1 eval"), "{line}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_key_midway_stops_answers_and_keeps_what_came() {
+    let server = MockServer::start().await;
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = calls.clone();
+    Mock::given(method("POST"))
+        .respond_with(move |_: &Request| {
+            if counter.fetch_add(1, Ordering::SeqCst) < 2 {
+                openai_reply(&json!({"content": "A", "reasoning": "R"}), "stop")
+            } else {
+                ResponseTemplate::new(401)
+                    .set_body_json(json!({"error": {"message": "invalid api key"}}))
+            }
+        })
+        .mount(&server)
+        .await;
+    let project = project(
+        &config("openai", "parent-model", true, "").replace("concurrency = 4", "concurrency = 1"),
+    );
+    write_questions(&project, &["q1", "q2", "q3", "q4", "q5"]);
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stdout(&output).starts_with(
+            "answers: 2 done, 0 skipped, 0 failed, 0 excluded, 20 input tokens, 40 output tokens"
+        ),
+        "{}",
+        output_text(&output)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("invalid api key"),
+        "{}",
+        output_text(&output)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "retried a refused key");
+    assert_eq!(lines(&project, "data/answers.jsonl").len(), 2);
+    let history = lines(&project, ".overbrainer/history.jsonl");
+    assert_eq!(history[0]["status"], "failed");
+    assert!(!project.read(".overbrainer/history.jsonl").contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn questions_interrupted_then_resumed_asks_only_for_what_is_missing() {
+    let server = MockServer::start().await;
+    mount_generator(&server, Duration::from_millis(300)).await;
+    let project = project(
+        &config("openai", "parent-model", false, "question_batch_size = 1")
+            .replace("concurrency = 4", "concurrency = 1"),
+    );
+    project.write(
+        "data/subtopics.jsonl",
+        "{\"topic\":\"rust\",\"subtopic\":\"a\"}\n{\"topic\":\"rust\",\"subtopic\":\"b\"}\n",
+    );
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_overbrainer"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", project.home())
+        .env("OVERBRAINER_PROVIDERS__STAND__BASE_URL", server.uri())
+        .env("OVERBRAINER_PROVIDERS__STAND__API_KEY", KEY)
+        .env("OVERBRAINER_PROVIDERS__OTHER__BASE_URL", server.uri())
+        .arg("-C")
+        .arg(project.path())
+        .arg("questions")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lines(&project, "data/questions.jsonl").len() < 2 {
+        assert!(Instant::now() < deadline, "no question arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        stdout(&output).starts_with("questions:"),
+        "{}",
+        output_text(&output)
+    );
+    let kept = lines(&project, "data/questions.jsonl").len();
+    assert!((2..6).contains(&kept), "{kept}");
+    let history = lines(&project, ".overbrainer/history.jsonl");
+    assert_eq!(history.last().unwrap()["status"], "interrupted");
+
+    let before = server.received_requests().await.unwrap().len();
+    let output = overbrainer(&project, &server, &["questions"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let questions = lines(&project, "data/questions.jsonl");
+    assert_eq!(questions.len(), 6);
+    for sub in ["a", "b"] {
+        assert_eq!(questions.iter().filter(|q| q["subtopic"] == sub).count(), 3);
+    }
+    let requests = server.received_requests().await.unwrap();
+    let asked: u32 = requests[before..]
+        .iter()
+        .filter(|r| r.url.path() == "/chat/completions")
+        .map(|r| {
+            user_text(r)
+                .split('|')
+                .nth(3)
+                .unwrap()
+                .parse::<u32>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(
+        asked as usize,
+        6 - kept,
+        "the rerun asked for more than was missing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rejected_questions_and_parallel_duplicates_are_never_kept() {
+    let server = MockServer::start().await;
+    // Every subtopic gets the same candidates, the rejected one among them.
+    Mock::given(method("POST"))
+        .respond_with(|_: &Request| {
+            openai_reply(
+                &json!({"content": json!(["Why is the sky BLUE", "How do tides work?", "What is a monad?", "How does rust borrow checking work?"]).to_string()}),
+                "stop",
+            )
+        })
+        .mount(&server)
+        .await;
+    let extra = "question_batch_size = 4";
+    let project = project(
+        &config("openai", "parent-model", false, extra)
+            .replace("questions_per_subtopic = 3", "questions_per_subtopic = 2")
+            .replace("subtopics = 2", "subtopics = 3"),
+    );
+    project.write(
+        "data/subtopics.jsonl",
+        "{\"topic\":\"rust\",\"subtopic\":\"a\"}\n{\"topic\":\"rust\",\"subtopic\":\"b\"}\n{\"topic\":\"rust\",\"subtopic\":\"c\"}\n",
+    );
+    project.write("data/rejected.jsonl", "{\"kind\":\"question\",\"topic\":\"rust\",\"subtopic\":\"a\",\"text\":\"why is the sky blue?\"}\n");
+    let output = overbrainer(&project, &server, &["questions"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let texts: Vec<String> = lines(&project, "data/questions.jsonl")
+        .iter()
+        .map(|q| q["question"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    let unique: std::collections::HashSet<&String> = texts.iter().collect();
+    assert_eq!(unique.len(), 3, "{texts:?}");
+    assert!(
+        !texts.iter().any(|t| t.to_lowercase().contains("sky")),
+        "{texts:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn damaged_jsonl_last_lines_are_kept_or_skipped() {
+    let server = MockServer::start().await;
+    mount_parent(&server).await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    // A valid last line without its newline is kept.
+    project.write(
+        "data/questions.jsonl",
+        "{\"id\":\"q1\",\"topic\":\"rust\",\"subtopic\":\"s\",\"question\":\"one\"}\n{\"id\":\"q2\",\"topic\":\"rust\",\"subtopic\":\"s\",\"question\":\"two\"}",
+    );
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert_eq!(lines(&project, "data/answers.jsonl").len(), 2);
+    // A torn last line is skipped with a warning naming the file and the line.
+    let torn = format!(
+        "{}{{\"id\":\"q3\",\"topic\":\"ru",
+        project.read("data/questions.jsonl").trim_end().to_owned() + "\n"
+    );
+    project.write("data/questions.jsonl", &torn);
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("line 3") && stderr.contains("questions.jsonl"),
+        "{stderr}"
+    );
+    assert!(
+        stdout(&output).starts_with("answers: 0 done, 2 skipped"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_topic_and_missing_base_url_are_reported() {
+    let server = MockServer::start().await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    write_questions(&project, &["q1"]);
+    let output = overbrainer(&project, &server, &["answers", "--topic", "nope"]).await;
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("`nope` is not a configured topic"));
+    let output = project.cmd().arg("answers").output().unwrap();
+    assert!(!output.status.success());
+    assert!(
+        output_text(&output).contains("OVERBRAINER_PROVIDERS__OTHER__BASE_URL"),
+        "{}",
+        output_text(&output)
+    );
+}
