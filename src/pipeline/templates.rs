@@ -1,13 +1,58 @@
 //! Prompt templates (TPL-1..TPL-4): minijinja templates read from `prompts/`, falling
-//! back to the built-in defaults of [`crate::project::prompts`] (the same text `init`
-//! writes); an undefined variable is an error.
+//! back to the built-in defaults (`init` writes the same text); an undefined variable is
+//! an error.
 
 use std::path::Path;
 
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 
-use crate::project::prompts;
+/// Built-in `prompts/subtopics.txt`.
+pub const DEFAULT_SUBTOPICS: &str = "\
+You are helping build a training dataset about the topic \"{{ topic }}\".
+{% if description %}Topic description: {{ description }}
+{% endif %}
+List {{ count }} distinct subtopics of this topic that together cover it well.
+Answer with a JSON array of strings only, one subtopic name per string, and nothing else.
+";
+
+/// Built-in `prompts/questions.txt`.
+pub const DEFAULT_QUESTIONS: &str = "\
+You are helping build a training dataset about the topic \"{{ topic }}\".
+{% if description %}Topic description: {{ description }}
+{% endif %}Subtopic: {{ subtopic }}
+
+Write {{ count }} new, self-contained questions about this subtopic that an expert could
+answer in depth. Vary their difficulty and form.
+{% if accepted %}Do not repeat or rephrase any of these existing questions:
+{% for question in accepted %}- {{ question }}
+{% endfor %}{% endif %}
+Answer with a JSON array of strings only, one question per string, and nothing else.
+";
+
+/// Built-in `prompts/answer_system.txt`.
+pub const DEFAULT_ANSWER_SYSTEM: &str = "\
+You are a leading expert on {{ topic }}.{% if description %} {{ description }}{% endif %}
+Answer the user's question accurately and thoroughly, as an expert would, explaining your
+reasoning where it helps.
+";
+
+/// Built-in `prompts/judge.txt` (used by `compare`).
+pub const DEFAULT_JUDGE: &str = "\
+You are judging two answers to the same question.
+
+Question:
+{{ question }}
+
+Answer A:
+{{ answer_a }}
+
+Answer B:
+{{ answer_b }}
+
+Which answer is better: more correct, more complete and clearer? Reply with a JSON object
+only: {\"verdict\": \"A\" | \"B\" | \"tie\", \"reason\": \"<one sentence>\"}.
+";
 
 /// The four templates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,10 +83,10 @@ impl Template {
     #[must_use]
     pub fn default_text(self) -> &'static str {
         match self {
-            Self::Subtopics => prompts::SUBTOPICS.text,
-            Self::Questions => prompts::QUESTIONS.text,
-            Self::AnswerSystem => prompts::ANSWER_SYSTEM.text,
-            Self::Judge => prompts::JUDGE.text,
+            Self::Subtopics => DEFAULT_SUBTOPICS,
+            Self::Questions => DEFAULT_QUESTIONS,
+            Self::AnswerSystem => DEFAULT_ANSWER_SYSTEM,
+            Self::Judge => DEFAULT_JUDGE,
         }
     }
 }
