@@ -235,11 +235,7 @@ impl Executor for LocalExecutor {
             .stderr(Stdio::null())
             .process_group(0);
         for (name, _) in std::env::vars_os() {
-            let text = name.to_string_lossy();
-            if STRIPPED_ENV_PREFIXES
-                .iter()
-                .any(|prefix| text.starts_with(prefix))
-            {
+            if !inherited(&name) {
                 command.env_remove(&name);
             }
         }
@@ -352,6 +348,14 @@ impl Executor for LocalExecutor {
     }
 }
 
+/// Whether a local job inherits the variable `name` of overbrainer's environment.
+fn inherited(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    !STRIPPED_ENV_PREFIXES
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+}
+
 /// Writes `content` to a temporary file next to `path`, syncs it and renames it
 /// over `path`.
 fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
@@ -375,4 +379,38 @@ fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
     file.sync_all().map_err(io)?;
     drop(file);
     std::fs::rename(&temporary, path).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn overbrainer_and_vault_variables_stay_home() {
+        for name in [
+            "OVERBRAINER_HF_TOKEN",
+            "OVERBRAINER_",
+            "VAULT_TOKEN",
+            "VAULT_ADDR",
+        ] {
+            assert!(!inherited(OsStr::new(name)), "{name}");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "HF_TOKEN",
+            "MY_VAULT_TOKEN",
+            "overbrainer_x",
+        ] {
+            assert!(inherited(OsStr::new(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn claim_answers_are_read_strictly() {
+        assert!(parse_claim(b"claimed\n").unwrap());
+        assert!(!parse_claim(b"taken\n").unwrap());
+        assert!(parse_claim(b"").is_err());
+    }
 }

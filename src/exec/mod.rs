@@ -1,11 +1,18 @@
-//! Running a training job on a target: the `Executor` trait and its `Local` and `Ssh`
-//! implementations.
+//! The execution layer: starting training jobs on a target, watching and stopping
+//! them, and moving files to and from the target. [`Executor`] is the contract;
+//! [`LocalExecutor`] (this machine) and [`SshExecutor`] (OpenSSH) implement it.
 //!
-//! A job is detached from overbrainer: it runs in its own session (local process
-//! group, or `setsid nohup` over SSH), writes its output to `job.log`, its process ID
-//! to `job.pid` and, when it ends, its exit code to `exit_code`, all in its run
-//! directory. Any later overbrainer process can read its status, tail its files or
-//! cancel it from that directory alone.
+//! Jobs do not depend on the overbrainer process that started them. Each job is the
+//! leader of its own process group (a local process group, or a new session from
+//! `setsid nohup` over SSH) and keeps its whole state in its run directory: its
+//! output in [`JOB_LOG`], its process ID in [`PID_FILE`], and its exit code in
+//! [`EXIT_FILE`] once it ends. Any later overbrainer process, given only that
+//! directory and the [`JobId`], can ask its status, follow its files or cancel it.
+//!
+//! Files of this module: `script.rs` (the POSIX shell scripts every target runs),
+//! `digest.rs` (SHA-256 manifests), `lines.rs` (following a file line by line),
+//! `tar.rs` (the local side of transfers), `runtime.rs` (how Axolotl is launched),
+//! `local.rs` and `ssh.rs` (the two executors).
 
 mod digest;
 mod lines;
@@ -34,111 +41,114 @@ pub use ssh::{PodEndpoint, SshDestination, SshError, SshExecutor};
 
 use crate::config::Engine;
 
-/// Output of the job (stdout and stderr), in its run directory.
+/// The job's standard output and error, appended, in the run directory.
 pub const JOB_LOG: &str = "job.log";
-/// Process ID of the job's session leader, in its run directory.
+/// The run directory's file holding the process ID of the job's leader (which is also
+/// its process group ID), one decimal line.
 pub const PID_FILE: &str = "job.pid";
-/// Exit code of the job once it has ended, in its run directory.
+/// The run directory's file holding the job's exit code, one decimal line, written
+/// (through a rename) only when the job ends by itself.
 pub const EXIT_FILE: &str = "exit_code";
-/// Marker written by [`Executor::cancel`] before it signals anything, in the run
-/// directory. While this exists and [`CANCEL_FILE`] does not, [`Executor::status`]
-/// reports [`JobStatus::Running`] for as long as the process group is alive, ahead
-/// of [`EXIT_FILE`] (stopping a job's container makes its wrapper write an exit
-/// code while the cancel is still stopping the group), and
-/// [`JobStatus::Cancelled`] once the group is gone and no [`EXIT_FILE`] was
-/// written, even before [`CANCEL_FILE`] itself lands.
+/// The marker [`Executor::cancel`] creates in the run directory before it sends any
+/// signal. With this marker and without [`CANCEL_FILE`], [`Executor::status`] says
+/// [`JobStatus::Running`] while the process group lives, even when [`EXIT_FILE`]
+/// already exists (a container stopped by the cancel lets its wrapper write an exit
+/// code before the group is gone). Once the group is gone it says
+/// [`JobStatus::Cancelled`] when no [`EXIT_FILE`] was written, without waiting for
+/// [`CANCEL_FILE`].
 ///
-/// [`EXIT_FILE`] deliberately wins over this marker once the group is gone: a
-/// cancel killed right after writing it (a Ctrl-C in its window) would otherwise
-/// leave it behind for ever and label a job that then finished normally as
-/// cancelled.
+/// With the group gone, an [`EXIT_FILE`] beats this marker on purpose: a cancel
+/// interrupted just after creating it would otherwise leave it for good, and a job
+/// that later ended normally would wrongly read as cancelled.
 pub const CANCELLING_FILE: &str = "cancelling";
-/// Marker written by [`Executor::cancel`] once the process group is confirmed gone,
-/// in the run directory. Once this exists, [`Executor::status`] reports
-/// [`JobStatus::Cancelled`] unconditionally: not even a live process at a recycled
-/// `pid`, or an [`EXIT_FILE`] written before the cancel finished, can change it.
+/// The marker [`Executor::cancel`] creates in the run directory last, after it saw
+/// the process group gone. From then on [`Executor::status`] says
+/// [`JobStatus::Cancelled`] whatever else is there: an [`EXIT_FILE`] written during
+/// the cancel, or a live process that reuses the job's process ID.
 pub const CANCEL_FILE: &str = "cancelled";
-/// Marker [`Executor::claim`] creates, exclusively, in a new run's directory on
-/// the target. It holds its run's owner value: the run directory belongs to the
-/// run with that value.
+/// The marker [`Executor::claim`] creates with exclusive creation in a new run
+/// directory on the target. Its one line is the owner value of the run that owns
+/// the directory.
 pub const CLAIM_FILE: &str = ".claim";
 
-/// Errors from running or reaching a job.
+/// What can go wrong while starting, watching or reaching a job, or moving files.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
-    /// A local file or directory could not be read or written.
+    /// Reading or writing a local file or directory failed.
     #[error("cannot access {}", path.display())]
     Io {
-        /// The file or directory.
+        /// The path involved.
         path: PathBuf,
-        /// Underlying I/O error.
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
-    /// A local program could not be started or waited for.
+    /// Starting or waiting for a local program failed.
     #[error("cannot run `{program}`")]
     Spawn {
-        /// The program.
+        /// The program's name.
         program: String,
-        /// Underlying I/O error.
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
-    /// A command on the target failed. The message is the command's error output,
-    /// which never holds a secret: secrets only travel on standard input.
+    /// A script on the target exited with a failure. `message` is what it wrote on
+    /// standard error (or its exit status); no secret can be in it, since secrets
+    /// only ever travel on standard input.
     #[error("{action} failed: {message}")]
     Command {
-        /// What was attempted, for example `upload`.
+        /// The operation, such as `upload`, `download` or `probe`.
         action: &'static str,
-        /// Error output of the command, or its exit status.
+        /// The script's error output, or its exit status when it wrote none.
         message: String,
     },
-    /// The SSH connection failed or broke.
+    /// Opening or using the SSH connection failed.
     #[error("ssh failed")]
     Ssh(#[source] SshError),
-    /// `ssh` connected, then its background master connection ended before the
-    /// first command (killed locally, or the server dropped it). `log` is the tail of
-    /// the master's own log on one bounded line, control characters dropped, empty
-    /// when it wrote nothing.
+    /// The OpenSSH master connected and went to the background, then was gone by the
+    /// time the first command was sent (something killed it locally, or the server
+    /// closed the connection). `log` holds the end of the master's own log, flattened
+    /// to one line of bounded length without control characters; empty when the log
+    /// was empty.
     #[error("the ssh master connection ended right after it started (ssh log: {})", or_empty(.log))]
     MasterDied {
-        /// Tail of the master's log.
+        /// The end of the master's log.
         log: String,
     },
-    /// A secret cannot be passed to the job: its name is not an env variable name, or
-    /// its value holds a line break or a NUL byte. The message names the variable
-    /// only.
+    /// A secret was refused before the job started: its name is not a valid
+    /// environment variable name, or its value contains a line break or a NUL byte.
+    /// Only the name is reported, never the value.
     #[error("{0} cannot be passed to the job")]
     InvalidSecret(String),
-    /// The target answered something unexpected.
+    /// The target's answer could not be understood, or broke a rule (a path leaving
+    /// its directory, an invalid process ID).
     #[error("unexpected answer from the target: {0}")]
     Protocol(String),
 }
 
-/// `text`, or `empty` when it is.
+/// `text`, or the word `empty` in its place.
 fn or_empty(text: &str) -> &str {
     if text.is_empty() { "empty" } else { text }
 }
 
-/// A container running the job, stopped by [`Executor::cancel`].
+/// The container a job runs in; [`Executor::cancel`] stops it through its engine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Container {
-    /// Engine running it.
+    /// Docker or Podman.
     pub engine: Engine,
-    /// Container name.
+    /// Name of the container, as given to `<engine> run --name`.
     pub name: String,
 }
 
-/// Checks that every secret can be handed to a job, whatever the target: its name
-/// must be an environment variable name (letters, digits and `_`, not starting with
-/// a digit, not empty), and its value must hold no line break and no NUL byte. A
-/// line break would end the `read` that feeds a remote job early, and a NUL byte
-/// cannot live in an environment: either would hand the job a different value.
+/// Refuses secrets that no target could hand to a job unchanged (TGT-8). A name must
+/// be non-empty, made of ASCII letters, digits and `_`, and not start with a digit.
+/// A value must not contain `\n`, `\r` or NUL: over SSH each value is one line read
+/// by the remote shell, and an environment cannot hold a NUL byte.
 ///
 /// # Errors
 ///
-/// Returns [`ExecError::InvalidSecret`], naming the variable and never its value,
-/// for the first secret that cannot be passed.
+/// [`ExecError::InvalidSecret`] with the name (never the value) of the first secret
+/// refused.
 fn check_job_env(secrets: &[(String, SecretString)]) -> Result<(), ExecError> {
     for (name, value) in secrets {
         let valid_name = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -150,19 +160,19 @@ fn check_job_env(secrets: &[(String, SecretString)]) -> Result<(), ExecError> {
     Ok(())
 }
 
-/// A job's process ID, validated to be neither `0` nor `1`. Process group `0` is a
-/// wildcard for `kill`, and `1` is `init` (or, over SSH, sometimes a container's own
-/// PID 1): signalling either would never correctly target a single job.
+/// The process ID of a job's leader; never `0` or `1`. Signalling group `0` means
+/// the caller's own group, and `1` is `init` (or a container's first process), so
+/// neither can ever name one job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Pid(u32);
 
 impl Pid {
-    /// Validates `pid`.
+    /// Accepts any process ID above `1`.
     ///
     /// # Errors
     ///
-    /// Returns [`ExecError::Protocol`] when `pid` is `0` or `1`.
+    /// [`ExecError::Protocol`] for `0` and `1`.
     pub fn new(pid: u32) -> Result<Self, ExecError> {
         if pid <= 1 {
             return Err(ExecError::Protocol(format!("invalid process id {pid}")));
@@ -170,7 +180,7 @@ impl Pid {
         Ok(Self(pid))
     }
 
-    /// The validated process ID.
+    /// The process ID as a number.
     #[must_use]
     pub fn get(self) -> u32 {
         self.0
@@ -187,85 +197,87 @@ impl<'de> Deserialize<'de> for Pid {
     }
 }
 
-/// A job to start in the background.
+/// What [`Executor::spawn`] starts.
 #[derive(Debug, Clone)]
 pub struct JobCommand {
-    /// Run directory on the target, absolute. The job runs there.
+    /// Absolute run directory on the target; the job's working directory and the
+    /// home of its state files.
     pub dir: String,
-    /// POSIX shell commands of the job.
+    /// The job itself, as POSIX shell commands (see [`Stages::script`]).
     pub script: String,
-    /// Secret env variables of the job. They reach the job's environment only: never
-    /// a command line, a file or a log.
+    /// Secret environment variables, as name and value. They are set in the job's
+    /// environment and nowhere else: no command line, file or log holds them.
     pub secrets: Vec<(String, SecretString)>,
-    /// The container the script starts, if any.
+    /// The container the script runs its work in, when it uses one.
     pub container: Option<Container>,
 }
 
-/// Handle of a started job, enough to find it again from another process.
+/// Everything needed to find a started job again, from any process; stored in
+/// `run.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobId {
-    /// Run directory on the target.
+    /// Absolute run directory on the target.
     pub dir: String,
-    /// Process ID of the job's session leader, also its process group ID. Never `0`
-    /// or `1`.
+    /// Process ID of the job's leader, which is also its process group ID.
     pub pid: Pid,
-    /// The container the job runs in, if any.
+    /// The job's container, when it has one.
     pub container: Option<Container>,
 }
 
-/// What a job is doing.
+/// The state of a job, as [`Executor::status`] reads it from the run directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobStatus {
-    /// Still running.
+    /// The process group is alive.
     Running,
-    /// Ended with this exit code.
+    /// The job ended by itself with this exit code.
     Exited(i32),
-    /// Stopped by [`Executor::cancel`].
+    /// [`Executor::cancel`] stopped it.
     Cancelled,
-    /// Neither running nor ended normally: killed without writing its exit code, or
-    /// its run directory is gone.
+    /// Gone without an exit code and without a cancel (killed from outside, the
+    /// machine rebooted), or its run directory no longer exists.
     Lost,
 }
 
 impl JobStatus {
-    /// Whether the job has stopped for good.
+    /// True for every state but [`JobStatus::Running`].
     #[must_use]
     pub fn is_finished(self) -> bool {
         self != Self::Running
     }
 }
 
-/// Runs jobs on a target and moves files to and from it. Paths on the target are
-/// absolute strings; the target may be another machine.
+/// A place where jobs run: this machine or an SSH host. Target paths are absolute
+/// strings (the target may be another machine, so they are not [`Path`]s).
 ///
-/// Futures are `Send` so the CLI and the TUI can drive them from any task.
+/// Every future is `Send`, so any tokio task can drive it (the CLI and the TUI both
+/// do).
 pub trait Executor: Send + Sync {
-    /// Directory holding the run directories on the target, absolute.
+    /// Absolute directory on the target under which run directories live.
     fn workdir(&self) -> &str;
 
-    /// Claims the directory `dir` for the run whose owner value is `owner`:
-    /// creates it and its parents, then [`CLAIM_FILE`] in it, exclusively,
-    /// holding `owner`. A [`CLAIM_FILE`] already there that holds `owner` is a
-    /// claim of the same run, and accepted. Returns false, and changes nothing,
-    /// when it holds anything else: another run owns `dir`, for example one
-    /// started in the same second from another checkout of the project against
-    /// the same work directory. `owner` is one line.
+    /// Takes the run directory `dir` for the run identified by `owner` (one line,
+    /// RUN-3): creates `dir` with its parents, then creates [`CLAIM_FILE`] there
+    /// exclusively with `owner` in it. Returns true for a new claim, and also when
+    /// [`CLAIM_FILE`] already holds `owner` (the same run claiming again). Returns
+    /// false, touching nothing, when it holds another value: another run, perhaps
+    /// from another checkout started in the same second against the same work
+    /// directory, owns `dir`.
     ///
     /// # Errors
     ///
-    /// Returns an [`ExecError`] when the directory or the marker cannot be
-    /// created, or the target cannot be reached.
+    /// An [`ExecError`] when `dir` or the marker cannot be created, or the target
+    /// is unreachable.
     fn claim(&self, dir: &str, owner: &str)
     -> impl Future<Output = Result<bool, ExecError>> + Send;
 
-    /// Copies the content of the local directory `local` into `remote`, creating it,
-    /// except the top-level entries of `local` named in `skip`, which never leave
-    /// this machine.
+    /// Copies everything inside the local directory `local` into the target
+    /// directory `remote`, which is created when missing. Top-level entries of
+    /// `local` whose names are in `skip` are not sent at all.
     ///
     /// # Errors
     ///
-    /// Returns an [`ExecError`] when the directory cannot be read or copied.
+    /// An [`ExecError`] when `local` cannot be read or the copy fails.
     fn upload(
         &self,
         local: &Path,
@@ -273,33 +285,31 @@ pub trait Executor: Send + Sync {
         skip: &[String],
     ) -> impl Future<Output = Result<(), ExecError>> + Send;
 
-    /// Starts `job` in the background and returns its handle. The job keeps running
-    /// when this process exits or loses its connection to the target.
+    /// Starts `job` detached and returns its handle. Neither this process exiting nor
+    /// a lost connection stops the job.
     ///
-    /// The environment the job starts with depends on the target. A local job
-    /// inherits overbrainer's own environment, minus every variable whose name
-    /// starts with `OVERBRAINER_` or `VAULT_` (see [`LocalExecutor`]). A job over
-    /// SSH gets whatever the remote non-interactive `sh -c` gives it, which is the
-    /// SSH server's environment for that user: no login shell and no interactive
-    /// startup file are read (see [`SshExecutor`]). The job's secrets are then set
-    /// on top of that, on its environment only. A `native` target whose `axolotl`
-    /// relies on the caller's shell setup, such as a conda activation or a `PATH`
-    /// entry from a profile, can therefore behave differently on each.
+    /// The job's base environment is the target's (TGT-7). Locally it is
+    /// overbrainer's own environment without the variables named `OVERBRAINER_*` or
+    /// `VAULT_*` (see [`LocalExecutor`]). Over SSH it is what `sshd` gives a
+    /// non-interactive `sh -c` for that user, with no login shell and no startup
+    /// file read (see [`SshExecutor`]). The secrets are added to that environment
+    /// only. An `axolotl` that depends on shell setup (a conda activation, a `PATH`
+    /// entry from a profile) may therefore be found locally and not over SSH.
     ///
     /// # Errors
     ///
-    /// Returns [`ExecError::InvalidSecret`], naming the variable only, when a
-    /// secret's name is not an environment variable name or its value holds a line
-    /// break or a NUL byte; nothing is started then. Returns
-    /// another [`ExecError`] when the job cannot be started.
+    /// [`ExecError::InvalidSecret`], naming the variable only, when a secret has an
+    /// invalid name or a line break or NUL byte in its value; nothing starts then.
+    /// Another [`ExecError`] when the job cannot be started.
     fn spawn(&self, job: &JobCommand) -> impl Future<Output = Result<JobId, ExecError>> + Send;
 
-    /// Bytes of the file `path` from byte `offset`, up to `limit` bytes: fewer when
-    /// less than `limit` remains past `offset`. A missing file reads as empty.
+    /// At most `limit` bytes of the target file `path`, starting at byte `offset`
+    /// (fewer near the end). A file that does not exist reads as no bytes.
     ///
     /// # Errors
     ///
-    /// Returns an [`ExecError`] when the file cannot be read.
+    /// An [`ExecError`] when the file exists but cannot be read, or the target is
+    /// unreachable.
     fn read_from(
         &self,
         path: &str,
@@ -307,50 +317,56 @@ pub trait Executor: Send + Sync {
         limit: u64,
     ) -> impl Future<Output = Result<Vec<u8>, ExecError>> + Send;
 
-    /// What `job` is doing now.
+    /// The current state of `job`, from its run directory and its process group
+    /// (the precedence is in [`status_script`]). Over SSH this is one command on the
+    /// open connection.
     ///
     /// # Errors
     ///
-    /// Returns an [`ExecError`] when the target cannot be asked.
+    /// An [`ExecError`] when the target is unreachable or answers nonsense.
     fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send;
 
-    /// Stops `job`: its container first, then its whole process group (`SIGTERM`,
-    /// then `SIGKILL` after 10 seconds). A job that has already exited is left as
-    /// is: its status stays [`JobStatus::Exited`], it is never marked cancelled.
-    /// Otherwise, [`CANCELLING_FILE`] is written before anything is signalled, so
-    /// [`Executor::status`] reports [`JobStatus::Running`] while the group is being
-    /// stopped and [`JobStatus::Cancelled`] as soon as it is gone, never
-    /// [`JobStatus::Lost`]; [`CANCEL_FILE`] is written last, once the group is
-    /// confirmed gone, and then wins unconditionally over everything else. Calling
-    /// `cancel` again on an already cancelled job is a no-op.
+    /// Stops `job`: first its container through the engine (`<engine> stop -t 30`),
+    /// then its whole process group with `SIGTERM`, and `SIGKILL` when the group
+    /// still lives 10 seconds later.
     ///
-    /// Cancelling a container job has a short window where the status is wrong:
-    /// once the engine's `stop` makes the job's wrapper write [`EXIT_FILE`] and
-    /// until the group is gone and [`CANCEL_FILE`] lands (roughly a second, up to
-    /// the `<engine> stop -t 30` timeout), [`Executor::status`] reports
-    /// [`JobStatus::Exited`] rather than [`JobStatus::Running`]. This is the price
-    /// of letting a real exit code win over a [`CANCELLING_FILE`] left behind by a
-    /// cancel that was killed; the final [`CANCEL_FILE`] still wins afterwards.
+    /// A job that already ended by itself is not touched: it stays
+    /// [`JobStatus::Exited`] and no marker is written. Otherwise [`CANCELLING_FILE`]
+    /// is created before the first signal, so [`Executor::status`] says
+    /// [`JobStatus::Running`] while the group is being stopped and
+    /// [`JobStatus::Cancelled`] (never [`JobStatus::Lost`]) as soon as it is gone.
+    /// [`CANCEL_FILE`] comes last, once the group is seen gone, and from then on
+    /// overrides everything. A second cancel of a cancelled job changes nothing.
     ///
-    /// The caller runs this to its end: an interrupted cancel can leave
-    /// [`CANCELLING_FILE`] behind, and over a local target the scripts run in their
-    /// own process group so a Ctrl-C at the terminal cannot reach them.
+    /// For a container job the status can briefly be wrong: between the moment the
+    /// engine's `stop` lets the wrapper write [`EXIT_FILE`] and the moment the group
+    /// is gone and [`CANCEL_FILE`] exists (about a second, at most the 30-second
+    /// stop timeout), it reads [`JobStatus::Exited`]. That is the cost of letting a
+    /// real exit code beat a [`CANCELLING_FILE`] orphaned by an interrupted cancel;
+    /// [`CANCEL_FILE`] settles it afterwards.
+    ///
+    /// Let it finish: an interrupted cancel can leave [`CANCELLING_FILE`] behind.
+    /// Locally its script runs in a process group of its own, out of reach of a
+    /// Ctrl-C at the terminal.
     ///
     /// # Errors
     ///
-    /// Returns an [`ExecError`] when the target cannot be reached.
+    /// An [`ExecError`] when the target is unreachable, or the group outlived
+    /// `SIGKILL`.
     fn cancel(&self, job: &JobId) -> impl Future<Output = Result<(), ExecError>> + Send;
 
-    /// Copies `entries` (files or directories, relative to the target directory
-    /// `remote`) into the local directory `local`, leaving out names matching an
-    /// `exclude` pattern at any depth. Missing entries are skipped, and `local` is
-    /// not created when none exists.
+    /// Copies `entries` (files or directories, paths relative to the target directory
+    /// `remote`) into the local directory `local`, keeping their relative paths.
+    /// Anything whose name matches an `exclude` glob is left out, at any depth (see
+    /// [`glob_match`]). Entries that do not exist are ignored; when none exists,
+    /// `local` is not even created.
     ///
     /// # Errors
     ///
-    /// Returns [`ExecError::Command`] (action `download`, message
-    /// `<remote> does not exist`) when `remote` itself is not a directory, and an
-    /// [`ExecError`] when the copy fails.
+    /// [`ExecError::Command`] with action `download` and message
+    /// `<remote> does not exist` when `remote` is not a directory; another
+    /// [`ExecError`] when the copy fails (including a stream entry that would land
+    /// outside `local`).
     fn download(
         &self,
         remote: &str,
@@ -359,17 +375,16 @@ pub trait Executor: Send + Sync {
         exclude: &[String],
     ) -> impl Future<Output = Result<(), ExecError>> + Send;
 
-    /// Every regular file under `entries` (relative to the target directory
-    /// `remote`) with the SHA-256 of its content, leaving out names matching an
-    /// `exclude` pattern at any depth, as [`Executor::download`] does. Missing
-    /// entries are skipped; symbolic links are not followed. Paths are relative to
-    /// `remote`, sorted.
+    /// The SHA-256 of every regular file under `entries` (relative to the target
+    /// directory `remote`), computed on the target, with the same exclusion rule as
+    /// [`Executor::download`]. Missing entries are ignored and symbolic links are
+    /// neither listed nor followed. Paths are relative to `remote`, in sorted order.
     ///
     /// # Errors
     ///
-    /// Returns [`ExecError::Command`] (message `<remote> does not exist`) when
-    /// `remote` itself is not a directory, and an [`ExecError`] when a file cannot
-    /// be read or the target cannot be reached.
+    /// [`ExecError::Command`] with message `<remote> does not exist` when `remote`
+    /// is not a directory; another [`ExecError`] when a file cannot be read or the
+    /// target is unreachable.
     fn manifest(
         &self,
         remote: &str,
@@ -377,33 +392,34 @@ pub trait Executor: Send + Sync {
         exclude: &[String],
     ) -> impl Future<Output = Result<Vec<FileDigest>, ExecError>> + Send;
 
-    /// Runs the read-only POSIX shell `script` on the target and returns its
-    /// standard output. It must not change anything there: the training flow
-    /// runs it while the job runs, to sample the machine (see
-    /// [`crate::system::probe_script`]).
+    /// Runs `script`, a POSIX shell script that only reads, on the target and
+    /// returns what it printed. The training flow samples the job's machine this
+    /// way while the job runs ([`crate::system::probe_script`]), so the script must
+    /// leave the target unchanged.
     ///
     /// # Errors
     ///
-    /// Returns [`ExecError::Command`] (action `probe`) when the script exits non
-    /// zero, and an [`ExecError`] when the target cannot be reached.
+    /// [`ExecError::Command`] with action `probe` when the script exits with a
+    /// failure; another [`ExecError`] when the target is unreachable.
     fn probe(&self, script: &str) -> impl Future<Output = Result<Vec<u8>, ExecError>> + Send;
 
-    /// Replaces the small file `path` on the target with `content`, creating its
-    /// directory, through a rename: a reader sees the old content or the new one,
-    /// never part of it. A Runpod run's lease and markers, and a snapshot request,
-    /// are written with it.
+    /// Sets the content of the small target file `path` to `content`, creating the
+    /// directory when needed. The new content goes to a temporary file that is then
+    /// renamed over `path`, so readers see either the old or the new content in
+    /// full. Used for snapshot requests, a Runpod run's lease and its markers.
     ///
     /// # Errors
     ///
-    /// Returns an [`ExecError`] when the file cannot be written or the target
-    /// cannot be reached.
+    /// An [`ExecError`] when the file cannot be written or the target is
+    /// unreachable.
     fn put_file(
         &self,
         path: &str,
         content: &str,
     ) -> impl Future<Output = Result<(), ExecError>> + Send;
 
-    /// Follows the file `path` from byte `offset`, one complete line at a time.
+    /// A follower of the target file `path` from byte `offset` that hands out
+    /// complete lines only (see [`LineStream::poll`]).
     fn tail(&self, path: &str, offset: u64) -> LineStream<'_, Self>
     where
         Self: Sized,
@@ -412,12 +428,12 @@ pub trait Executor: Send + Sync {
     }
 }
 
-/// The executor of a local or SSH target.
+/// Either executor, chosen at run time from the target's kind.
 #[derive(Debug)]
 pub enum AnyExecutor {
-    /// Runs on this machine.
+    /// This machine.
     Local(LocalExecutor),
-    /// Runs over SSH.
+    /// An SSH host (or a Runpod pod).
     Ssh(SshExecutor),
 }
 

@@ -38,6 +38,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// An idle master exits after this long without any command, so a master left
 /// behind by a killed overbrainer does not live for ever: 10 minutes.
 pub const MASTER_IDLE: Duration = Duration::from_secs(600);
+/// Programs an SSH target must have, space-separated (TGT-2): `tar` for transfers,
+/// `setsid` and `nohup` to detach jobs, `sha256sum` for manifests.
+pub const REQUIRED_TOOLS: &str = "tar setsid nohup sha256sum";
 /// Most bytes of the master's log kept in [`ExecError::MasterDied`].
 const MASTER_LOG_TAIL: usize = 400;
 
@@ -140,14 +143,16 @@ pub struct SshExecutor {
 }
 
 impl SshExecutor {
-    /// Connects to `destination` and resolves `workdir` on the target (relative to
-    /// the remote home, `~/` allowed), creating it.
+    /// Connects to `destination`, checks that the target has the programs jobs and
+    /// transfers need ([`REQUIRED_TOOLS`], TGT-2), and resolves `workdir` on the
+    /// target (relative to the remote home, `~/` allowed), creating it.
     ///
     /// # Errors
     ///
     /// Returns [`ExecError::Ssh`] when `ssh` cannot connect (an unknown host key
     /// included), [`ExecError::MasterDied`] when the master ended right after it
-    /// started, and [`ExecError::Command`] when `workdir` cannot be created.
+    /// started, and [`ExecError::Command`] (action `connect`) when a program is
+    /// missing or `workdir` cannot be created.
     pub async fn connect(destination: SshDestination, workdir: &str) -> Result<Self, ExecError> {
         let mut executor = Self {
             destination,
@@ -155,7 +160,9 @@ impl SshExecutor {
             session: tokio::sync::Mutex::new(None),
         };
         let script = format!(
-            "mkdir -p -- {dir} && cd -- {dir} && pwd -P",
+            "for ob_t in {REQUIRED_TOOLS}; do command -v \"$ob_t\" >/dev/null 2>&1 || \
+             {{ echo \"the target has no \\`$ob_t\\`: install it\" >&2; exit 1; }}; done\n\
+             mkdir -p -- {dir} && cd -- {dir} && pwd -P",
             dir = shell_path(workdir)
         );
         let output = executor.checked("connect", &script, &[]).await?;
@@ -568,5 +575,50 @@ impl Executor for SshExecutor {
         self.checked("put", &script, content.as_bytes())
             .await
             .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::SecretString;
+
+    #[test]
+    fn the_master_log_tail_is_one_bounded_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        assert_eq!(master_log_tail(&log), "");
+        std::fs::write(&log, "first\r\n\nsecond \u{7}bell\n").unwrap();
+        assert_eq!(master_log_tail(&log), "first | second bell");
+        std::fs::write(&log, "x".repeat(5000)).unwrap();
+        assert_eq!(master_log_tail(&log).len(), MASTER_LOG_TAIL);
+        let error = ExecError::MasterDied { log: String::new() };
+        assert!(error.to_string().ends_with("(ssh log: empty)"), "{error}");
+    }
+
+    #[test]
+    fn the_launcher_names_secrets_but_never_holds_their_values() {
+        let job = JobCommand {
+            dir: "/w/r 1".into(),
+            script: "echo hi".into(),
+            secrets: vec![("HF_TOKEN".into(), SecretString::from("hf_value_123"))],
+            container: None,
+        };
+        let script = launcher(&job);
+        assert!(script.contains("HF_TOKEN=$ob_v"), "{script}");
+        assert!(!script.contains("hf_value_123"));
+        assert!(!format!("{job:?}").contains("hf_value_123"));
+    }
+
+    #[test]
+    fn a_pod_destination_always_uses_the_keepalive_defaults() {
+        let pod = PodEndpoint {
+            host: "203.0.113.7".into(),
+            port: 40022,
+        };
+        let destination = pod.destination(PathBuf::from("runs/r1/ssh/config"));
+        assert_eq!(destination.host, "root@203.0.113.7");
+        assert_eq!(destination.port, Some(40022));
+        assert!(destination.always_default_keepalive);
     }
 }
