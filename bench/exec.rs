@@ -120,7 +120,11 @@ async fn run() {
     let base = started.elapsed();
     report("manifest", bytes, ours, base);
 
-    // Status poll against one trivial command on the same master.
+    status_poll(&executor).await;
+}
+
+/// One status poll against one trivial command on the same master.
+async fn status_poll(executor: &SshExecutor) {
     let job = executor
         .spawn(&JobCommand {
             dir: format!("{}/job", executor.workdir()),
