@@ -5,7 +5,7 @@
 //!
 //! - front ends: [`cli`] (one file per command; the only layer that prints).
 //! - flows: [`pipeline`] (the dataset stages, each sending typed events).
-//! - domain: [`system`] (the machine probe script and its parser), [`dataset`]
+//! - domain: [`train`] (Axolotl YAML, metrics plugin, metric lines, phases), [`system`] (the machine probe script and its parser), [`dataset`]
 //!   (records, IDs, JSONL, the split), [`dedup`], [`llm`] (openai and anthropic
 //!   protocols), [`pricing`], [`history`].
 //! - execution: [`exec`] (jobs, files and probes on a local or SSH target).
@@ -31,3 +31,4 @@ pub mod pricing;
 pub mod project;
 pub mod secrets;
 pub mod system;
+pub mod train;

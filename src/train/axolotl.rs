@@ -1,0 +1,388 @@
+//! The run's Axolotl configuration, built from `[training]` (spec/training.md, AXO-1..AXO-9),
+//! and the comparison of two configurations for a resume (RUN-36).
+//!
+//! Key names and meanings are Axolotl 0.19's (`axolotl/utils/schemas/config.py`); the
+//! datasets use its `chat_template` prompt strategy with the `messages` field
+//! (`axolotl/prompt_strategies/chat_template.py`).
+
+use super::plugin;
+use super::yaml::{self, Mapping, Yaml};
+use crate::config::{AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, AdapterKind, Training};
+
+/// File name of the run's Axolotl configuration, in its run directory.
+pub const AXOLOTL_YAML: &str = "axolotl.yaml";
+/// Train data of a run, in its run directory (a copy of `data/train.jsonl`).
+pub const TRAIN_DATA: &str = "train.jsonl";
+/// Eval data of a run, in its run directory (a copy of `data/eval.jsonl`).
+pub const EVAL_DATA: &str = "eval.jsonl";
+/// Axolotl's output directory, relative to the run directory.
+pub const OUTPUT_DIR: &str = "output";
+/// Where Axolotl keeps its tokenized datasets, relative to the run directory.
+pub const PREPARED_DIR: &str = "prepared";
+/// Where a resumed run finds the stopped run's checkpoint, relative to its run directory.
+pub const RESUME_DIR: &str = "resume";
+
+/// Keys that may differ between a stopped run's configuration and its resume (RUN-36),
+/// besides `resume_from_checkpoint`, the dataset paths and the prefixes of
+/// [`RESUME_FREE_PREFIXES`].
+pub const RESUME_FREE_KEYS: [&str; 14] = [
+    "hub_model_id",
+    "hub_strategy",
+    "evals_per_epoch",
+    "eval_steps",
+    "eval_strategy",
+    "saves_per_epoch",
+    "save_steps",
+    "save_strategy",
+    "save_total_limit",
+    "logging_steps",
+    "use_tensorboard",
+    "use_wandb",
+    "use_mlflow",
+    "use_comet",
+];
+/// Key prefixes that may differ for a resume (RUN-36).
+pub const RESUME_FREE_PREFIXES: [&str; 3] = ["wandb_", "mlflow_", "comet_"];
+
+/// A key of `axolotl_extra` that overbrainer refuses (AXO-4..AXO-6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExtraError {
+    /// The key comes from a typed `[training]` setting.
+    #[error("`training.axolotl_extra.{key}` comes from a typed setting; use `{setting}` instead")]
+    Typed {
+        /// The key.
+        key: String,
+        /// The setting to use instead.
+        setting: String,
+    },
+    /// The key is managed by overbrainer.
+    #[error("`training.axolotl_extra.{0}` is managed by overbrainer and cannot be set")]
+    Managed(String),
+    /// `save_only_model = true`.
+    #[error(
+        "`training.axolotl_extra.save_only_model = true` is refused: a checkpoint without optimizer state cannot be resumed"
+    )]
+    SaveOnlyModel,
+}
+
+/// Checks the keys of `axolotl_extra` against AXO-4..AXO-6 (configuration validation does
+/// the same; this guards every other caller).
+///
+/// # Errors
+///
+/// Returns the first refused key.
+pub fn check_extra(extra: &toml::Table) -> Result<(), ExtraError> {
+    for (key, value) in extra {
+        if let Some((_, setting)) = AXOLOTL_TYPED_KEYS.iter().find(|(k, _)| k == key) {
+            return Err(ExtraError::Typed {
+                key: key.clone(),
+                setting: (*setting).to_owned(),
+            });
+        }
+        if AXOLOTL_MANAGED_KEYS.contains(&key.as_str()) {
+            return Err(ExtraError::Managed(key.clone()));
+        }
+        if key == "save_only_model" && value.as_bool() == Some(true) {
+            return Err(ExtraError::SaveOnlyModel);
+        }
+    }
+    Ok(())
+}
+
+/// One dataset entry: `path`, `type: chat_template`, `field_messages: messages`,
+/// read as JSON lines (`ds_type: json`, `split: train`).
+fn dataset(path: &str) -> Yaml {
+    let mut entry = Mapping::new();
+    entry.insert("path", Yaml::from(format!("./{path}")));
+    entry.insert("ds_type", Yaml::from("json"));
+    entry.insert("split", Yaml::from("train"));
+    entry.insert("type", Yaml::from("chat_template"));
+    entry.insert("field_messages", Yaml::from("messages"));
+    Yaml::Seq(vec![Yaml::Map(entry)])
+}
+
+/// The Axolotl configuration of a run (AXO-2), with `axolotl_extra` merged last (AXO-3,
+/// AXO-7). `resume_checkpoint` is the name (`checkpoint-N`) of the checkpoint a resumed
+/// run starts from, under [`RESUME_DIR`].
+///
+/// # Errors
+///
+/// Returns an [`ExtraError`] when `axolotl_extra` sets a refused key.
+pub fn config(training: &Training, resume_checkpoint: Option<&str>) -> Result<Mapping, ExtraError> {
+    check_extra(&training.axolotl_extra)?;
+    let mut c = Mapping::new();
+    c.insert("base_model", Yaml::from(training.base_model.as_str()));
+    let adapter = match training.adapter {
+        AdapterKind::Lora => Some("lora"),
+        AdapterKind::Qlora => Some("qlora"),
+        AdapterKind::Full => None,
+    };
+    if let Some(adapter) = adapter {
+        c.insert("adapter", Yaml::from(adapter));
+        if training.adapter == AdapterKind::Qlora {
+            c.insert("load_in_4bit", Yaml::Bool(true));
+        }
+        c.insert("lora_r", Yaml::from(training.lora_r));
+        c.insert("lora_alpha", Yaml::from(training.lora_alpha));
+        c.insert("lora_dropout", Yaml::from(training.lora_dropout));
+        c.insert("lora_target_linear", Yaml::Bool(true));
+    }
+    c.insert("num_epochs", Yaml::from(training.epochs));
+    c.insert("learning_rate", Yaml::from(training.learning_rate));
+    c.insert("sequence_len", Yaml::from(training.sequence_len));
+    c.insert("micro_batch_size", Yaml::from(training.micro_batch_size));
+    c.insert(
+        "gradient_accumulation_steps",
+        Yaml::from(training.gradient_accumulation_steps),
+    );
+    c.insert("optimizer", Yaml::from(training.optimizer.as_str()));
+    c.insert("lr_scheduler", Yaml::from(training.lr_scheduler.as_str()));
+    c.insert("sample_packing", Yaml::Bool(training.sample_packing));
+    c.insert("evals_per_epoch", Yaml::from(training.evals_per_epoch));
+    c.insert("saves_per_epoch", Yaml::from(training.saves_per_epoch));
+    c.insert("datasets", dataset(TRAIN_DATA));
+    c.insert("test_datasets", dataset(EVAL_DATA));
+    c.insert("val_set_size", Yaml::Int(0));
+    c.insert("output_dir", Yaml::from(format!("./{OUTPUT_DIR}")));
+    c.insert(
+        "dataset_prepared_path",
+        Yaml::from(format!("./{PREPARED_DIR}")),
+    );
+    c.insert("plugins", Yaml::Seq(vec![Yaml::from(plugin::PLUGIN_ENTRY)]));
+    if let Some(checkpoint) = resume_checkpoint {
+        c.insert(
+            "resume_from_checkpoint",
+            Yaml::from(format!("./{RESUME_DIR}/{checkpoint}")),
+        );
+    }
+    c.insert("attn_implementation", Yaml::from("sdpa"));
+    c.insert("gradient_checkpointing", Yaml::Bool(true));
+    c.insert("warmup_ratio", Yaml::Float(0.1));
+    c.insert("logging_steps", Yaml::Int(1));
+    c.insert("save_total_limit", Yaml::Int(2));
+    if let Some(hub) = &training.hub_model_id {
+        c.insert("hub_model_id", Yaml::from(hub.as_str()));
+    }
+    let extra = yaml::mapping_from_toml(&training.axolotl_extra);
+    if extra.contains_key("eval_steps") {
+        c.remove("evals_per_epoch");
+    }
+    if extra.contains_key("save_steps") {
+        c.remove("saves_per_epoch");
+    }
+    c.merge(extra);
+    Ok(c)
+}
+
+/// The run's `axolotl.yaml` text (AXO-1).
+///
+/// # Errors
+///
+/// Returns an [`ExtraError`] when `axolotl_extra` sets a refused key.
+pub fn render(training: &Training, resume_checkpoint: Option<&str>) -> Result<String, ExtraError> {
+    let config = config(training, resume_checkpoint)?;
+    Ok(format!(
+        "# Written by overbrainer at the start of the run; kept as written (AXO-9).\n{}",
+        yaml::to_string(&config)
+    ))
+}
+
+/// Whether `key` may differ between a stopped run and its resume (RUN-36).
+#[must_use]
+pub fn resume_may_differ(key: &str) -> bool {
+    matches!(key, "resume_from_checkpoint" | "datasets" | "test_datasets")
+        || RESUME_FREE_KEYS.contains(&key)
+        || RESUME_FREE_PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
+/// Top-level keys whose values differ between `stopped` (the text of the stopped run's
+/// `axolotl.yaml`) and `resumed` (the configuration the resume would use), leaving out
+/// those of [`resume_may_differ`]; sorted.
+///
+/// Both sides are compared as written by [`yaml::to_string`], one top-level entry (its
+/// key line and the indented lines below it) at a time: the stopped run's file is kept as
+/// written (AXO-9), so equal values have equal text.
+#[must_use]
+pub fn resume_differences(stopped: &str, resumed: &Mapping) -> Vec<String> {
+    let ours = top_level_entries(&yaml::to_string(resumed));
+    let theirs = top_level_entries(stopped);
+    let mut keys: Vec<&String> = ours.keys().chain(theirs.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|key| !resume_may_differ(key) && ours.get(*key) != theirs.get(*key))
+        .cloned()
+        .collect()
+}
+
+/// The top-level entries of a YAML document written by [`yaml::to_string`]: key text to
+/// the entry's lines. Comment lines are left out.
+fn top_level_entries(text: &str) -> std::collections::BTreeMap<String, String> {
+    let mut entries = std::collections::BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with(' ') {
+            if let Some((_, body)) = current.as_mut() {
+                body.push_str(line);
+                body.push('\n');
+            }
+            continue;
+        }
+        if let Some((key, body)) = current.take() {
+            entries.insert(key, body);
+        }
+        let key = top_level_key(line);
+        current = Some((key, format!("{line}\n")));
+    }
+    if let Some((key, body)) = current {
+        entries.insert(key, body);
+    }
+    entries
+}
+
+/// The key of a top-level line `key: value`, unquoted when it was double-quoted.
+fn top_level_key(line: &str) -> String {
+    if let Some(rest) = line.strip_prefix('"') {
+        let mut key = String::new();
+        let mut chars = rest.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => break,
+                '\\' => key.extend(chars.next()),
+                c => key.push(c),
+            }
+        }
+        return key;
+    }
+    line.split_once(':').map_or(line, |(key, _)| key).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn training(extra: &str) -> Training {
+        let text = format!(
+            "target = \"local\"\nbase_model = \"/models/tiny\"\nadapter = \"lora\"\n[axolotl_extra]\n{extra}"
+        );
+        toml::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn generated_keys_and_defaults() {
+        let c = config(&training(""), None).unwrap();
+        assert_eq!(c.get("base_model"), Some(&Yaml::from("/models/tiny")));
+        assert_eq!(c.get("adapter"), Some(&Yaml::from("lora")));
+        assert_eq!(c.get("load_in_4bit"), None);
+        assert_eq!(c.get("lora_r"), Some(&Yaml::Int(16)));
+        assert_eq!(c.get("lora_target_linear"), Some(&Yaml::Bool(true)));
+        assert_eq!(c.get("num_epochs"), Some(&Yaml::Int(3)));
+        assert_eq!(c.get("learning_rate"), Some(&Yaml::Float(2e-4)));
+        assert_eq!(c.get("optimizer"), Some(&Yaml::from("adamw_torch_fused")));
+        assert_eq!(c.get("sample_packing"), Some(&Yaml::Bool(true)));
+        assert_eq!(c.get("val_set_size"), Some(&Yaml::Int(0)));
+        assert_eq!(c.get("output_dir"), Some(&Yaml::from("./output")));
+        assert_eq!(
+            c.get("plugins"),
+            Some(&Yaml::Seq(vec![Yaml::from(
+                "overbrainer_metrics.MetricsPlugin"
+            )]))
+        );
+        assert_eq!(c.get("resume_from_checkpoint"), None);
+        assert_eq!(c.get("warmup_ratio"), Some(&Yaml::Float(0.1)));
+        assert_eq!(c.get("logging_steps"), Some(&Yaml::Int(1)));
+        assert_eq!(c.get("save_total_limit"), Some(&Yaml::Int(2)));
+        assert_eq!(c.get("evals_per_epoch"), Some(&Yaml::Int(4)));
+        assert!(c.get("hub_model_id").is_none());
+    }
+
+    #[test]
+    fn qlora_full_and_resume() {
+        let mut t = training("");
+        t.adapter = AdapterKind::Qlora;
+        let c = config(&t, Some("checkpoint-7")).unwrap();
+        assert_eq!(c.get("load_in_4bit"), Some(&Yaml::Bool(true)));
+        assert_eq!(
+            c.get("resume_from_checkpoint"),
+            Some(&Yaml::from("./resume/checkpoint-7"))
+        );
+        t.adapter = AdapterKind::Full;
+        let c = config(&t, None).unwrap();
+        for key in [
+            "adapter",
+            "lora_r",
+            "lora_alpha",
+            "lora_dropout",
+            "lora_target_linear",
+        ] {
+            assert!(c.get(key).is_none(), "{key}");
+        }
+    }
+
+    #[test]
+    fn extra_merges_last_and_steps_remove_per_epoch() {
+        let t = training(
+            "warmup_ratio = 0.0\neval_steps = 5\nsave_steps = 10\nchat_template = \"tokenizer_default\"\n[axolotl_extra.special_tokens]\npad_token = \"<pad>\"",
+        );
+        let c = config(&t, None).unwrap();
+        assert_eq!(c.get("warmup_ratio"), Some(&Yaml::Float(0.0)));
+        assert_eq!(c.get("eval_steps"), Some(&Yaml::Int(5)));
+        assert!(c.get("evals_per_epoch").is_none());
+        assert!(c.get("saves_per_epoch").is_none());
+        assert_eq!(
+            c.get("chat_template"),
+            Some(&Yaml::from("tokenizer_default"))
+        );
+        assert!(matches!(c.get("special_tokens"), Some(Yaml::Map(_))));
+    }
+
+    #[test]
+    fn refused_extra_keys() {
+        assert!(matches!(
+            config(&training("learning_rate = 0.1"), None),
+            Err(ExtraError::Typed { .. })
+        ));
+        assert_eq!(
+            config(&training("output_dir = \"x\""), None),
+            Err(ExtraError::Managed("output_dir".into()))
+        );
+        assert_eq!(
+            config(&training("save_only_model = true"), None),
+            Err(ExtraError::SaveOnlyModel)
+        );
+        assert!(config(&training("save_only_model = false"), None).is_ok());
+    }
+
+    #[test]
+    fn resume_differences_ignore_the_free_keys() {
+        let stopped = render(&training("wandb_project = \"a\""), None).unwrap();
+        let mut t = training("wandb_project = \"b\"\nsave_steps = 3");
+        t.evals_per_epoch = 9;
+        let resumed = config(&t, Some("checkpoint-3")).unwrap();
+        assert!(resume_differences(&stopped, &resumed).is_empty());
+        t.learning_rate = 0.5;
+        t.axolotl_extra
+            .insert("max_steps".into(), toml::Value::Integer(4));
+        t.axolotl_extra.insert(
+            "special_tokens".into(),
+            toml::Value::Table(
+                [("pad".to_owned(), toml::Value::from("x"))]
+                    .into_iter()
+                    .collect(),
+            ),
+        );
+        let resumed = config(&t, Some("checkpoint-3")).unwrap();
+        assert_eq!(
+            resume_differences(&stopped, &resumed),
+            vec![
+                "learning_rate".to_owned(),
+                "max_steps".to_owned(),
+                "special_tokens".to_owned()
+            ]
+        );
+        assert_eq!(top_level_key("\"a:\\\"b\": 1"), "a:\"b");
+    }
+}

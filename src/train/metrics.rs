@@ -1,0 +1,411 @@
+//! The lines of a run's `metrics.jsonl` (spec/training.md, MPL-2, MPL-3) and a tolerant
+//! reader for them.
+//!
+//! The plugin (`metrics_plugin.py`) writes `train`, `eval`, `eval_progress`, `end` and
+//! `snapshot` lines; the job script writes `stage` lines (see `exec::Stages`). Every
+//! line has `kind` and `ts` (UTC seconds since the epoch). Non-finite numbers arrive as
+//! the strings `"nan"`, `"inf"` and `"-inf"` (JSON has no literal for them) and are
+//! kept as such. A line of an unknown kind is skipped with one warning per kind; a line
+//! that is not JSON is skipped with a warning (a torn last line is never handed to the
+//! reader while the file grows, since the tail only returns complete lines).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// File name of the metric lines, in the run directory.
+pub const METRICS_FILE: &str = "metrics.jsonl";
+
+/// A metric value: a finite float, or NaN and the infinities written as strings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Value(pub f64);
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Number(n) => Ok(Self(n)),
+            Raw::Text(text) => match text.to_ascii_lowercase().as_str() {
+                "nan" => Ok(Self(f64::NAN)),
+                "inf" | "infinity" | "+inf" => Ok(Self(f64::INFINITY)),
+                "-inf" | "-infinity" => Ok(Self(f64::NEG_INFINITY)),
+                _ => Err(serde::de::Error::custom(format!(
+                    "expected a number, `nan` or `inf`, found `{text}`"
+                ))),
+            },
+        }
+    }
+}
+
+/// A stage of the job script (MPL-2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// `axolotl train`.
+    Train,
+    /// `axolotl merge-lora`.
+    Merge,
+    /// The GGUF export.
+    Export,
+}
+
+/// One training step (`kind: train`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainLine {
+    /// UTC seconds.
+    pub ts: f64,
+    /// Optimizer step.
+    pub step: u64,
+    /// Steps in all.
+    #[serde(default)]
+    pub max_steps: Option<u64>,
+    /// Epoch, fractional.
+    #[serde(default)]
+    pub epoch: Option<Value>,
+    /// Training loss.
+    #[serde(default)]
+    pub loss: Option<Value>,
+    /// Learning rate.
+    #[serde(default)]
+    pub learning_rate: Option<Value>,
+    /// Gradient norm.
+    #[serde(default)]
+    pub grad_norm: Option<Value>,
+}
+
+/// One completed evaluation (`kind: eval`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalLine {
+    /// UTC seconds.
+    pub ts: f64,
+    /// Optimizer step the evaluation ran at.
+    pub step: u64,
+    /// Eval loss.
+    #[serde(default)]
+    pub eval_loss: Option<Value>,
+    /// Every other `eval_*` value that is a number.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+/// One line of `metrics.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MetricLine {
+    /// The job script started a stage.
+    Stage {
+        /// UTC seconds.
+        ts: f64,
+        /// Which stage.
+        stage: Stage,
+    },
+    /// A training step.
+    Train(TrainLine),
+    /// A completed evaluation.
+    Eval(EvalLine),
+    /// Progress of an evaluation.
+    EvalProgress {
+        /// UTC seconds.
+        ts: f64,
+        /// Batches done.
+        step: u64,
+        /// Batches in all, when known.
+        #[serde(default)]
+        total: Option<u64>,
+    },
+    /// The training loop is over.
+    End {
+        /// UTC seconds.
+        ts: f64,
+        /// Last optimizer step.
+        step: u64,
+    },
+    /// A snapshot checkpoint was saved.
+    Snapshot {
+        /// UTC seconds.
+        ts: f64,
+        /// Step of the checkpoint.
+        step: u64,
+        /// Directory name, `checkpoint-N`.
+        checkpoint: String,
+    },
+}
+
+impl MetricLine {
+    /// Whether the plugin wrote this line (every kind but `stage`).
+    #[must_use]
+    pub fn from_plugin(&self) -> bool {
+        !matches!(self, Self::Stage { .. })
+    }
+}
+
+/// Kinds [`MetricLine`] knows.
+const KNOWN_KINDS: [&str; 6] = ["stage", "train", "eval", "eval_progress", "end", "snapshot"];
+
+/// What [`MetricReader::parse`] made of one line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    /// A known line.
+    Line(MetricLine),
+    /// Skipped, with a warning to show (`None` when this kind was already warned about,
+    /// or the line was blank).
+    Skipped(Option<String>),
+}
+
+/// Reads metric lines one at a time, warning once per unknown kind (MPL-3).
+#[derive(Debug, Default)]
+pub struct MetricReader {
+    line_number: u64,
+    warned_kinds: BTreeSet<String>,
+}
+
+impl MetricReader {
+    /// A reader at line 1.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses the next complete line of the file.
+    pub fn parse(&mut self, line: &str) -> Parsed {
+        self.line_number += 1;
+        let line = line.trim();
+        if line.is_empty() {
+            return Parsed::Skipped(None);
+        }
+        let value: serde_json::Value = match serde_json::from_str(line) {
+            Ok(value) => value,
+            Err(error) => {
+                return Parsed::Skipped(Some(format!(
+                    "{METRICS_FILE} line {}: not JSON, skipped ({error})",
+                    self.line_number
+                )));
+            }
+        };
+        let kind = value
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if !KNOWN_KINDS.contains(&kind.as_str()) {
+            if self.warned_kinds.insert(kind.clone()) {
+                return Parsed::Skipped(Some(format!(
+                    "{METRICS_FILE} line {}: unknown kind `{kind}`, such lines are skipped",
+                    self.line_number
+                )));
+            }
+            return Parsed::Skipped(None);
+        }
+        match serde_json::from_value(value) {
+            Ok(line) => Parsed::Line(line),
+            Err(error) => Parsed::Skipped(Some(format!(
+                "{METRICS_FILE} line {}: bad `{kind}` line, skipped ({error})",
+                self.line_number
+            ))),
+        }
+    }
+
+    /// Parses the bytes left after the last line break once the file is complete: a
+    /// valid JSON line that lost its line break is kept, a torn one is skipped with a
+    /// warning (LAY-3).
+    pub fn parse_last(&mut self, rest: &[u8]) -> Parsed {
+        let text = String::from_utf8_lossy(rest);
+        if text.trim().is_empty() {
+            return Parsed::Skipped(None);
+        }
+        match self.parse(&text) {
+            Parsed::Skipped(Some(_))
+                if serde_json::from_str::<serde_json::Value>(text.trim()).is_err() =>
+            {
+                Parsed::Skipped(Some(format!(
+                    "{METRICS_FILE} line {}: torn last line, skipped",
+                    self.line_number
+                )))
+            }
+            other => other,
+        }
+    }
+}
+
+/// What the metric lines say so far about a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Whether the plugin wrote any line (MPL-1).
+    pub plugin_seen: bool,
+    /// Steps in all.
+    pub max_steps: Option<u64>,
+    /// Last step seen.
+    pub last_step: Option<u64>,
+    /// Last epoch seen.
+    pub epoch: Option<f64>,
+    /// Last training loss.
+    pub last_loss: Option<f64>,
+    /// Last eval loss.
+    pub last_eval_loss: Option<f64>,
+    /// Snapshot step and checkpoint, when one was saved.
+    pub snapshot: Option<(u64, String)>,
+}
+
+impl Summary {
+    /// Takes `line` into account.
+    pub fn observe(&mut self, line: &MetricLine) {
+        if line.from_plugin() {
+            self.plugin_seen = true;
+        }
+        match line {
+            MetricLine::Train(train) => {
+                self.last_step = Some(train.step);
+                if train.max_steps.is_some() {
+                    self.max_steps = train.max_steps;
+                }
+                if let Some(epoch) = train.epoch {
+                    self.epoch = Some(epoch.0);
+                }
+                if let Some(loss) = train.loss {
+                    self.last_loss = Some(loss.0);
+                }
+            }
+            MetricLine::Eval(eval) => {
+                if let Some(loss) = eval.eval_loss {
+                    self.last_eval_loss = Some(loss.0);
+                }
+            }
+            MetricLine::End { step, .. } => self.last_step = Some(*step),
+            MetricLine::Snapshot {
+                step, checkpoint, ..
+            } => self.snapshot = Some((*step, checkpoint.clone())),
+            MetricLine::Stage { .. } | MetricLine::EvalProgress { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(text: &str) -> MetricLine {
+        match MetricReader::new().parse(text) {
+            Parsed::Line(line) => line,
+            other @ Parsed::Skipped(_) => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_every_kind() {
+        assert_eq!(
+            line(r#"{"kind":"stage","stage":"merge","ts":1}"#),
+            MetricLine::Stage {
+                ts: 1.0,
+                stage: Stage::Merge
+            }
+        );
+        let MetricLine::Train(train) = line(
+            r#"{"kind": "train", "ts": 1.5, "step": 3, "max_steps": 10, "epoch": 0.05, "loss": 6.2, "learning_rate": 0.001, "grad_norm": null}"#,
+        ) else {
+            panic!()
+        };
+        assert_eq!((train.step, train.max_steps), (3, Some(10)));
+        assert_eq!(train.loss, Some(Value(6.2)));
+        assert_eq!(train.grad_norm, None);
+        let MetricLine::Eval(eval) =
+            line(r#"{"kind":"eval","ts":1,"step":5,"eval_loss":6.1,"eval_ppl":480.5}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(eval.eval_loss, Some(Value(6.1)));
+        assert_eq!(eval.other.get("eval_ppl"), Some(&serde_json::json!(480.5)));
+        assert_eq!(
+            line(r#"{"kind":"eval_progress","ts":1,"step":2,"total":null}"#),
+            MetricLine::EvalProgress {
+                ts: 1.0,
+                step: 2,
+                total: None
+            }
+        );
+        assert_eq!(
+            line(r#"{"kind":"snapshot","ts":1,"step":4,"checkpoint":"checkpoint-4"}"#),
+            MetricLine::Snapshot {
+                ts: 1.0,
+                step: 4,
+                checkpoint: "checkpoint-4".into()
+            }
+        );
+    }
+
+    #[test]
+    fn nan_and_inf_are_kept() {
+        let MetricLine::Train(train) = line(
+            r#"{"kind":"train","ts":1,"step":1,"loss":"nan","grad_norm":"inf","learning_rate":"-inf"}"#,
+        ) else {
+            panic!()
+        };
+        assert!(train.loss.unwrap().0.is_nan());
+        assert_eq!(train.grad_norm, Some(Value(f64::INFINITY)));
+        assert_eq!(train.learning_rate, Some(Value(f64::NEG_INFINITY)));
+    }
+
+    #[test]
+    fn unknown_kinds_warn_once_and_bad_lines_are_skipped() {
+        let mut reader = MetricReader::new();
+        assert!(matches!(
+            reader.parse(r#"{"kind":"future","ts":1}"#),
+            Parsed::Skipped(Some(w)) if w.contains("unknown kind `future`")
+        ));
+        assert_eq!(
+            reader.parse(r#"{"kind":"future","ts":2}"#),
+            Parsed::Skipped(None)
+        );
+        assert!(matches!(
+            reader.parse("{not json"),
+            Parsed::Skipped(Some(w)) if w.contains("line 3")
+        ));
+        assert!(matches!(
+            reader.parse(r#"{"kind":"train","ts":1}"#),
+            Parsed::Skipped(Some(w)) if w.contains("bad `train` line")
+        ));
+        assert!(matches!(
+            reader.parse(r#"{"kind":"end","ts":1,"step":9}"#),
+            Parsed::Line(MetricLine::End { step: 9, .. })
+        ));
+    }
+
+    #[test]
+    fn last_line_without_break_is_kept_and_torn_one_skipped() {
+        let mut reader = MetricReader::new();
+        assert!(matches!(
+            reader.parse_last(br#"{"kind":"end","ts":1,"step":9}"#),
+            Parsed::Line(_)
+        ));
+        assert!(matches!(
+            reader.parse_last(br#"{"kind":"end","ts":1,"st"#),
+            Parsed::Skipped(Some(w)) if w.contains("torn")
+        ));
+        assert_eq!(reader.parse_last(b"  "), Parsed::Skipped(None));
+    }
+
+    #[test]
+    fn summary_follows_the_lines() {
+        let mut summary = Summary::default();
+        summary.observe(&line(r#"{"kind":"stage","stage":"train","ts":1}"#));
+        assert!(!summary.plugin_seen);
+        summary.observe(&line(
+            r#"{"kind":"train","ts":1,"step":2,"max_steps":10,"epoch":0.5,"loss":3.0}"#,
+        ));
+        summary.observe(&line(r#"{"kind":"eval","ts":1,"step":2,"eval_loss":2.5}"#));
+        summary.observe(&line(
+            r#"{"kind":"snapshot","ts":1,"step":2,"checkpoint":"checkpoint-2"}"#,
+        ));
+        assert!(summary.plugin_seen);
+        assert_eq!(summary.max_steps, Some(10));
+        assert_eq!(summary.last_step, Some(2));
+        assert_eq!(summary.last_loss, Some(3.0));
+        assert_eq!(summary.last_eval_loss, Some(2.5));
+        assert_eq!(summary.snapshot, Some((2, "checkpoint-2".into())));
+    }
+}
