@@ -624,3 +624,95 @@ async fn unknown_topic_and_missing_base_url_are_reported() {
         output_text(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn embeddings_reject_paraphrases_and_listed_prices_give_a_cost() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(|_: &Request| {
+            let candidates = json!([
+                "How do lifetimes work?",
+                "Explain lifetimes to me",
+                "What is a trait object?"
+            ]);
+            openai_reply(&json!({"content": candidates.to_string()}), "stop")
+        })
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/embeddings"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            assert_eq!(body["model"], "embed-model");
+            let inputs = body["input"].as_array().unwrap();
+            let data: Vec<Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(index, text)| {
+                    let text = text.as_str().unwrap();
+                    let vector = if text.contains("lifetimes") { [1.0, 0.0] } else { [0.0, 1.0] };
+                    json!({"index": index, "embedding": vector})
+                })
+                .collect();
+            ResponseTemplate::new(200).set_body_json(json!({"data": data, "usage": {"prompt_tokens": inputs.len(), "total_tokens": inputs.len()}}))
+        })
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/models"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": [
+            {"id": "gen-model", "pricing": {"prompt": "0.001", "completion": "0.002"}},
+            {"id": "embed-model", "pricing": {"prompt": "0.0001", "completion": "0"}}]})))
+        .mount(&server)
+        .await;
+    let config = config("openai", "parent-model", false, "").replace(
+        "parent = {",
+        "embedder = { provider = \"stand\", model = \"embed-model\" }\nparent = {",
+    );
+    let project = project(&config.replace("subtopics = 2", "subtopics = 1"));
+    project.write(
+        "data/subtopics.jsonl",
+        "{\"topic\":\"rust\",\"subtopic\":\"a\"}\n",
+    );
+    project.write(
+        "data/questions.jsonl",
+        "{\"id\":\"x\",\"topic\":\"rust\",\"subtopic\":\"a\",\"question\":\"Why do lifetimes exist?\"}\n",
+    );
+    let output = overbrainer(&project, &server, &["questions"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let texts: Vec<String> = lines(&project, "data/questions.jsonl")
+        .iter()
+        .map(|q| q["question"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        texts,
+        ["Why do lifetimes exist?", "What is a trait object?"]
+    );
+    let line = stdout(&output);
+    assert!(
+        line.starts_with("questions: 1 done, 0 skipped, 0 failed, 1 added"),
+        "{line}"
+    );
+    assert!(line.contains('$') && !line.contains("unknown"), "{line}");
+    let requests = server.received_requests().await.unwrap();
+    let seed_embeddings = requests
+        .iter()
+        .filter(|r| {
+            r.url.path() == "/embeddings"
+                && String::from_utf8_lossy(&r.body).contains("Why do lifetimes exist?")
+        })
+        .count();
+    assert_eq!(
+        seed_embeddings, 1,
+        "the seed questions were embedded more than once"
+    );
+    let listings = requests
+        .iter()
+        .filter(|r| r.url.path() == "/models")
+        .count();
+    assert_eq!(
+        listings, 1,
+        "the price listing was read more than once per provider"
+    );
+}
