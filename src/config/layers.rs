@@ -91,8 +91,8 @@ impl Provenance {
         let below = format!("{key}.");
         self.leaves
             .range(key.to_owned()..)
-            .next()
-            .is_some_and(|(k, _)| k == key || k.starts_with(&below))
+            .take_while(|(k, _)| k.starts_with(key))
+            .any(|(k, _)| k == key || k.starts_with(&below))
     }
 }
 
@@ -538,5 +538,8 @@ mod tests {
         assert_eq!(provenance.source("targets.gpu.max_hours"), &Source::Default);
         assert!(provenance.is_set("targets.gpu"));
         assert!(!provenance.is_set("targets.gp"));
+        provenance.set("a.b-c".into(), Source::File);
+        provenance.set("a.b.d".into(), Source::File);
+        assert!(provenance.is_set("a.b"));
     }
 }
