@@ -716,3 +716,200 @@ async fn embeddings_reject_paraphrases_and_listed_prices_give_a_cost() {
         "the price listing was read more than once per provider"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_item_fails_the_stage_and_a_rerun_asks_only_for_it_then_force_asks_all() {
+    let server = MockServer::start().await;
+    let first = Arc::new(AtomicU32::new(0));
+    let seen = first.clone();
+    Mock::given(method("POST"))
+        .respond_with(move |request: &Request| {
+            if user_text(request) == "bad" && seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                ResponseTemplate::new(400)
+                    .set_body_json(json!({"error": {"message": "model does not support this"}}))
+            } else {
+                openai_reply(&json!({"content": "A", "reasoning": "R"}), "stop")
+            }
+        })
+        .mount(&server)
+        .await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    write_questions(&project, &["good", "bad", "fine"]);
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stdout(&output).starts_with("answers: 2 done, 0 skipped, 1 failed"),
+        "{}",
+        output_text(&output)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.matches("model does not support this").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(first.load(Ordering::SeqCst), 1, "a 400 was retried");
+    let chats = |requests: &[Request]| {
+        requests
+            .iter()
+            .filter(|r| r.url.path() == "/chat/completions")
+            .count()
+    };
+    let before = chats(&server.received_requests().await.unwrap());
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert!(
+        stdout(&output).starts_with("answers: 1 done, 2 skipped, 0 failed"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(
+        chats(&server.received_requests().await.unwrap()) - before,
+        1
+    );
+    let output = overbrainer(
+        &project,
+        &server,
+        &["answers", "--force", "--topic", "rust"],
+    )
+    .await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert!(
+        stdout(&output).starts_with("answers: 3 done, 0 skipped"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(lines(&project, "data/answers.jsonl").len(), 3);
+    let history = lines(&project, ".overbrainer/history.jsonl");
+    let statuses: Vec<&str> = history
+        .iter()
+        .map(|h| h["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["failed", "ok", "ok"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn subtopics_drop_rejected_and_repeated_names_and_fail_when_nothing_new_comes() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|_: &Request| {
+            let names = json!(["Ownership", "ownership", " ", "Lifetimes", " Traits "]);
+            openai_reply(&json!({"content": format!("Sure [1]: {names}")}), "stop")
+        })
+        .mount(&server)
+        .await;
+    let project = project(
+        &config("openai", "parent-model", false, "").replace("subtopics = 2", "subtopics = 3"),
+    );
+    project.write(
+        "data/rejected.jsonl",
+        "{\"kind\":\"subtopic\",\"topic\":\"rust\",\"subtopic\":\"lifetimes\"}\n",
+    );
+    let output = overbrainer(&project, &server, &["subtopics"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stdout(&output).starts_with("subtopics: 0 done, 0 skipped, 1 failed, 2 added"),
+        "{}",
+        output_text(&output)
+    );
+    let names: Vec<Value> = lines(&project, "data/subtopics.jsonl")
+        .iter()
+        .map(|s| s["subtopic"].clone())
+        .collect();
+    assert_eq!(names, [json!("Ownership"), json!("Traits")]);
+    // One request that added names, then `max_retries` + 1 that brought nothing new.
+    let chats = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(chats, 5);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn split_counts_one_topic_and_warns_when_everything_is_orphaned() {
+    let server = MockServer::start().await;
+    mount_parent(&server).await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    write_questions(&project, &["q1", "q2", "q3"]);
+    assert!(
+        overbrainer(&project, &server, &["answers"])
+            .await
+            .status
+            .success()
+    );
+    let output = overbrainer(&project, &server, &["split", "--topic", "rust"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert!(
+        stdout(&output).contains("2 train, 1 eval, 0 excluded, 0 orphaned (topic `rust`)"),
+        "{}",
+        stdout(&output)
+    );
+    let train = project.read("data/train.jsonl");
+    let output = overbrainer(&project, &server, &["split"]).await;
+    assert!(output.status.success());
+    assert_eq!(
+        project.read("data/train.jsonl"),
+        train,
+        "the split is not deterministic"
+    );
+    std::fs::remove_file(project.path().join("data/questions.jsonl")).unwrap();
+    let output = overbrainer(&project, &server, &["split"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert!(
+        stdout(&output).contains("0 train, 0 eval, 0 excluded, 3 orphaned"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("train and eval are empty"),
+        "{}",
+        output_text(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_reloads_a_changed_config_and_stops_on_an_invalid_one() {
+    for valid in [true, false] {
+        let server = MockServer::start().await;
+        let project = project(&config("openai", "parent-model", true, ""));
+        let config_path = project.path().join("overbrainer.toml");
+        let edited = Arc::new(AtomicU32::new(0));
+        let inner_generator = generator(Duration::ZERO);
+        let (path, flag) = (config_path.clone(), edited.clone());
+        Mock::given(method("POST"))
+            .and(wiremock::matchers::body_string_contains("gen-model"))
+            .respond_with(move |request: &Request| {
+                // The first subtopics request edits the configuration of the running `run`.
+                if flag.fetch_add(1, Ordering::SeqCst) == 0 {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let text = if valid {
+                        text.replace("concurrency = 4", "concurrency = 12")
+                    } else {
+                        text.replace("concurrency = 4", "concurrency = 0")
+                    };
+                    std::fs::write(&path, text).unwrap();
+                }
+                inner_generator(request)
+            })
+            .mount(&server)
+            .await;
+        mount_parent(&server).await;
+        let output = overbrainer(&project, &server, &["run"]).await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if valid {
+            assert!(output.status.success(), "{}", output_text(&output));
+            assert!(stderr.contains("reloaded"), "{stderr}");
+        } else {
+            assert!(!output.status.success());
+            assert!(stderr.contains("pipeline.concurrency"), "{stderr}");
+            assert!(
+                !stdout(&output).contains("questions:"),
+                "{}",
+                stdout(&output)
+            );
+        }
+    }
+}
