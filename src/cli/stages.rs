@@ -146,8 +146,8 @@ impl Renderer {
 
 fn progress_text(p: &Progress) -> String {
     format!(
-        "{} in flight, {} retries, {} failed, {} in / {} out tokens, {}",
-        p.in_flight, p.retries, p.failed, p.input_tokens, p.output_tokens, p.cost
+        "{} in flight, {} retrying ({} retries), {} failed, {} in / {} out tokens, {}",
+        p.in_flight, p.retrying, p.retries, p.failed, p.input_tokens, p.output_tokens, p.cost
     )
 }
 

@@ -213,14 +213,15 @@ async fn execute(
                 if stop.is_cancelled() {
                     return None;
                 }
-                tracker.update(|p| p.in_flight += 1);
+                let guard = tracker.request();
                 let request = ChatRequest {
                     system: system.map(|s| s.to_string()),
                     user: question.question.clone(),
                 };
-                let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
-                let reply = client.chat(&role, &request, |_| Ok(()), &on_retry).await;
-                tracker.update(|p| p.in_flight -= 1);
+                let reply = client
+                    .chat(&role, &request, |_| Ok(()), &|e| guard.on_retry(e))
+                    .await;
+                drop(guard);
                 if reply
                     .result
                     .as_ref()

@@ -288,8 +288,7 @@ async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
             Ok(text) => text,
             Err(error) => return Outcome::Failed(error.to_string()),
         };
-        tracker.update(|p| p.in_flight += 1);
-        let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
+        let guard = tracker.request();
         let reply = shared
             .generator
             .client
@@ -300,10 +299,10 @@ async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
                     first_string_array(&c.text)
                         .ok_or_else(|| "no JSON array of strings in the reply".to_owned())
                 },
-                &on_retry,
+                &|e| guard.on_retry(e),
             )
             .await;
-        tracker.update(|p| p.in_flight -= 1);
+        drop(guard);
         tracker.spend(reply.usage, shared.generator_price);
         let candidates: Vec<String> = match reply.result {
             Ok((_, texts)) => texts
@@ -409,13 +408,12 @@ async fn embed(
     let tracker = &shared.tracker;
     let mut vectors = Vec::with_capacity(texts.len());
     for chunk in texts.chunks(EMBEDDING_CHUNK) {
-        tracker.update(|p| p.in_flight += 1);
-        let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
+        let guard = tracker.request();
         let reply = embedder
             .client
-            .embed(&embedder.role.model, chunk, &on_retry)
+            .embed(&embedder.role.model, chunk, &|e| guard.on_retry(e))
             .await;
-        tracker.update(|p| p.in_flight -= 1);
+        drop(guard);
         tracker.spend(reply.usage, price);
         match reply.result {
             Ok(mut chunk_vectors) => vectors.append(&mut chunk_vectors),

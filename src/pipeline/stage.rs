@@ -240,6 +240,8 @@ pub struct Progress {
     pub excluded: u64,
     /// Requests awaiting a reply.
     pub in_flight: u64,
+    /// Requests now between a failed attempt and their retry's outcome.
+    pub retrying: u64,
     /// Retries made.
     pub retries: u64,
     /// Records added (subtopics or questions written).
@@ -296,6 +298,17 @@ impl Tracker {
         });
     }
 
+    /// Counts a request in flight until the guard is dropped (also when the request is
+    /// abandoned); the guard's [`RequestGuard::on_retry`] counts its retries.
+    #[must_use]
+    pub fn request(&self) -> RequestGuard<'_> {
+        self.update(|p| p.in_flight += 1);
+        RequestGuard {
+            tracker: self,
+            retrying: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     /// The counters now.
     #[must_use]
     pub fn snapshot(&self) -> Progress {
@@ -303,6 +316,38 @@ impl Tracker {
             .progress
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// One request in flight, counted by its [`Tracker`].
+#[derive(Debug)]
+pub struct RequestGuard<'a> {
+    tracker: &'a Tracker,
+    retrying: std::sync::atomic::AtomicBool,
+}
+
+impl RequestGuard<'_> {
+    /// Counts a retry of this request (pass as the client's `on_retry`).
+    pub fn on_retry(&self, _error: &crate::llm::Error) {
+        let first = !self
+            .retrying
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        self.tracker.update(|p| {
+            p.retries += 1;
+            if first {
+                p.retrying += 1;
+            }
+        });
+    }
+}
+
+impl Drop for RequestGuard<'_> {
+    fn drop(&mut self) {
+        let retrying = u64::from(*self.retrying.get_mut());
+        self.tracker.update(|p| {
+            p.in_flight -= 1;
+            p.retrying -= retrying;
+        });
     }
 }
 
@@ -490,5 +535,30 @@ pub(crate) async fn collect(
     match fatal {
         Some(error) => Err(StageError::Provider(error)),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_guards_count_in_flight_and_retrying_until_dropped() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let tracker = Tracker::new(Stage::Answers, tx);
+        let guard = tracker.request();
+        let error = crate::llm::Error::Timeout(Duration::from_secs(1));
+        guard.on_retry(&error);
+        guard.on_retry(&error);
+        let p = tracker.snapshot();
+        assert_eq!((p.in_flight, p.retrying, p.retries), (1, 1, 2));
+        drop(guard);
+        let p = tracker.snapshot();
+        assert_eq!((p.in_flight, p.retrying, p.retries), (0, 0, 2));
+        let mut events = 0;
+        while let Ok(Event::Progress { .. }) = rx.try_recv() {
+            events += 1;
+        }
+        assert_eq!(events, 4);
     }
 }

@@ -164,18 +164,17 @@ async fn execute(
                         Ok(text) => text,
                         Err(error) => return Outcome::Failed(error.to_string()),
                     };
-                    tracker.update(|p| p.in_flight += 1);
-                    let on_retry = |_: &crate::llm::Error| tracker.update(|p| p.retries += 1);
+                    let guard = tracker.request();
                     let reply = generator
                         .client
                         .chat(
                             &generator.role,
                             &ChatRequest { system: None, user },
                             |c| first_string_array(&c.text).ok_or_else(|| "no JSON array of strings in the reply".to_owned()),
-                            &on_retry,
+                            &|e| guard.on_retry(e),
                         )
                         .await;
-                    tracker.update(|p| p.in_flight -= 1);
+                    drop(guard);
                     tracker.spend(reply.usage, price);
                     let names = match reply.result {
                         Ok((_, names)) => names,
