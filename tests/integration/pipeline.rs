@@ -913,3 +913,59 @@ async fn run_reloads_a_changed_config_and_stops_on_an_invalid_one() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_question_is_recorded_and_never_generated_again() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(|_: &Request| {
+            let candidates = json!([
+                "First alpha question?",
+                "Second beta question?",
+                "Third gamma question?"
+            ]);
+            openai_reply(&json!({"content": candidates.to_string()}), "stop")
+        })
+        .mount(&server)
+        .await;
+    let config = config("openai", "parent-model", false, "")
+        .replace("subtopics = 2", "subtopics = 1")
+        .replace("questions_per_subtopic = 3", "questions_per_subtopic = 2");
+    let project = project(&config);
+    project.write(
+        "data/subtopics.jsonl",
+        "{\"topic\":\"rust\",\"subtopic\":\"a\"}\n",
+    );
+    assert!(
+        overbrainer(&project, &server, &["questions"])
+            .await
+            .status
+            .success()
+    );
+    let first = lines(&project, "data/questions.jsonl");
+    assert_eq!(first.len(), 2);
+    let id = first[0]["id"].as_str().unwrap().to_owned();
+    let files = overbrainer::dataset::DataFiles::new(&project.path().join("data"));
+    let deleted = overbrainer::dataset::delete::delete_question(&files, &id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(deleted.question, "First alpha question?");
+    assert!(
+        project
+            .read("data/rejected.jsonl")
+            .contains("First alpha question?")
+    );
+    let output = overbrainer(&project, &server, &["questions"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let texts: Vec<Value> = lines(&project, "data/questions.jsonl")
+        .iter()
+        .map(|q| q["question"].clone())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            json!("Second beta question?"),
+            json!("Third gamma question?")
+        ]
+    );
+}

@@ -1,0 +1,129 @@
+//! Deleting dataset items with their dependents (TUI-34): a subtopic with its questions
+//! and their answers, a question with its answer, or only an answer. Deleted subtopics and
+//! questions are recorded in `rejected.jsonl` (DAT-8) first, so that a crash halfway leaves
+//! the item rejected rather than back in play; then the dependents are removed, each file
+//! replaced atomically.
+
+use std::collections::HashSet;
+
+use super::DataFiles;
+use super::jsonl::{JsonlError, JsonlWriter, read_jsonl, retain_lines};
+use super::records::{QuestionRecord, RejectedKind, RejectedRecord};
+
+fn text_field<'a>(line: &'a serde_json::Value, name: &str) -> Option<&'a str> {
+    line.get(name).and_then(serde_json::Value::as_str)
+}
+
+/// Deletes the question `id` and its answer, recording its text as rejected. Returns the
+/// deleted question, or `None` when no question has that ID (nothing changes then).
+///
+/// # Errors
+///
+/// [`JsonlError`] when a file cannot be read or written.
+pub fn delete_question(files: &DataFiles, id: &str) -> Result<Option<QuestionRecord>, JsonlError> {
+    let (questions, _) = read_jsonl::<QuestionRecord>(&files.questions())?;
+    let Some(question) = questions.into_iter().find(|q| q.id == id) else {
+        return Ok(None);
+    };
+    JsonlWriter::open(&files.rejected())?.append(&RejectedRecord {
+        kind: RejectedKind::Question,
+        topic: question.topic.clone(),
+        subtopic: question.subtopic.clone(),
+        text: Some(question.question.clone()),
+    })?;
+    retain_lines(&files.answers(), |line| text_field(line, "id") != Some(id))?;
+    retain_lines(&files.questions(), |line| {
+        text_field(line, "id") != Some(id)
+    })?;
+    Ok(Some(question))
+}
+
+/// Deletes the subtopic `subtopic` of `topic` with its questions and their answers,
+/// recording the subtopic as rejected.
+///
+/// # Errors
+///
+/// [`JsonlError`] when a file cannot be read or written.
+pub fn delete_subtopic(files: &DataFiles, topic: &str, subtopic: &str) -> Result<(), JsonlError> {
+    JsonlWriter::open(&files.rejected())?.append(&RejectedRecord {
+        kind: RejectedKind::Subtopic,
+        topic: topic.to_owned(),
+        subtopic: subtopic.to_owned(),
+        text: None,
+    })?;
+    let belongs = |line: &serde_json::Value| {
+        text_field(line, "topic") == Some(topic) && text_field(line, "subtopic") == Some(subtopic)
+    };
+    let (questions, _) = read_jsonl::<QuestionRecord>(&files.questions())?;
+    let ids: HashSet<String> = questions
+        .into_iter()
+        .filter(|q| q.topic == topic && q.subtopic == subtopic)
+        .map(|q| q.id)
+        .collect();
+    retain_lines(&files.answers(), |line| {
+        !text_field(line, "id").is_some_and(|id| ids.contains(id)) && !belongs(line)
+    })?;
+    retain_lines(&files.questions(), |line| !belongs(line))?;
+    retain_lines(&files.subtopics(), |line| !belongs(line))
+}
+
+/// Deletes the answer of question `id` only (the question stays, to be answered again).
+///
+/// # Errors
+///
+/// [`JsonlError`] when the file cannot be read or written.
+pub fn delete_answer(files: &DataFiles, id: &str) -> Result<(), JsonlError> {
+    retain_lines(&files.answers(), |line| text_field(line, "id") != Some(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deletions_take_dependents_and_record_rejections() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = DataFiles::new(dir.path());
+        std::fs::write(
+            files.subtopics(),
+            "{\"topic\":\"t\",\"subtopic\":\"a\"}\n{\"topic\":\"t\",\"subtopic\":\"b\"}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            files.questions(),
+            "{\"id\":\"1\",\"topic\":\"t\",\"subtopic\":\"a\",\"question\":\"q1\"}\n\
+             {\"id\":\"2\",\"topic\":\"t\",\"subtopic\":\"b\",\"question\":\"q2\"}\n\
+             {\"id\":\"3\",\"topic\":\"t\",\"subtopic\":\"b\",\"question\":\"q3\"}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            files.answers(),
+            "{\"id\":\"1\",\"topic\":\"t\",\"subtopic\":\"a\"}\n{\"id\":\"2\",\"topic\":\"t\",\"subtopic\":\"b\"}\n{\"id\":\"3\",\"topic\":\"t\",\"subtopic\":\"b\"}\n",
+        )
+        .unwrap();
+        let deleted = delete_question(&files, "2").unwrap().unwrap();
+        assert_eq!(deleted.question, "q2");
+        assert!(delete_question(&files, "nope").unwrap().is_none());
+        delete_answer(&files, "3").unwrap();
+        let answers = std::fs::read_to_string(files.answers()).unwrap();
+        assert!(
+            answers.contains("\"id\":\"1\"")
+                && !answers.contains("\"id\":\"2\"")
+                && !answers.contains("\"id\":\"3\"")
+        );
+        delete_subtopic(&files, "t", "a").unwrap();
+        assert_eq!(std::fs::read_to_string(files.answers()).unwrap(), "");
+        assert_eq!(
+            std::fs::read_to_string(files.questions()).unwrap(),
+            "{\"id\":\"3\",\"topic\":\"t\",\"subtopic\":\"b\",\"question\":\"q3\"}\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(files.subtopics()).unwrap(),
+            "{\"topic\":\"t\",\"subtopic\":\"b\"}\n"
+        );
+        let (rejected, _) = read_jsonl::<RejectedRecord>(&files.rejected()).unwrap();
+        assert_eq!(rejected.len(), 2);
+        assert_eq!(rejected[0].text.as_deref(), Some("q2"));
+        assert_eq!(rejected[1].kind, RejectedKind::Subtopic);
+    }
+}
