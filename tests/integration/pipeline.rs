@@ -969,3 +969,36 @@ async fn a_deleted_question_is_recorded_and_never_generated_again() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_template_error_stops_the_stage_before_any_request() {
+    let server = MockServer::start().await;
+    mount_parent(&server).await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    project.write(
+        "prompts/answer_system.txt",
+        "EXPERT|{{ topic }}|{{ undefined_thing }}",
+    );
+    write_questions(&project, &["q1"]);
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stdout(&output).starts_with("answers: 0 done"),
+        "{}",
+        output_text(&output)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("prompts/answer_system.txt"),
+        "{}",
+        output_text(&output)
+    );
+    let chats = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(chats, 0);
+    assert!(!project.path().join("data/answers.jsonl").exists());
+}
