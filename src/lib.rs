@@ -4,7 +4,8 @@
 //! `shared/DESIGN.md`):
 //!
 //! - front ends: [`cli`] (one file per command; the only layer that prints).
-//! - flows: [`pipeline`] (the dataset stages, each sending typed events).
+//! - flows: [`pipeline`] (the dataset stages, each sending typed events), [`runs`] (training
+//!   runs: start, follow, stop, cancel, resume, retrieve).
 //! - domain: [`train`] (Axolotl YAML, metrics plugin, metric lines, phases), [`system`] (the machine probe script and its parser), [`dataset`]
 //!   (records, IDs, JSONL, the split), [`dedup`], [`llm`] (openai and anthropic
 //!   protocols), [`pricing`], [`history`].
@@ -29,6 +30,7 @@ pub mod logging;
 pub mod pipeline;
 pub mod pricing;
 pub mod project;
+pub mod runs;
 pub mod secrets;
 pub mod system;
 pub mod train;

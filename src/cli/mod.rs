@@ -10,13 +10,19 @@
 pub mod answers;
 pub mod complete;
 pub mod config_check;
+mod follow;
 pub mod history;
 pub mod init;
 pub mod questions;
 pub mod run;
+pub mod runs;
 pub mod split;
 mod stages;
 pub mod subtopics;
+pub mod train;
+pub mod train_attach;
+pub mod train_cancel;
+pub mod train_stop;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,6 +65,12 @@ pub enum Command {
     Run(run::Args),
     /// Show stage totals, or every stage execution with `--all`.
     History(history::Args),
+    /// Fine-tune the child with Axolotl on a target, follow the run and retrieve it; or
+    /// `attach`, `stop`, `cancel` an existing run.
+    Train(train::Args),
+    /// List runs, or print a run's job log.
+    #[command(subcommand)]
+    Runs(runs::RunsCommand),
 }
 
 /// `overbrainer config ...`.
@@ -150,6 +162,8 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Split(args) => split::run(ctx, &args).await,
         Command::Run(args) => run::run(ctx, &args).await,
         Command::History(args) => history::run(ctx, &args),
+        Command::Train(args) => train::run(ctx, args).await,
+        Command::Runs(command) => runs::run(ctx, &command),
     }
 }
 

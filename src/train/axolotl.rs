@@ -103,12 +103,17 @@ fn dataset(path: &str) -> Yaml {
 
 /// The Axolotl configuration of a run (AXO-2), with `axolotl_extra` merged last (AXO-3,
 /// AXO-7). `resume_checkpoint` is the name (`checkpoint-N`) of the checkpoint a resumed
-/// run starts from, under [`RESUME_DIR`].
+/// run starts from, under [`RESUME_DIR`]. Without eval data (`has_eval` false, an empty
+/// `data/eval.jsonl`) there is no `test_datasets` and no `evals_per_epoch` [design].
 ///
 /// # Errors
 ///
 /// Returns an [`ExtraError`] when `axolotl_extra` sets a refused key.
-pub fn config(training: &Training, resume_checkpoint: Option<&str>) -> Result<Mapping, ExtraError> {
+pub fn config(
+    training: &Training,
+    resume_checkpoint: Option<&str>,
+    has_eval: bool,
+) -> Result<Mapping, ExtraError> {
     check_extra(&training.axolotl_extra)?;
     let mut c = Mapping::new();
     c.insert("base_model", Yaml::from(training.base_model.as_str()));
@@ -141,7 +146,11 @@ pub fn config(training: &Training, resume_checkpoint: Option<&str>) -> Result<Ma
     c.insert("evals_per_epoch", Yaml::from(training.evals_per_epoch));
     c.insert("saves_per_epoch", Yaml::from(training.saves_per_epoch));
     c.insert("datasets", dataset(TRAIN_DATA));
-    c.insert("test_datasets", dataset(EVAL_DATA));
+    if has_eval {
+        c.insert("test_datasets", dataset(EVAL_DATA));
+    } else {
+        c.remove("evals_per_epoch");
+    }
     c.insert("val_set_size", Yaml::Int(0));
     c.insert("output_dir", Yaml::from(format!("./{OUTPUT_DIR}")));
     c.insert(
@@ -179,8 +188,12 @@ pub fn config(training: &Training, resume_checkpoint: Option<&str>) -> Result<Ma
 /// # Errors
 ///
 /// Returns an [`ExtraError`] when `axolotl_extra` sets a refused key.
-pub fn render(training: &Training, resume_checkpoint: Option<&str>) -> Result<String, ExtraError> {
-    let config = config(training, resume_checkpoint)?;
+pub fn render(
+    training: &Training,
+    resume_checkpoint: Option<&str>,
+    has_eval: bool,
+) -> Result<String, ExtraError> {
+    let config = config(training, resume_checkpoint, has_eval)?;
     Ok(format!(
         "# Written by overbrainer at the start of the run; kept as written (AXO-9).\n{}",
         yaml::to_string(&config)
@@ -273,7 +286,7 @@ mod tests {
 
     #[test]
     fn generated_keys_and_defaults() {
-        let c = config(&training(""), None).unwrap();
+        let c = config(&training(""), None, true).unwrap();
         assert_eq!(c.get("base_model"), Some(&Yaml::from("/models/tiny")));
         assert_eq!(c.get("adapter"), Some(&Yaml::from("lora")));
         assert_eq!(c.get("load_in_4bit"), None);
@@ -303,14 +316,15 @@ mod tests {
     fn qlora_full_and_resume() {
         let mut t = training("");
         t.adapter = AdapterKind::Qlora;
-        let c = config(&t, Some("checkpoint-7")).unwrap();
+        let c = config(&t, Some("checkpoint-7"), true).unwrap();
         assert_eq!(c.get("load_in_4bit"), Some(&Yaml::Bool(true)));
         assert_eq!(
             c.get("resume_from_checkpoint"),
             Some(&Yaml::from("./resume/checkpoint-7"))
         );
         t.adapter = AdapterKind::Full;
-        let c = config(&t, None).unwrap();
+        let c = config(&t, None, false).unwrap();
+        assert!(c.get("test_datasets").is_none() && c.get("evals_per_epoch").is_none());
         for key in [
             "adapter",
             "lora_r",
@@ -327,7 +341,7 @@ mod tests {
         let t = training(
             "warmup_ratio = 0.0\neval_steps = 5\nsave_steps = 10\nchat_template = \"tokenizer_default\"\n[axolotl_extra.special_tokens]\npad_token = \"<pad>\"",
         );
-        let c = config(&t, None).unwrap();
+        let c = config(&t, None, true).unwrap();
         assert_eq!(c.get("warmup_ratio"), Some(&Yaml::Float(0.0)));
         assert_eq!(c.get("eval_steps"), Some(&Yaml::Int(5)));
         assert!(c.get("evals_per_epoch").is_none());
@@ -342,26 +356,26 @@ mod tests {
     #[test]
     fn refused_extra_keys() {
         assert!(matches!(
-            config(&training("learning_rate = 0.1"), None),
+            config(&training("learning_rate = 0.1"), None, true),
             Err(ExtraError::Typed { .. })
         ));
         assert_eq!(
-            config(&training("output_dir = \"x\""), None),
+            config(&training("output_dir = \"x\""), None, true),
             Err(ExtraError::Managed("output_dir".into()))
         );
         assert_eq!(
-            config(&training("save_only_model = true"), None),
+            config(&training("save_only_model = true"), None, true),
             Err(ExtraError::SaveOnlyModel)
         );
-        assert!(config(&training("save_only_model = false"), None).is_ok());
+        assert!(config(&training("save_only_model = false"), None, true).is_ok());
     }
 
     #[test]
     fn resume_differences_ignore_the_free_keys() {
-        let stopped = render(&training("wandb_project = \"a\""), None).unwrap();
+        let stopped = render(&training("wandb_project = \"a\""), None, true).unwrap();
         let mut t = training("wandb_project = \"b\"\nsave_steps = 3");
         t.evals_per_epoch = 9;
-        let resumed = config(&t, Some("checkpoint-3")).unwrap();
+        let resumed = config(&t, Some("checkpoint-3"), true).unwrap();
         assert!(resume_differences(&stopped, &resumed).is_empty());
         t.learning_rate = 0.5;
         t.axolotl_extra
@@ -374,7 +388,7 @@ mod tests {
                     .collect(),
             ),
         );
-        let resumed = config(&t, Some("checkpoint-3")).unwrap();
+        let resumed = config(&t, Some("checkpoint-3"), true).unwrap();
         assert_eq!(
             resume_differences(&stopped, &resumed),
             vec![

@@ -1,0 +1,279 @@
+//! What the training commands share: Ctrl-C as a cancellation token, rendering the run
+//! events on stderr (phase lines, an indicatif bar with step, loss and ETA, evaluation
+//! lines, a system sample line every 10 s), and the summary lines on stdout
+//! (spec/training.md, RUN-16..RUN-20, RUN-27).
+
+use std::fmt::Write as _;
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+use crate::runs::follow::Outcome;
+use crate::runs::record::{RunRecord, State};
+use crate::runs::{Events, RunEvent};
+
+/// A cancellation token cancelled by the first Ctrl-C; catching it keeps the process
+/// alive so a start is never cut (RUN-14) and a follower detaches cleanly (RUN-16).
+pub(crate) fn ctrl_c() -> CancellationToken {
+    let token = CancellationToken::new();
+    let on_signal = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    token
+}
+
+/// A channel for run events.
+pub(crate) fn channel() -> (Events, UnboundedReceiver<RunEvent>) {
+    unbounded_channel()
+}
+
+/// Runs `flow` while rendering its events on stderr; returns its output.
+pub(crate) async fn drive<T>(
+    events: &mut UnboundedReceiver<RunEvent>,
+    flow: impl std::future::Future<Output = T>,
+) -> T {
+    let mut renderer = Renderer::new();
+    tokio::pin!(flow);
+    let output = loop {
+        tokio::select! {
+            output = &mut flow => break output,
+            Some(event) = events.recv() => renderer.render(event),
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        renderer.render(event);
+    }
+    renderer.finish();
+    output
+}
+
+struct Renderer {
+    bar: Option<ProgressBar>,
+    terminal: bool,
+    last_line: Option<Instant>,
+}
+
+impl Renderer {
+    fn new() -> Self {
+        Self {
+            bar: None,
+            terminal: std::io::stderr().is_terminal(),
+            last_line: None,
+        }
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn render(&mut self, event: RunEvent) {
+        match event {
+            RunEvent::Following { run_id, target } => {
+                self.line(&format!(
+                    "train: following run {run_id} on target `{target}`"
+                ));
+            }
+            RunEvent::Phase(phase) => self.line(&format!("train: {phase}")),
+            RunEvent::Train(train) => {
+                let loss = train
+                    .loss
+                    .map_or_else(|| "?".into(), |v| format!("{:.4}", v.0));
+                let lr = train
+                    .learning_rate
+                    .map_or_else(|| "?".into(), |v| format!("{:.3e}", v.0));
+                let epoch = train
+                    .epoch
+                    .map_or_else(|| "?".into(), |v| format!("{:.2}", v.0));
+                let text = format!("loss {loss} lr {lr} epoch {epoch}");
+                if self.terminal {
+                    let bar = self.bar.get_or_insert_with(|| {
+                        let bar = ProgressBar::with_draw_target(
+                            train.max_steps,
+                            ProgressDrawTarget::stderr(),
+                        );
+                        bar.set_style(
+                            ProgressStyle::with_template(
+                                "train: [{bar:30}] step {pos}/{len} {msg} ETA {eta}",
+                            )
+                            .unwrap_or_else(|_| ProgressStyle::default_bar())
+                            .progress_chars("=> "),
+                        );
+                        bar
+                    });
+                    if let Some(max) = train.max_steps {
+                        bar.set_length(max);
+                    }
+                    bar.set_position(train.step);
+                    bar.set_message(text);
+                } else if self
+                    .last_line
+                    .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
+                {
+                    // RUN-17: at most one training line per second.
+                    self.last_line = Some(Instant::now());
+                    let max = train
+                        .max_steps
+                        .map_or_else(|| "?".into(), |m| m.to_string());
+                    eprintln!("train: step {}/{max} {text}", train.step);
+                }
+            }
+            RunEvent::Eval(eval) => {
+                let loss = eval
+                    .eval_loss
+                    .map_or_else(|| "?".into(), |v| format!("{:.4}", v.0));
+                self.line(&format!(
+                    "train: eval at step {} eval_loss {loss}",
+                    eval.step
+                ));
+            }
+            RunEvent::Sample(sample) => {
+                self.line(&format!("train: system {}", sample_text(&sample)));
+            }
+            RunEvent::Warning(message) => {
+                if let Some(bar) = &self.bar {
+                    bar.suspend(|| tracing::warn!("{message}"));
+                } else {
+                    tracing::warn!("{message}");
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// One line of a system sample: CPU, memory, GPUs and disk, what the target reports.
+fn sample_text(sample: &crate::system::Sample) -> String {
+    let gib = |bytes: u64| {
+        #[allow(clippy::cast_precision_loss, reason = "display only")]
+        let value = bytes as f64 / f64::from(1u32 << 30);
+        value
+    };
+    let mut parts = Vec::new();
+    if let Some(cpu) = &sample.cpu {
+        if let Some(load) = cpu.load1 {
+            parts.push(format!("load {load:.2}"));
+        }
+        if let Some(usage) = cpu.usage {
+            parts.push(format!("cpu {:.0}%", usage * 100.0));
+        }
+    }
+    if let Some(memory) = &sample.memory {
+        parts.push(format!(
+            "mem {:.1}/{:.1} GiB",
+            gib(memory.used_bytes),
+            gib(memory.limit_bytes)
+        ));
+    }
+    for gpu in &sample.gpus {
+        parts.push(format!("gpu {}", gpu.name));
+    }
+    if let Some(disk) = sample.run_disk() {
+        parts.push(format!(
+            "disk {:.1} GiB free",
+            gib(disk.size_bytes.saturating_sub(disk.used_bytes))
+        ));
+    }
+    if parts.is_empty() {
+        "(nothing reported)".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The RUN-19 summary line of a run.
+pub(crate) fn summary_line(record: &RunRecord) -> String {
+    let mut line = format!("train: {} {}", record.id, record.state.name());
+    let step = record
+        .last_step
+        .map_or_else(|| "?".into(), |s| s.to_string());
+    let max = record
+        .max_steps
+        .map_or_else(|| "?".into(), |s| s.to_string());
+    let _ = write!(line, " step {step}/{max}");
+    if let Some(epoch) = record.epoch {
+        let _ = write!(line, " epoch {epoch:.2}");
+    }
+    if let Some(loss) = record.last_loss {
+        let _ = write!(line, " loss {loss:.4}");
+    }
+    if let Some(loss) = record.last_eval_loss {
+        let _ = write!(line, " eval_loss {loss:.4}");
+    }
+    let _ = write!(line, " output runs/{}/output", record.id);
+    if let Some(message) = &record.message {
+        if record.state != State::Succeeded {
+            let _ = write!(line, " ({message})");
+        }
+    }
+    line
+}
+
+/// Prints the end of a following on stdout (or stderr for a detach) and returns the
+/// exit status (RUN-16, RUN-19, RUN-20, RUN-27).
+pub(crate) fn conclude(outcome: &Outcome) -> ExitCode {
+    match outcome {
+        Outcome::Ended(record) => {
+            println!("{}", summary_line(record));
+            match record.state {
+                State::Succeeded => {
+                    println!("train: adapter in runs/{}/output", record.id);
+                    if record.merge {
+                        println!("train: merged model in runs/{}/output/merged", record.id);
+                    }
+                    ExitCode::SUCCESS
+                }
+                State::Stopped => {
+                    stopped_lines(record);
+                    ExitCode::FAILURE
+                }
+                _ => ExitCode::FAILURE,
+            }
+        }
+        Outcome::Detached { record, reason } => {
+            eprintln!(
+                "train: detached from run {} ({reason}); the job goes on. Follow it again with:\n  overbrainer train attach {}",
+                record.id, record.id
+            );
+            if reason == "interrupted" {
+                ExitCode::from(130)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// The two RUN-27 lines of a stopped run.
+pub(crate) fn stopped_lines(record: &RunRecord) {
+    if let Some(snapshot) = &record.snapshot {
+        let reason = serde_json::to_value(snapshot.reason)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        println!(
+            "train: run {id} stopped at step {step} ({reason}); snapshot checkpoint in runs/{id}/output/{checkpoint}; resume with: overbrainer train --resume-from {id}",
+            id = record.id,
+            step = snapshot.step,
+            checkpoint = snapshot.checkpoint
+        );
+        println!(
+            "train: runs/{}/output also holds a partial model at step {}, not a finished model",
+            record.id, snapshot.step
+        );
+    }
+}

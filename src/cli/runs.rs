@@ -1,0 +1,141 @@
+//! `overbrainer runs ls` and `overbrainer runs logs RUN_ID [--tail N]`: read-only views
+//! of `runs/` that never contact a target (RUN-44, RUN-45).
+
+use std::process::ExitCode;
+
+use super::Context;
+use crate::runs::record::{RunRecord, State, list};
+
+/// `runs ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum RunsCommand {
+    /// List the runs, oldest first.
+    Ls,
+    /// Print a run's `job.log`.
+    Logs(LogsArgs),
+}
+
+/// Arguments of `runs logs`.
+#[derive(Debug, clap::Args)]
+pub struct LogsArgs {
+    /// The run.
+    pub run_id: String,
+    /// Print only the last N lines.
+    #[arg(long, value_name = "N")]
+    pub tail: Option<usize>,
+}
+
+/// Runs `runs ls` or `runs logs`.
+///
+/// # Errors
+///
+/// When there is no project; for `logs`, an invalid or unknown run, or a log not
+/// retrieved yet.
+pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
+    let project = ctx.project()?;
+    match command {
+        RunsCommand::Ls => {
+            let (records, warnings) = list(&project.runs_dir());
+            for warning in warnings {
+                tracing::warn!("{warning}");
+            }
+            print!("{}", table(&records));
+            Ok(ExitCode::SUCCESS)
+        }
+        RunsCommand::Logs(args) => {
+            let record = RunRecord::load(&project.runs_dir(), &args.run_id)?;
+            let path = project.run_dir(&record.id).join(crate::exec::JOB_LOG);
+            let bytes = match std::fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+                    "the log of run `{}` was not retrieved yet; run `overbrainer train attach {}`",
+                    record.id,
+                    record.id
+                ),
+                Err(error) => {
+                    return Err(anyhow::Error::new(error)
+                        .context(format!("cannot read `{}`", path.display())));
+                }
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().collect();
+            let start = args.tail.map_or(0, |n| lines.len().saturating_sub(n));
+            for line in &lines[start..] {
+                println!("{line}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The `runs ls` table: ID, STATE, TARGET, CREATED, STEP, LOSS, NOTE.
+fn table(records: &[RunRecord]) -> String {
+    let mut rows = vec![[
+        "ID".to_owned(),
+        "STATE".to_owned(),
+        "TARGET".to_owned(),
+        "CREATED".to_owned(),
+        "STEP".to_owned(),
+        "LOSS".to_owned(),
+        "NOTE".to_owned(),
+    ]];
+    for record in records {
+        let mut notes = Vec::new();
+        if let (State::Stopped, Some(snapshot)) = (record.state, &record.snapshot) {
+            let reason = serde_json::to_value(snapshot.reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            notes.push(format!(
+                "snapshot at step {} ({reason}); output/ holds a partial model",
+                snapshot.step
+            ));
+        }
+        if let Some(from) = &record.resumed_from {
+            notes.push(format!("resumed from {from}"));
+        }
+        if record.state == State::Running {
+            if let Some(message) = &record.message {
+                notes.push(message.clone());
+            }
+        }
+        if record.state == State::Failed {
+            if let Some(message) = &record.message {
+                notes.push(message.chars().take(120).collect());
+            }
+        }
+        let step = match (record.last_step, record.max_steps) {
+            (Some(step), Some(max)) => format!("{step}/{max}"),
+            (Some(step), None) => step.to_string(),
+            _ => "-".to_owned(),
+        };
+        rows.push([
+            record.id.clone(),
+            record.state.name().to_owned(),
+            record.target.clone(),
+            record.created.strftime("%Y-%m-%d %H:%M:%S").to_string(),
+            step,
+            record
+                .last_loss
+                .map_or_else(|| "-".to_owned(), |l| format!("{l:.4}")),
+            notes.join("; "),
+        ]);
+    }
+    let mut widths = [0_usize; 7];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,81 @@
+//! `overbrainer train [--target NAME] [--resume-from RUN_ID]`: start a run, follow it to
+//! the end and retrieve its results; `train attach|stop|cancel RUN_ID` act on an existing
+//! run (spec/training.md, section 1). Takes the project lock.
+
+use std::process::ExitCode;
+
+use super::Context;
+use super::follow;
+use crate::runs::start::{StartOptions, start};
+
+/// Arguments of `train`.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    /// Run on this target instead of `training.target`.
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// Start a new run from the snapshot of this stopped run.
+    #[arg(long, value_name = "RUN_ID")]
+    pub resume_from: Option<String>,
+    /// Keep the Runpod pod after the run (Runpod targets only).
+    #[arg(long)]
+    pub keep_pod: bool,
+    /// Act on an existing run.
+    #[command(subcommand)]
+    pub command: Option<TrainCommand>,
+}
+
+/// `train attach|stop|cancel`.
+#[derive(Debug, clap::Subcommand)]
+pub enum TrainCommand {
+    /// Follow a run again, then retrieve its results.
+    Attach(super::train_attach::Args),
+    /// Stop a run's job with a snapshot, then retrieve it.
+    Stop(super::train_stop::Args),
+    /// Stop a run's job, then retrieve its artifacts.
+    Cancel(super::train_cancel::Args),
+}
+
+/// Runs `train`.
+///
+/// # Errors
+///
+/// When there is no project, the configuration is invalid, the lock is held, or the run
+/// cannot start (nothing is created for a refusal).
+pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Some(TrainCommand::Attach(attach)) => return super::train_attach::run(ctx, &attach).await,
+        Some(TrainCommand::Stop(stop)) => return super::train_stop::run(ctx, &stop).await,
+        Some(TrainCommand::Cancel(cancel)) => return super::train_cancel::run(ctx, &cancel).await,
+        None => {}
+    }
+    let cancel = follow::ctrl_c();
+    let (project, loaded) = ctx.load()?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    if args.keep_pod {
+        anyhow::bail!("`--keep-pod` applies only to Runpod targets");
+    }
+    let _lock = project.lock()?;
+    let options = StartOptions {
+        target: args.target,
+        resume_from: args.resume_from,
+    };
+    let (events, mut receiver) = follow::channel();
+    let outcome = follow::drive(&mut receiver, async {
+        let started = start(&project, &loaded.settings, &loaded.env, &options, &events).await?;
+        crate::runs::follow::follow(
+            &project,
+            &started.executor,
+            started.record,
+            &events,
+            &cancel,
+            false,
+        )
+        .await
+    })
+    .await?;
+    Ok(follow::conclude(&outcome))
+}

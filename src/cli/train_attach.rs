@@ -1,0 +1,39 @@
+//! `overbrainer train attach RUN_ID`: follow a run again, then retrieve its results and
+//! record its final state (RUN-43). Takes the project lock.
+
+use std::process::ExitCode;
+
+use super::Context;
+use super::follow;
+
+/// Arguments of `train attach`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run to follow.
+    pub run_id: String,
+}
+
+/// Runs `train attach`.
+///
+/// # Errors
+///
+/// For an invalid or unknown run ID, a held lock, or an unreachable target.
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let cancel = follow::ctrl_c();
+    let (project, loaded) = ctx.load()?;
+    let _lock = project.lock()?;
+    let (events, mut receiver) = follow::channel();
+    let outcome = follow::drive(
+        &mut receiver,
+        crate::runs::control::attach(
+            &project,
+            &loaded.settings,
+            &loaded.env,
+            &args.run_id,
+            &events,
+            &cancel,
+        ),
+    )
+    .await?;
+    Ok(follow::conclude(&outcome))
+}

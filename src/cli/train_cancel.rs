@@ -1,0 +1,55 @@
+//! `overbrainer train cancel RUN_ID`: stop a run's job, retrieve its artifacts and
+//! record it cancelled (RUN-37..RUN-42). Works whoever follows the run.
+
+use std::process::ExitCode;
+
+use super::Context;
+use super::follow;
+use crate::runs::control::{CancelOutcome, cancel};
+
+/// Arguments of `train cancel`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run to cancel.
+    pub run_id: String,
+}
+
+/// Runs `train cancel`.
+///
+/// # Errors
+///
+/// For an invalid or unknown run ID, a run already cancelled or never started, or an
+/// unreachable target.
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let (project, loaded) = ctx.load()?;
+    if loaded.settings.training.is_none() {
+        anyhow::bail!(
+            "`overbrainer.toml` has no `[training]` section, which `train cancel` needs to retrieve artifacts"
+        );
+    }
+    let (events, mut receiver) = follow::channel();
+    let outcome = follow::drive(
+        &mut receiver,
+        cancel(
+            &project,
+            &loaded.settings,
+            &loaded.env,
+            &args.run_id,
+            &events,
+        ),
+    )
+    .await?;
+    match outcome {
+        CancelOutcome::Cancelled(record) => {
+            println!("{}", follow::summary_line(&record));
+            Ok(ExitCode::SUCCESS)
+        }
+        CancelOutcome::AlreadyEnded { record, found } => {
+            println!(
+                "train: the job of run {} had already ended ({found}) and was not signalled; collect it with: overbrainer train attach {}",
+                record.id, record.id
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

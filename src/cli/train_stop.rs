@@ -1,0 +1,74 @@
+//! `overbrainer train stop RUN_ID`: ask the job for a snapshot, follow it to its end and
+//! retrieve the checkpoint (RUN-26, RUN-27). When another overbrainer process holds the
+//! project, only the request is written and that process records the stop (RUN-33).
+
+use std::process::ExitCode;
+
+use super::Context;
+use super::follow;
+use crate::project::LockError;
+use crate::runs::control::{StopOutcome, stop};
+use crate::runs::follow::Outcome;
+use crate::runs::record::State;
+
+/// Arguments of `train stop`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run to stop.
+    pub run_id: String,
+}
+
+/// Runs `train stop`.
+///
+/// # Errors
+///
+/// For an invalid or unknown run ID, a run whose job is not running, or an unreachable
+/// target.
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let cancel = follow::ctrl_c();
+    let (project, loaded) = ctx.load()?;
+    let (lock, holder) = match project.lock() {
+        Ok(lock) => (Some(lock), None),
+        Err(LockError::Held { pid, .. }) => (None, Some(pid)),
+        Err(error) => return Err(error.into()),
+    };
+    let (events, mut receiver) = follow::channel();
+    let outcome = follow::drive(
+        &mut receiver,
+        stop(
+            &project,
+            &loaded.settings,
+            &loaded.env,
+            &args.run_id,
+            lock.is_none(),
+            &events,
+            &cancel,
+        ),
+    )
+    .await?;
+    drop(lock);
+    match outcome {
+        StopOutcome::RequestOnly { record } => {
+            let holder = holder.flatten().map_or_else(
+                || "another overbrainer process".to_owned(),
+                |pid| format!("overbrainer process {pid}"),
+            );
+            println!(
+                "train: snapshot requested for run {}; {holder} holds the project and records the stop",
+                record.id
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        StopOutcome::Followed(outcome) => {
+            let code = follow::conclude(&outcome);
+            match &outcome {
+                Outcome::Ended(record)
+                    if record.state == State::Stopped || record.state == State::Succeeded =>
+                {
+                    Ok(ExitCode::SUCCESS)
+                }
+                _ => Ok(code),
+            }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! `train attach`, `train stop` and `train cancel` on an existing run (spec/training.md,
+//! RUN-26..RUN-43): each reads the run's record, reaches its target again from the
+//! recorded job handle alone, and ends like a follower.
+
+use tokio_util::sync::CancellationToken;
+
+use super::follow::{self, Outcome};
+use super::record::{RunRecord, State};
+use super::{Events, RunError, RunEvent, emit, target};
+use crate::config::{EnvSnapshot, Settings};
+use crate::exec::{AnyExecutor, Executor as _, JobStatus};
+use crate::project::Project;
+use crate::train::metrics::Summary;
+use crate::train::phase::PhaseTracker;
+use crate::train::plugin::SNAPSHOT_REQUEST;
+
+/// Loads run `run_id` and connects to its target.
+///
+/// # Errors
+///
+/// [`RunError::BadRunId`], [`RunError::UnknownRun`], a refusal when its target is no
+/// longer declared, or [`RunError::Exec`] when the target cannot be reached.
+pub async fn open(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run_id: &str,
+) -> Result<(RunRecord, AnyExecutor), RunError> {
+    let record = RunRecord::load(&project.runs_dir(), run_id)?;
+    let resolved = target::resolve(settings, &record.target)?;
+    let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
+    Ok((record, executor))
+}
+
+/// Follows run `run_id` again, then retrieves it (RUN-43). A run already terminal and
+/// retrieved, or that never started a job, is returned as it is.
+///
+/// # Errors
+///
+/// As [`open`] and [`follow::follow`].
+pub async fn attach(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run_id: &str,
+    events: &Events,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
+    let record = RunRecord::load(&project.runs_dir(), run_id)?;
+    if (record.state.is_terminal() && record.retrieved) || record.job.is_none() {
+        return Ok(Outcome::Ended(record));
+    }
+    let (record, executor) = open(project, settings, env, run_id).await?;
+    follow::follow(project, &executor, record, events, cancel, false).await
+}
+
+/// What `train stop` did.
+#[derive(Debug)]
+pub enum StopOutcome {
+    /// The request was placed; another process holds the project and follows (RUN-33).
+    RequestOnly {
+        /// The run.
+        record: RunRecord,
+    },
+    /// The request was placed and the run followed to its end, or detached.
+    Followed(Outcome),
+}
+
+/// `train stop`: places `snapshot.request` in the run directory on the target, then,
+/// unless `request_only` (another process holds the project lock, RUN-33), follows the
+/// run to its end and retrieves the checkpoint (RUN-26).
+///
+/// # Errors
+///
+/// A refusal when the run's job is not running, or the errors of [`open`] and
+/// [`follow::follow`].
+pub async fn stop(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run_id: &str,
+    request_only: bool,
+    events: &Events,
+    cancel: &CancellationToken,
+) -> Result<StopOutcome, RunError> {
+    let (record, executor) = open(project, settings, env, run_id).await?;
+    let Some(job) = record.job.clone() else {
+        return Err(RunError::Refused(format!(
+            "run `{run_id}` has not started a job"
+        )));
+    };
+    let exec = |source| RunError::Exec {
+        target: record.target.clone(),
+        source: Box::new(source),
+    };
+    let status = executor.status(&job).await.map_err(exec)?;
+    if status != JobStatus::Running {
+        return Err(RunError::Refused(format!(
+            "the job of run `{run_id}` is not running ({}); nothing to stop{}",
+            status_text(status),
+            if record.state.is_terminal() && record.retrieved {
+                String::new()
+            } else {
+                format!("; `overbrainer train attach {run_id}` collects it")
+            }
+        )));
+    }
+    let path = format!("{}/{SNAPSHOT_REQUEST}", record.dir);
+    executor
+        .put_file(&path, "requested\n")
+        .await
+        .map_err(exec)?;
+    if request_only {
+        return Ok(StopOutcome::RequestOnly { record });
+    }
+    let outcome = follow::follow(project, &executor, record, events, cancel, true).await?;
+    Ok(StopOutcome::Followed(outcome))
+}
+
+fn status_text(status: JobStatus) -> String {
+    match status {
+        JobStatus::Running => "running".into(),
+        JobStatus::Exited(code) => format!("it exited with code {code}"),
+        JobStatus::Cancelled => "it was cancelled".into(),
+        JobStatus::Lost => "it was lost".into(),
+    }
+}
+
+/// What `train cancel` did.
+#[derive(Debug)]
+pub enum CancelOutcome {
+    /// The job was stopped, its artifacts retrieved and the run recorded `cancelled`.
+    Cancelled(RunRecord),
+    /// The job had already ended and was not signalled (RUN-40).
+    AlreadyEnded {
+        /// The run.
+        record: RunRecord,
+        /// What was found.
+        found: String,
+    },
+}
+
+/// `train cancel` (RUN-37..RUN-42).
+///
+/// # Errors
+///
+/// A refusal for a run already cancelled or that never started a job (RUN-41); the
+/// errors of [`open`]; [`RunError::Retrieval`] when the artifacts cannot be retrieved
+/// (the job is stopped all the same).
+pub async fn cancel(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run_id: &str,
+    events: &Events,
+) -> Result<CancelOutcome, RunError> {
+    let record = RunRecord::load(&project.runs_dir(), run_id)?;
+    if record.state == State::Cancelled {
+        return Err(RunError::Refused(format!(
+            "run `{run_id}` already ended as cancelled"
+        )));
+    }
+    let Some(job) = record.job.clone() else {
+        return Err(RunError::Refused(format!(
+            "run `{run_id}` has not started a job"
+        )));
+    };
+    if record.state.is_terminal() {
+        emit(
+            events,
+            RunEvent::Warning(format!(
+                "run `{run_id}` already ended as {}; any job left on the target will be stopped",
+                record.state.name()
+            )),
+        );
+    }
+    let (record, executor) = open(project, settings, env, run_id).await?;
+    let exec = |source| RunError::Exec {
+        target: record.target.clone(),
+        source: Box::new(source),
+    };
+    let status = executor.status(&job).await.map_err(exec)?;
+    if status != JobStatus::Running {
+        if job.container.is_some() {
+            // TGT-6: a container may have outlived its wrapper.
+            executor.cancel(&job).await.map_err(exec)?;
+        }
+        return Ok(CancelOutcome::AlreadyEnded {
+            record,
+            found: status_text(status),
+        });
+    }
+    executor.cancel(&job).await.map_err(exec)?;
+    let mut tracker = PhaseTracker::new();
+    let summary = summary_of(&executor, &record).await;
+    match follow::finish(
+        project,
+        &executor,
+        record,
+        JobStatus::Cancelled,
+        summary,
+        &mut tracker,
+        events,
+    )
+    .await?
+    {
+        Outcome::Ended(record) | Outcome::Detached { record, .. } => {
+            Ok(CancelOutcome::Cancelled(record))
+        }
+    }
+}
+
+/// The metric summary of a run, read from its `metrics.jsonl` on the target.
+async fn summary_of(executor: &AnyExecutor, record: &RunRecord) -> Summary {
+    let mut summary = Summary::default();
+    let path = format!("{}/{}", record.dir, crate::train::metrics::METRICS_FILE);
+    let mut stream = executor.tail(&path, 0);
+    let mut reader = crate::train::metrics::MetricReader::new();
+    while let Ok(lines) = stream.poll().await {
+        if lines.is_empty() {
+            break;
+        }
+        for line in lines {
+            if let crate::train::metrics::Parsed::Line(line) = reader.parse(&line) {
+                summary.observe(&line);
+            }
+        }
+    }
+    summary
+}

@@ -1,0 +1,430 @@
+//! Following a run (spec/training.md, RUN-16..RUN-21, RUN-28, RUN-29, MPL-4, MPL-7,
+//! SYS-1, SYS-5): poll the job's status and its new metric lines about once a second,
+//! sample its machine every 10 seconds, and when the job has ended drain the metrics,
+//! retrieve the results and record the final state.
+//!
+//! A Ctrl-C (the cancellation token) or six failed reaches in a row end the following
+//! only; the job goes on and `run.json` keeps its state (RUN-21).
+
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio_util::sync::CancellationToken;
+
+use super::record::{RunRecord, Snapshot, SnapshotReason, State};
+use super::retrieve::retrieve;
+use super::start::error_chain;
+use super::{Events, RunError, RunEvent, emit};
+use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobStatus, MAX_TAIL_READ};
+use crate::project::Project;
+use crate::train::metrics::{METRICS_FILE, MetricLine, MetricReader, Parsed, Summary};
+use crate::train::phase::PhaseTracker;
+use crate::train::plugin::{SNAPSHOT_FILE, SNAPSHOT_REQUEST, SnapshotFile};
+
+/// Pause between two polls of the job.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Pause between two system samples (SYS-1).
+pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(10);
+/// Consecutive failed reaches after which the follower detaches (RUN-16).
+pub const MAX_FAILED_REACHES: u32 = 6;
+/// How often a follower that did not place a snapshot request looks for one (RUN-29).
+pub const REQUEST_CHECK_INTERVAL: Duration = Duration::from_secs(30);
+/// Time a job has to save its snapshot or end after a request (RUN-28).
+pub const SNAPSHOT_DEADLINE: Duration = Duration::from_secs(30 * 60);
+/// Time a job has to end once its snapshot was saved (RUN-28).
+pub const END_AFTER_SNAPSHOT: Duration = Duration::from_secs(10 * 60);
+/// Pause between two summary refreshes of `run.json` while following.
+const SAVE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How a following ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The run reached a terminal state, results retrieved.
+    Ended(RunRecord),
+    /// The follower stopped; the job goes on (RUN-16).
+    Detached {
+        /// The run, as recorded.
+        record: RunRecord,
+        /// Why: interrupted, or the target could not be reached.
+        reason: String,
+    },
+}
+
+/// Follows the run of `record` on `executor` until it ends or the follower detaches.
+/// `requested` says this process placed a snapshot request just before (RUN-26).
+///
+/// # Errors
+///
+/// [`RunError::Retrieval`] when the job ended but its results could not be retrieved
+/// (the run stays `running`, pending retrieval), or [`RunError::Io`] when `run.json`
+/// cannot be written.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one polling loop, read top to bottom"
+)]
+pub async fn follow(
+    project: &Project,
+    executor: &AnyExecutor,
+    mut record: RunRecord,
+    events: &Events,
+    cancel: &CancellationToken,
+    requested: bool,
+) -> Result<Outcome, RunError> {
+    let runs_dir = project.runs_dir();
+    let Some(job) = record.job.clone() else {
+        return Err(RunError::Refused(format!(
+            "run `{}` has not started a job",
+            record.id
+        )));
+    };
+    emit(
+        events,
+        RunEvent::Following {
+            run_id: record.id.clone(),
+            target: record.target.clone(),
+        },
+    );
+    let metrics_path = format!("{}/{METRICS_FILE}", record.dir);
+    let mut stream = executor.tail(&metrics_path, 0);
+    let mut reader = MetricReader::new();
+    let mut summary = Summary::default();
+    let mut tracker = PhaseTracker::new();
+    let mut failures = 0;
+    let mut previous_sample = None;
+    let mut next_sample = Instant::now();
+    let mut next_save = Instant::now() + SAVE_INTERVAL;
+    let mut request_seen = requested.then(Instant::now);
+    let mut next_request_check = Instant::now();
+    let mut snapshot_seen_at: Option<Instant> = None;
+    let probe = crate::system::probe_script(&record.dir);
+
+    let status = loop {
+        let mut failed: Option<String> = None;
+        match stream.poll().await {
+            Ok(lines) => {
+                for line in lines {
+                    observe(&mut reader, &line, &mut summary, &mut tracker, events);
+                }
+            }
+            Err(error) => failed = Some(error_chain(&error)),
+        }
+        let status = match executor.status(&job).await {
+            Ok(status) => Some(status),
+            Err(error) => {
+                failed = Some(error_chain(&error));
+                None
+            }
+        };
+        if let Some(cause) = failed {
+            failures += 1;
+            emit(
+                events,
+                RunEvent::Warning(format!(
+                    "cannot reach target `{}` ({failures}/{MAX_FAILED_REACHES}): {cause}",
+                    record.target
+                )),
+            );
+            if failures >= MAX_FAILED_REACHES {
+                record.set_summary(&summary);
+                record.save(&runs_dir)?;
+                let reason = format!(
+                    "target `{}` could not be reached {MAX_FAILED_REACHES} times in a row",
+                    record.target
+                );
+                return Ok(Outcome::Detached { record, reason });
+            }
+        } else {
+            failures = 0;
+        }
+        if let Some(status) = status.filter(|s| s.is_finished()) {
+            break status;
+        }
+        let now = Instant::now();
+        if now >= next_sample {
+            next_sample = now + SAMPLE_INTERVAL;
+            match executor.probe(&probe).await {
+                Ok(output) => {
+                    let sample = crate::system::parse(
+                        &String::from_utf8_lossy(&output),
+                        SystemTime::now(),
+                        previous_sample.as_ref(),
+                    );
+                    previous_sample = Some(sample.clone());
+                    emit(events, RunEvent::Sample(Box::new(sample)));
+                }
+                Err(error) => tracing::debug!("system sample failed: {}", error_chain(&error)),
+            }
+        }
+        if request_seen.is_none() && now >= next_request_check {
+            next_request_check = now + REQUEST_CHECK_INTERVAL;
+            let path = format!("{}/{SNAPSHOT_REQUEST}", record.dir);
+            if executor
+                .read_from(&path, 0, 64)
+                .await
+                .is_ok_and(|bytes| !bytes.is_empty())
+            {
+                request_seen = Some(now);
+            }
+        }
+        if summary.snapshot.is_some() && snapshot_seen_at.is_none() {
+            snapshot_seen_at = Some(now);
+        }
+        let overdue = match (request_seen, snapshot_seen_at) {
+            (_, Some(saved)) => now.duration_since(saved) > END_AFTER_SNAPSHOT,
+            (Some(asked), None) => now.duration_since(asked) > SNAPSHOT_DEADLINE,
+            (None, None) => false,
+        };
+        if overdue {
+            emit(
+                events,
+                RunEvent::Warning(format!(
+                    "run `{}` did not stop in time after the snapshot request; cancelling its job",
+                    record.id
+                )),
+            );
+            if let Err(error) = executor.cancel(&job).await {
+                emit(
+                    events,
+                    RunEvent::Warning(format!("cancel failed: {}", error_chain(&error))),
+                );
+            }
+        }
+        if now >= next_save {
+            next_save = now + SAVE_INTERVAL;
+            record.set_summary(&summary);
+            record.save(&runs_dir)?;
+        }
+        tokio::select! {
+            () = cancel.cancelled() => {
+                record.set_summary(&summary);
+                record.save(&runs_dir)?;
+                return Ok(Outcome::Detached { record, reason: "interrupted".into() });
+            }
+            () = tokio::time::sleep(POLL_INTERVAL) => {}
+        }
+    };
+
+    // MPL-4: drain the whole file before the final state is computed.
+    drain(
+        executor,
+        &mut stream,
+        &mut reader,
+        &mut summary,
+        &mut tracker,
+        events,
+        &metrics_path,
+    )
+    .await;
+    finish(
+        project,
+        executor,
+        record,
+        status,
+        summary,
+        &mut tracker,
+        events,
+    )
+    .await
+}
+
+/// Reads every line left in `metrics.jsonl`, then a last line without a line break.
+async fn drain(
+    executor: &AnyExecutor,
+    stream: &mut crate::exec::LineStream<'_, AnyExecutor>,
+    reader: &mut MetricReader,
+    summary: &mut Summary,
+    tracker: &mut PhaseTracker,
+    events: &Events,
+    path: &str,
+) {
+    loop {
+        match stream.poll().await {
+            Ok(lines) if !lines.is_empty() => {
+                for line in lines {
+                    observe(reader, &line, summary, tracker, events);
+                }
+            }
+            _ => break,
+        }
+    }
+    if let Ok(rest) = executor
+        .read_from(path, stream.offset(), MAX_TAIL_READ)
+        .await
+    {
+        match reader.parse_last(&rest) {
+            Parsed::Line(line) => apply(&line, summary, tracker, events),
+            Parsed::Skipped(Some(warning)) => emit(events, RunEvent::Warning(warning)),
+            Parsed::Skipped(None) => {}
+        }
+    }
+}
+
+fn observe(
+    reader: &mut MetricReader,
+    line: &str,
+    summary: &mut Summary,
+    tracker: &mut PhaseTracker,
+    events: &Events,
+) {
+    match reader.parse(line) {
+        Parsed::Line(line) => apply(&line, summary, tracker, events),
+        Parsed::Skipped(Some(warning)) => emit(events, RunEvent::Warning(warning)),
+        Parsed::Skipped(None) => {}
+    }
+}
+
+fn apply(line: &MetricLine, summary: &mut Summary, tracker: &mut PhaseTracker, events: &Events) {
+    summary.observe(line);
+    if let Some(phase) = tracker.observe(line) {
+        emit(events, RunEvent::Phase(phase));
+    }
+    match line {
+        MetricLine::Train(train) => emit(events, RunEvent::Train(train.clone())),
+        MetricLine::Eval(eval) => emit(events, RunEvent::Eval(eval.clone())),
+        _ => {}
+    }
+}
+
+/// Computes the final state of a run whose job ended with `status`, retrieves its
+/// results and records it (RUN-9, RUN-24).
+///
+/// # Errors
+///
+/// [`RunError::Retrieval`] when the results could not be retrieved: the run is then
+/// recorded `running` with a message saying results are pending.
+pub async fn finish(
+    project: &Project,
+    executor: &AnyExecutor,
+    mut record: RunRecord,
+    status: JobStatus,
+    mut summary: Summary,
+    tracker: &mut PhaseTracker,
+    events: &Events,
+) -> Result<Outcome, RunError> {
+    let runs_dir = project.runs_dir();
+    let local_dir = project.run_dir(&record.id);
+    if let Some(phase) = tracker.retrieving() {
+        emit(events, RunEvent::Phase(phase));
+    }
+    if summary.snapshot.is_none() {
+        let path = format!("{}/{SNAPSHOT_FILE}", record.dir);
+        if let Ok(bytes) = executor.read_from(&path, 0, 4096).await {
+            if let Ok(file) = serde_json::from_slice::<SnapshotFile>(&bytes) {
+                summary.snapshot = Some((file.step, file.checkpoint));
+            }
+        }
+    }
+    record.set_summary(&summary);
+    let (state, message) = match status {
+        JobStatus::Cancelled => (State::Cancelled, "cancelled with `train cancel`".to_owned()),
+        JobStatus::Lost => (
+            State::Failed,
+            "the job was lost: it ended without an exit code (killed, or its run directory is gone)".to_owned(),
+        ),
+        JobStatus::Exited(0) if !summary.plugin_seen => (
+            State::Failed,
+            format!("the job wrote no metric line: Axolotl did not load the metrics plugin; see `runs/{}/job.log`", record.id),
+        ),
+        JobStatus::Exited(0) if summary.snapshot.is_some() => (State::Stopped, String::new()),
+        JobStatus::Exited(0) | JobStatus::Running => (State::Succeeded, String::new()),
+        JobStatus::Exited(code) => (State::Failed, format!("the job exited with code {code}")),
+    };
+    let checkpoint = match (&summary.snapshot, state) {
+        (Some((_, checkpoint)), State::Stopped) => Some(checkpoint.clone()),
+        _ => None,
+    };
+    if let Err(error) = retrieve(executor, &record, &local_dir, checkpoint.as_deref()).await {
+        record.state = State::Running;
+        record.message = Some(format!(
+            "the job ended ({}); results pending retrieval: {error}",
+            if message.is_empty() {
+                state.name().to_owned()
+            } else {
+                message.clone()
+            }
+        ));
+        record.save(&runs_dir)?;
+        return Err(error);
+    }
+    record.retrieved = true;
+    record.state = state;
+    record.message = None;
+    if state == State::Failed {
+        let log = std::fs::read(local_dir.join(JOB_LOG)).unwrap_or_default();
+        let pointer = error_lines(&String::from_utf8_lossy(&log)).map_or_else(
+            || format!("; see `runs/{}/job.log`", record.id),
+            |(first, last, text)| {
+                format!(
+                    "; `runs/{}/job.log` lines {first}-{last}: {text}",
+                    record.id
+                )
+            },
+        );
+        let pointer = if message.contains("job.log") {
+            String::new()
+        } else {
+            pointer
+        };
+        record.message = Some(format!("{message}{pointer}"));
+    } else if !message.is_empty() {
+        record.message = Some(message);
+    }
+    if let (State::Stopped, Some((step, checkpoint))) = (state, &summary.snapshot) {
+        let reason = if record.snapshot.is_some() {
+            record
+                .snapshot
+                .as_ref()
+                .map_or(SnapshotReason::Requested, |s| s.reason)
+        } else {
+            SnapshotReason::Requested
+        };
+        record.snapshot = Some(Snapshot {
+            checkpoint: checkpoint.clone(),
+            step: *step,
+            reason,
+        });
+        record.last_step = Some(*step);
+    }
+    record.save(&runs_dir)?;
+    Ok(Outcome::Ended(record))
+}
+
+/// Where `job.log` says why the job failed: the first and last line numbers (1-based)
+/// of the last Python traceback, or of the last line naming an error, and that error
+/// line, trimmed to 300 characters.
+#[must_use]
+pub fn error_lines(log: &str) -> Option<(usize, usize, String)> {
+    let lines: Vec<&str> = log.lines().collect();
+    let is_error = |line: &str| {
+        let line = line.trim();
+        line.contains("Error") || line.contains("Exception") || line.starts_with("error")
+    };
+    let last = lines.iter().rposition(|line| {
+        let trimmed = line.trim_start();
+        is_error(line) && !trimmed.starts_with("File ") && !trimmed.starts_with("raise ")
+    })?;
+    let first = lines[..last]
+        .iter()
+        .rposition(|line| line.starts_with("Traceback (most recent call last)"))
+        .unwrap_or(last);
+    let text: String = lines[last].trim().chars().take(300).collect();
+    Some((first + 1, last + 1, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_lines_point_at_the_last_traceback() {
+        let log = "loading\nTraceback (most recent call last):\n  File \"x.py\", line 1\n    raise OSError(x)\nOSError: /nope is not a directory\nwarning: later\n";
+        assert_eq!(
+            error_lines(log),
+            Some((2, 5, "OSError: /nope is not a directory".to_owned()))
+        );
+        assert_eq!(
+            error_lines("a\nValueError: bad\n"),
+            Some((2, 2, "ValueError: bad".to_owned()))
+        );
+        assert_eq!(error_lines("all good\n"), None);
+    }
+}

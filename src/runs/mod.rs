@@ -1,0 +1,114 @@
+//! Training runs (spec/training.md): start a detached Axolotl job on a target, follow it,
+//! stop, cancel, resume and retrieve it, and list the runs of a project.
+//!
+//! - [`id`]: run IDs (RUN-1, RUN-2, RUN-5);
+//! - [`record`]: `run.json` and its states (RUN-8, RUN-9), listing (RUN-44);
+//! - [`target`]: from a `[targets.<name>]` entry to a connected executor and a runtime
+//!   (TGT-1..TGT-7);
+//! - [`start`]: the run directory, the claim, the upload and the job (RUN-6, RUN-10..RUN-15,
+//!   RUN-35, RUN-36);
+//! - [`follow`]: status and metric polling, phases, system samples, the end of a run
+//!   (RUN-16..RUN-21, MPL-4, MPL-7, SYS-1, SYS-5);
+//! - [`retrieve`]: results checked file by file against the target's manifest
+//!   (RUN-23..RUN-25);
+//! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42).
+//!
+//! Flows never print: they send [`RunEvent`]s on a channel that the front end renders.
+
+pub mod control;
+pub mod follow;
+pub mod id;
+pub mod record;
+pub mod retrieve;
+pub mod start;
+pub mod target;
+
+use std::path::PathBuf;
+
+pub use record::{RunRecord, State};
+
+use crate::train::metrics::{EvalLine, TrainLine};
+use crate::train::phase::Phase;
+
+/// What a run flow reports while it works.
+#[derive(Debug, Clone)]
+pub enum RunEvent {
+    /// The job started (or a follower attached to it).
+    Following {
+        /// Run ID.
+        run_id: String,
+        /// Target name.
+        target: String,
+    },
+    /// A new phase, or a new tenth of an evaluation (RUN-18).
+    Phase(Phase),
+    /// A training step (RUN-17).
+    Train(TrainLine),
+    /// A completed evaluation (RUN-17).
+    Eval(EvalLine),
+    /// A sample of the job's machine (SYS-1, SYS-6).
+    Sample(Box<crate::system::Sample>),
+    /// Something the user should know; the flow goes on.
+    Warning(String),
+}
+
+/// Sender of [`RunEvent`]s.
+pub type Events = tokio::sync::mpsc::UnboundedSender<RunEvent>;
+
+/// Sends `event`, ignoring a front end that stopped listening.
+pub(crate) fn emit(events: &Events, event: RunEvent) {
+    let _ = events.send(event);
+}
+
+/// Errors of the run flows. Messages name the run, key or file and say the fix when known.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A local file or directory could not be read or written.
+    #[error("cannot access `{}`", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The target could not be reached or answered wrongly.
+    #[error("target `{target}`")]
+    Exec {
+        /// Target name.
+        target: String,
+        /// Underlying error.
+        #[source]
+        source: Box<crate::exec::ExecError>,
+    },
+    /// A run ID with characters a run ID cannot have (RUN-5).
+    #[error("`{0}` is not a run ID: only letters, digits, `_` and `-` are allowed")]
+    BadRunId(String),
+    /// No such run in `runs/` (RUN-5).
+    #[error("no run `{0}` in `runs/`; `overbrainer runs ls` lists the runs")]
+    UnknownRun(String),
+    /// A `run.json` that cannot be read.
+    #[error("cannot read `{}`: {reason}", path.display())]
+    BadRecord {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The Hugging Face token could not be resolved (TGT-10).
+    #[error("cannot resolve `OVERBRAINER_HF_TOKEN`")]
+    Secret(#[source] Box<crate::secrets::SecretError>),
+    /// A refusal before anything starts or changes, with its reason and fix.
+    #[error("{0}")]
+    Refused(String),
+    /// The results could not be retrieved or failed verification; `train attach` retries.
+    #[error(
+        "retrieval of run `{run_id}` failed: {reason}; `overbrainer train attach {run_id}` retries"
+    )]
+    Retrieval {
+        /// Run ID.
+        run_id: String,
+        /// What failed.
+        reason: String,
+    },
+}

@@ -1,0 +1,326 @@
+//! `runs/<run-id>/run.json`: a run's record and its states (spec/training.md, RUN-8,
+//! RUN-9), replaced through a rename (LAY-4); listing the runs of a project (RUN-44).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::RunError;
+use crate::exec::JobId;
+
+/// File name of a run's record, in its local run directory.
+pub const RUN_JSON: &str = "run.json";
+
+/// A run's recorded state (RUN-9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Directory created, job not yet running.
+    Starting,
+    /// Job started (or ended, results pending retrieval).
+    Running,
+    /// Job exited 0 with metrics; results retrieved and verified.
+    Succeeded,
+    /// Start error, non-zero exit, no metric line, or job lost.
+    Failed,
+    /// Cancelled by `train cancel`.
+    Cancelled,
+    /// Ended at a snapshot whose checkpoint was retrieved.
+    Stopped,
+}
+
+impl State {
+    /// Whether the state is one of the four terminal ones.
+    #[must_use]
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Succeeded | Self::Failed | Self::Cancelled | Self::Stopped
+        )
+    }
+
+    /// The state's name as recorded.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Starting => "starting",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Stopped => "stopped",
+        }
+    }
+}
+
+/// Why a run stopped at a snapshot (RUN-8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SnapshotReason {
+    /// `train stop`.
+    Requested,
+    /// A pod deadline (Runpod).
+    Deadline,
+    /// A pod cost limit (Runpod).
+    Cost,
+    /// A disk limit.
+    Disk,
+}
+
+/// The snapshot of a stopped run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Directory name under `output/`, `checkpoint-N`.
+    pub checkpoint: String,
+    /// Optimizer step.
+    pub step: u64,
+    /// Why.
+    pub reason: SnapshotReason,
+}
+
+/// Kind of target a run ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// This machine.
+    Local,
+    /// A host over SSH.
+    Ssh,
+    /// A Runpod pod.
+    Runpod,
+}
+
+/// `run.json` (RUN-8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Run ID.
+    pub id: String,
+    /// UTC creation time (RFC 3339).
+    pub created: jiff::Timestamp,
+    /// Target name.
+    pub target: String,
+    /// Target kind.
+    pub target_kind: TargetKind,
+    /// Run directory on the target, absolute [design].
+    pub dir: String,
+    /// The run's owner value in the target's `.claim` (RUN-3) [design].
+    pub owner: String,
+    /// The executor's job handle, once the job started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobId>,
+    /// State.
+    pub state: State,
+    /// Reason of the last state change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Always `true`: the plugin honours `snapshot.request`.
+    pub snapshots: bool,
+    /// Snapshot of a stopped run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Snapshot>,
+    /// The stopped run this run resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<String>,
+    /// Whether `merge = true` was in effect at start [design].
+    #[serde(default)]
+    pub merge: bool,
+    /// Steps in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u64>,
+    /// Last step seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_step: Option<u64>,
+    /// Last epoch seen [design].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<f64>,
+    /// Last training loss (absent when unknown or not finite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_loss: Option<f64>,
+    /// Last eval loss (absent when unknown or not finite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_eval_loss: Option<f64>,
+    /// Whether the results came back and were verified.
+    #[serde(default)]
+    pub retrieved: bool,
+}
+
+impl RunRecord {
+    /// Writes the record to `runs/<id>/run.json` under `runs_dir`, through a rename.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Io`] when the file cannot be written.
+    pub fn save(&self, runs_dir: &Path) -> Result<(), RunError> {
+        let path = runs_dir.join(&self.id).join(RUN_JSON);
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| RunError::Io {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        text.push('\n');
+        write_atomic(&path, text.as_bytes())
+    }
+
+    /// Reads `runs/<id>/run.json` under `runs_dir`.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::UnknownRun`] when the run does not exist, [`RunError::BadRecord`] when
+    /// its record cannot be read.
+    pub fn load(runs_dir: &Path, id: &str) -> Result<Self, RunError> {
+        if !super::id::is_valid(id) {
+            return Err(RunError::BadRunId(id.to_owned()));
+        }
+        let path = runs_dir.join(id).join(RUN_JSON);
+        let text = match std::fs::read(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(RunError::UnknownRun(id.to_owned()));
+            }
+            Err(source) => return Err(RunError::Io { path, source }),
+        };
+        serde_json::from_slice(&text).map_err(|error| RunError::BadRecord {
+            path,
+            reason: error.to_string(),
+        })
+    }
+
+    /// Sets the metric summary fields, keeping only finite losses.
+    pub fn set_summary(&mut self, summary: &crate::train::metrics::Summary) {
+        let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
+        self.max_steps = summary.max_steps.or(self.max_steps);
+        self.last_step = summary.last_step.or(self.last_step);
+        self.epoch = finite(summary.epoch).or(self.epoch);
+        self.last_loss = finite(summary.last_loss).or(self.last_loss);
+        self.last_eval_loss = finite(summary.last_eval_loss).or(self.last_eval_loss);
+    }
+}
+
+/// Replaces `path` with `bytes` through a temporary file in the same directory and a
+/// rename (LAY-4).
+///
+/// # Errors
+///
+/// [`RunError::Io`] when the file cannot be written.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
+    let io = |source| RunError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    {
+        use std::io::Write as _;
+        let mut file = std::fs::File::create(&temporary).map_err(io)?;
+        file.write_all(bytes).map_err(io)?;
+        file.sync_all().map_err(io)?;
+    }
+    std::fs::rename(&temporary, path).map_err(io)
+}
+
+/// Every readable run record under `runs_dir`, oldest first, and a warning for each
+/// directory whose record cannot be read (RUN-5, RUN-44).
+#[must_use]
+pub fn list(runs_dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
+    let mut records = Vec::new();
+    let mut warnings = Vec::new();
+    let Ok(entries) = std::fs::read_dir(runs_dir) else {
+        return (records, warnings);
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        match RunRecord::load(runs_dir, name) {
+            Ok(record) => records.push(record),
+            Err(error) => warnings.push(format!("skipped run `{name}`: {error}")),
+        }
+    }
+    records.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id)));
+    (records, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, created: &str) -> RunRecord {
+        RunRecord {
+            id: id.into(),
+            created: created.parse().unwrap(),
+            target: "local".into(),
+            target_kind: TargetKind::Local,
+            dir: format!("/w/{id}"),
+            owner: "o".into(),
+            job: None,
+            state: State::Starting,
+            message: None,
+            snapshots: true,
+            snapshot: None,
+            resumed_from: None,
+            merge: false,
+            max_steps: None,
+            last_step: None,
+            epoch: None,
+            last_loss: None,
+            last_eval_loss: None,
+            retrieved: false,
+        }
+    }
+
+    #[test]
+    fn save_load_and_list() {
+        let dir = tempfile::tempdir().unwrap();
+        for (id, created) in [
+            ("b_1", "2026-01-02T00:00:00Z"),
+            ("a_1", "2026-01-03T00:00:00Z"),
+        ] {
+            std::fs::create_dir(dir.path().join(id)).unwrap();
+            record(id, created).save(dir.path()).unwrap();
+        }
+        std::fs::create_dir(dir.path().join("broken")).unwrap();
+        std::fs::write(dir.path().join("broken/run.json"), "{").unwrap();
+        let loaded = RunRecord::load(dir.path(), "b_1").unwrap();
+        assert_eq!(loaded, record("b_1", "2026-01-02T00:00:00Z"));
+        let text = std::fs::read_to_string(dir.path().join("b_1/run.json")).unwrap();
+        assert!(text.contains("\"state\": \"starting\""), "{text}");
+        assert!(
+            text.contains("\"created\": \"2026-01-02T00:00:00Z\""),
+            "{text}"
+        );
+        let (records, warnings) = list(dir.path());
+        let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["b_1", "a_1"]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(matches!(
+            RunRecord::load(dir.path(), "nope"),
+            Err(RunError::UnknownRun(_))
+        ));
+        assert!(matches!(
+            RunRecord::load(dir.path(), "../x"),
+            Err(RunError::BadRunId(_))
+        ));
+    }
+
+    #[test]
+    fn summary_keeps_finite_losses() {
+        let mut r = record("a", "2026-01-01T00:00:00Z");
+        let summary = crate::train::metrics::Summary {
+            last_loss: Some(f64::NAN),
+            last_eval_loss: Some(1.5),
+            last_step: Some(3),
+            ..Default::default()
+        };
+        r.set_summary(&summary);
+        assert_eq!(r.last_loss, None);
+        assert_eq!(r.last_eval_loss, Some(1.5));
+        assert_eq!(r.last_step, Some(3));
+    }
+}

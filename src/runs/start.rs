@@ -1,0 +1,457 @@
+//! Starting a run (spec/training.md, RUN-6, RUN-10..RUN-15, RUN-35, RUN-36): every check
+//! first, then the local run directory, the claim on the target, the upload and the
+//! detached job. Nothing here waits for a Ctrl-C: a start is never interrupted (RUN-14).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use secrecy::SecretString;
+
+use super::record::{RunRecord, State, TargetKind, write_atomic};
+use super::target::{self, Resolved};
+use super::{Events, RunError, RunEvent, emit, id};
+use crate::config::{AdapterKind, EnvSnapshot, Settings, Training};
+use crate::exec::{AnyExecutor, Executor as _, JobRuntime, JobSpec, Stages, shell_path};
+use crate::project::Project;
+use crate::train::axolotl::{self, AXOLOTL_YAML, EVAL_DATA, OUTPUT_DIR, RESUME_DIR, TRAIN_DATA};
+use crate::train::plugin::{PLUGIN_FILE, PLUGIN_SOURCE};
+
+/// Entries of a local run directory that never leave this machine (LAY-5): the record,
+/// a Runpod run's SSH files and pod record.
+pub const NEVER_UPLOADED: [&str; 3] = ["run.json", "ssh", "pod.json"];
+
+/// What `train` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// `--target NAME`; `training.target` when unset.
+    pub target: Option<String>,
+    /// `--resume-from RUN_ID`.
+    pub resume_from: Option<String>,
+}
+
+/// A started run: its record (state `running`) and the executor of its target.
+#[derive(Debug)]
+pub struct Started {
+    /// The run's record.
+    pub record: RunRecord,
+    /// The connected executor.
+    pub executor: AnyExecutor,
+}
+
+/// The `[training]` section.
+///
+/// # Errors
+///
+/// [`RunError::Refused`] when the project has none (RUN-10).
+pub fn training(settings: &Settings) -> Result<&Training, RunError> {
+    settings.training.as_ref().ok_or_else(|| {
+        RunError::Refused(
+            "`overbrainer.toml` has no `[training]` section; add one with `target`, `base_model` and `adapter`".into(),
+        )
+    })
+}
+
+/// Whether `path` is a file holding at least one byte.
+fn non_empty(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
+}
+
+/// Where the run's train and eval data come from, and the resume checkpoint.
+struct Inputs {
+    train: PathBuf,
+    eval: Option<PathBuf>,
+    resume: Option<(String, PathBuf)>,
+}
+
+/// Checks a resume (RUN-35, RUN-36) and returns its inputs.
+fn resume_inputs(
+    project: &Project,
+    training: &Training,
+    from: &str,
+    has_eval: bool,
+) -> Result<Inputs, RunError> {
+    let stopped = RunRecord::load(&project.runs_dir(), from)?;
+    let Some(snapshot) = stopped
+        .snapshot
+        .as_ref()
+        .filter(|_| stopped.state == State::Stopped)
+    else {
+        return Err(RunError::Refused(format!(
+            "run `{from}` is {}, not stopped: only a run stopped with `train stop` can be resumed",
+            stopped.state.name()
+        )));
+    };
+    let dir = project.run_dir(from);
+    let checkpoint = dir.join(OUTPUT_DIR).join(&snapshot.checkpoint);
+    if !checkpoint.is_dir() {
+        return Err(RunError::Refused(format!(
+            "the checkpoint of run `{from}` is not in `runs/{from}/{OUTPUT_DIR}/{}`; `overbrainer train attach {from}` retrieves it",
+            snapshot.checkpoint
+        )));
+    }
+    let yaml_path = dir.join(AXOLOTL_YAML);
+    let old = std::fs::read_to_string(&yaml_path).map_err(|source| RunError::Io {
+        path: yaml_path,
+        source,
+    })?;
+    let new = axolotl::config(training, Some(&snapshot.checkpoint), has_eval)
+        .map_err(|e| RunError::Refused(e.to_string()))?;
+    let differing = axolotl::resume_differences(&old, &new);
+    if !differing.is_empty() {
+        let keys: Vec<String> = differing.iter().map(|k| format!("`{k}`")).collect();
+        return Err(RunError::Refused(format!(
+            "cannot resume from run `{from}`: {} {} from its `axolotl.yaml`",
+            keys.join(", "),
+            if keys.len() == 1 { "differs" } else { "differ" }
+        )));
+    }
+    let eval = dir.join(EVAL_DATA);
+    Ok(Inputs {
+        train: dir.join(TRAIN_DATA),
+        eval: non_empty(&eval).then_some(eval),
+        resume: Some((snapshot.checkpoint.clone(), checkpoint)),
+    })
+}
+
+/// The job script: the runtime's environment, then the stages (RUN-15).
+///
+/// For a native runtime the venv's `bin` goes first on `PATH` (Axolotl starts
+/// `accelerate` from `PATH`); the run directory goes on `PYTHONPATH` so every Axolotl
+/// command finds the plugin; and Axolotl's telemetry is off unless the environment says
+/// otherwise (`AXOLOTL_DO_NOT_TRACK`, Axolotl's `telemetry/manager.py`: without a network
+/// its exit waits on the upload) [design].
+#[must_use]
+pub fn job_script(spec: &JobSpec, merge: bool) -> String {
+    let mut script = String::new();
+    if let JobRuntime::Native { venv: Some(venv) } = &spec.runtime {
+        let _ = writeln!(
+            script,
+            "PATH={}/bin:\"$PATH\"; export PATH",
+            shell_path(venv.trim_end_matches('/'))
+        );
+    }
+    script.push_str("PYTHONPATH=\"$PWD${PYTHONPATH:+:$PYTHONPATH}\"; export PYTHONPATH\n");
+    script.push_str(": \"${AXOLOTL_DO_NOT_TRACK:=1}\"; export AXOLOTL_DO_NOT_TRACK\n");
+    let stages = Stages {
+        merge,
+        export: None,
+    };
+    script.push_str(&stages.script(spec));
+    script
+}
+
+/// Copies the directory `from` to `to`, hard-linking files when the file system allows
+/// it (RUN-35).
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            link_or_copy(&entry.path(), &target)?;
+        } else if std::fs::hard_link(entry.path(), &target).is_err() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks everything that can be checked before a run exists: `[training]`, the data,
+/// the target, `axolotl_extra`, a resume, a local venv (RUN-10, RUN-36).
+///
+/// # Errors
+///
+/// [`RunError::Refused`] (or [`RunError::UnknownRun`], [`RunError::BadRunId`]) naming
+/// what is missing or wrong.
+fn check(
+    project: &Project,
+    settings: &Settings,
+    options: &StartOptions,
+) -> Result<(Resolved, Inputs, String), RunError> {
+    let training = training(settings)?;
+    let target_name = options
+        .target
+        .clone()
+        .unwrap_or_else(|| training.target.clone());
+    let target = target::resolve(settings, &target_name)?;
+    let data = project.data_dir();
+    let inputs = if let Some(from) = &options.resume_from {
+        if !id::is_valid(from) {
+            return Err(RunError::BadRunId(from.clone()));
+        }
+        let stopped_eval = project.run_dir(from).join(EVAL_DATA);
+        resume_inputs(project, training, from, non_empty(&stopped_eval))?
+    } else {
+        let train = data.join(TRAIN_DATA);
+        if !non_empty(&train) {
+            return Err(RunError::Refused(
+                "`data/train.jsonl` is missing or empty; run `overbrainer split` (or `overbrainer run`) first".into(),
+            ));
+        }
+        let eval = data.join(EVAL_DATA);
+        Inputs {
+            train,
+            eval: non_empty(&eval).then_some(eval),
+            resume: None,
+        }
+    };
+    let yaml = axolotl::render(
+        training,
+        inputs.resume.as_ref().map(|(name, _)| name.as_str()),
+        inputs.eval.is_some(),
+    )
+    .map_err(|e| RunError::Refused(e.to_string()))?;
+    if target.kind == TargetKind::Local {
+        if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
+            let program = Path::new(venv).join("bin/axolotl");
+            if !program.is_file() {
+                return Err(RunError::Refused(format!(
+                    "the venv `{venv}` of target `{}` has no `bin/axolotl`; install Axolotl there (`python3 -m venv {venv} && {venv}/bin/pip install axolotl==0.19.0`) or fix `targets.{}.venv`",
+                    target.name, target.name
+                )));
+            }
+        }
+    }
+    Ok((target, inputs, yaml))
+}
+
+/// Checks a remote venv has `bin/axolotl` (read-only probe).
+async fn check_remote_venv(executor: &AnyExecutor, target: &Resolved) -> Result<(), RunError> {
+    if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
+        let script = format!(
+            "test -x {}/bin/axolotl",
+            shell_path(venv.trim_end_matches('/'))
+        );
+        if executor.probe(&script).await.is_err() {
+            return Err(RunError::Refused(format!(
+                "the venv `{venv}` of target `{}` has no `bin/axolotl`; install Axolotl there or fix `targets.{}.venv`",
+                target.name, target.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Starts a run: checks, creates `runs/<id>/` with `axolotl.yaml`, the data copies, the
+/// plugin and `run.json`, claims the run directory on the target, uploads, starts the
+/// job and records the run `running`.
+///
+/// # Errors
+///
+/// A [`RunError`]: a refusal before anything was created, or a start error after it (the
+/// run is then recorded `failed` with the cause).
+#[allow(
+    clippy::too_many_lines,
+    reason = "one sequence of start steps, read top to bottom"
+)]
+pub async fn start(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    options: &StartOptions,
+    events: &Events,
+) -> Result<Started, RunError> {
+    let (target, inputs, yaml) = check(project, settings, options)?;
+    let training = training(settings)?;
+    if !crate::train::template::renders_reasoning(training) {
+        emit(
+            events,
+            RunEvent::Warning(
+                "the chat template in use may not render `reasoning_content`: the child would not learn the reasoning; set `training.axolotl_extra.chat_template` to one of qwen3, qwen3_5, exaone4, gemma4, gemma4_unified when the base model supports it".into(),
+            ),
+        );
+    }
+    if training.hub_model_id.is_some() {
+        emit(
+            events,
+            RunEvent::Warning("`training.hub_model_id` is deprecated; use `[hub] repo`".into()),
+        );
+    }
+    let secrets = match &settings.hf_token {
+        Some(reference) => {
+            let value: SecretString = crate::secrets::Resolver::new(env)
+                .resolve("OVERBRAINER_HF_TOKEN", reference)
+                .await
+                .map_err(|e| RunError::Secret(Box::new(e)))?;
+            vec![("HF_TOKEN".to_owned(), value)]
+        }
+        None => Vec::new(),
+    };
+    let runs_dir = project.runs_dir();
+    std::fs::create_dir_all(&runs_dir).map_err(|source| RunError::Io {
+        path: runs_dir.clone(),
+        source,
+    })?;
+    let executor = target::connect(&target, &runs_dir, env).await?;
+    check_remote_venv(&executor, &target).await?;
+    let exec = |source| RunError::Exec {
+        target: target.name.clone(),
+        source: Box::new(source),
+    };
+
+    // The ID: a free local directory, then a claim on the target (RUN-2, RUN-3).
+    let created = jiff::Timestamp::now();
+    let base = id::base_id(&settings.project.name, created);
+    let owner = format!("{} {:016x}", std::process::id(), rand::random::<u64>());
+    let mut n = 1;
+    let (run_id, local_dir, remote_dir) = loop {
+        let candidate = id::candidate(&base, n);
+        n += 1;
+        let local_dir = runs_dir.join(&candidate);
+        match std::fs::create_dir(&local_dir) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => {
+                return Err(RunError::Io {
+                    path: local_dir,
+                    source,
+                });
+            }
+        }
+        let remote_dir = format!("{}/{candidate}", executor.workdir().trim_end_matches('/'));
+        match executor.claim(&remote_dir, &owner).await {
+            Ok(true) => break (candidate, local_dir, remote_dir),
+            Ok(false) => {
+                let _ = std::fs::remove_dir_all(&local_dir);
+            }
+            Err(error) => {
+                let _ = std::fs::remove_dir_all(&local_dir);
+                return Err(exec(error));
+            }
+        }
+    };
+
+    let merge = training.merge && training.adapter != AdapterKind::Full;
+    let mut record = RunRecord {
+        id: run_id.clone(),
+        created,
+        target: target.name.clone(),
+        target_kind: target.kind,
+        dir: remote_dir.clone(),
+        owner,
+        job: None,
+        state: State::Starting,
+        message: None,
+        snapshots: true,
+        snapshot: None,
+        resumed_from: options.resume_from.clone(),
+        merge,
+        max_steps: None,
+        last_step: None,
+        epoch: None,
+        last_loss: None,
+        last_eval_loss: None,
+        retrieved: false,
+    };
+    record.save(&runs_dir)?;
+
+    let prepared = prepare(&local_dir, &inputs, &yaml);
+    let result = match prepared {
+        Ok(()) => launch(&executor, &target, &record, &local_dir, merge, secrets).await,
+        Err(error) => Err(error),
+    };
+    match result {
+        Ok(job) => {
+            record.job = Some(job);
+            record.state = State::Running;
+            record.save(&runs_dir)?;
+            Ok(Started { record, executor })
+        }
+        Err(error) => {
+            record.state = State::Failed;
+            record.message = Some(format!("start failed: {}", error_chain(&error)));
+            let _ = record.save(&runs_dir);
+            Err(error)
+        }
+    }
+}
+
+/// Writes the start files into the local run directory (RUN-6, RUN-35).
+fn prepare(local_dir: &Path, inputs: &Inputs, yaml: &str) -> Result<(), RunError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| RunError::Io { path, source }
+    };
+    write_atomic(&local_dir.join(AXOLOTL_YAML), yaml.as_bytes())?;
+    write_atomic(&local_dir.join(PLUGIN_FILE), PLUGIN_SOURCE.as_bytes())?;
+    std::fs::copy(&inputs.train, local_dir.join(TRAIN_DATA)).map_err(io(&inputs.train))?;
+    if let Some(eval) = &inputs.eval {
+        std::fs::copy(eval, local_dir.join(EVAL_DATA)).map_err(io(eval))?;
+    }
+    if let Some((name, checkpoint)) = &inputs.resume {
+        let to = local_dir.join(RESUME_DIR).join(name);
+        link_or_copy(checkpoint, &to).map_err(io(&to))?;
+    }
+    Ok(())
+}
+
+/// Uploads (SSH) and starts the job.
+async fn launch(
+    executor: &AnyExecutor,
+    target: &Resolved,
+    record: &RunRecord,
+    local_dir: &Path,
+    merge: bool,
+    secrets: Vec<(String, SecretString)>,
+) -> Result<crate::exec::JobId, RunError> {
+    let exec = |source| RunError::Exec {
+        target: target.name.clone(),
+        source: Box::new(source),
+    };
+    if target.kind != TargetKind::Local {
+        let skip: Vec<String> = NEVER_UPLOADED.iter().map(|s| (*s).to_owned()).collect();
+        executor
+            .upload(local_dir, &record.dir, &skip)
+            .await
+            .map_err(exec)?;
+    }
+    let spec = JobSpec {
+        run_id: record.id.clone(),
+        run_dir: record.dir.clone(),
+        hf_home: target::hf_home(executor),
+        runtime: target.runtime.clone(),
+        secret_names: secrets.iter().map(|(name, _)| name.clone()).collect(),
+    };
+    let mut job = Stages::default().job(&spec, secrets);
+    job.script = job_script(&spec, merge);
+    executor.spawn(&job).await.map_err(exec)
+}
+
+/// An error with its causes, `: `-separated, for `run.json` messages.
+#[must_use]
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_job_script_sets_the_runtime_environment_then_the_stages() {
+        let spec = JobSpec {
+            run_id: "r".into(),
+            run_dir: "/w/r".into(),
+            hf_home: "/w/.hf-cache".into(),
+            runtime: JobRuntime::Native {
+                venv: Some("/opt/venv/".into()),
+            },
+            secret_names: vec![],
+        };
+        let script = job_script(&spec, true);
+        assert!(
+            script.starts_with("PATH='/opt/venv'/bin:\"$PATH\"; export PATH\n"),
+            "{script}"
+        );
+        assert!(script.contains("AXOLOTL_DO_NOT_TRACK:=1"), "{script}");
+        assert!(script.contains("merge-lora"), "{script}");
+        assert!(!job_script(&spec, false).contains("merge-lora"));
+    }
+}

@@ -1,0 +1,150 @@
+//! From a `[targets.<name>]` entry to a connected executor and the job's runtime
+//! (spec/training.md, TGT-1..TGT-7; spec/config.md, table 2.7).
+
+use std::path::Path;
+
+use super::RunError;
+use super::record::TargetKind;
+use crate::config::{EnvSnapshot, Runtime, Settings, SshClient, Target};
+use crate::exec::{
+    AnyExecutor, Executor as _, JobRuntime, LocalExecutor, SshDestination, SshExecutor,
+};
+
+/// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): an `ssh` configuration file
+/// used instead of `~/.ssh/config` (`ssh -F`), since OpenSSH finds `~` through the
+/// password database and not `HOME`.
+pub const SSH_CONFIG_VAR: &str = "OVERBRAINER_TEST_SSH_CONFIG";
+
+/// A resolved target, not yet connected.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// Target name.
+    pub name: String,
+    /// Its kind.
+    pub kind: TargetKind,
+    /// How Axolotl runs there (the tools cache is left unset: no export here).
+    pub runtime: JobRuntime,
+    /// SSH host (`user@host` or an alias), for `ssh` targets.
+    pub host: Option<String>,
+    /// Remote work directory, for `ssh` targets.
+    pub workdir: Option<String>,
+}
+
+fn runtime(
+    runtime: Runtime,
+    venv: Option<&String>,
+    engine: crate::config::Engine,
+    image: &str,
+) -> JobRuntime {
+    match runtime {
+        Runtime::Native => JobRuntime::Native {
+            venv: venv.cloned(),
+        },
+        Runtime::Docker => JobRuntime::Container {
+            engine,
+            image: image.to_owned(),
+            tools_cache: None,
+        },
+    }
+}
+
+/// Resolves target `name` of `settings`.
+///
+/// # Errors
+///
+/// [`RunError::Refused`] for an unknown target, a Runpod target (not supported by this
+/// build), an `ssh` target without its host, or the built-in SSH client (SSH-4).
+pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
+    let Some(target) = settings.targets.get(name) else {
+        let known: Vec<String> = settings.targets.keys().map(|k| format!("`{k}`")).collect();
+        return Err(RunError::Refused(format!(
+            "unknown target `{name}`; declared targets: {}",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    match target {
+        Target::Local(local) => Ok(Resolved {
+            name: name.to_owned(),
+            kind: TargetKind::Local,
+            runtime: runtime(
+                local.runtime,
+                local.venv.as_ref(),
+                local.engine,
+                &local.image,
+            ),
+            host: None,
+            workdir: None,
+        }),
+        Target::Ssh(ssh) => {
+            if settings.ssh_client_for(target) == Some(SshClient::Builtin) {
+                let by = if settings.ssh_client.is_some() {
+                    "`OVERBRAINER_SSH_CLIENT`"
+                } else {
+                    "the target's `ssh_client`"
+                };
+                return Err(RunError::Refused(format!(
+                    "the built-in SSH client, chosen by {by} for target `{name}`, needs a build with the `builtin-ssh` feature; use `ssh_client = \"openssh\"`"
+                )));
+            }
+            let Some(host) = ssh.host.clone() else {
+                return Err(RunError::Refused(format!(
+                    "target `{name}` has no host: set `{}` in `.env`",
+                    crate::config::var_name(&["targets", name, "host"])
+                )));
+            };
+            Ok(Resolved {
+                name: name.to_owned(),
+                kind: TargetKind::Ssh,
+                runtime: runtime(ssh.runtime, ssh.venv.as_ref(), ssh.engine, &ssh.image),
+                host: Some(host),
+                workdir: Some(ssh.workdir.clone()),
+            })
+        }
+        Target::Runpod(_) => Err(RunError::Refused(format!(
+            "target `{name}` is a Runpod target, which this build cannot run yet; use a `local` or `ssh` target"
+        ))),
+    }
+}
+
+/// Connects to `target`: a [`LocalExecutor`] over `runs_dir`, or an [`SshExecutor`]
+/// over one master connection.
+///
+/// # Errors
+///
+/// [`RunError::Exec`] when the target cannot be reached.
+pub async fn connect(
+    target: &Resolved,
+    runs_dir: &Path,
+    env: &EnvSnapshot,
+) -> Result<AnyExecutor, RunError> {
+    let exec = |source| RunError::Exec {
+        target: target.name.clone(),
+        source: Box::new(source),
+    };
+    match (&target.host, &target.workdir) {
+        (Some(host), Some(workdir)) => {
+            let mut destination = SshDestination::new(host);
+            if let Some(config) = env.get(SSH_CONFIG_VAR) {
+                destination.config_file = Some(config.into());
+            }
+            let executor = SshExecutor::connect(destination, workdir)
+                .await
+                .map_err(exec)?;
+            Ok(AnyExecutor::Ssh(executor))
+        }
+        _ => Ok(AnyExecutor::Local(
+            LocalExecutor::new(runs_dir).map_err(exec)?,
+        )),
+    }
+}
+
+/// The target's shared Hugging Face cache (TGT-5): `<workdir>/.hf-cache`, which is
+/// `runs/.hf-cache` for a local target.
+#[must_use]
+pub fn hf_home(executor: &AnyExecutor) -> String {
+    format!("{}/.hf-cache", executor.workdir().trim_end_matches('/'))
+}
