@@ -28,14 +28,12 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         crate::pipeline::questions::run(&session.context, args.topic.as_deref(), args.force),
     )
     .await;
-    if let Some(subtopics) = &reports.subtopics {
-        let code = super::stages::conclude(subtopics);
-        if !subtopics.succeeded()
-            && reports.questions.progress.done == 0
-            && reports.questions.error.is_some()
-        {
-            return Ok(code);
-        }
+    // PIPE-4: the subtopics completed first print their own line; either failing fails
+    // the command.
+    let subtopics_code = reports.subtopics.as_ref().map(super::stages::conclude);
+    let code = super::stages::conclude(&reports.questions);
+    match subtopics_code {
+        Some(sub) if sub != ExitCode::SUCCESS && code == ExitCode::SUCCESS => Ok(sub),
+        _ => Ok(code),
     }
-    Ok(super::stages::conclude(&reports.questions))
 }

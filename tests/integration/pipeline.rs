@@ -1002,3 +1002,39 @@ async fn a_template_error_stops_the_stage_before_any_request() {
     assert_eq!(chats, 0);
     assert!(!project.path().join("data/answers.jsonl").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn questions_first_completes_short_topics_with_their_own_history_line() {
+    let server = MockServer::start().await;
+    mount_generator(&server, Duration::ZERO).await;
+    let project = project(&config("openai", "parent-model", false, ""));
+    project.write(
+        "data/subtopics.jsonl",
+        "{\"topic\":\"rust\",\"subtopic\":\"given\"}\n",
+    );
+    let output = overbrainer(&project, &server, &["questions", "--topic", "rust"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let out = stdout(&output);
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .starts_with("subtopics: 1 done, 0 skipped, 0 failed, 1 added"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("questions: 2 done, 0 skipped, 0 failed, 6 added"),
+        "{out}"
+    );
+    let history = lines(&project, ".overbrainer/history.jsonl");
+    let stages: Vec<&str> = history
+        .iter()
+        .map(|h| h["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["subtopics", "questions"]);
+    assert_eq!(history[0]["input_tokens"], 10);
+    assert_eq!(history[1]["input_tokens"], 20);
+}
