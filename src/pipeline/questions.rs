@@ -144,6 +144,13 @@ fn plan(
     let rejected: Vec<RejectedRecord> = read(ctx, &files.rejected())?;
     let pipeline = &ctx.settings.pipeline;
 
+    let mut by_subtopic: HashMap<(&str, &str), Vec<String>> = HashMap::new();
+    for q in &questions {
+        by_subtopic
+            .entry((q.topic.as_str(), q.subtopic.as_str()))
+            .or_default()
+            .push(q.question.clone());
+    }
     let mut states = HashMap::new();
     let mut work = Vec::new();
     let mut seen = HashSet::new();
@@ -186,11 +193,9 @@ fn plan(
                 Arc::new(tokio::sync::Mutex::new(TopicState { dedup, seeds }))
             })
             .clone();
-        let accepted: Vec<String> = questions
-            .iter()
-            .filter(|q| q.topic == record.topic && q.subtopic == record.subtopic)
-            .map(|q| q.question.clone())
-            .collect();
+        let accepted = by_subtopic
+            .remove(&(record.topic.as_str(), record.subtopic.as_str()))
+            .unwrap_or_default();
         let quota = u64::from(t.questions_per_subtopic);
         if accepted.len() as u64 >= quota {
             *skipped += 1;
