@@ -10,7 +10,7 @@ use super::Context;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Only this topic (a configured `[[topics]]` name).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(super::complete::topics))]
     pub topic: Option<String>,
     /// Discard this stage's output for the selected topics and generate it again.
     #[arg(long)]

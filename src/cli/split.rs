@@ -10,7 +10,7 @@ use super::Context;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print the counts of this topic only (both files always hold every topic).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(super::complete::topics))]
     pub topic: Option<String>,
 }
 
