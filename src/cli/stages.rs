@@ -105,7 +105,7 @@ impl Renderer {
                 self.finish();
                 let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
                 bar.set_style(
-                    ProgressStyle::with_template("{prefix}: [{bar:30}] {pos}/{len} {msg}")
+                    ProgressStyle::with_template("{prefix}: [{bar:20}] {pos}/{len} {msg}")
                         .unwrap_or_else(|_| ProgressStyle::default_bar())
                         .progress_chars("=> "),
                 );
@@ -146,8 +146,8 @@ impl Renderer {
 
 fn progress_text(p: &Progress) -> String {
     format!(
-        "{} in flight, {} retrying ({} retries), {} failed, {} in / {} out tokens, {}",
-        p.in_flight, p.retrying, p.retries, p.failed, p.input_tokens, p.output_tokens, p.cost
+        "{} in flight, {} retrying, {} failed, {}/{} tokens, {}",
+        p.in_flight, p.retrying, p.failed, p.input_tokens, p.output_tokens, p.cost
     )
 }
 
