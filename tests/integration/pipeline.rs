@@ -465,7 +465,7 @@ async fn a_refused_key_midway_stops_answers_and_keeps_what_came() {
 #[tokio::test(flavor = "multi_thread")]
 async fn questions_interrupted_then_resumed_asks_only_for_what_is_missing() {
     let server = MockServer::start().await;
-    mount_generator(&server, Duration::from_millis(300)).await;
+    mount_generator(&server, Duration::from_millis(500)).await;
     let project = project(
         &config("openai", "parent-model", false, "question_batch_size = 1")
             .replace("concurrency = 4", "concurrency = 1"),
