@@ -3,9 +3,9 @@
 //! re-read between stages when `overbrainer.toml` or `.env` changed, and templates at
 //! every stage (RLD-3).
 //!
-//! Training after the split (PIPE-5, with `[training]`) is not wired yet: the training
-//! flow (`runs::`) is not available to call, so with `[training]` `run` says so and exits
-//! non-zero after the split instead of pretending to train.
+//! With a `[training]` section, `run` then starts and follows a training run exactly as
+//! `train` does (the same [`crate::runs`] flow and rendering), and prints where the adapter
+//! and the merged model are (RUN-19).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -13,8 +13,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::Context;
+use super::follow;
 use super::stages::{Session, conclude, conclude_split, drive};
 use crate::pipeline::{answers, questions, split, subtopics};
+use crate::runs::start::{StartOptions, start};
 
 /// Arguments of `run` (none: it always covers every topic, PIPE-5).
 #[derive(Debug, clap::Args)]
@@ -93,11 +95,36 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
     }
 
     reload(ctx, &mut session, &mut last)?;
-    if session.context.settings.training.is_some() {
-        eprintln!(
-            "error: `[training]` is set, but training from `run` is not available in this build; the dataset is ready in `data/`"
-        );
-        return Ok(ExitCode::FAILURE);
+    if session.loaded.settings.training.is_none() {
+        return Ok(ExitCode::SUCCESS);
     }
-    Ok(ExitCode::SUCCESS)
+    train(&session).await
+}
+
+/// Starts and follows a training run as `train` does (PIPE-5); Ctrl-C detaches from it.
+async fn train(session: &Session) -> anyhow::Result<ExitCode> {
+    let options = StartOptions::default();
+    let cancel = session.context.cancel.clone();
+    let (events, mut receiver) = follow::channel();
+    let outcome = follow::drive(&mut receiver, async {
+        let started = start(
+            &session.project,
+            &session.loaded.settings,
+            &session.loaded.env,
+            &options,
+            &events,
+        )
+        .await?;
+        crate::runs::follow::follow(
+            &session.project,
+            &started.executor,
+            started.record,
+            &events,
+            &cancel,
+            false,
+        )
+        .await
+    })
+    .await?;
+    Ok(follow::conclude(&outcome))
 }

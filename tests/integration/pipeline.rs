@@ -4,6 +4,7 @@
 //! (spec/pipeline.md).
 
 use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt as _;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -1037,4 +1038,64 @@ async fn questions_first_completes_short_topics_with_their_own_history_line() {
     assert_eq!(stages, ["subtopics", "questions"]);
     assert_eq!(history[0]["input_tokens"], 10);
     assert_eq!(history[1]["input_tokens"], 20);
+}
+
+/// A stand-in `axolotl` for the chaining test: `train` writes an adapter file into the
+/// output directory named by `axolotl.yaml`, a train and an end metric line (as the
+/// metrics plugin would) and exits 0. It only shows that `run` hands
+/// over to training; real Axolotl runs in the training tests.
+fn stand_in_axolotl(dir: &std::path::Path) -> std::path::PathBuf {
+    let venv = dir.join("venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    let program = venv.join("bin/axolotl");
+    std::fs::write(
+        &program,
+        concat!(
+            "#!/bin/sh\nset -e\n",
+            "out=$(sed -n 's/^output_dir: *//p' \"$2\" | tr -d \"'\\\"\")\n",
+            "mkdir -p \"${out:-output}\"\n",
+            "echo '{}' > \"${out:-output}/adapter_config.json\"\n",
+            "echo '{\"kind\":\"train\",\"ts\":1,\"step\":1,\"max_steps\":1,\"epoch\":1.0,\"loss\":1.5}' >> metrics.jsonl\n",
+            "echo '{\"kind\":\"end\",\"ts\":2,\"step\":1}' >> metrics.jsonl\n",
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    venv
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_trains_after_the_split_when_training_is_configured() {
+    let server = MockServer::start().await;
+    mount_generator(&server, Duration::ZERO).await;
+    mount_parent(&server).await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    let venv = stand_in_axolotl(&project.home());
+    let text = project.read("overbrainer.toml")
+        + &format!(
+            "\n[training]\ntarget = \"here\"\nbase_model = \"/models/tiny\"\nadapter = \"lora\"\n\n[targets.here]\nkind = \"local\"\nvenv = \"{}\"\n",
+            venv.display()
+        );
+    project.write("overbrainer.toml", &text);
+    let output = overbrainer(&project, &server, &["run"]).await;
+    let out = stdout(&output);
+    assert!(
+        out.contains("split: 5 train, 1 eval"),
+        "{}",
+        output_text(&output)
+    );
+    assert!(output.status.success(), "{}", output_text(&output));
+    assert!(out.contains("train: adapter in runs/"), "{out}");
+    let runs: Vec<_> = std::fs::read_dir(project.path().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("run.json").is_file())
+        .collect();
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].join("output/adapter_config.json").is_file());
+    assert_eq!(
+        std::fs::read_to_string(runs[0].join("train.jsonl")).unwrap(),
+        project.read("data/train.jsonl"),
+        "the run did not train on the split it just wrote"
+    );
 }
