@@ -32,12 +32,18 @@ pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
-pub use local::LocalExecutor;
-pub use runtime::{JobRuntime, JobSpec, Stages, TOOLS_ENV, shell_path, stage_command};
+pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
+pub use runtime::{
+    CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
+    TOOLS_ENV, shell_path, stage_command,
+};
 pub use script::{
     GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_status, quote, status_script,
 };
-pub use ssh::{PodEndpoint, SshDestination, SshError, SshExecutor};
+pub use ssh::{
+    CONNECT_TIMEOUT, KEEPALIVE, MASTER_IDLE, PodEndpoint, REQUIRED_TOOLS, SshDestination, SshError,
+    SshExecutor,
+};
 
 use crate::config::Engine;
 
