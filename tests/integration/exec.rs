@@ -298,7 +298,11 @@ async fn a_line_longer_than_the_read_bound_never_stalls_the_tail() -> TestResult
 
 // ---------------------------------------------------------------- secrets
 
+/// The part of the secret searched for everywhere.
 const SECRET: &str = "ob-secret-7f3a9c1e-DISTINCTIVE";
+/// The whole value: blanks at both ends, a backslash, a quote and a `$` must all
+/// reach the job unchanged.
+const SECRET_VALUE: &str = "  ob-secret-7f3a9c1e-DISTINCTIVE \\n 'q' $HOME\t ";
 
 async fn check_secrets(executor: &impl Executor) -> TestResult {
     let dir = format!("{}/run-secret", executor.workdir());
@@ -308,7 +312,7 @@ async fn check_secrets(executor: &impl Executor) -> TestResult {
         "echo started\ni=0; while [ ! -e go ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n\
          printf %s \"$HF_TOKEN\" | sha256sum",
     );
-    command.secrets = vec![("HF_TOKEN".to_owned(), SecretString::from(SECRET))];
+    command.secrets = vec![("HF_TOKEN".to_owned(), SecretString::from(SECRET_VALUE))];
     let started = executor.spawn(&command).await?;
     wait_file(&Path::new(&dir).join(JOB_LOG)).await;
     for entry in std::fs::read_dir("/proc")? {
@@ -325,7 +329,9 @@ async fn check_secrets(executor: &impl Executor) -> TestResult {
     let status = wait_status(executor, &started, JobStatus::is_finished).await;
     assert_eq!(status, JobStatus::Exited(0));
     let log = std::fs::read_to_string(Path::new(&dir).join(JOB_LOG))?;
-    let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(SECRET.as_bytes()));
+    let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+        SECRET_VALUE.as_bytes(),
+    ));
     assert!(log.contains(&hash), "the job got its secret: {log}");
     for file in walk(Path::new(&dir)) {
         let content = std::fs::read(&file).unwrap_or_default();
