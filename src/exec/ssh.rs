@@ -545,6 +545,11 @@ impl Executor for SshExecutor {
             Ok(output) => output,
             Err(source) => return Err(self.failed(&session, source).await),
         };
+        // A refused entry stops the reading, which then breaks the target's `tar`:
+        // the refusal is the cause worth reporting.
+        if let Err(refused @ ExecError::Protocol(_)) = drained {
+            return Err(refused);
+        }
         if !output.status.success() {
             return Err(command_error("download", output.status, &output.stderr));
         }

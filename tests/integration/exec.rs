@@ -731,3 +731,76 @@ async fn an_ssh_job_survives_its_master_and_its_executor() -> TestResult {
     assert_eq!(String::from_utf8_lossy(&log), "waiting\nfinished\n");
     Ok(())
 }
+
+// ---------------------------------------------------------------- hostile streams
+
+/// A tar stream with one 4-byte file at the raw member name `name`.
+fn hostile_stream(name: &[u8]) -> Vec<u8> {
+    let mut header = tar::Header::new_gnu();
+    header.as_gnu_mut().unwrap().name[..name.len()].copy_from_slice(name);
+    header.set_size(4);
+    header.set_mode(0o644);
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_cksum();
+    let mut out = header.as_bytes().to_vec();
+    let mut data = b"evil".to_vec();
+    data.resize(512, 0);
+    out.extend_from_slice(&data);
+    out.extend_from_slice(&[0; 1024]);
+    out
+}
+
+/// A stand-in `tar` that answers every archive request with the stream in `stream`.
+fn hostile_tar(bin: &Path, stream: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(bin)?;
+    let path = bin.join("tar");
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\ncat > /dev/null\ncat '{}'\n", stream.display()),
+    )?;
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+}
+
+async fn check_hostile_streams(executor: &impl Executor, scratch: &Path) -> TestResult {
+    let remote = format!("{}/run-hostile", executor.workdir());
+    std::fs::create_dir_all(&remote)?;
+    std::fs::write(Path::new(&remote).join("file"), "x")?;
+    let escaped = scratch.join("escaped");
+    let escaped_name = format!("../escaped/{}", "x");
+    let absolute_name = path_str(&scratch.join("absolute-escape"));
+    for name in [escaped_name.as_str(), absolute_name.as_str()] {
+        std::fs::write(scratch.join("stream.tar"), hostile_stream(name.as_bytes()))?;
+        let dest = scratch.join("dest");
+        let result = executor
+            .download(&remote, &dest, &["file".to_owned()], &[])
+            .await;
+        assert!(
+            matches!(&result, Err(ExecError::Protocol(message)) if message.contains("outside")),
+            "{name}: {result:?}"
+        );
+        assert!(!escaped.exists(), "{name}");
+        assert!(!scratch.join("absolute-escape").exists(), "{name}");
+        assert!(!Path::new("/absolute-escape").exists());
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_streams_local() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let bin = root.path().join("bin");
+    hostile_tar(&bin, &root.path().join("stream.tar"))?;
+    let executor = local(root.path()).with_path_prefix(&bin);
+    check_hostile_streams(&executor, root.path()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_streams_ssh() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let bin = root.path().join("bin");
+    hostile_tar(&bin, &root.path().join("stream.tar"))?;
+    let sshd = Sshd::start_with(&Options {
+        path_prefix: Some(bin.clone()),
+    });
+    check_hostile_streams(&ssh(&sshd, root.path()).await, root.path()).await
+}
