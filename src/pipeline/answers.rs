@@ -202,43 +202,7 @@ async fn execute(
         ctx.settings.pipeline.concurrency.max(1) as usize
     ));
     let stop = ctx.cancel.child_token();
-    let mut tasks: JoinSet<Option<Reply>> = JoinSet::new();
-    for question in todo {
-        let (permits, stop, tracker) = (permits.clone(), stop.clone(), tracker.clone());
-        let (client, role) = (parent.client.clone(), parent.role.clone());
-        let system = systems.get(&question.topic).cloned();
-        tasks.spawn(async move {
-            let work = async {
-                let _permit = permits.acquire().await.ok()?;
-                if stop.is_cancelled() {
-                    return None;
-                }
-                let guard = tracker.request();
-                let request = ChatRequest {
-                    system: system.map(|s| s.to_string()),
-                    user: question.question.clone(),
-                };
-                let reply = client
-                    .chat(&role, &request, |_| Ok(()), &|e| guard.on_retry(e))
-                    .await;
-                drop(guard);
-                if reply
-                    .result
-                    .as_ref()
-                    .is_err_and(crate::llm::Error::is_fatal)
-                {
-                    // Before the permit is released, so no other request starts.
-                    stop.cancel();
-                }
-                Some((question, reply))
-            };
-            tokio::select! {
-                () = stop.cancelled() => None,
-                reply = work => reply,
-            }
-        });
-    }
-
+    let mut tasks = spawn(tracker, parent, todo, systems, &stop, &permits);
     let mut fatal = None;
     while let Some(first) = tasks.join_next().await {
         let mut batch = vec![first];
@@ -281,6 +245,10 @@ async fn execute(
         if let Err(error) = writer.append_all(&records) {
             stop.cancel();
             tasks.shutdown().await;
+            if let Some(fatal) = &fatal {
+                // PIPE-15: the stop and the failed save are both reported.
+                ctx.emit(Event::Warning(format!("stopped: {fatal}")));
+            }
             return Err(error.into());
         }
         let excluded = records.iter().filter(|r| r.meta.excluded.is_some()).count() as u64;
@@ -295,6 +263,56 @@ async fn execute(
         Some(error) => Err(StageError::Provider(error)),
         None => Ok(()),
     }
+}
+
+/// Spawns one task per question; each waits for a permit, sends its request and hands back
+/// the reply, or nothing once `stop` is cancelled (PIPE-16).
+fn spawn(
+    tracker: &Arc<Tracker>,
+    parent: &RoleClient,
+    todo: Vec<QuestionRecord>,
+    systems: &HashMap<String, Arc<str>>,
+    stop: &tokio_util::sync::CancellationToken,
+    permits: &Arc<Semaphore>,
+) -> JoinSet<Option<Reply>> {
+    let mut tasks: JoinSet<Option<Reply>> = JoinSet::new();
+    for question in todo {
+        let (permits, stop, tracker) = (permits.clone(), stop.clone(), tracker.clone());
+        let (client, role) = (parent.client.clone(), parent.role.clone());
+        let system = systems.get(&question.topic).cloned();
+        tasks.spawn(async move {
+            let work = async {
+                let _permit = permits.acquire().await.ok()?;
+                if stop.is_cancelled() {
+                    return None;
+                }
+                let guard = tracker.request();
+                let request = ChatRequest {
+                    system: system.map(|s| s.to_string()),
+                    user: question.question.clone(),
+                };
+                let reply = client
+                    .chat(&role, &request, |_| Ok(()), &|e| guard.on_retry(e))
+                    .await;
+                drop(guard);
+                if reply
+                    .result
+                    .as_ref()
+                    .is_err_and(crate::llm::Error::is_fatal)
+                {
+                    // Before the permit is released, so no other request starts.
+                    stop.cancel();
+                }
+                Some((question, reply))
+            };
+            tokio::select! {
+                () = stop.cancelled() => None,
+                reply = work => reply,
+            }
+        });
+    }
+
+    tasks
 }
 
 #[cfg(test)]
