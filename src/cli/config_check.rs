@@ -37,14 +37,14 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     for Entry { key, value, source } in entries(&loaded) {
         let top = key.split('.').next().unwrap_or_default().to_owned();
         if section.as_ref().is_some_and(|s| *s != top) {
-            println!();
+            outln!();
         }
         let note = if resolved.contains(&key) {
             ", resolved"
         } else {
             ""
         };
-        println!("{key} = {value}  ({source}{note})");
+        outln!("{key} = {value}  ({source}{note})");
         section = Some(top);
     }
     Ok(ExitCode::SUCCESS)

@@ -72,7 +72,7 @@ impl Renderer {
     fn line(&self, text: &str) {
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
+            None => errln!("{text}"),
         }
     }
 
@@ -124,7 +124,7 @@ impl Renderer {
                     let max = train
                         .max_steps
                         .map_or_else(|| "?".into(), |m| m.to_string());
-                    eprintln!("train: step {}/{max} {text}", train.step);
+                    errln!("train: step {}/{max} {text}", train.step);
                 }
             }
             RunEvent::Eval(eval) => {
@@ -228,12 +228,12 @@ pub(crate) fn summary_line(record: &RunRecord) -> String {
 pub(crate) fn conclude(outcome: &Outcome) -> ExitCode {
     match outcome {
         Outcome::Ended(record) => {
-            println!("{}", summary_line(record));
+            outln!("{}", summary_line(record));
             match record.state {
                 State::Succeeded => {
-                    println!("train: adapter in runs/{}/output", record.id);
+                    outln!("train: adapter in runs/{}/output", record.id);
                     if record.merge {
-                        println!("train: merged model in runs/{}/output/merged", record.id);
+                        outln!("train: merged model in runs/{}/output/merged", record.id);
                     }
                     ExitCode::SUCCESS
                 }
@@ -245,9 +245,10 @@ pub(crate) fn conclude(outcome: &Outcome) -> ExitCode {
             }
         }
         Outcome::Detached { record, reason } => {
-            eprintln!(
+            errln!(
                 "train: detached from run {} ({reason}); the job goes on. Follow it again with:\n  overbrainer train attach {}",
-                record.id, record.id
+                record.id,
+                record.id
             );
             if reason == "interrupted" {
                 ExitCode::from(130)
@@ -265,15 +266,16 @@ pub(crate) fn stopped_lines(record: &RunRecord) {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
-        println!(
+        outln!(
             "train: run {id} stopped at step {step} ({reason}); snapshot checkpoint in runs/{id}/output/{checkpoint}; resume with: overbrainer train --resume-from {id}",
             id = record.id,
             step = snapshot.step,
             checkpoint = snapshot.checkpoint
         );
-        println!(
+        outln!(
             "train: runs/{}/output also holds a partial model at step {}, not a finished model",
-            record.id, snapshot.step
+            record.id,
+            snapshot.step
         );
     }
 }

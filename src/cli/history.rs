@@ -86,16 +86,16 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
-            println!("{text}");
+            outln!("{text}");
         }
         return Ok(ExitCode::SUCCESS);
     }
     let (by_stage, all) = crate::history::totals(&lines);
     for stage in ["subtopics", "questions", "answers", "split"] {
         if let Some(t) = by_stage.get(stage) {
-            println!("{}", totals_line(stage, t));
+            outln!("{}", totals_line(stage, t));
         }
     }
-    println!("{}", totals_line("total", &all));
+    outln!("{}", totals_line("total", &all));
     Ok(ExitCode::SUCCESS)
 }

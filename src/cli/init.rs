@@ -36,21 +36,20 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     };
     let prompts = PROMPTS.map(|t| (t.file_name(), t.default_text()));
     let report = crate::project::init::create(&dir, &prompts)?;
-    println!(
+    outln!(
         "created project `{}` in `{}`",
         report.name,
         report.dir.display()
     );
     for file in &report.written {
-        println!("  wrote {file}");
+        outln!("  wrote {file}");
     }
     if report.gitignore_added > 0 {
-        println!(
-            "  updated .gitignore ({} entries added)",
-            report.gitignore_added
-        );
+        let added = report.gitignore_added;
+        let entries = if added == 1 { "entry" } else { "entries" };
+        outln!("  updated .gitignore ({added} {entries} added)");
     }
-    println!(
+    outln!(
         "next: copy `.env.example` to `.env`, fill in the provider URL and key, then run `overbrainer config check`"
     );
     Ok(ExitCode::SUCCESS)

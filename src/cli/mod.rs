@@ -5,7 +5,11 @@
 //! (or `pub async fn run`), then add one variant to [`Command`] and one arm to
 //! [`dispatch`]. Commands with subcommands (`config check`, `runs ls`) group them in an enum
 //! beside [`Command`]. Only this layer prints: results on stdout, everything else on stderr
-//! (CLI-3).
+//! (CLI-3), through `out`'s macros, which never panic on a closed pipe or a full disk.
+
+// First, so that its macros (`outln!`, `out!`, `errln!`) reach every command below.
+#[macro_use]
+mod out;
 
 pub mod answers;
 pub mod complete;
@@ -120,13 +124,15 @@ pub fn main() -> ExitCode {
     clap_complete::CompleteEnv::with_factory(Cli::command).complete();
     let cli = Cli::parse();
     let env = EnvSnapshot::capture();
-    match run(cli, env) {
+    let code = match run(cli, env) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            errln!("error: {error:#}");
             ExitCode::FAILURE
         }
-    }
+    };
+    // A closed stdout ends quietly; any other failed write of a result fails the command.
+    out::finish(code)
 }
 
 fn run(cli: Cli, env: EnvSnapshot) -> anyhow::Result<ExitCode> {

@@ -44,7 +44,7 @@ fn reload(ctx: &Context, session: &mut Session, last: &mut Stamp) -> anyhow::Res
     let loaded = crate::config::load(session.project.root(), &ctx.env)?;
     session.context.settings = Arc::new(loaded.settings.clone());
     session.loaded = loaded;
-    eprintln!("note: the configuration changed and was reloaded; the next stage uses it");
+    errln!("note: the configuration changed and was reloaded; the next stage uses it");
     Ok(())
 }
 

@@ -39,7 +39,7 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
             for warning in warnings {
                 tracing::warn!("{warning}");
             }
-            print!("{}", table(&records));
+            out!("{}", table(&records));
             Ok(ExitCode::SUCCESS)
         }
         RunsCommand::Logs(args) => {
@@ -61,7 +61,7 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
             let lines: Vec<&str> = text.lines().collect();
             let start = args.tail.map_or(0, |n| lines.len().saturating_sub(n));
             for line in &lines[start..] {
-                println!("{line}");
+                outln!("{line}");
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -182,12 +182,12 @@ pub(crate) fn summary_line(report: &StageReport) -> String {
 
 /// Prints a stage's summary line and its errors; returns its exit status.
 pub(crate) fn conclude(report: &StageReport) -> ExitCode {
-    println!("{}", summary_line(report));
+    outln!("{}", summary_line(report));
     if let Some(error) = &report.error {
-        eprintln!("error: {}", chain(error));
+        errln!("error: {}", chain(error));
     }
     if let Some(error) = &report.history_error {
-        eprintln!("error: {}", chain(error));
+        errln!("error: {}", chain(error));
     }
     exit_code(report.status, report.succeeded())
 }
@@ -243,12 +243,12 @@ pub(crate) fn split_line(report: &SplitReport) -> String {
 
 /// Prints `split`'s line and errors; returns its exit status.
 pub(crate) fn conclude_split(report: &SplitReport) -> ExitCode {
-    println!("{}", split_line(report));
+    outln!("{}", split_line(report));
     if let Some(error) = &report.error {
-        eprintln!("error: {}", chain(error));
+        errln!("error: {}", chain(error));
     }
     if let Some(error) = &report.history_error {
-        eprintln!("error: {}", chain(error));
+        errln!("error: {}", chain(error));
     }
     if report.succeeded() {
         ExitCode::SUCCESS

@@ -41,13 +41,14 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     .await?;
     match outcome {
         CancelOutcome::Cancelled(record) => {
-            println!("{}", follow::summary_line(&record));
+            outln!("{}", follow::summary_line(&record));
             Ok(ExitCode::SUCCESS)
         }
         CancelOutcome::AlreadyEnded { record, found } => {
-            println!(
+            outln!(
                 "train: the job of run {} had already ended ({found}) and was not signalled; collect it with: overbrainer train attach {}",
-                record.id, record.id
+                record.id,
+                record.id
             );
             Ok(ExitCode::FAILURE)
         }

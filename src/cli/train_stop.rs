@@ -53,7 +53,7 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 || "another overbrainer process".to_owned(),
                 |pid| format!("overbrainer process {pid}"),
             );
-            println!(
+            outln!(
                 "train: snapshot requested for run {}; {holder} holds the project and records the stop",
                 record.id
             );

@@ -42,7 +42,22 @@ pub enum InitError {
         /// The directory.
         dir: PathBuf,
     },
-    /// Reading or writing failed.
+    /// A path `init` must create a directory at, or `-C DIR`, is a file.
+    #[error("`{}` is a file, not a directory; nothing was written", .path.display())]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// An existing file `init` must read (`.gitignore`) cannot be read; nothing was written.
+    #[error("cannot read `{}`; nothing was written", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing failed.
     #[error("cannot write `{}`", .path.display())]
     Io {
         /// The file or directory.
@@ -77,27 +92,29 @@ pub fn files(name: &str, prompts: &[PromptFile]) -> Vec<(String, String)> {
 }
 
 /// Creates the project in `dir` (creating `dir` when missing), with `prompts` under
-/// `prompts/`.
+/// `prompts/`. Every target path is checked first (nothing exists at a file's place,
+/// `prompts` is a directory when present, an existing `.gitignore` is a readable UTF-8 file),
+/// so a refusal leaves the disk as it was.
 ///
 /// # Errors
 ///
-/// [`InitError::Exists`] naming the first file that exists (before writing anything),
-/// [`InitError::NoName`], or [`InitError::Io`].
+/// [`InitError::NotADirectory`] when `dir` or `prompts` is a file, [`InitError::Exists`]
+/// naming the first file that exists, [`InitError::Read`] for a `.gitignore` that cannot be
+/// read (a directory, not UTF-8), [`InitError::NoName`], or [`InitError::Io`] when writing
+/// fails.
 pub fn create(dir: &Path, prompts: &[PromptFile]) -> Result<Report, InitError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| InitError::Io { path, source }
     };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let absolute = dir.canonicalize().map_err(io(dir))?;
-    let name = absolute
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| InitError::NoName {
-            dir: dir.to_owned(),
-        })?
-        .to_owned();
+    not_a_directory(dir)?;
+    let prompts_dir = dir.join("prompts");
+    not_a_directory(&prompts_dir)?;
+    let gitignore = dir.join(".gitignore");
+    let existing = read_gitignore(&gitignore)?;
+    let (merged, added) = merge_gitignore(&existing);
+    // Checked before creating `dir`, so that a refusal creates nothing either.
+    let name = project_name(dir)?;
     let files = files(&name, prompts);
     for (relative, _) in &files {
         let path = dir.join(relative);
@@ -105,6 +122,7 @@ pub fn create(dir: &Path, prompts: &[PromptFile]) -> Result<Report, InitError> {
             return Err(InitError::Exists { path });
         }
     }
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mut written = Vec::new();
     for (relative, text) in &files {
         let path = dir.join(relative);
@@ -114,18 +132,6 @@ pub fn create(dir: &Path, prompts: &[PromptFile]) -> Result<Report, InitError> {
         std::fs::write(&path, text).map_err(io(&path))?;
         written.push(relative.clone());
     }
-    let gitignore = dir.join(".gitignore");
-    let existing = match std::fs::read_to_string(&gitignore) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            return Err(InitError::Io {
-                path: gitignore,
-                source,
-            });
-        }
-    };
-    let (merged, added) = merge_gitignore(&existing);
     if added > 0 {
         std::fs::write(&gitignore, merged).map_err(io(&gitignore))?;
     }
@@ -137,19 +143,98 @@ pub fn create(dir: &Path, prompts: &[PromptFile]) -> Result<Report, InitError> {
     })
 }
 
+/// Refuses `path` when something other than a directory is there (a missing path is fine).
+fn not_a_directory(path: &Path) -> Result<(), InitError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => Err(InitError::NotADirectory {
+            path: path.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The text of an existing `.gitignore`, empty when there is none.
+fn read_gitignore(path: &Path) -> Result<String, InitError> {
+    let read = |source| InitError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    match std::fs::metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(source) => return Err(read(source)),
+        Ok(meta) if !meta.is_file() => {
+            return Err(read(std::io::Error::other("it is not a regular file")));
+        }
+        Ok(_) => {}
+    }
+    let bytes = std::fs::read(path).map_err(read)?;
+    String::from_utf8(bytes).map_err(|_| read(std::io::Error::other("it is not valid UTF-8")))
+}
+
+/// The project name: the last component of `dir` made absolute (`dir` may not exist yet).
+fn project_name(dir: &Path) -> Result<String, InitError> {
+    let absolute = match dir.canonicalize() {
+        Ok(path) => path,
+        Err(_) => std::path::absolute(dir).map_err(|source| InitError::Io {
+            path: dir.to_owned(),
+            source,
+        })?,
+    };
+    absolute
+        .components()
+        .next_back()
+        .and_then(|c| match c {
+            std::path::Component::Normal(name) => name.to_str(),
+            _ => None,
+        })
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| InitError::NoName {
+            dir: dir.to_owned(),
+        })
+}
+
+/// Whether git ignores `entry` after `lines`: the last exact mention wins, `!entry`
+/// un-ignores (gitignore(5): a later negation re-includes; leading spaces are part of the
+/// pattern, trailing spaces are not).
+fn ignored(lines: &[&str], entries: &[&str]) -> bool {
+    let mut ignored = false;
+    for line in lines {
+        if entries.contains(line) {
+            ignored = true;
+        } else if line
+            .strip_prefix('!')
+            .is_some_and(|negated| entries.contains(&negated))
+        {
+            ignored = false;
+        }
+    }
+    ignored
+}
+
 /// `.gitignore` text with the missing [`GITIGNORE_ENTRIES`] appended, and how many were
-/// added. Existing lines are kept as they are; any of `.overbrainer`, `.overbrainer/`,
-/// `/.overbrainer`, `/.overbrainer/` counts as ignoring the state directory (CLI-10).
+/// added. Existing lines are kept as they are. An entry counts as present only when git
+/// ignores it after the whole file: an exact line (`.env`, `/.env`; any of `.overbrainer`,
+/// `.overbrainer/`, `/.overbrainer`, `/.overbrainer/` for the state directory, CLI-10) not
+/// followed by its negation (`!.env`). Leading spaces make another pattern for git, so
+/// `  .env` does not count.
 #[must_use]
 pub fn merge_gitignore(existing: &str) -> (String, usize) {
-    let lines: Vec<&str> = existing.lines().map(str::trim).collect();
-    let has_env = lines.contains(&".env") || lines.contains(&"/.env");
-    let has_state = lines.iter().any(|l| {
-        matches!(
-            *l,
-            ".overbrainer" | ".overbrainer/" | "/.overbrainer" | "/.overbrainer/"
-        )
-    });
+    // gitignore(5): trailing spaces are ignored (unless escaped), leading ones are not.
+    let lines: Vec<&str> = existing
+        .lines()
+        .map(|l| l.trim_end_matches([' ', '\r']))
+        .collect();
+    let has_env = ignored(&lines, &[".env", "/.env"]);
+    let has_state = ignored(
+        &lines,
+        &[
+            ".overbrainer",
+            ".overbrainer/",
+            "/.overbrainer",
+            "/.overbrainer/",
+        ],
+    );
     let mut merged = existing.to_owned();
     let mut added = 0;
     for (present, entry) in [
@@ -192,6 +277,105 @@ mod tests {
             let text = format!("# mine\n.env\n{state}\n");
             assert_eq!(merge_gitignore(&text), (text.clone(), 0));
         }
+    }
+
+    #[test]
+    fn gitignore_merge_counts_only_entries_git_honours() {
+        // Leading spaces make another pattern; trailing spaces and CR do not.
+        assert_eq!(
+            merge_gitignore("  .env\n/.overbrainer/\n"),
+            ("  .env\n/.overbrainer/\n.env\n".to_owned(), 1)
+        );
+        assert_eq!(merge_gitignore(".env  \r\n/.overbrainer/\n").1, 0);
+        // A later negation un-ignores: append again, after it.
+        assert_eq!(
+            merge_gitignore(".env\n/.overbrainer/\n!.env\n"),
+            (".env\n/.overbrainer/\n!.env\n.env\n".to_owned(), 1)
+        );
+        assert_eq!(
+            merge_gitignore(".overbrainer\n!/.overbrainer/\n.env\n").1,
+            1
+        );
+        // A negation followed by the entry again is ignored.
+        assert_eq!(merge_gitignore("!.env\n.env\n.overbrainer\n").1, 0);
+    }
+
+    fn prompt() -> Vec<PromptFile> {
+        vec![("p.txt", "text")]
+    }
+
+    /// Every file and directory under `dir`, relative and sorted.
+    fn tree(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        for entry in walk(dir) {
+            out.push(entry.strip_prefix(dir).unwrap().display().to_string());
+        }
+        out.sort();
+        out
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            }
+            out.push(path);
+        }
+        out
+    }
+
+    #[test]
+    fn init_refusals_write_nothing() {
+        let temp = tempfile::tempdir().unwrap();
+        // `.gitignore` is a directory.
+        let dir = temp.path().join("d");
+        std::fs::create_dir_all(dir.join(".gitignore")).unwrap();
+        let error = create(&dir, &prompt()).unwrap_err();
+        assert!(matches!(error, InitError::Read { .. }), "{error}");
+        assert!(error.to_string().starts_with("cannot read"), "{error}");
+        assert_eq!(tree(&dir), [".gitignore"]);
+        // `.gitignore` is not UTF-8: it cannot be read (not "written").
+        let dir = temp.path().join("e");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join(".gitignore"), b"\xff\xfe.env\n").unwrap();
+        let error = create(&dir, &prompt()).unwrap_err();
+        let text = format!("{error}: {}", std::error::Error::source(&error).unwrap());
+        assert!(
+            text.contains("cannot read") && text.contains("UTF-8"),
+            "{text}"
+        );
+        assert_eq!(tree(&dir), [".gitignore"]);
+        // `prompts` is a file.
+        let dir = temp.path().join("f");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("prompts"), "").unwrap();
+        let error = create(&dir, &prompt()).unwrap_err();
+        assert!(matches!(error, InitError::NotADirectory { .. }), "{error}");
+        assert_eq!(tree(&dir), ["prompts"]);
+        // The project path is a file.
+        let file = temp.path().join("somefile");
+        std::fs::write(&file, "x").unwrap();
+        let error = create(&file, &prompt()).unwrap_err();
+        assert!(
+            error.to_string().contains("is a file, not a directory"),
+            "{error}"
+        );
+        // A prompt file exists: nothing else is written, and a missing dir is not created.
+        let dir = temp.path().join("g");
+        std::fs::create_dir_all(dir.join("prompts")).unwrap();
+        std::fs::write(dir.join("prompts/p.txt"), "mine").unwrap();
+        assert!(matches!(
+            create(&dir, &prompt()).unwrap_err(),
+            InitError::Exists { .. }
+        ));
+        assert_eq!(tree(&dir), ["prompts", "prompts/p.txt"]);
+        // And a good one still works.
+        let dir = temp.path().join("new/h");
+        let report = create(&dir, &prompt()).unwrap();
+        assert_eq!(report.name, "h");
+        assert_eq!(report.gitignore_added, 2);
     }
 
     /// The template with its commented-out blocks (those starting `# [`) switched on.

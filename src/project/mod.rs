@@ -28,6 +28,12 @@ pub enum ProjectError {
         /// The directory.
         dir: PathBuf,
     },
+    /// The path exists but is a file (or something else), not a directory.
+    #[error("`{}` is a file, not a directory; pass the project directory to `-C`", .dir.display())]
+    NotADirectory {
+        /// The path.
+        dir: PathBuf,
+    },
     /// No `overbrainer.toml` in the directory (LAY-1).
     #[error("no `overbrainer.toml` found in `{}`; run `overbrainer init` there or pass `-C DIR`", .dir.display())]
     NotAProject {
@@ -42,11 +48,15 @@ impl Project {
     /// # Errors
     ///
     /// [`ProjectError::NoDirectory`] when `dir` does not exist,
+    /// [`ProjectError::NotADirectory`] when it is a file,
     /// [`ProjectError::NotAProject`] when it holds no `overbrainer.toml`.
     pub fn open(dir: &Path) -> Result<Self, ProjectError> {
         if !dir.is_dir() {
-            return Err(ProjectError::NoDirectory {
-                dir: dir.to_owned(),
+            let dir = dir.to_owned();
+            return Err(if dir.exists() {
+                ProjectError::NotADirectory { dir }
+            } else {
+                ProjectError::NoDirectory { dir }
             });
         }
         if !dir.join(FILE_NAME).exists() {
@@ -144,6 +154,15 @@ mod tests {
             ProjectError::NoDirectory { .. }
         ));
         assert!(!missing.exists());
+
+        let file = dir.path().join("somefile");
+        std::fs::write(&file, "").unwrap();
+        let error = Project::open(&file).unwrap_err();
+        assert!(matches!(error, ProjectError::NotADirectory { .. }));
+        assert!(
+            error.to_string().contains("is a file, not a directory"),
+            "{error}"
+        );
 
         std::fs::write(dir.path().join(FILE_NAME), "").unwrap();
         let project = Project::open(dir.path()).unwrap();

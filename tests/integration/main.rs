@@ -11,6 +11,8 @@ mod sshd;
 
 // Ground: settings, `.env`, environment layering, secrets, `init`, `config check`.
 mod config;
+// Front end: checked writes to stdout (closed pipe, full disk) and `init` refusing cleanly.
+mod output;
 // Ground: the project lock held by a second process.
 mod lock;
 // Execution: one executor conformance suite on the local target and on a real `sshd`:
