@@ -1,10 +1,10 @@
 # The two entry points of a fresh machine (see README.md):
-#   make demo   build, write an example project, check its configuration
+#   make demo   build, set up Axolotl and the tiny model (once), train the demo project
 #   make test   install what the tests need (as root), then run every test
 CARGO ?= cargo
 BIN := target/debug/overbrainer
 
-.PHONY: all build test test-deps demo lint
+.PHONY: all build test test-deps training-env demo lint
 
 all: build
 
@@ -14,17 +14,26 @@ build:
 test-deps:
 	@scripts/test-deps.sh
 
+# The Axolotl 0.19.0 venv and the tiny model, in the user's cache, built only when missing.
+training-env:
+	@scripts/training-env.sh >/dev/null
+
 # `cargo test` builds the library, the binary, the examples (the lock tests run one) and
 # runs unit, integration and doc tests.
-test: test-deps
+test: test-deps training-env
 	$(CARGO) test
 
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
+# Trains the demo project (examples/demo) on this machine's CPU with real Axolotl, then
+# prints where the adapter and the merged model are.
 demo: build
-	@dir=$$(mktemp -d) && \
-	  echo "demo: project in $$dir/demo" && \
-	  $(BIN) init "$$dir/demo" && \
-	  $(BIN) -C "$$dir/demo" config check
+	@eval "$$(scripts/training-env.sh)" && \
+	  echo "demo: training examples/demo on the CPU (base model $$TINY_MODEL)" && \
+	  OVERBRAINER_TRAINING__BASE_MODEL="$$TINY_MODEL" \
+	  OVERBRAINER_TARGETS__LOCAL__VENV="$$AXOLOTL_VENV" \
+	  CUDA_VISIBLE_DEVICES="" HF_HUB_OFFLINE=1 \
+	  $(BIN) -C examples/demo train && \
+	  echo "demo: adapter and merged model under examples/demo/runs/ (listed by: $(BIN) -C examples/demo runs ls)"

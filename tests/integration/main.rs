@@ -20,3 +20,6 @@ mod lock;
 mod exec;
 // Flows: the dataset pipeline against stand-in providers (openai and anthropic protocols).
 mod pipeline;
+// Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`; the
+// container runtime with a stand-in engine; refusals before a start.
+mod training;

@@ -1,0 +1,802 @@
+//! Training runs end to end with the real stack: real Axolotl 0.19 on the CPU training the
+//! demo's tiny model, the real `overbrainer` binary, a local target and an SSH target
+//! served by a real `sshd` on 127.0.0.1 (spec/training.md; issue 4, tests 1..7), plus the
+//! container runtime with a stand-in engine on `PATH` and the refusals before a start.
+//!
+//! The Axolotl venv and the tiny model come from `scripts/training-env.sh` (what `make
+//! test` runs first): it builds them once per machine, outside the checkout. Each run is a
+//! few optimizer steps so the suite stays within minutes.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::sshd::{Options, Sshd};
+use crate::util::{TestProject, output_text};
+
+/// How long a run may take to reach an awaited state on this small shared machine.
+const DEADLINE: Duration = Duration::from_secs(600);
+
+/// The Axolotl venv and the tiny model, from `scripts/training-env.sh`.
+struct TrainingEnv {
+    venv: PathBuf,
+    model: PathBuf,
+}
+
+fn training_env() -> &'static TrainingEnv {
+    static ENV: OnceLock<TrainingEnv> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/training-env.sh");
+        let output = std::process::Command::new(&script)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("scripts/training-env.sh");
+        assert!(
+            output.status.success(),
+            "scripts/training-env.sh failed: run `make test`, which installs the Axolotl venv"
+        );
+        let text = String::from_utf8_lossy(&output.stdout);
+        let value = |key: &str| {
+            let line = text
+                .lines()
+                .find_map(|line| line.strip_prefix(&format!("{key}=")));
+            PathBuf::from(line.unwrap_or_else(|| panic!("no {key} in {text}")))
+        };
+        TrainingEnv {
+            venv: value("AXOLOTL_VENV"),
+            model: value("TINY_MODEL"),
+        }
+    })
+}
+
+fn current_user() -> String {
+    let output = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// A training project: the demo data, a `local` target and, with an `sshd`, a `remote`
+/// target reaching it.
+struct Training {
+    project: TestProject,
+    extra_env: Vec<(String, String)>,
+    _sshd: Option<Sshd>,
+}
+
+/// What a training project is made of.
+struct Setup<'a> {
+    max_steps: u32,
+    merge: bool,
+    base_model: Option<&'a str>,
+    venv: Option<&'a Path>,
+    ssh: Option<Options>,
+    runtime: &'a str,
+    engine: &'a str,
+    extra: &'a str,
+}
+
+impl Default for Setup<'_> {
+    fn default() -> Self {
+        Self {
+            max_steps: 4,
+            merge: true,
+            base_model: None,
+            venv: None,
+            ssh: None,
+            runtime: "native",
+            engine: "docker",
+            extra: "",
+        }
+    }
+}
+
+impl Training {
+    fn new(setup: &Setup<'_>) -> Self {
+        let env = training_env();
+        let model = setup
+            .base_model
+            .map_or_else(|| env.model.to_string_lossy().into_owned(), str::to_owned);
+        let venv = setup
+            .venv
+            .unwrap_or(&env.venv)
+            .to_string_lossy()
+            .into_owned();
+        let mut config = format!(
+            r#"[project]
+name = "tiny test"
+
+[training]
+target = "local"
+base_model = "{model}"
+adapter = "lora"
+epochs = 1
+learning_rate = 1e-3
+lora_r = 4
+lora_alpha = 8
+sequence_len = 256
+micro_batch_size = 8
+gradient_accumulation_steps = 1
+optimizer = "adamw_torch"
+sample_packing = false
+evals_per_epoch = 1
+saves_per_epoch = 1
+merge = {merge}
+
+[training.axolotl_extra]
+max_steps = {max_steps}
+bf16 = false
+fp16 = false
+tf32 = false
+lora_mlp_kernel = false
+lora_qkv_kernel = false
+lora_o_kernel = false
+{extra}
+[targets.local]
+kind = "local"
+runtime = "{runtime}"
+venv = "{venv}"
+engine = "{engine}"
+"#,
+            merge = setup.merge,
+            max_steps = setup.max_steps,
+            runtime = setup.runtime,
+            engine = setup.engine,
+            extra = setup.extra,
+        );
+        let mut extra_env = Vec::new();
+        let project = TestProject::empty();
+        let sshd = setup.ssh.as_ref().map(|options| {
+            let sshd = Sshd::start_with(options);
+            let workdir = project.home().join("remote-work");
+            std::fs::create_dir_all(&workdir).unwrap();
+            let _ = write!(
+                config,
+                "\n[targets.remote]\nkind = \"ssh\"\nruntime = \"native\"\nvenv = \"{venv}\"\nworkdir = \"{}\"\n",
+                workdir.display()
+            );
+            let ssh_config = project.home().join("ssh_config");
+            std::fs::write(
+                &ssh_config,
+                format!(
+                    "Host obtarget\n  HostName 127.0.0.1\n  Port {}\n  User {}\n  IdentityFile {dir}/client_key\n  IdentitiesOnly yes\n  UserKnownHostsFile {dir}/known_hosts\n  BatchMode yes\n  LogLevel ERROR\n",
+                    sshd.port(),
+                    current_user(),
+                    dir = sshd.dir().display()
+                ),
+            )
+            .unwrap();
+            extra_env.push((
+                "OVERBRAINER_TEST_SSH_CONFIG".to_owned(),
+                ssh_config.to_string_lossy().into_owned(),
+            ));
+            extra_env.push((
+                "OVERBRAINER_TARGETS__REMOTE__HOST".to_owned(),
+                "obtarget".to_owned(),
+            ));
+            sshd
+        });
+        project.write("overbrainer.toml", &config);
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/data");
+        for name in ["train.jsonl", "eval.jsonl"] {
+            project.write(
+                &format!("data/{name}"),
+                &std::fs::read_to_string(data.join(name)).unwrap(),
+            );
+        }
+        Self {
+            project,
+            extra_env,
+            _sshd: sshd,
+        }
+    }
+
+    /// `overbrainer -C <project>` for a CPU run.
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut cmd = self.project.cmd();
+        cmd.env("CUDA_VISIBLE_DEVICES", "")
+            .env("HF_HUB_OFFLINE", "1")
+            .timeout(DEADLINE);
+        for (key, value) in &self.extra_env {
+            cmd.env(key, value);
+        }
+        cmd
+    }
+
+    /// The same command as a background process.
+    fn spawn(&self, args: &[&str]) -> Child {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_overbrainer"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.project.home())
+            .env("CUDA_VISIBLE_DEVICES", "")
+            .env("HF_HUB_OFFLINE", "1")
+            .arg("-C")
+            .arg(self.project.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (key, value) in &self.extra_env {
+            cmd.env(key, value);
+        }
+        cmd.spawn().expect("spawn overbrainer")
+    }
+
+    fn runs(&self) -> PathBuf {
+        self.project.path().join("runs")
+    }
+
+    /// IDs of the runs, sorted.
+    fn run_ids(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.runs()) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().join("run.json").exists())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    fn record(&self, id: &str) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.runs().join(id).join("run.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Waits for the only run to be recorded `running` with a job.
+    fn wait_running(&self, child: &mut Child) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(id) = self.run_ids().into_iter().next() {
+                let record = self.record(&id);
+                if record["state"] == "running" && !record["job"].is_null() {
+                    return id;
+                }
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut stderr = String::new();
+                if let Some(mut pipe) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+                }
+                panic!("train ended early ({status}): {stderr}");
+            }
+            assert!(Instant::now() < deadline, "no running run");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Waits for a background command and returns its output.
+fn finish(child: Child) -> std::process::Output {
+    child.wait_with_output().expect("wait")
+}
+
+fn assert_file(path: &Path) {
+    assert!(path.is_file(), "missing {}", path.display());
+}
+
+fn assert_merged_run(training: &Training, id: &str) {
+    let run = training.runs().join(id);
+    assert_file(&run.join("output/adapter_model.safetensors"));
+    assert_file(&run.join("output/adapter_config.json"));
+    assert_file(&run.join("output/merged/model.safetensors"));
+    assert_file(&run.join("output/merged/config.json"));
+    assert_file(&run.join("metrics.jsonl"));
+    assert_file(&run.join("job.log"));
+    let record = training.record(id);
+    assert_eq!(record["state"], "succeeded", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+    assert!(record["last_loss"].is_f64(), "{record}");
+}
+
+/// Whether a process group is still alive.
+fn group_alive(pid: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", "--", &format!("-{pid}")])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+// Issue 4, test 1.
+#[test]
+fn a_local_native_run_with_merge_succeeds() {
+    let training = Training::new(&Setup::default());
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    let ids = training.run_ids();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let id = &ids[0];
+    assert!(id.starts_with("tiny_test_"), "{id}");
+    assert_merged_run(&training, id);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("train: {id} succeeded step 4/4")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("runs/{id}/output/merged")),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for phase in [
+        "train: training",
+        "train: merging adapter",
+        "train: retrieving results",
+        "train: system ",
+    ] {
+        assert!(stderr.contains(phase), "{phase}: {stderr}");
+    }
+    // The YAML kept as written; the plugin and the data copies in the run directory.
+    let run = training.runs().join(id);
+    assert!(
+        std::fs::read_to_string(run.join("axolotl.yaml"))
+            .unwrap()
+            .contains("overbrainer_metrics.MetricsPlugin")
+    );
+    assert_file(&run.join("overbrainer_metrics.py"));
+    assert_file(&run.join("train.jsonl"));
+    let ls = training.cmd().args(["runs", "ls"]).output().unwrap();
+    let ls_text = String::from_utf8_lossy(&ls.stdout);
+    let row = ls_text
+        .lines()
+        .find(|l| l.starts_with(id.as_str()))
+        .unwrap_or_else(|| panic!("{ls_text}"));
+    assert!(row.contains("succeeded"), "{row}");
+    let loss = training.record(id)["last_loss"].as_f64().unwrap();
+    assert!(row.contains(&format!("{loss:.4}")), "{row}");
+    let job_log = training
+        .cmd()
+        .args(["runs", "logs", id, "--tail", "2"])
+        .output()
+        .unwrap();
+    assert!(job_log.status.success());
+    assert_eq!(String::from_utf8_lossy(&job_log.stdout).lines().count(), 2);
+}
+
+// Issue 4, test 2.
+#[test]
+fn an_ssh_run_with_merge_succeeds() {
+    let training = Training::new(&Setup {
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    });
+    let output = training
+        .cmd()
+        .args(["train", "--target", "remote"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", output_text(&output));
+    let ids = training.run_ids();
+    let id = &ids[0];
+    assert_merged_run(&training, id);
+    assert_eq!(training.record(id)["target_kind"], "ssh");
+    // Intermediate checkpoints stay on the target.
+    let local_output = training.runs().join(id).join("output");
+    assert!(
+        !std::fs::read_dir(&local_output).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("checkpoint-")),
+        "a checkpoint came back"
+    );
+    let remote = training.project.home().join("remote-work").join(id);
+    assert!(remote.join("output/merged/model.safetensors").is_file());
+}
+
+// Issue 4, test 3.
+#[test]
+fn a_stopped_run_resumes_on_the_other_target() {
+    let training = Training::new(&Setup {
+        max_steps: 6,
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    });
+    let mut follower = training.spawn(&["train"]);
+    let id = training.wait_running(&mut follower);
+    // The follower holds the project: `train stop` only places the request (RUN-33).
+    let stop = training
+        .cmd()
+        .args(["train", "stop", &id])
+        .output()
+        .unwrap();
+    assert!(stop.status.success(), "{}", output_text(&stop));
+    assert!(String::from_utf8_lossy(&stop.stdout).contains("snapshot requested"));
+    let output = finish(follower);
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    let record = training.record(&id);
+    assert_eq!(record["state"], "stopped", "{record}\n{text}");
+    let snapshot_step = record["snapshot"]["step"].as_u64().unwrap();
+    let checkpoint = record["snapshot"]["checkpoint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(checkpoint, format!("checkpoint-{snapshot_step}"));
+    assert_eq!(record["snapshot"]["reason"], "requested");
+    assert!(snapshot_step < 6, "{record}");
+    let run = training.runs().join(&id);
+    assert_file(&run.join(format!("output/{checkpoint}/optimizer.pt")));
+    assert!(
+        !run.join("output/merged").exists(),
+        "a stopped run is not merged"
+    );
+    assert!(
+        text.contains(&format!("overbrainer train --resume-from {id}")),
+        "{text}"
+    );
+    let ls = training.cmd().args(["runs", "ls"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&ls.stdout).contains(&format!("snapshot at step {snapshot_step}"))
+    );
+
+    let resumed = training
+        .cmd()
+        .args(["train", "--resume-from", &id, "--target", "remote"])
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", output_text(&resumed));
+    let new_id = training.run_ids().into_iter().find(|i| *i != id).unwrap();
+    assert_merged_run(&training, &new_id);
+    let record = training.record(&new_id);
+    assert_eq!(record["resumed_from"], id.as_str());
+    let metrics =
+        std::fs::read_to_string(training.runs().join(&new_id).join("metrics.jsonl")).unwrap();
+    let steps: Vec<u64> = metrics
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "train")
+        .map(|v| v["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps.first().copied(), Some(snapshot_step + 1), "{metrics}");
+    assert_eq!(steps.last().copied(), Some(6), "{metrics}");
+    assert!(
+        std::fs::read_to_string(training.runs().join(&new_id).join("axolotl.yaml"))
+            .unwrap()
+            .contains(&format!(
+                "resume_from_checkpoint: \"./resume/{checkpoint}\""
+            ))
+    );
+}
+
+// Issue 4, test 4.
+#[test]
+fn a_cancelled_run_leaves_no_process_and_keeps_its_artifacts() {
+    let training = Training::new(&Setup {
+        max_steps: 400,
+        ..Setup::default()
+    });
+    let mut follower = training.spawn(&["train"]);
+    let id = training.wait_running(&mut follower);
+    let pid = training.record(&id)["job"]["pid"].as_u64().unwrap();
+    let pid = u32::try_from(pid).unwrap();
+    assert!(group_alive(pid));
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    assert!(cancel.status.success(), "{}", output_text(&cancel));
+    assert!(String::from_utf8_lossy(&cancel.stdout).contains("cancelled"));
+    assert!(!group_alive(pid), "the job's process group is still alive");
+    let output = finish(follower);
+    assert!(!output.status.success(), "{}", output_text(&output));
+    let record = training.record(&id);
+    assert_eq!(record["state"], "cancelled", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+    assert_file(&training.runs().join(&id).join("job.log"));
+    // A second cancel changes nothing and says why.
+    let again = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(output_text(&again).contains("already ended as cancelled"));
+}
+
+// Issue 4, test 5.
+#[test]
+fn the_job_survives_a_killed_follower_and_attach_collects_it() {
+    let training = Training::new(&Setup::default());
+    let mut follower = training.spawn(&["train"]);
+    let id = training.wait_running(&mut follower);
+    follower.kill().unwrap(); // SIGKILL
+    let _ = follower.wait();
+    let pid = u32::try_from(training.record(&id)["job"]["pid"].as_u64().unwrap()).unwrap();
+    assert!(group_alive(pid) || training.runs().join(&id).join("exit_code").exists());
+    assert_eq!(training.record(&id)["state"], "running");
+    let attach = training
+        .cmd()
+        .args(["train", "attach", &id])
+        .output()
+        .unwrap();
+    assert!(attach.status.success(), "{}", output_text(&attach));
+    assert_merged_run(&training, &id);
+    // Attaching to a finished run prints its summary again.
+    let again = training
+        .cmd()
+        .args(["train", "attach", &id])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stdout).contains("succeeded"));
+}
+
+// Issue 4, test 6.
+#[test]
+fn a_job_that_fails_points_at_its_log() {
+    let training = Training::new(&Setup {
+        base_model: Some("/nonexistent/base-model"),
+        ..Setup::default()
+    });
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    let id = &training.run_ids()[0];
+    let record = training.record(id);
+    assert_eq!(record["state"], "failed", "{record}");
+    let message = record["message"].as_str().unwrap();
+    assert!(message.contains("exited with code"), "{message}");
+    assert!(
+        message.contains(&format!("runs/{id}/job.log` lines")),
+        "{message}"
+    );
+    assert!(text.contains(message), "{text}");
+    // The lines named hold the error.
+    let lines = message.split("lines ").nth(1).unwrap();
+    let (first, rest) = lines.split_once('-').unwrap();
+    let last: usize = rest.split(':').next().unwrap().parse().unwrap();
+    let first: usize = first.parse().unwrap();
+    let log = std::fs::read_to_string(training.runs().join(id).join("job.log")).unwrap();
+    let named: Vec<&str> = log.lines().skip(first - 1).take(last - first + 1).collect();
+    assert!(named.last().unwrap().contains("Error"), "{named:?}");
+}
+
+#[test]
+fn a_job_without_any_metric_line_fails() {
+    let fake = tempfile::tempdir().unwrap();
+    let bin = fake.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let axolotl = bin.join("axolotl");
+    std::fs::write(
+        &axolotl,
+        "#!/bin/sh\necho \"fake axolotl $*\"\nmkdir -p output/merged\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &axolotl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let training = Training::new(&Setup {
+        venv: Some(fake.path()),
+        ..Setup::default()
+    });
+    let output = training.cmd().arg("train").output().unwrap();
+    assert!(!output.status.success(), "{}", output_text(&output));
+    let record = training.record(&training.run_ids()[0]);
+    assert_eq!(record["state"], "failed", "{record}");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap()
+            .contains("no metric line"),
+        "{record}"
+    );
+}
+
+// Issue 4, test 7.
+#[test]
+fn a_corrupted_download_is_refused_then_retried_by_attach() {
+    // A `sha256sum` on the target's PATH that, once, changes `job.log` right after
+    // hashing it: the file then differs from the manifest when it is downloaded.
+    let tools = tempfile::tempdir().unwrap();
+    let marker = tools.path().join("corrupt-once");
+    std::fs::write(&marker, "").unwrap();
+    let wrapper = tools.path().join("sha256sum");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n/usr/bin/sha256sum \"$@\"\nrc=$?\nif [ -e '{m}' ]; then rm -f '{m}'; for f in \"$@\"; do case \"$f\" in *job.log) printf x >> \"$f\";; esac; done; fi\nexit $rc\n",
+            m = marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let training = Training::new(&Setup {
+        merge: false,
+        ssh: Some(Options {
+            path_prefix: Some(tools.path().to_owned()),
+        }),
+        ..Setup::default()
+    });
+    let output = training
+        .cmd()
+        .args(["train", "--target", "remote"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(!marker.exists(), "the stand-in never ran: {text}");
+    assert!(
+        text.contains("does not match the target's manifest"),
+        "{text}"
+    );
+    let id = &training.run_ids()[0];
+    let record = training.record(id);
+    assert_eq!(record["state"], "running", "{record}");
+    assert_eq!(record["retrieved"], false, "{record}");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap()
+            .contains("pending retrieval"),
+        "{record}"
+    );
+    let attach = training
+        .cmd()
+        .args(["train", "attach", id])
+        .output()
+        .unwrap();
+    assert!(attach.status.success(), "{}", output_text(&attach));
+    let record = training.record(id);
+    assert_eq!(record["state"], "succeeded", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+    assert!(
+        std::fs::read_to_string(training.runs().join(id).join("job.log"))
+            .unwrap()
+            .ends_with('x')
+    );
+}
+
+/// A stand-in container engine: records its arguments, then plays Axolotl in the
+/// mounted run directory (a metric line, an adapter, a merged model).
+fn stand_in_engine(dir: &Path, name: &str) -> PathBuf {
+    let args = dir.join("engine-args");
+    let script = format!(
+        r#"#!/bin/sh
+printf '%s\n' "$*" >> '{args}'
+[ "$1" = run ] || exit 0
+run_dir=""
+prev=""
+for a in "$@"; do
+  case "$prev" in -v) case "$a" in *:/workspace/run) run_dir="${{a%:/workspace/run}}";; esac;; esac
+  prev="$a"
+done
+cd "$run_dir" || exit 9
+case "$*" in
+  *" train axolotl.yaml"*)
+    mkdir -p output
+    printf '{{"kind":"train","ts":1,"step":1,"max_steps":1,"epoch":1.0,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}}\n{{"kind":"end","ts":2,"step":1}}\n' >> metrics.jsonl
+    echo adapter > output/adapter_model.safetensors ;;
+  *merge-lora*) mkdir -p output/merged && echo merged > output/merged/model.safetensors ;;
+esac
+exit 0
+"#,
+        args = args.display()
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    args
+}
+
+#[test]
+fn the_container_runtime_runs_each_stage_in_a_named_container() {
+    for (engine, gpus) in [
+        ("docker", "--gpus all"),
+        ("podman", "--device nvidia.com/gpu=all"),
+    ] {
+        let tools = tempfile::tempdir().unwrap();
+        let args_file = stand_in_engine(tools.path(), engine);
+        let training = Training::new(&Setup {
+            runtime: "docker",
+            engine,
+            ..Setup::default()
+        });
+        let path = format!(
+            "{}:{}",
+            tools.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let output = training
+            .cmd()
+            .env("PATH", &path)
+            .arg("train")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{engine}: {}",
+            output_text(&output)
+        );
+        let id = &training.run_ids()[0];
+        let args = std::fs::read_to_string(&args_file).unwrap();
+        let run_dir = std::fs::canonicalize(training.runs().join(id)).unwrap();
+        for part in [
+            gpus.to_owned(),
+            format!("--name overbrainer-{id}"),
+            format!("-v {}:/workspace/run", run_dir.display()),
+            "-w /workspace/run".to_owned(),
+            "axolotl train axolotl.yaml".to_owned(),
+            "axolotl merge-lora axolotl.yaml".to_owned(),
+        ] {
+            assert!(args.contains(&part), "{engine}: {part} not in {args}");
+        }
+        assert_eq!(training.record(id)["state"], "succeeded");
+        assert_file(
+            &training
+                .runs()
+                .join(id)
+                .join("output/merged/model.safetensors"),
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_starts() {
+    let training = Training::new(&Setup::default());
+    let refused = |args: &[&str], expected: &str| {
+        let output = training.cmd().args(args).output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{args:?}: {text}");
+        assert!(text.contains(expected), "{args:?}: {text}");
+    };
+    refused(&["train", "--target", "nope"], "unknown target `nope`");
+    refused(
+        &["train", "attach", "nope_20260101-000000"],
+        "no run `nope_20260101-000000`",
+    );
+    refused(&["train", "stop", "a/b"], "`a/b` is not a run ID");
+    refused(&["train", "cancel", ".."], "`..` is not a run ID");
+    refused(&["runs", "logs", "x/y"], "`x/y` is not a run ID");
+    refused(&["train", "--resume-from", "nope_1"], "no run `nope_1`");
+    refused(&["train", "--keep-pod"], "only to Runpod targets");
+    assert!(training.run_ids().is_empty());
+    assert!(
+        !training.runs().exists()
+            || std::fs::read_dir(training.runs()).unwrap().all(|e| e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.'))
+    );
+
+    std::fs::remove_file(training.project.path().join("data/train.jsonl")).unwrap();
+    refused(&["train"], "`data/train.jsonl` is missing");
+    assert!(training.run_ids().is_empty());
+
+    let empty_venv = tempfile::tempdir().unwrap();
+    let training = Training::new(&Setup {
+        venv: Some(empty_venv.path()),
+        ..Setup::default()
+    });
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success());
+    assert!(text.contains("has no `bin/axolotl`"), "{text}");
+    assert!(training.run_ids().is_empty());
+
+    let training = Training::new(&Setup {
+        extra: "output_dir = \"elsewhere\"\n",
+        ..Setup::default()
+    });
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success());
+    assert!(text.contains("training.axolotl_extra.output_dir"), "{text}");
+    assert!(training.run_ids().is_empty());
+}
