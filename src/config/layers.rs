@@ -260,21 +260,16 @@ pub(crate) fn read_dotenv(path: &Path) -> Result<Vec<(String, String)>, ConfigEr
             });
         }
     };
+    // A UTF-8 byte order mark is skipped, as the TOML loader does.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut pairs = Vec::new();
     for item in dotenvy::from_read_iter(text.as_bytes()) {
         match item {
             Ok(pair) => pairs.push(pair),
-            Err(dotenvy::Error::LineParse(line, _)) => {
-                let first = line.lines().next().unwrap_or_default().trim_end();
-                let number = text
-                    .lines()
-                    .position(|l| {
-                        l.trim_end() == first || (!first.is_empty() && l.starts_with(first))
-                    })
-                    .map(|i| i + 1);
+            Err(dotenvy::Error::LineParse(part, _)) => {
                 return Err(ConfigError::DotEnvSyntax {
                     path: path.to_owned(),
-                    line: number,
+                    line: error_line(text, &part),
                 });
             }
             Err(_) => {
@@ -286,6 +281,23 @@ pub(crate) fn read_dotenv(path: &Path) -> Result<Vec<(String, String)>, ConfigEr
         }
     }
     Ok(pairs)
+}
+
+/// The 1-based line of `text` a dotenvy parse error is about. The error carries either the
+/// (first) line it failed on or only the value part after `=` (an unclosed `${` or quote),
+/// never a position in the file, so the line is found by its text.
+fn error_line(text: &str, part: &str) -> Option<usize> {
+    let first = part.lines().next().unwrap_or_default().trim_end();
+    text.lines()
+        .position(|l| {
+            let l = l.trim_end();
+            l == first
+                || (!first.is_empty() && l.starts_with(first))
+                || (!first.is_empty()
+                    && l.split_once('=')
+                        .is_some_and(|(_, value)| value.trim_start().starts_with(first)))
+        })
+        .map(|i| i + 1)
 }
 
 /// One variable that sets a key.
@@ -478,6 +490,31 @@ pub(crate) fn apply(root: &mut Dict, file: &Dict, entry: &EnvEntry) -> Result<()
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn dotenv_errors_in_a_value_name_their_line_and_a_bom_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        for (text, line) in [
+            ("A=1\nB=2\nC=${x\n", 3),
+            ("A=1\nC=\"open\nD=4\n", 2),
+            ("A=1\n\nbad line here\n", 3),
+            ("\u{feff}A=1\nC=${x\n", 2),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            match super::read_dotenv(&path) {
+                Err(ConfigError::DotEnvSyntax { line: found, .. }) => {
+                    assert_eq!(found, Some(line), "{text:?}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+        std::fs::write(&path, "\u{feff}OVERBRAINER_A=1\n").unwrap();
+        assert_eq!(
+            super::read_dotenv(&path).unwrap(),
+            [("OVERBRAINER_A".to_owned(), "1".to_owned())]
+        );
+    }
+
     use super::*;
 
     fn kind(value: &Value) -> String {

@@ -53,7 +53,11 @@ pub struct Settings {
     pub runpod: RunpodAccount,
     /// Env-only Hugging Face token reference (`OVERBRAINER_HF_TOKEN`): a literal or a
     /// `vault:` reference, resolved lazily.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::secrets::optional"
+    )]
     pub hf_token: Option<SecretRef>,
     /// Env-only override of every target's SSH client (`OVERBRAINER_SSH_CLIENT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,7 +126,12 @@ pub struct Provider {
     pub base_url: Option<String>,
     /// Key, a literal or a `vault:` reference; env only
     /// (`OVERBRAINER_PROVIDERS__<NAME>__API_KEY`). Unset: no authentication.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// An empty value is unset.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::secrets::optional"
+    )]
     pub api_key: Option<SecretRef>,
 }
 
@@ -648,7 +657,12 @@ pub struct Metrics {
 #[serde(deny_unknown_fields)]
 pub struct RunpodAccount {
     /// API key, a literal or a `vault:` reference.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// An empty value is unset.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::secrets::optional"
+    )]
     pub api_key: Option<SecretRef>,
     /// REST API base URL, default `https://api.runpod.io/v2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -143,6 +143,25 @@ impl<'de> Deserialize<'de> for SecretRef {
     }
 }
 
+/// Deserializes an optional secret, an empty value being no secret at all: `API_KEY=` in
+/// `.env` means unset (no `Authorization: Bearer ` with an empty key). For
+/// `#[serde(default, deserialize_with = "crate::secrets::optional")]`.
+///
+/// # Errors
+///
+/// As [`SecretRef::parse`], or when the value is not a string.
+pub fn optional<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<SecretRef>, D::Error> {
+    let text = Option::<String>::deserialize(deserializer)?;
+    match text {
+        Some(text) if !text.is_empty() => SecretRef::parse(&text)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+        _ => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use secrecy::ExposeSecret;
@@ -192,5 +211,20 @@ mod tests {
         ] {
             assert_eq!(SecretRef::parse(text).unwrap_err(), ParseRefError, "{text}");
         }
+    }
+
+    #[test]
+    fn an_empty_secret_is_unset() {
+        #[derive(Deserialize)]
+        struct Holder {
+            #[serde(default, deserialize_with = "optional")]
+            key: Option<SecretRef>,
+        }
+        let empty: Holder = serde_json::from_str(r#"{"key": ""}"#).unwrap();
+        assert!(empty.key.is_none());
+        let missing: Holder = serde_json::from_str("{}").unwrap();
+        assert!(missing.key.is_none());
+        let set: Holder = serde_json::from_str(r#"{"key": "k-42"}"#).unwrap();
+        assert_eq!(set.key.unwrap().masked(), "set");
     }
 }

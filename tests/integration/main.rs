@@ -11,6 +11,8 @@ mod sshd;
 
 // Ground: settings, `.env`, environment layering, secrets, `init`, `config check`.
 mod config;
+// Ground: configuration messages and values (empty secrets, `.env` lines, sources).
+mod config_messages;
 // Front end: checked writes to stdout (closed pipe, full disk) and `init` refusing cleanly.
 mod output;
 // Ground: the project lock held by a second process.
