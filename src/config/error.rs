@@ -73,8 +73,9 @@ pub enum ConfigError {
         /// 1-based line of the error, when it could be located.
         line: Option<usize>,
     },
-    /// The configuration has problems; every one is listed (CHK-3).
-    #[error("invalid configuration in `{}`:{}", .path.display(), list(.problems))]
+    /// The configuration has problems; every one is listed (CHK-3), each naming its source
+    /// (the file, a variable, a `.env` line), as they may come from any layer.
+    #[error("invalid configuration:{}", list(.problems))]
     Invalid {
         /// `overbrainer.toml`.
         path: PathBuf,

@@ -203,7 +203,7 @@ pub(crate) fn env_only(path: &[&str]) -> bool {
         path,
         ["providers", _, "base_url" | "api_key"]
             | ["targets", _, "host"]
-            | ["runpod", ..]
+            | ["runpod", _, ..]
             | ["hf_token" | "ssh_client" | "log"]
             | ["hub", "base_url"]
     )
@@ -216,10 +216,24 @@ pub fn var_name(path: &[&str]) -> String {
     format!("{PREFIX}{}", joined.join("__"))
 }
 
-/// Reports every env-only key that `overbrainer.toml` sets (ENV-7).
+/// Reports every env-only key that `overbrainer.toml` sets (ENV-7). `host` under a target
+/// that is not an ssh target is reported as such: no variable would make it valid.
 pub(crate) fn check_env_only(file: &Dict, problems: &mut Vec<Problem>) {
-    fn walk(path: &mut Vec<String>, value: &Value, problems: &mut Vec<Problem>) {
+    fn walk(file: &Dict, path: &mut Vec<String>, value: &Value, problems: &mut Vec<Problem>) {
         let refs: Vec<&str> = path.iter().map(String::as_str).collect();
+        if let ["targets", name, "host"] = refs.as_slice() {
+            let kind = file
+                .get("targets")
+                .and_then(|targets| targets.find_ref(&format!("{name}.kind")))
+                .and_then(Value::as_str);
+            if kind != Some("ssh") {
+                problems.push(Problem::new(
+                    refs.join("."),
+                    "`host` is only for ssh targets (`kind = \"ssh\"`); remove it here",
+                ));
+                return;
+            }
+        }
         if env_only(&refs) {
             problems.push(Problem::new(
                 refs.join("."),
@@ -233,13 +247,13 @@ pub(crate) fn check_env_only(file: &Dict, problems: &mut Vec<Problem>) {
         if let Value::Dict(_, dict) = value {
             for (k, v) in dict {
                 path.push(k.clone());
-                walk(path, v, problems);
+                walk(file, path, v, problems);
                 path.pop();
             }
         }
     }
     for (k, v) in file {
-        walk(&mut vec![k.clone()], v, problems);
+        walk(file, &mut vec![k.clone()], v, problems);
     }
 }
 
@@ -444,10 +458,18 @@ pub(crate) fn apply(root: &mut Dict, file: &Dict, entry: &EnvEntry) -> Result<()
                 } else {
                     "target"
                 };
+                let fix = if super::validate::valid_name(name) {
+                    format!("add `[{section}.{name}]`")
+                } else {
+                    // `[providers.my-p]` would be refused in turn (ENV-8).
+                    format!(
+                        "{kind} names use only lowercase letters, digits and `_` (ENV-8), so no {kind} can be set by this variable"
+                    )
+                };
                 return Err(Problem::new(
                     &entry.var,
                     format!(
-                        "names {kind} `{name}`, which `overbrainer.toml` does not declare; add `[{section}.{name}]`"
+                        "names {kind} `{name}`, which `overbrainer.toml` does not declare; {fix}"
                     ),
                 ));
             }

@@ -109,6 +109,12 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
             .any(|f| problem.key == *f || problem.key.starts_with(&format!("{f}.")))
     }));
     if !problems.is_empty() {
+        let dotenv_text = std::fs::read_to_string(project_dir.join(DOTENV_NAME))
+            .unwrap_or_default()
+            .replace('\u{feff}', "");
+        for problem in &mut problems {
+            name_source(problem, &provenance, env, &dotenv_text);
+        }
         return Err(ConfigError::Invalid { path, problems });
     }
     let warnings = validate::warnings(&settings, &provenance);
@@ -120,6 +126,45 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
         env,
         path,
     })
+}
+
+/// Appends where `problem` comes from: the variable (and the `.env` line) that set its key,
+/// or `overbrainer.toml` for keys of the file and missing ones. A problem keyed by a
+/// variable names `.env` (with the line) or the environment.
+fn name_source(problem: &mut Problem, provenance: &Provenance, env: &EnvSnapshot, dotenv: &str) {
+    let in_dotenv = |var: &str| match dotenv_line(dotenv, var) {
+        Some(line) => format!("in `{DOTENV_NAME}` line {line}"),
+        None => format!("in `{DOTENV_NAME}`"),
+    };
+    let place = if problem.key.starts_with(super::env::PREFIX) {
+        if env.get(&problem.key).is_some() {
+            "in the environment".to_owned()
+        } else {
+            in_dotenv(&problem.key)
+        }
+    } else {
+        match provenance.source(&problem.key) {
+            Source::Env { var } => format!("set by `{var}`"),
+            Source::DotEnv { var } => format!("set by `{var}` {}", in_dotenv(var)),
+            Source::File | Source::Default if problem.message.contains(FILE_NAME) => return,
+            Source::File | Source::Default => format!("in `{FILE_NAME}`"),
+        }
+    };
+    problem.message = format!("{} ({place})", problem.message);
+}
+
+/// The 1-based line of `.env` text that assigns `var` (the last one, as it wins).
+fn dotenv_line(text: &str, var: &str) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let line = line.trim_start();
+            let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+            line.strip_prefix(var)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|(i, _)| i + 1)
+        .last()
 }
 
 /// The `KEY=value` pairs of the project's `.env`, empty when it is absent (ENV-3).
@@ -350,7 +395,7 @@ impl Typer<'_> {
                     if self.convert(&full, &error.kind) {
                         continue;
                     }
-                    let problem = describe(full.clone(), &error.kind, self.provenance);
+                    let problem = describe(full.clone(), &error.kind);
                     let repeated = self.problems.iter().any(|p| p.key == problem.key);
                     if !repeated {
                         self.problems.push(problem);
@@ -458,7 +503,7 @@ fn actual_words(actual: &Actual) -> &'static str {
 }
 
 /// A problem for a deserialization error at `path`, without the value (CFG-2).
-fn describe(mut path: Vec<String>, kind: &Kind, provenance: &Provenance) -> Problem {
+fn describe(mut path: Vec<String>, kind: &Kind) -> Problem {
     let message = match kind {
         Kind::InvalidType(actual, expected) => format!(
             "wrong type: expected {}, found {}",
@@ -492,12 +537,8 @@ fn describe(mut path: Vec<String>, kind: &Kind, provenance: &Provenance) -> Prob
         Kind::Message(message) if message.starts_with("invalid vault reference") => message.clone(),
         _ => "invalid value".to_owned(),
     };
-    let key = path.join(".");
-    let message = match provenance.source(&key).var() {
-        Some(var) => format!("{message} (set by `{var}`)"),
-        None => message,
-    };
-    Problem::new(key, message)
+    // `load` appends the source (the variable or the file) to every problem.
+    Problem::new(path.join("."), message)
 }
 
 fn range_words(expected: &str) -> String {

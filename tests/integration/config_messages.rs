@@ -52,3 +52,69 @@ fn a_byte_order_mark_at_the_start_of_dotenv_is_skipped() {
         .success()
         .stdout(predicate::str::contains("http://bom.test"));
 }
+
+#[test]
+fn problems_from_variables_name_the_variable_not_the_file() {
+    let project = TestProject::init();
+    project
+        .cmd()
+        .env("OVERBRAINER_FOO", "1")
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("invalid configuration:")
+                .and(predicate::str::contains("`OVERBRAINER_FOO`"))
+                .and(predicate::str::contains("(in the environment)"))
+                .and(predicate::str::contains("overbrainer.toml").not()),
+        );
+    // A range error on a key set by a variable names the variable, as type errors do.
+    project
+        .cmd()
+        .env("OVERBRAINER_PIPELINE__CONCURRENCY", "0")
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("`pipeline.concurrency`")
+                .and(predicate::str::contains(
+                    "(set by `OVERBRAINER_PIPELINE__CONCURRENCY`)",
+                ))
+                .and(predicate::str::contains("overbrainer.toml").not()),
+        );
+    // From `.env`: the variable and its line.
+    project.write(
+        ".env",
+        "# mine\nOVERBRAINER_PIPELINE__CONCURRENCY=0\nOVERBRAINER_BAR=1\n",
+    );
+    project
+        .cmd()
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains(
+                "(set by `OVERBRAINER_PIPELINE__CONCURRENCY` in `.env` line 2)",
+            )
+            .and(predicate::str::contains("`OVERBRAINER_BAR`"))
+            .and(predicate::str::contains("(in `.env` line 3)")),
+        );
+}
+
+#[test]
+fn a_variable_with_an_invalid_provider_name_does_not_suggest_that_name() {
+    let project = TestProject::init();
+    project
+        .cmd()
+        .env("OVERBRAINER_PROVIDERS__MY-P__PROTOCOL", "openai")
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("`OVERBRAINER_PROVIDERS__MY-P__PROTOCOL`")
+                .and(predicate::str::contains(
+                    "lowercase letters, digits and `_`",
+                ))
+                .and(predicate::str::contains("[providers.my-p]").not()),
+        );
+}
