@@ -229,6 +229,42 @@ fn remove(root: &mut Dict, path: &[String]) -> bool {
     table.is_some_and(|t| t.remove(last).is_some())
 }
 
+/// Sets the key at `path` in its table to `value`; false when the parent is not a table.
+fn insert(root: &mut Dict, path: &[String], value: Value) -> bool {
+    let Some((last, parent)) = path.split_last() else {
+        return false;
+    };
+    let table = if parent.is_empty() {
+        Some(root)
+    } else {
+        match lookup_mut(root, parent) {
+            Some(Value::Dict(_, dict)) => Some(dict),
+            _ => None,
+        }
+    };
+    match table {
+        Some(table) => {
+            table.insert(last.clone(), value);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The `n`-th kind of value tried in place of a missing key, so that deserialization goes
+/// on to the next problem; `None` after the last.
+fn placeholder(n: usize) -> Option<Value> {
+    Some(match n {
+        0 => Value::from(String::new()),
+        1 => Value::from(1_u64),
+        2 => Value::from(true),
+        3 => Value::from(1.0_f64),
+        4 => Value::from(Dict::new()),
+        5 => Value::from(Vec::<Value>::new()),
+        _ => return None,
+    })
+}
+
 fn path_of(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -377,38 +413,63 @@ impl Typer<'_> {
     }
 
     /// Deserializes the value at `path`, converting environment text on demand. After a
-    /// problem, the offending key is set aside and deserialization tried again, so that
-    /// every problem of a section is reported, not only the first.
+    /// problem, the offending key is set aside (or, when missing, stood in for by a
+    /// placeholder) and deserialization tried again, so that every problem of a section is
+    /// reported, not only the first (CHK-3). The keys set aside are recorded in `failed`, so
+    /// that semantic rules skip those keys only; the section is still returned for the rules
+    /// on its other keys (the load fails anyway, as a problem was reported).
     fn typed<T: DeserializeOwned>(&mut self, path: &[String]) -> Option<T> {
-        let mut failed = false;
+        // Placeholders standing in for missing keys: their path and the attempt number.
+        let mut placeholders: Vec<(Vec<String>, usize)> = Vec::new();
         for _ in 0..MAX_CONVERSIONS {
             let value = lookup(self.root, path)?;
-            match value.deserialize::<T>() {
-                Ok(typed) if !failed => return Some(typed),
-                Ok(_) => {
-                    self.failed.push(path.join("."));
-                    return None;
-                }
-                Err(error) => {
-                    let mut full = path.to_vec();
-                    full.extend(error.path.iter().cloned());
-                    if self.convert(&full, &error.kind) {
-                        continue;
-                    }
-                    let problem = describe(full.clone(), &error.kind);
-                    let repeated = self.problems.iter().any(|p| p.key == problem.key);
-                    if !repeated {
-                        self.problems.push(problem);
-                    }
-                    failed = true;
-                    let removable =
-                        !matches!(error.kind, Kind::MissingField(_)) && full.len() > path.len();
-                    if repeated || !removable || !remove(self.root, &full) {
-                        self.failed.push(path.join("."));
-                        return None;
-                    }
-                }
+            let error = match value.deserialize::<T>() {
+                Ok(typed) => return Some(typed),
+                Err(error) => error,
+            };
+            let mut full = path.to_vec();
+            full.extend(error.path.iter().cloned());
+            if self.convert(&full, &error.kind) {
+                continue;
             }
+            // A placeholder of the wrong type: try the next kind of value.
+            if let Some(slot) = placeholders.iter_mut().find(|(p, _)| *p == full) {
+                slot.1 += 1;
+                let next = match &error.kind {
+                    Kind::UnknownVariant(_, variants) if slot.1 == 1 => {
+                        variants.first().map(|v| Value::from(*v))
+                    }
+                    _ => placeholder(slot.1),
+                };
+                if next.is_some_and(|v| insert(self.root, &full, v)) {
+                    continue;
+                }
+                break;
+            }
+            let problem = describe(full.clone(), &error.kind);
+            let repeated = self.problems.iter().any(|p| p.key == problem.key);
+            let key = problem.key.clone();
+            if !repeated {
+                self.problems.push(problem);
+            }
+            if repeated {
+                break;
+            }
+            if let Kind::MissingField(name) = &error.kind {
+                let mut missing = full.clone();
+                missing.push(name.to_string());
+                if placeholder(0).is_some_and(|v| insert(self.root, &missing, v)) {
+                    self.failed.push(key);
+                    placeholders.push((missing, 0));
+                    continue;
+                }
+                break;
+            }
+            let removable = full.len() > path.len();
+            if !removable || !remove(self.root, &full) {
+                break;
+            }
+            self.failed.push(key);
         }
         self.failed.push(path.join("."));
         None
@@ -657,6 +718,42 @@ mod tests {
             "{problems:?}"
         );
         assert!(problems[0].message.starts_with("wrong type"));
+    }
+
+    #[test]
+    fn every_missing_key_of_a_table_and_range_errors_beside_type_errors_are_reported() {
+        let dir = project(
+            "[project]\nname = \"p\"\n\n[[topics]]\nname = \"t\"\n\n[providers.p]\nprotocol = \"openai\"\n\n[roles]\ngenerator = { }\nparent = { provider = \"p\", model = \"m\" }\n\n[pipeline]\nconcurrency = 0\nseed = \"x\"\n",
+            None,
+        );
+        let ConfigError::Invalid { problems, .. } = load(dir.path(), &env(&[])).unwrap_err() else {
+            panic!("not invalid");
+        };
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        for key in [
+            "topics.0.subtopics",
+            "topics.0.questions_per_subtopic",
+            "roles.generator.provider",
+            "roles.generator.model",
+            "pipeline.seed",
+            "pipeline.concurrency",
+        ] {
+            assert_eq!(
+                keys.iter().filter(|k| **k == key).count(),
+                1,
+                "{key}: {problems:?}"
+            );
+        }
+        assert_eq!(keys.len(), 6, "{problems:?}");
+        // A type error still suppresses the rules of its own key.
+        let dir = project(
+            "[project]\nname = \"p\"\n\n[pipeline]\nconcurrency = \"x\"\n",
+            None,
+        );
+        let ConfigError::Invalid { problems, .. } = load(dir.path(), &env(&[])).unwrap_err() else {
+            panic!("not invalid");
+        };
+        assert_eq!(problems.len(), 1, "{problems:?}");
     }
 
     #[test]
