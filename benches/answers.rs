@@ -105,6 +105,7 @@ async fn bench() {
         events,
         cancel: CancellationToken::new(),
         backoff_base: Duration::from_secs(1),
+        redactor: overbrainer::llm::Redactor::new(),
     };
     let start = Instant::now();
     let report = answers::run(&context, None, false).await;

@@ -62,6 +62,7 @@ pub(crate) fn open(ctx: &super::Context) -> anyhow::Result<Session> {
         events: tx,
         cancel,
         backoff_base,
+        redactor: crate::llm::Redactor::new(),
     };
     Ok(Session {
         project,

@@ -21,9 +21,12 @@ pub struct Args {
 ///
 /// # Errors
 ///
-/// When there is no project, the configuration is invalid or the lock is held.
+/// When there is no project, the configuration is invalid, the lock is held or `--topic`
+/// names no topic of the project.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut session = super::stages::open(ctx)?;
+    // PIPE-2: a bad `--topic` is refused before anything starts (no history, no summary).
+    session.context.check_topic(args.topic.as_deref())?;
     let report = super::stages::drive(
         &mut session.events,
         crate::pipeline::subtopics::run(&session.context, args.topic.as_deref(), args.force),

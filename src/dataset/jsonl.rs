@@ -224,6 +224,74 @@ pub fn retain_lines(
     replace_bytes(path, &kept)
 }
 
+/// The non-blank lines of `path` (none when it is missing), and how many of them are
+/// JSON on which `matching` holds. Lines are counted as [`retain_lines`] and
+/// [`drop_old_lines`] see them, so the count names the same lines later, once more were
+/// appended.
+///
+/// # Errors
+///
+/// [`JsonlError::Io`] when the file exists but cannot be read.
+pub fn count_lines(
+    path: &Path,
+    matching: impl Fn(&serde_json::Value) -> bool,
+) -> Result<(usize, usize), JsonlError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
+        Err(error) => return Err(io("read", path)(error)),
+    };
+    let mut counts = (0, 0);
+    for line in bytes.split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        counts.0 += 1;
+        if serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|value| matching(&value)) {
+            counts.1 += 1;
+        }
+    }
+    Ok(counts)
+}
+
+/// Drops, among the first `old` non-blank lines of `path`, those for which `drop` holds on
+/// the parsed JSON; later lines and lines that are not JSON stay. Replaces the file
+/// atomically and returns how many lines went.
+///
+/// # Errors
+///
+/// [`JsonlError`] when reading or replacing fails; the old file is then intact.
+pub fn drop_old_lines(
+    path: &Path,
+    old: usize,
+    drop: impl Fn(&serde_json::Value) -> bool,
+) -> Result<usize, JsonlError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(error) => return Err(io("read", path)(error)),
+    };
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    let mut dropped = 0;
+    for line in bytes.split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let goes = index < old
+            && serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|value| drop(&value));
+        index += 1;
+        if goes {
+            dropped += 1;
+        } else {
+            kept.extend_from_slice(line);
+            kept.push(b'\n');
+        }
+    }
+    replace_bytes(path, &kept)?;
+    Ok(dropped)
+}
+
 fn replace_bytes(path: &Path, bytes: &[u8]) -> Result<(), JsonlError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     std::fs::create_dir_all(dir).map_err(io("create the directory of", path))?;
@@ -251,6 +319,27 @@ fn replace_bytes(path: &Path, bytes: &[u8]) -> Result<(), JsonlError> {
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+
+    #[test]
+    fn old_lines_are_counted_then_dropped_while_new_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        let is_a = |v: &Value| v["t"] == "a";
+        assert_eq!(count_lines(&path, is_a).unwrap(), (0, 0));
+        std::fs::write(
+            &path,
+            "{\"t\":\"a\"}\n\n{\"t\":\"b\"}\nnot json\n{\"t\":\"a\",\"n\":1}",
+        )
+        .unwrap();
+        assert_eq!(count_lines(&path, is_a).unwrap(), (4, 2));
+        let mut writer = JsonlWriter::open(&path).unwrap();
+        writer.append(&json!({"t": "a", "new": true})).unwrap();
+        assert_eq!(drop_old_lines(&path, 4, is_a).unwrap(), 2);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"t\":\"b\"}\nnot json\n{\"new\":true,\"t\":\"a\"}\n"
+        );
+    }
 
     #[test]
     fn missing_file_is_empty() {

@@ -7,7 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::error::error_message;
 use super::retry::{RetryPolicy, parse_retry_after};
-use super::{ChatRequest, Completion, Error, Role, Usage, WireProtocol, openai};
+use super::{ChatRequest, Completion, Error, Redactor, Role, Usage, WireProtocol, openai};
 
 /// The outcome of a request with its retries: the result, the tokens billed over every
 /// attempt that got a reply (PRV-15), and how many retries it took.
@@ -24,39 +24,59 @@ pub struct Attempted<T> {
 /// A client of one provider.
 #[derive(Debug)]
 pub struct Client {
+    name: String,
     http: reqwest::Client,
     base_url: String,
     key: Option<SecretString>,
     protocol: Box<dyn WireProtocol>,
     policy: RetryPolicy,
     timeout: Duration,
+    redactor: Redactor,
+}
+
+/// Where a client sends its requests and how it authenticates.
+#[derive(Debug)]
+pub struct Endpoint<'a> {
+    /// The provider's name (its `[providers.NAME]` table), for messages.
+    pub name: &'a str,
+    /// The protocol it speaks.
+    pub protocol: crate::config::Protocol,
+    /// Base URL; paths are appended to it (PRV-1).
+    pub base_url: &'a str,
+    /// The key, or `None` for no authentication (PRV-2).
+    pub key: Option<SecretString>,
 }
 
 impl Client {
-    /// A client for the provider at `base_url` (paths are appended to it, PRV-1), with
-    /// `key` or no authentication (PRV-2), a per-request `timeout` and the retry `policy`.
+    /// A client for `endpoint`, with a per-request `timeout` and the retry `policy`. The
+    /// key joins `redactor`, the process's known secrets, which cleans every server text
+    /// this client keeps.
     ///
     /// # Errors
     ///
     /// [`Error::Connect`] when the HTTP client cannot be built (no TLS backend).
     pub fn new(
-        protocol: crate::config::Protocol,
-        base_url: &str,
-        key: Option<SecretString>,
+        endpoint: Endpoint<'_>,
         timeout: Duration,
         policy: RetryPolicy,
+        redactor: Redactor,
     ) -> Result<Self, Error> {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .build()
             .map_err(Error::Connect)?;
+        if let Some(key) = &endpoint.key {
+            redactor.add(key);
+        }
         Ok(Self {
+            name: endpoint.name.to_owned(),
             http,
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            key,
-            protocol: super::protocol(protocol),
+            base_url: endpoint.base_url.trim_end_matches('/').to_owned(),
+            key: endpoint.key,
+            protocol: super::protocol(endpoint.protocol),
             policy,
             timeout,
+            redactor,
         })
     }
 
@@ -98,10 +118,11 @@ impl Client {
         self.with_retries(
             || self.post(path, &body),
             |bytes| {
-                let completion = self
+                let mut completion = self
                     .protocol
                     .parse_chat(role, bytes)
                     .map_err(|error| (error, Usage::default()))?;
+                self.redact(&mut completion);
                 let usage = completion.usage;
                 match check(&completion) {
                     Ok(value) => Ok(((completion, value), usage)),
@@ -111,6 +132,18 @@ impl Client {
             on_retry,
         )
         .await
+    }
+
+    /// Removes known secrets from the server's text in `completion` (its answer, reasoning
+    /// and stop reason), before anyone stores or shows it.
+    fn redact(&self, completion: &mut Completion) {
+        completion.text = self.redactor.whole(&completion.text);
+        if let Some(reasoning) = &mut completion.reasoning {
+            *reasoning = self.redactor.whole(reasoning);
+        }
+        if let Some(reason) = &mut completion.finish_reason {
+            *reason = self.redactor.whole(reason);
+        }
     }
 
     /// Embeds `inputs` with `model` through `POST /embeddings` (openai protocol only).
@@ -151,8 +184,9 @@ impl Client {
                 builder = builder.header(name, value);
             }
         }
-        let bytes = Self::send_once(builder, cap).await?;
-        serde_json::from_slice(&bytes)
+        let bytes = self.send_once(builder, cap).await?;
+        let text = self.redactor.whole(&String::from_utf8_lossy(&bytes));
+        serde_json::from_str(&text)
             .map_err(|error| Error::InvalidReply(format!("not JSON: {error}")))
     }
 
@@ -165,7 +199,7 @@ impl Client {
         let mut usage = Usage::default();
         let mut retries = 0;
         loop {
-            let error = match Self::send_once(build(), self.timeout).await {
+            let error = match self.send_once(build(), self.timeout).await {
                 Ok(bytes) => match decode(&bytes) {
                     Ok((value, spent)) => {
                         usage.add(spent);
@@ -197,8 +231,10 @@ impl Client {
         }
     }
 
-    /// Sends a request once and classifies its failure.
+    /// Sends a request once and classifies its failure; the body of a failure is logged
+    /// at `debug` only, redacted (LOG-4).
     async fn send_once(
+        &self,
         builder: reqwest::RequestBuilder,
         timeout: Duration,
     ) -> Result<Vec<u8>, Error> {
@@ -220,20 +256,24 @@ impl Client {
         if status.is_success() {
             return Ok(bytes.to_vec());
         }
-        let message = error_message(&bytes);
         let status = status.as_u16();
+        tracing::debug!(
+            provider = self.name,
+            status,
+            reply = error_message(&bytes, &self.redactor),
+            "provider error reply"
+        );
         Err(match status {
-            401 | 403 => Error::Auth { status, message },
-            429 => Error::RateLimited {
-                retry_after,
-                message,
+            401 | 403 => Error::Auth {
+                status,
+                provider: self.name.clone(),
             },
+            429 => Error::RateLimited { retry_after },
             500..=599 => Error::Server {
                 status,
-                message,
                 retry_after,
             },
-            _ => Error::Rejected { status, message },
+            _ => Error::Rejected { status },
         })
     }
 }
@@ -271,11 +311,15 @@ mod tests {
 
     fn client(server: &MockServer, protocol: Protocol, retries: u32, timeout: Duration) -> Client {
         Client::new(
-            protocol,
-            &server.uri(),
-            Some(SecretString::from(KEY)),
+            Endpoint {
+                name: "p",
+                protocol,
+                base_url: &server.uri(),
+                key: Some(SecretString::from(KEY)),
+            },
             timeout,
             fast(retries),
+            Redactor::new(),
         )
         .unwrap()
     }
@@ -355,11 +399,15 @@ mod tests {
             .mount(&server)
             .await;
         let c = Client::new(
-            Protocol::Openai,
-            &server.uri(),
-            None,
+            Endpoint {
+                name: "p",
+                protocol: Protocol::Openai,
+                base_url: &server.uri(),
+                key: None,
+            },
             Duration::from_secs(5),
             fast(0),
+            Redactor::new(),
         )
         .unwrap();
         assert!(
@@ -430,8 +478,12 @@ mod tests {
         let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_| {}).await;
         let error = out.result.unwrap_err();
         assert!(error.is_fatal());
-        assert!(error.to_string().contains("invalid key"));
-        assert!(!error.to_string().contains(KEY));
+        assert!(
+            !error.to_string().contains("invalid key"),
+            "the body is debug only"
+        );
+        assert!(error.to_string().contains("`providers.p`"));
+        assert!(!format!("{error:?}").contains(KEY));
 
         let server = MockServer::start().await;
         Mock::given(method("POST"))

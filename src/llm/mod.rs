@@ -7,19 +7,25 @@
 //!   never expose it raw (PRV-9).
 //! - [`retry`]: the retry policy (PRV-11): exponential backoff with full jitter, or the
 //!   server's `Retry-After`.
+//! - [`redact`]: the known secrets of the process, removed from every server text the
+//!   client keeps (SEC-5, LOG-4).
 //!
 //! The client never logs or prints the key: it is exposed only to build the one
-//! authentication header of each request, marked sensitive.
+//! authentication header of each request, marked sensitive. Provider error bodies are
+//! logged at `debug` only, and everything the server sends back passes through the
+//! client's [`Redactor`] first.
 
 pub mod anthropic;
 mod client;
 mod error;
 pub mod openai;
 pub mod reasoning;
+pub mod redact;
 pub mod retry;
 
-pub use client::{Attempted, Client};
-pub use error::Error;
+pub use client::{Attempted, Client, Endpoint};
+pub use error::{Error, key_variable};
+pub use redact::Redactor;
 
 use serde::{Deserialize, Serialize};
 

@@ -11,19 +11,22 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::stage::{
-    Context, Event, RoleClient, Stage, StageError, StageReport, Tracker, finish, read, selected,
+    Context, Event, RoleClient, Stage, StageError, StageReport, Tracker, finish, read, replacing,
+    selected,
 };
 use super::templates::{Prompt, Template};
 use crate::config::{Protocol, Role};
-use crate::dataset::jsonl::{JsonlWriter, retain_lines};
+use crate::dataset::jsonl::JsonlWriter;
 use crate::dataset::{AnswerMeta, AnswerRecord, Exclusion, Message, QuestionRecord};
 use crate::llm::reasoning::hides_reasoning;
 use crate::llm::{Attempted, ChatRequest, Completion, ReasoningKind, Stop};
 
-/// What `answers` reads of an existing answer: its question ID.
+/// What `answers` reads of an existing answer: its question ID and topic.
 #[derive(Deserialize)]
 struct Answered {
     id: String,
+    #[serde(default)]
+    topic: Option<String>,
 }
 
 /// Runs `answers` on `topic` (all when `None`), discarding that output first with
@@ -117,18 +120,26 @@ async fn run_inner(
     who: &mut (String, String),
 ) -> Result<(), StageError> {
     ctx.check_topic(topic)?;
+    let path = ctx.data().answers();
+    let body = generate(ctx, topic, force, tracker, skipped, who);
+    replacing(ctx, tracker, &path, (topic, force), body).await
+}
+
+/// The stage proper; with `force` the selected topics' answers on disk are old output
+/// that [`replacing`] drops once it ends well, and count as absent.
+async fn generate(
+    ctx: &Context,
+    topic: Option<&str>,
+    force: bool,
+    tracker: &Arc<Tracker>,
+    skipped: &mut u64,
+    who: &mut (String, String),
+) -> Result<(), StageError> {
     let files = ctx.data();
-    if force {
-        retain_lines(&files.answers(), |line| {
-            !line
-                .get("topic")
-                .and_then(|t| t.as_str())
-                .is_some_and(|t| selected(topic, t))
-        })?;
-    }
     let questions: Vec<QuestionRecord> = read(ctx, &files.questions())?;
     let answered: HashSet<String> = read::<Answered>(ctx, &files.answers())?
         .into_iter()
+        .filter(|a| !(force && a.topic.as_deref().is_some_and(|t| selected(topic, t))))
         .map(|a| a.id)
         .collect();
     let topics: HashMap<&str, &str> = ctx

@@ -14,10 +14,10 @@ use tokio::task::JoinSet;
 use super::parse::first_string_array;
 use super::stage::{
     Context, Event, Outcome, RoleClient, Stage, StageError, StageReport, Tracker, collect, finish,
-    read, selected,
+    read, replacing, selected,
 };
 use super::templates::{Prompt, Template};
-use crate::dataset::jsonl::{JsonlWriter, retain_lines};
+use crate::dataset::jsonl::JsonlWriter;
 use crate::dataset::{QuestionRecord, RejectedKind, RejectedRecord, SubtopicRecord, question_id};
 use crate::dedup::{Deduplicator, EmbeddingIndex};
 use crate::llm::ChatRequest;
@@ -102,16 +102,22 @@ async fn run_inner(
     who: &mut (String, String),
 ) -> Result<(), StageError> {
     ctx.check_topic(topic)?;
-    let files = ctx.data();
-    if force {
-        retain_lines(&files.questions(), |line| {
-            !line
-                .get("topic")
-                .and_then(|t| t.as_str())
-                .is_some_and(|t| selected(topic, t))
-        })?;
-    }
-    let work = plan(ctx, topic, skipped)?;
+    let path = ctx.data().questions();
+    let body = generate(ctx, topic, force, tracker, skipped, who);
+    replacing(ctx, tracker, &path, (topic, force), body).await
+}
+
+/// The stage proper; with `force` the selected topics' questions on disk are old output
+/// that [`replacing`] drops once it ends well, and count as absent (also for dedup).
+async fn generate(
+    ctx: &Context,
+    topic: Option<&str>,
+    force: bool,
+    tracker: &Arc<Tracker>,
+    skipped: &mut u64,
+    who: &mut (String, String),
+) -> Result<(), StageError> {
+    let work = plan(ctx, topic, force, skipped)?;
     ctx.emit(Event::Started {
         stage: Stage::Questions,
         total: work.len() as u64,
@@ -136,11 +142,13 @@ async fn run_inner(
 fn plan(
     ctx: &Context,
     topic: Option<&str>,
+    force: bool,
     skipped: &mut u64,
 ) -> Result<Vec<Subtopic>, StageError> {
     let files = ctx.data();
     let subtopics: Vec<SubtopicRecord> = read(ctx, &files.subtopics())?;
-    let questions: Vec<QuestionRecord> = read(ctx, &files.questions())?;
+    let mut questions: Vec<QuestionRecord> = read(ctx, &files.questions())?;
+    questions.retain(|q| !(force && selected(topic, &q.topic)));
     let rejected: Vec<RejectedRecord> = read(ctx, &files.rejected())?;
     let pipeline = &ctx.settings.pipeline;
 

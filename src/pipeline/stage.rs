@@ -64,6 +64,9 @@ pub struct Context {
     pub cancel: CancellationToken,
     /// Backoff base of retries; 1 s in the product (PRV-11).
     pub backoff_base: Duration,
+    /// The secrets resolved so far (every client's key joins it), removed from every
+    /// server text before it is stored or shown (SEC-5).
+    pub redactor: llm::Redactor,
 }
 
 impl std::fmt::Debug for Context {
@@ -109,11 +112,19 @@ impl Context {
     ///
     /// # Errors
     ///
-    /// [`StageError::UnknownTopic`] when it is not.
+    /// [`StageError::UnknownTopic`] when it is not, with the configured names.
     pub fn check_topic(&self, topic: Option<&str>) -> Result<(), StageError> {
         match topic {
             Some(name) if !self.settings.topics.iter().any(|t| t.name == name) => {
-                Err(StageError::UnknownTopic(name.to_owned()))
+                Err(StageError::UnknownTopic {
+                    name: name.to_owned(),
+                    known: self
+                        .settings
+                        .topics
+                        .iter()
+                        .map(|t| t.name.clone())
+                        .collect(),
+                })
             }
             _ => Ok(()),
         }
@@ -164,7 +175,13 @@ impl Context {
             ..RetryPolicy::new(self.settings.pipeline.max_retries)
         };
         let timeout = Duration::from_secs(self.settings.pipeline.request_timeout_secs);
-        let client = Client::new(provider.protocol, base_url, key, timeout, policy)
+        let endpoint = llm::Endpoint {
+            name: &role.provider,
+            protocol: provider.protocol,
+            base_url,
+            key,
+        };
+        let client = Client::new(endpoint, timeout, policy, self.redactor.clone())
             .map_err(StageError::Client)?;
         Ok(RoleClient {
             client: Arc::new(client),
@@ -355,10 +372,13 @@ impl Drop for RequestGuard<'_> {
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
     /// `--topic` names no configured topic.
-    #[error(
-        "`{0}` is not a configured topic; the topics are the `[[topics]]` entries of `overbrainer.toml`"
-    )]
-    UnknownTopic(String),
+    #[error("`{name}` is not a topic of this project; {}", known_topics(known))]
+    UnknownTopic {
+        /// The name given.
+        name: String,
+        /// The configured topics, in file order.
+        known: Vec<String>,
+    },
     /// The stage's role is not configured (CFG-7).
     #[error("`roles.{0}` is not set in `overbrainer.toml`")]
     MissingRole(&'static str),
@@ -387,12 +407,22 @@ pub enum StageError {
     /// A template cannot be read or rendered (TPL-1).
     #[error(transparent)]
     Template(#[from] TemplateError),
-    /// The provider refused the key or failed in a way every item would (PIPE-15).
+    /// The provider refused the key or failed in a way every item would (PIPE-15). The
+    /// cause is part of the message, not a separate source, so it prints once.
     #[error("stopped: {0}")]
-    Provider(#[source] llm::Error),
+    Provider(llm::Error),
     /// A data file cannot be read or written.
     #[error(transparent)]
     Data(#[from] JsonlError),
+}
+
+/// The sentence listing the configured topics, for [`StageError::UnknownTopic`].
+fn known_topics(known: &[String]) -> String {
+    if known.is_empty() {
+        return "it has none: add `[[topics]]` to `overbrainer.toml`".to_owned();
+    }
+    let names: Vec<String> = known.iter().map(|name| format!("`{name}`")).collect();
+    format!("its topics are {}", names.join(", "))
 }
 
 /// How a stage ended.
@@ -477,6 +507,50 @@ pub(crate) fn finish(
 /// Whether `topic` is selected by `--topic` (all when `None`).
 pub(crate) fn selected(filter: Option<&str>, topic: &str) -> bool {
     filter.is_none_or(|name| name == topic)
+}
+
+/// Whether a JSONL line belongs to a topic selected by `filter` (its `topic` field).
+pub(crate) fn line_selected(filter: Option<&str>, line: &serde_json::Value) -> bool {
+    line.get("topic")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|topic| selected(filter, topic))
+}
+
+/// Runs `body`, a stage that with `force` regenerates the selected topics' output in
+/// `path` (PIPE-3) and must plan as if that old output were gone. The old lines stay in
+/// the file until the stage ends well (no error, no failed item, no Ctrl-C), and are
+/// dropped only then: a refused key, a failed item or Ctrl-C never loses data, and the
+/// user is told the old lines were kept beside the new ones.
+///
+/// # Errors
+///
+/// The stage's own error, else [`StageError::Data`] when the old lines cannot be
+/// counted or dropped.
+pub(crate) async fn replacing(
+    ctx: &Context,
+    tracker: &Tracker,
+    path: &Path,
+    (topic, force): (Option<&str>, bool),
+    body: impl std::future::Future<Output = Result<(), StageError>>,
+) -> Result<(), StageError> {
+    if !force {
+        return body.await;
+    }
+    let (lines, old) = crate::dataset::jsonl::count_lines(path, |line| line_selected(topic, line))?;
+    let result = body.await;
+    if old == 0 {
+        return result;
+    }
+    let ended_well = result.is_ok() && tracker.snapshot().failed == 0 && !ctx.cancel.is_cancelled();
+    if ended_well {
+        crate::dataset::jsonl::drop_old_lines(path, lines, |line| line_selected(topic, line))?;
+    } else {
+        ctx.emit(Event::Warning(format!(
+            "`--force` kept the {old} old lines of `{}` beside the new ones because the stage did not end well; run it again with `--force` to replace them",
+            path.display()
+        )));
+    }
+    result
 }
 
 /// Reads a JSONL file, warning about skipped lines.

@@ -12,10 +12,10 @@ use tokio::task::JoinSet;
 use super::parse::first_string_array;
 use super::stage::{
     Context, Event, Outcome, Stage, StageError, StageReport, Tracker, collect, finish, read,
-    selected,
+    replacing, selected,
 };
 use super::templates::{Prompt, Template};
-use crate::dataset::jsonl::{JsonlWriter, retain_lines};
+use crate::dataset::jsonl::JsonlWriter;
 use crate::dataset::{RejectedKind, RejectedRecord, SubtopicRecord};
 use crate::llm::ChatRequest;
 
@@ -67,16 +67,24 @@ async fn run_inner(
     who: &mut (String, String),
 ) -> Result<(), StageError> {
     ctx.check_topic(topic)?;
+    let path = ctx.data().subtopics();
+    let body = generate(ctx, topic, force, tracker, skipped, who);
+    replacing(ctx, tracker, &path, (topic, force), body).await
+}
+
+/// The stage proper; with `force` the selected topics' subtopics on disk are old output
+/// that [`replacing`] drops once it ends well, and count as absent.
+async fn generate(
+    ctx: &Context,
+    topic: Option<&str>,
+    force: bool,
+    tracker: &Arc<Tracker>,
+    skipped: &mut u64,
+    who: &mut (String, String),
+) -> Result<(), StageError> {
     let files = ctx.data();
-    if force {
-        retain_lines(&files.subtopics(), |line| {
-            !line
-                .get("topic")
-                .and_then(|t| t.as_str())
-                .is_some_and(|t| selected(topic, t))
-        })?;
-    }
-    let existing: Vec<SubtopicRecord> = read(ctx, &files.subtopics())?;
+    let mut existing: Vec<SubtopicRecord> = read(ctx, &files.subtopics())?;
+    existing.retain(|s| !(force && selected(topic, &s.topic)));
     let rejected: Vec<RejectedRecord> = read(ctx, &files.rejected())?;
     let mut work = Vec::new();
     for t in ctx

@@ -22,6 +22,9 @@ mod lock;
 mod exec;
 // Flows: the dataset pipeline against stand-in providers (openai and anthropic protocols).
 mod pipeline;
+// Flows: what the pipeline must never do (show an echoed key, lose output under `--force`,
+// start for an unknown topic) and `history --all` into a closed pipe.
+mod pipeline_safety;
 // Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`; the
 // container runtime with a stand-in engine; refusals before a start.
 mod training;

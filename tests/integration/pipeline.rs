@@ -16,7 +16,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 use crate::util::{TestProject, output_text};
 
 /// A key that must never appear in any output or file.
-const KEY: &str = "sk-pipeline-canary-31337";
+pub(crate) const KEY: &str = "sk-pipeline-canary-31337";
 
 /// Prompts that the stand-ins can parse.
 const SUBTOPICS_PROMPT: &str = "SUBTOPICS|{{ topic }}|{{ count }}";
@@ -24,7 +24,7 @@ const QUESTIONS_PROMPT: &str =
     "QUESTIONS|{{ topic }}|{{ subtopic }}|{{ count }}|{{ accepted | length }}";
 const SYSTEM_PROMPT: &str = "EXPERT|{{ topic }}|{{ description }}";
 
-fn config(protocol: &str, parent_model: &str, reasoning: bool, extra: &str) -> String {
+pub(crate) fn config(protocol: &str, parent_model: &str, reasoning: bool, extra: &str) -> String {
     format!(
         r#"[project]
 name = "p"
@@ -55,7 +55,7 @@ request_timeout_secs = 1
 }
 
 /// A project with the parseable prompts and `config`.
-fn project(config: &str) -> TestProject {
+pub(crate) fn project(config: &str) -> TestProject {
     let project = TestProject::with_config(config);
     project.write("prompts/subtopics.txt", SUBTOPICS_PROMPT);
     project.write("prompts/questions.txt", QUESTIONS_PROMPT);
@@ -65,7 +65,7 @@ fn project(config: &str) -> TestProject {
 
 /// Runs `overbrainer <args>` in `project` against `server` (both providers), off the async
 /// runtime so the stand-in keeps serving.
-async fn overbrainer(
+pub(crate) async fn overbrainer(
     project: &TestProject,
     server: &MockServer,
     args: &[&str],
@@ -88,7 +88,7 @@ async fn overbrainer(
     output
 }
 
-fn lines(project: &TestProject, relative: &str) -> Vec<Value> {
+pub(crate) fn lines(project: &TestProject, relative: &str) -> Vec<Value> {
     let path = project.path().join(relative);
     if !path.exists() {
         return Vec::new();
@@ -100,7 +100,7 @@ fn lines(project: &TestProject, relative: &str) -> Vec<Value> {
         .collect()
 }
 
-fn user_text(request: &Request) -> String {
+pub(crate) fn user_text(request: &Request) -> String {
     let body: Value = serde_json::from_slice(&request.body).expect("JSON body");
     body["messages"]
         .as_array()
@@ -110,7 +110,7 @@ fn user_text(request: &Request) -> String {
         .to_owned()
 }
 
-fn openai_reply(message: &Value, finish: &str) -> ResponseTemplate {
+pub(crate) fn openai_reply(message: &Value, finish: &str) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(json!({
         "choices": [{"message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 20}
@@ -149,7 +149,7 @@ fn generator(delay: Duration) -> impl Fn(&Request) -> ResponseTemplate + Send + 
     }
 }
 
-async fn mount_generator(server: &MockServer, delay: Duration) {
+pub(crate) async fn mount_generator(server: &MockServer, delay: Duration) {
     Mock::given(method("POST"))
         .and(path("/chat/completions"))
         .and(wiremock::matchers::body_string_contains("gen-model"))
@@ -160,7 +160,7 @@ async fn mount_generator(server: &MockServer, delay: Duration) {
 }
 
 /// A parent on the openai protocol answering with raw reasoning.
-async fn mount_parent(server: &MockServer) {
+pub(crate) async fn mount_parent(server: &MockServer) {
     Mock::given(method("POST"))
         .and(path("/chat/completions"))
         .and(wiremock::matchers::body_string_contains("parent-model"))
@@ -175,7 +175,7 @@ async fn mount_parent(server: &MockServer) {
         .await;
 }
 
-fn write_questions(project: &TestProject, ids: &[&str]) {
+pub(crate) fn write_questions(project: &TestProject, ids: &[&str]) {
     let mut text = String::new();
     for id in ids {
         text.push_str(
@@ -186,7 +186,7 @@ fn write_questions(project: &TestProject, ids: &[&str]) {
     project.write("data/questions.jsonl", &text);
 }
 
-fn stdout(output: &std::process::Output) -> String {
+pub(crate) fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
@@ -451,10 +451,12 @@ async fn a_refused_key_midway_stops_answers_and_keeps_what_came() {
         "{}",
         output_text(&output)
     );
+    // The provider's body is for `debug` only (LOG-4); the message names who refused.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("invalid api key"), "{stderr}");
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("invalid api key"),
-        "{}",
-        output_text(&output)
+        stderr.contains("`providers.other` refused the key (HTTP 401)"),
+        "{stderr}"
     );
     assert_eq!(calls.load(Ordering::SeqCst), 3, "retried a refused key");
     assert_eq!(lines(&project, "data/answers.jsonl").len(), 2);
@@ -616,7 +618,10 @@ async fn unknown_topic_and_missing_base_url_are_reported() {
     write_questions(&project, &["q1"]);
     let output = overbrainer(&project, &server, &["answers", "--topic", "nope"]).await;
     assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("`nope` is not a configured topic"));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("`nope` is not a topic of this project; its topics are `rust`")
+    );
     let output = project.cmd().arg("answers").output().unwrap();
     assert!(!output.status.success());
     assert!(
@@ -745,10 +750,11 @@ async fn a_failed_item_fails_the_stage_and_a_rerun_asks_only_for_it_then_force_a
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
-        stderr.matches("model does not support this").count(),
+        stderr.matches("request rejected (HTTP 400").count(),
         1,
         "{stderr}"
     );
+    assert!(!stderr.contains("model does not support this"), "{stderr}");
     assert_eq!(first.load(Ordering::SeqCst), 1, "a 400 was retried");
     let chats = |requests: &[Request]| {
         requests
