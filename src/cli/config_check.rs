@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use super::Context;
-use crate::config::{Entry, Loaded, entries};
+use crate::config::{Entry, Loaded, Source, entries};
 use crate::secrets::{Resolver, SecretRef};
 
 /// Arguments of `config check`.
@@ -34,7 +34,13 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         Vec::new()
     };
     let mut section = None;
-    for Entry { key, value, source } in entries(&loaded) {
+    for Entry {
+        key,
+        value,
+        source,
+        ignored,
+    } in entries(&loaded)
+    {
         let top = key.split('.').next().unwrap_or_default().to_owned();
         if section.as_ref().is_some_and(|s| *s != top) {
             outln!();
@@ -44,7 +50,13 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         } else {
             ""
         };
-        outln!("{key} = {value}  ({source}{note})");
+        // CFG-8: a key the target's runtime ignores says so instead of a plain default.
+        let origin = match (ignored, &source) {
+            (Some(ignored), Source::Default) => ignored,
+            (Some(ignored), _) => format!("{source}, {ignored}"),
+            (None, _) => source.to_string(),
+        };
+        outln!("{key} = {value}  ({origin}{note})");
         section = Some(top);
     }
     Ok(ExitCode::SUCCESS)

@@ -18,6 +18,9 @@ pub struct Entry {
     pub value: String,
     /// Where the value came from.
     pub source: Source,
+    /// Why the value has no effect, when it has none: `ignored under runtime native`
+    /// (CFG-8).
+    pub ignored: Option<String>,
 }
 
 /// Sections in the order `config check` prints them.
@@ -84,14 +87,12 @@ pub fn entries(loaded: &Loaded) -> Vec<Entry> {
     }
     if let Some(Value::Object(runpod)) = root.get_mut("runpod") {
         fill(runpod, &["api_key"]);
-        runpod
-            .entry("base_url")
-            .or_insert_with(|| Value::from(super::types::DEFAULT_RUNPOD_BASE_URL));
+        default_of(runpod, "base_url", super::types::DEFAULT_RUNPOD_BASE_URL);
     }
     if let Some(Value::Object(hub)) = root.get_mut("hub") {
-        hub.entry("base_url")
-            .or_insert_with(|| Value::from(super::types::DEFAULT_HUB_BASE_URL));
+        default_of(hub, "base_url", super::types::DEFAULT_HUB_BASE_URL);
     }
+    effective_reasoning(settings, &mut root);
     fill(&mut root, &["hf_token", "ssh_client", "log"]);
 
     let mut out = Vec::new();
@@ -101,6 +102,40 @@ pub fn entries(loaded: &Loaded) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// Shows the default `value` of `key` when it is unset.
+fn default_of(object: &mut Map<String, Value>, key: &str, value: &str) {
+    let slot = object.entry(key.to_owned()).or_insert(Value::Null);
+    if slot.is_null() {
+        *slot = Value::from(value);
+    }
+}
+
+/// The `reasoning_effort` each role sends when unset: `medium` on the openai protocol with
+/// `reasoning = true` (`llm::openai`), nothing otherwise (the anthropic protocol thinks
+/// adaptively without it).
+fn effective_reasoning(settings: &super::types::Settings, root: &mut Map<String, Value>) {
+    let Some(Value::Object(roles)) = root.get_mut("roles") else {
+        return;
+    };
+    for role in roles.values_mut() {
+        let Value::Object(role) = role else {
+            continue;
+        };
+        let Some(Value::String(provider)) = role.get("provider") else {
+            continue;
+        };
+        let openai = settings
+            .providers
+            .get(provider)
+            .is_some_and(|p| p.protocol == super::types::Protocol::Openai);
+        let reasoning = role.get("reasoning") == Some(&Value::Bool(true));
+        let unset = role.get("reasoning_effort").is_none_or(Value::is_null);
+        if openai && reasoning && unset {
+            role.insert("reasoning_effort".to_owned(), Value::from("medium"));
+        }
+    }
 }
 
 fn flatten(loaded: &Loaded, path: &mut Vec<String>, value: &Value, out: &mut Vec<Entry>) {
@@ -133,12 +168,35 @@ fn flatten(loaded: &Loaded, path: &mut Vec<String>, value: &Value, out: &mut Vec
                 other => render(other),
             };
             out.push(Entry {
+                ignored: ignored_under_runtime(loaded, path),
                 key,
                 value: text,
                 source,
             });
         }
     }
+}
+
+/// `ignored under runtime <r>` for a target key its runtime does not use (CFG-8).
+fn ignored_under_runtime(loaded: &Loaded, path: &[String]) -> Option<String> {
+    let [section, name, key] = path else {
+        return None;
+    };
+    if section != "targets" {
+        return None;
+    }
+    let runtime = match loaded.settings.targets.get(name)? {
+        Target::Local(t) => t.runtime,
+        Target::Ssh(t) => t.runtime,
+        Target::Runpod(_) => return None,
+    };
+    let (ignored, word): (&[&str], &str) = match runtime {
+        super::types::Runtime::Native => (&["engine", "image"], "native"),
+        super::types::Runtime::Docker => (&["venv"], "docker"),
+    };
+    ignored
+        .contains(&key.as_str())
+        .then(|| format!("ignored under runtime {word}"))
 }
 
 /// `training.axolotl_extra` prints its sub-tables inline, as one value per top key.

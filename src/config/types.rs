@@ -53,17 +53,13 @@ pub struct Settings {
     pub runpod: RunpodAccount,
     /// Env-only Hugging Face token reference (`OVERBRAINER_HF_TOKEN`): a literal or a
     /// `vault:` reference, resolved lazily.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::secrets::optional"
-    )]
+    #[serde(default, deserialize_with = "crate::secrets::optional")]
     pub hf_token: Option<SecretRef>,
     /// Env-only override of every target's SSH client (`OVERBRAINER_SSH_CLIENT`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub ssh_client: Option<SshClient>,
     /// Env-only log filter (`OVERBRAINER_LOG`), in `tracing` directive syntax.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub log: Option<String>,
 }
 
@@ -122,16 +118,12 @@ pub struct Provider {
     /// Wire protocol.
     pub protocol: Protocol,
     /// Base URL; env only (`OVERBRAINER_PROVIDERS__<NAME>__BASE_URL`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub base_url: Option<String>,
     /// Key, a literal or a `vault:` reference; env only
     /// (`OVERBRAINER_PROVIDERS__<NAME>__API_KEY`). Unset: no authentication.
     /// An empty value is unset.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::secrets::optional"
-    )]
+    #[serde(default, deserialize_with = "crate::secrets::optional")]
     pub api_key: Option<SecretRef>,
 }
 
@@ -140,16 +132,16 @@ pub struct Provider {
 #[serde(deny_unknown_fields)]
 pub struct Roles {
     /// Writes subtopics and questions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub generator: Option<Role>,
     /// Answers the questions with its reasoning.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub parent: Option<Role>,
     /// Embeds questions for similarity dedup (openai protocol only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub embedder: Option<Role>,
     /// Judges child against parent in `compare`; the parent judges when unset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub judge: Option<Role>,
 }
 
@@ -182,13 +174,13 @@ pub struct Role {
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
     /// Sampling temperature, 0..=2; unset leaves the provider's default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub temperature: Option<f64>,
     /// Reasoning effort (openai protocol).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub reasoning_effort: Option<ReasoningEffort>,
     /// Thinking budget in tokens (anthropic protocol); unset is adaptive thinking.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub thinking_budget: Option<u32>,
 }
 
@@ -301,7 +293,7 @@ pub struct Training {
     #[serde(default)]
     pub merge: bool,
     /// Deprecated: use `[hub] repo`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub hub_model_id: Option<String>,
     /// Extra Axolotl keys, merged last into the generated YAML.
     #[serde(default)]
@@ -417,7 +409,7 @@ pub struct LocalTarget {
     #[serde(default)]
     pub runtime: Runtime,
     /// Native runtime: directory holding `bin/axolotl`; unset uses `PATH`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub venv: Option<String>,
     /// Docker runtime: container engine.
     #[serde(default)]
@@ -435,7 +427,7 @@ pub struct SshTarget {
     #[serde(default)]
     pub runtime: Runtime,
     /// Native runtime: directory holding `bin/axolotl` on the host; unset uses `PATH`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub venv: Option<String>,
     /// Docker runtime: container engine.
     #[serde(default)]
@@ -451,7 +443,7 @@ pub struct SshTarget {
     pub ssh_client: SshClient,
     /// `user@host` or a `~/.ssh/config` alias; env only
     /// (`OVERBRAINER_TARGETS__<NAME>__HOST`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub host: Option<String>,
 }
 
@@ -479,15 +471,15 @@ pub struct RunpodTarget {
     /// Runpod GPU type IDs, or `"auto"`.
     pub gpu_types: ListOrAuto,
     /// Least VRAM per GPU in GB, only with `"auto"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub min_vram_gb: Option<u32>,
     /// Highest Secure Cloud list price of one GPU, USD per hour, only with `"auto"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub max_price_per_hour: Option<f64>,
     /// Watchdog deadline after pod creation, in hours, 0 < h <= 720.
     pub max_hours: f64,
     /// Spend cap for the pod in USD.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub max_cost_usd: Option<f64>,
     /// GPUs per pod.
     #[serde(default = "default_gpu_count")]
@@ -508,13 +500,13 @@ pub struct RunpodTarget {
     #[serde(default = "default_retrieve_grace_minutes")]
     pub retrieve_grace_minutes: u32,
     /// Data centers to use, or `"auto"`; unset is any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub data_center_ids: Option<ListOrAuto>,
     /// Network volume mounted at `/workspace/data`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub network_volume_id: Option<String>,
     /// Largest size, in GB, the volume may be grown to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub max_volume_gb: Option<u32>,
     /// SSH client.
     #[serde(default)]
@@ -554,7 +546,6 @@ pub struct Export {
     /// GGUF quantization type, one of [`QUANTIZE_TYPES`].
     pub quantize: String,
     /// Ollama model name for `ollama create`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ollama_name: Option<String>,
 }
 
@@ -573,14 +564,12 @@ impl Default for Export {
 #[serde(deny_unknown_fields, default)]
 pub struct Hub {
     /// `NAMESPACE/NAME`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub repo: Option<String>,
     /// Create new repositories private.
     pub private: bool,
     /// Push each run that succeeded and came back.
     pub after_training: bool,
     /// Hub endpoint; env only (`OVERBRAINER_HUB__BASE_URL`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
 }
 
@@ -614,13 +603,10 @@ impl Default for Hub {
 #[serde(deny_unknown_fields, default)]
 pub struct Compare {
     /// USD per million parent input tokens.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_price_in: Option<f64>,
     /// USD per million parent output tokens.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_price_out: Option<f64>,
     /// USD per hour of the child's hardware.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub child_price_per_hour: Option<f64>,
     /// Token limit of each child answer.
     pub max_tokens: u32,
@@ -648,7 +634,7 @@ impl Default for Compare {
 #[serde(deny_unknown_fields)]
 pub struct Metrics {
     /// `IP:port` of the Prometheus endpoint; unset turns it off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub listen: Option<String>,
 }
 
@@ -658,14 +644,10 @@ pub struct Metrics {
 pub struct RunpodAccount {
     /// API key, a literal or a `vault:` reference.
     /// An empty value is unset.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::secrets::optional"
-    )]
+    #[serde(default, deserialize_with = "crate::secrets::optional")]
     pub api_key: Option<SecretRef>,
     /// REST API base URL, default `https://api.runpod.io/v2`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub base_url: Option<String>,
 }
 

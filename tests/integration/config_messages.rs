@@ -118,3 +118,38 @@ fn a_variable_with_an_invalid_provider_name_does_not_suggest_that_name() {
                 .and(predicate::str::contains("[providers.my-p]").not()),
         );
 }
+
+#[test]
+fn config_check_shows_unset_keys_effective_reasoning_and_runtime_ignored_keys() {
+    let project = TestProject::init();
+    let mut config = project.read("overbrainer.toml");
+    config.push_str(
+        "\n[targets.pod]\nkind = \"runpod\"\ngpu_types = \"auto\"\nmax_hours = 1\n\n[targets.box]\nkind = \"local\"\n",
+    );
+    project.write("overbrainer.toml", &config);
+    let output = project.cmd().args(["config", "check"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        crate::util::output_text(&output)
+    );
+    for line in [
+        "hub.repo = (unset)  (default)",
+        "export.ollama_name = (unset)  (default)",
+        "compare.parent_price_in = (unset)  (default)",
+        "compare.child_price_per_hour = (unset)  (default)",
+        "targets.pod.max_price_per_hour = (unset)  (default)",
+        "targets.pod.max_cost_usd = (unset)  (default)",
+        // The template's parent: openai protocol with `reasoning = true`.
+        "roles.parent.reasoning_effort = \"medium\"  (default)",
+        "targets.box.venv = (unset)  (default)",
+        "(ignored under runtime native)",
+    ] {
+        assert!(stdout.contains(line), "missing `{line}` in:\n{stdout}");
+    }
+    assert!(
+        stdout.contains("targets.box.engine = \"docker\"  (ignored under runtime native)"),
+        "{stdout}"
+    );
+}
