@@ -139,6 +139,7 @@ impl Renderer {
             RunEvent::Sample(sample) => {
                 self.line(&format!("train: system {}", sample_text(&sample)));
             }
+            RunEvent::JobLog(line) => tracing::debug!(target: "overbrainer::job", "{line}"),
             RunEvent::Warning(message) => {
                 if let Some(bar) = &self.bar {
                     bar.suspend(|| tracing::warn!("{message}"));

@@ -3,6 +3,9 @@
 //! sample its machine every 10 seconds, and when the job has ended drain the metrics,
 //! retrieve the results and record the final state.
 //!
+//! The job's `job.log` is tailed along with the metrics and each new line sent as an
+//! event (the command line shows them at `debug` level).
+//!
 //! A Ctrl-C (the cancellation token) or six failed reaches in a row end the following
 //! only; the job goes on and `run.json` keeps its state (RUN-21).
 
@@ -85,6 +88,8 @@ pub async fn follow(
     );
     let metrics_path = format!("{}/{METRICS_FILE}", record.dir);
     let mut stream = executor.tail(&metrics_path, 0);
+    let log_path = format!("{}/{JOB_LOG}", record.dir);
+    let mut log_stream = executor.tail(&log_path, 0);
     let mut reader = MetricReader::new();
     let mut summary = Summary::default();
     let mut tracker = PhaseTracker::new();
@@ -106,6 +111,11 @@ pub async fn follow(
                 }
             }
             Err(error) => failed = Some(error_chain(&error)),
+        }
+        if let Ok(lines) = log_stream.poll().await {
+            for line in lines {
+                emit(events, RunEvent::JobLog(line));
+            }
         }
         let status = match executor.status(&job).await {
             Ok(status) => Some(status),

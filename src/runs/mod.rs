@@ -48,6 +48,8 @@ pub enum RunEvent {
     Eval(EvalLine),
     /// A sample of the job's machine (SYS-1, SYS-6).
     Sample(Box<crate::system::Sample>),
+    /// A new line of the job's `job.log` (shown at `debug` level by the command line).
+    JobLog(String),
     /// Something the user should know; the flow goes on.
     Warning(String),
 }

@@ -267,6 +267,14 @@ pub async fn start(
             RunEvent::Warning("`training.hub_model_id` is deprecated; use `[hub] repo`".into()),
         );
     }
+    if settings.hub.after_training && settings.hf_token.is_none() {
+        emit(
+            events,
+            RunEvent::Warning(
+                "`[hub] after_training = true` but `OVERBRAINER_HF_TOKEN` is unset: the push after training will fail".into(),
+            ),
+        );
+    }
     let secrets = match &settings.hf_token {
         Some(reference) => {
             let value: SecretString = crate::secrets::Resolver::new(env)

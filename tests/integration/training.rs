@@ -438,6 +438,26 @@ fn a_stopped_run_resumes_on_the_other_target() {
         String::from_utf8_lossy(&ls.stdout).contains(&format!("snapshot at step {snapshot_step}"))
     );
 
+    // RUN-36: a setting that may not differ is refused, naming it; nothing is created.
+    let config = training.project.read("overbrainer.toml");
+    training.project.write(
+        "overbrainer.toml",
+        &config.replace("learning_rate = 1e-3", "learning_rate = 2e-3"),
+    );
+    let refused = training
+        .cmd()
+        .args(["train", "--resume-from", &id])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        output_text(&refused).contains("`learning_rate` differs"),
+        "{}",
+        output_text(&refused)
+    );
+    assert_eq!(training.run_ids().len(), 1);
+    training.project.write("overbrainer.toml", &config);
+
     let resumed = training
         .cmd()
         .args(["train", "--resume-from", &id, "--target", "remote"])
@@ -506,13 +526,41 @@ fn a_cancelled_run_leaves_no_process_and_keeps_its_artifacts() {
 // Issue 4, test 5.
 #[test]
 fn the_job_survives_a_killed_follower_and_attach_collects_it() {
-    let training = Training::new(&Setup::default());
+    let training = Training::new(&Setup {
+        max_steps: 8,
+        ..Setup::default()
+    });
     let mut follower = training.spawn(&["train"]);
     let id = training.wait_running(&mut follower);
     follower.kill().unwrap(); // SIGKILL
     let _ = follower.wait();
     let pid = u32::try_from(training.record(&id)["job"]["pid"].as_u64().unwrap()).unwrap();
     assert!(group_alive(pid) || training.runs().join(&id).join("exit_code").exists());
+    assert_eq!(training.record(&id)["state"], "running");
+    // Ctrl-C on a follower detaches it and says how to follow again (RUN-16).
+    let attach = training.spawn(&["train", "attach", &id]);
+    let lock = training.project.path().join(".overbrainer/lock");
+    let deadline = Instant::now() + DEADLINE;
+    while std::fs::read_to_string(&lock).map_or(true, |text| text.trim() != attach.id().to_string())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "train attach never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let interrupt = std::process::Command::new("kill")
+        .args(["-INT", &attach.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupt.success());
+    let output = finish(attach);
+    let text = output_text(&output);
+    assert_eq!(output.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains(&format!("overbrainer train attach {id}")),
+        "{text}"
+    );
     assert_eq!(training.record(&id)["state"], "running");
     let attach = training
         .cmd()
