@@ -19,6 +19,7 @@ pub enum RunsCommand {
 #[derive(Debug, clap::Args)]
 pub struct LogsArgs {
     /// The run.
+    #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
     pub run_id: String,
     /// Print only the last N lines.
     #[arg(long, value_name = "N")]

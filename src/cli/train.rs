@@ -13,10 +13,10 @@ use crate::runs::start::{StartOptions, start};
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
     /// Run on this target instead of `training.target`.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     pub target: Option<String>,
     /// Start a new run from the snapshot of this stopped run.
-    #[arg(long, value_name = "RUN_ID")]
+    #[arg(long, value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
     pub resume_from: Option<String>,
     /// Keep the Runpod pod after the run (Runpod targets only).
     #[arg(long)]

@@ -10,6 +10,7 @@ use super::follow;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The run to follow.
+    #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
     pub run_id: String,
 }
 

@@ -11,6 +11,7 @@ use crate::runs::control::{CancelOutcome, cancel};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The run to cancel.
+    #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
     pub run_id: String,
 }
 

@@ -15,6 +15,7 @@ use crate::runs::record::State;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The run to stop.
+    #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
     pub run_id: String,
 }
 

@@ -13,6 +13,8 @@ mod sshd;
 mod config;
 // Ground: configuration messages and values (empty secrets, `.env` lines, sources).
 mod config_messages;
+// Front end: dynamic completion of topics, targets and run IDs as bash drives it.
+mod completion;
 // Front end: checked writes to stdout (closed pipe, full disk) and `init` refusing cleanly.
 mod output;
 // Ground: the project lock held by a second process.

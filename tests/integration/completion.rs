@@ -1,0 +1,123 @@
+//! Dynamic completion as a user's shell drives it (CLI-12): the bash script calls the binary
+//! back with `COMPLETE=bash`, the words of the line after `--` and the index of the word
+//! being completed in `_CLAP_COMPLETE_INDEX`; candidates come back one per line.
+
+use crate::util::TestProject;
+
+/// The candidates for word `index` of `words` (`words[0]` is the program), run in `cwd`.
+fn complete(
+    project: &TestProject,
+    cwd: &std::path::Path,
+    words: &[&str],
+    index: usize,
+) -> Vec<String> {
+    let output = crate::util::overbrainer(&project.home())
+        .current_dir(cwd)
+        .env("COMPLETE", "bash")
+        .env("_CLAP_IFS", "\n")
+        .env("_CLAP_COMPLETE_INDEX", index.to_string())
+        .arg("--")
+        .args(words)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        crate::util::output_text(&output)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn project() -> TestProject {
+    let project = TestProject::init();
+    let mut config = project.read("overbrainer.toml");
+    config.push_str(
+        "\n[[topics]]\nname = \"second_topic\"\nsubtopics = 1\nquestions_per_subtopic = 1\n\n[targets.gpu_box]\nkind = \"local\"\n",
+    );
+    project.write("overbrainer.toml", &config);
+    project.write(
+        "runs/20260101-000000-abcd/run.json",
+        "{\"state\": \"succeeded\", \"target\": \"gpu_box\"}",
+    );
+    project
+}
+
+#[test]
+fn topic_arguments_complete_topic_names_in_the_current_directory() {
+    let project = project();
+    for command in ["subtopics", "questions", "answers", "split"] {
+        let words = ["overbrainer", command, "--topic", ""];
+        let names = complete(&project, project.path(), &words, 3);
+        assert!(
+            names.iter().any(|n| n == "rust_ownership"),
+            "{command}: {names:?}"
+        );
+        assert!(
+            names.iter().any(|n| n == "second_topic"),
+            "{command}: {names:?}"
+        );
+    }
+    let names = complete(
+        &project,
+        project.path(),
+        &["overbrainer", "subtopics", "--topic", "sec"],
+        3,
+    );
+    assert_eq!(names, ["second_topic"]);
+}
+
+#[test]
+fn completion_reads_the_project_of_a_typed_dash_c() {
+    let project = project();
+    let elsewhere = project.home();
+    let dir = project.path().to_str().unwrap();
+    let names = complete(
+        &project,
+        &elsewhere,
+        &["overbrainer", "-C", dir, "subtopics", "--topic", ""],
+        5,
+    );
+    assert!(names.iter().any(|n| n == "second_topic"), "{names:?}");
+    // Without `-C`, the other directory has no project: nothing to offer.
+    let names = complete(
+        &project,
+        &elsewhere,
+        &["overbrainer", "subtopics", "--topic", ""],
+        3,
+    );
+    assert!(!names.iter().any(|n| n == "second_topic"), "{names:?}");
+}
+
+#[test]
+fn targets_and_run_ids_complete_from_the_project() {
+    let project = project();
+    let targets = complete(
+        &project,
+        project.path(),
+        &["overbrainer", "train", "--target", ""],
+        3,
+    );
+    assert!(targets.iter().any(|t| t == "gpu_box"), "{targets:?}");
+    for words in [
+        &["overbrainer", "train", "attach", ""][..],
+        &["overbrainer", "train", "stop", ""][..],
+        &["overbrainer", "train", "cancel", ""][..],
+        &["overbrainer", "runs", "logs", ""][..],
+    ] {
+        let ids = complete(&project, project.path(), words, 3);
+        assert!(
+            ids.iter().any(|i| i == "20260101-000000-abcd"),
+            "{words:?}: {ids:?}"
+        );
+    }
+    let ids = complete(
+        &project,
+        project.path(),
+        &["overbrainer", "train", "--resume-from", ""],
+        3,
+    );
+    assert!(ids.iter().any(|i| i == "20260101-000000-abcd"), "{ids:?}");
+}
