@@ -81,6 +81,14 @@ pub enum SecretError {
         /// The reference.
         reference: VaultRef,
     },
+    /// The field exists but is empty: an empty key is no key (no `Authorization: Bearer `).
+    #[error("cannot resolve `{what}` from `{reference}`: the field `{}` is empty", .reference.field)]
+    EmptyField {
+        /// The setting being resolved.
+        what: String,
+        /// The reference.
+        reference: VaultRef,
+    },
     /// The answer is not a KV v2 answer (a KV v1 mount, a proxy page).
     #[error(
         "cannot resolve `{what}` from `{reference}`: the answer is not a KV version 2 secret; is `{}` a KV v2 mount?", .reference.mount
@@ -221,6 +229,10 @@ impl Resolver {
             return Err(SecretError::NotKv2 { what, reference });
         };
         match data.get(&reference.field) {
+            Some(serde_json::Value::String(text)) if text.is_empty() => {
+                let (what, reference) = context();
+                Err(SecretError::EmptyField { what, reference })
+            }
             Some(serde_json::Value::String(text)) => Ok(SecretString::from(text.as_str())),
             Some(number @ serde_json::Value::Number(_)) => {
                 Ok(SecretString::from(number.to_string()))
@@ -280,7 +292,7 @@ mod tests {
             .and(path("/v1/secret/data/team/app"))
             .and(header("X-Vault-Token", TOKEN))
             .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
-                "data": {"data": {"api_key": VALUE}, "metadata": {"version": 3}}
+                "data": {"data": {"api_key": VALUE, "blank": ""}, "metadata": {"version": 3}}
             })))
             .expect(reads.map_or(0..=u64::MAX, |n| n..=n))
             .mount(&server)
@@ -373,6 +385,13 @@ mod tests {
             .unwrap_err();
         assert!(matches!(error, SecretError::NoField { .. }), "{error:?}");
         assert!(error.to_string().contains("`nope`"));
+
+        let error = resolver
+            .resolve("x", &reference("vault:secret/team/app#blank"))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, SecretError::EmptyField { .. }), "{error:?}");
+        assert!(error.to_string().contains("`blank` is empty"), "{error}");
         assert_clean(&error.to_string());
 
         let error = resolver
