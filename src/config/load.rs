@@ -583,6 +583,11 @@ fn describe(mut path: Vec<String>, kind: &Kind) -> Problem {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        Kind::UnknownField(field, _)
+            if field == "host" && path.len() == 3 && path[0] == "targets" =>
+        {
+            "`host` is only for ssh targets (`kind = \"ssh\"`)".to_owned()
+        }
         Kind::UnknownField(_, _) => "unknown field: not a known key here".to_owned(),
         Kind::MissingField(name) => {
             path.push(name.to_string());

@@ -153,3 +153,32 @@ fn config_check_shows_unset_keys_effective_reasoning_and_runtime_ignored_keys() 
         "{stdout}"
     );
 }
+
+#[test]
+fn host_under_a_local_target_says_host_is_only_for_ssh_targets() {
+    let project = TestProject::init();
+    let mut config = project.read("overbrainer.toml");
+    config.push_str("\n[targets.box]\nkind = \"local\"\nhost = \"h\"\n");
+    project.write("overbrainer.toml", &config);
+    project
+        .cmd()
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("`targets.box.host`: `host` is only for ssh targets")
+                .and(predicate::str::contains("OVERBRAINER_TARGETS__BOX__HOST").not()),
+        );
+    config.push_str("\n[targets.other]\nkind = \"local\"\n");
+    let config = config.replace("host = \"h\"\n", "");
+    project.write("overbrainer.toml", &config);
+    project
+        .cmd()
+        .env("OVERBRAINER_TARGETS__OTHER__HOST", "h")
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "`targets.other.host`: `host` is only for ssh targets (`kind = \"ssh\"`) (set by `OVERBRAINER_TARGETS__OTHER__HOST`)",
+        ));
+}
