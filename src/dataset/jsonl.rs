@@ -254,6 +254,26 @@ pub fn count_lines(
     Ok(counts)
 }
 
+/// The JSON lines of `path` after its first `old` non-blank lines (counted as
+/// [`count_lines`] does); lines that are not JSON are left out.
+///
+/// # Errors
+///
+/// [`JsonlError::Io`] when the file exists but cannot be read.
+pub fn lines_after(path: &Path, old: usize) -> Result<Vec<serde_json::Value>, JsonlError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(io("read", path)(error)),
+    };
+    Ok(bytes
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .skip(old)
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect())
+}
+
 /// Drops, among the first `old` non-blank lines of `path`, those for which `drop` holds on
 /// the parsed JSON; later lines and lines that are not JSON stay. Replaces the file
 /// atomically and returns how many lines went.
@@ -334,6 +354,10 @@ mod tests {
         assert_eq!(count_lines(&path, is_a).unwrap(), (4, 2));
         let mut writer = JsonlWriter::open(&path).unwrap();
         writer.append(&json!({"t": "a", "new": true})).unwrap();
+        assert_eq!(
+            lines_after(&path, 4).unwrap(),
+            vec![json!({"t": "a", "new": true})]
+        );
         assert_eq!(drop_old_lines(&path, 4, is_a).unwrap(), 2);
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),

@@ -122,7 +122,7 @@ async fn run_inner(
     ctx.check_topic(topic)?;
     let path = ctx.data().answers();
     let body = generate(ctx, topic, force, tracker, skipped, who);
-    replacing(ctx, tracker, &path, (topic, force), body).await
+    replacing(ctx, tracker, (&path, Some("id")), (topic, force), body).await
 }
 
 /// The stage proper; with `force` the selected topics' answers on disk are old output

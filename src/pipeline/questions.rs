@@ -104,7 +104,7 @@ async fn run_inner(
     ctx.check_topic(topic)?;
     let path = ctx.data().questions();
     let body = generate(ctx, topic, force, tracker, skipped, who);
-    replacing(ctx, tracker, &path, (topic, force), body).await
+    replacing(ctx, tracker, (&path, None), (topic, force), body).await
 }
 
 /// The stage proper; with `force` the selected topics' questions on disk are old output

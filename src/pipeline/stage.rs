@@ -520,7 +520,9 @@ pub(crate) fn line_selected(filter: Option<&str>, line: &serde_json::Value) -> b
 /// `path` (PIPE-3) and must plan as if that old output were gone. The old lines stay in
 /// the file until the stage ends well (no error, no failed item, no Ctrl-C), and are
 /// dropped only then: a refused key, a failed item or Ctrl-C never loses data, and the
-/// user is told the old lines were kept beside the new ones.
+/// user is told the old lines were kept beside the new ones. With `item` (the field that
+/// names an item, `id` for answers), an old line whose item got a new line goes in any
+/// case, so an item never has two.
 ///
 /// # Errors
 ///
@@ -529,24 +531,43 @@ pub(crate) fn line_selected(filter: Option<&str>, line: &serde_json::Value) -> b
 pub(crate) async fn replacing(
     ctx: &Context,
     tracker: &Tracker,
-    path: &Path,
+    (path, item): (&Path, Option<&str>),
     (topic, force): (Option<&str>, bool),
     body: impl std::future::Future<Output = Result<(), StageError>>,
 ) -> Result<(), StageError> {
+    use crate::dataset::jsonl::{count_lines, drop_old_lines, lines_after};
     if !force {
         return body.await;
     }
-    let (lines, old) = crate::dataset::jsonl::count_lines(path, |line| line_selected(topic, line))?;
+    let (lines, old) = count_lines(path, |line| line_selected(topic, line))?;
     let result = body.await;
     if old == 0 {
         return result;
     }
     let ended_well = result.is_ok() && tracker.snapshot().failed == 0 && !ctx.cancel.is_cancelled();
     if ended_well {
-        crate::dataset::jsonl::drop_old_lines(path, lines, |line| line_selected(topic, line))?;
-    } else {
+        drop_old_lines(path, lines, |line| line_selected(topic, line))?;
+        return result;
+    }
+    let mut dropped = 0;
+    if let Some(field) = item {
+        let name = |line: &serde_json::Value| {
+            line.get(field)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        let renewed: std::collections::HashSet<String> =
+            lines_after(path, lines)?.iter().filter_map(name).collect();
+        if !renewed.is_empty() {
+            dropped = drop_old_lines(path, lines, |line| {
+                line_selected(topic, line) && name(line).is_some_and(|n| renewed.contains(&n))
+            })?;
+        }
+    }
+    if old > dropped {
         ctx.emit(Event::Warning(format!(
-            "`--force` kept the {old} old lines of `{}` beside the new ones because the stage did not end well; run it again with `--force` to replace them",
+            "`--force` kept {} old lines of `{}` beside the new ones because the stage did not end well; run it again with `--force` to replace them",
+            old - dropped,
             path.display()
         )));
     }

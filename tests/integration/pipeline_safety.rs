@@ -277,7 +277,7 @@ async fn force_loses_nothing_when_the_stage_cannot_start_or_stops_on_a_refused_k
     let output = run(&project, &server, &["questions", "--force"], &[]).await;
     assert_eq!(output.status.code(), Some(1), "{}", output_text(&output));
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("`--force` kept the 6 old lines"),
+        String::from_utf8_lossy(&output.stderr).contains("`--force` kept 6 old lines"),
         "{}",
         output_text(&output)
     );
@@ -319,6 +319,57 @@ async fn force_replaces_the_old_lines_once_the_stage_ends_well() {
             .iter()
             .all(|q| !q["question"].as_str().unwrap().starts_with("old")),
         "{questions:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn force_with_a_failed_answer_keeps_its_old_answer_and_replaces_the_others() {
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(|request: &Request| {
+            if crate::pipeline::user_text(request) == "bad" {
+                ResponseTemplate::new(400)
+            } else {
+                openai_reply(&json!({"content": "new", "reasoning": "R"}), "stop")
+            }
+        })
+        .mount(&server)
+        .await;
+    let project = canary_project();
+    write_questions(&project, &["good", "bad", "fine"]);
+    let mut old = String::new();
+    for id in ["good", "bad", "fine"] {
+        old.push_str(
+            &json!({"id": id, "topic": "rust", "subtopic": "s",
+                    "messages": [{"role": "assistant", "content": "old"}],
+                    "meta": {"model": "m", "input_tokens": 1, "output_tokens": 1}})
+            .to_string(),
+        );
+        old.push('\n');
+    }
+    project.write("data/answers.jsonl", &old);
+    let output = run(&project, &server, &["answers", "--force"], &[]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", output_text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("`--force` kept 1 old lines"),
+        "{}",
+        output_text(&output)
+    );
+    let mut kept: Vec<(String, String)> = lines(&project, "data/answers.jsonl")
+        .iter()
+        .map(|a| {
+            let content = a["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+            (
+                a["id"].as_str().unwrap().to_owned(),
+                content.as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    kept.sort();
+    assert_eq!(
+        kept,
+        [("bad", "old"), ("fine", "new"), ("good", "new")]
+            .map(|(id, text)| (id.to_owned(), text.to_owned()))
     );
 }
 
