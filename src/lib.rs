@@ -19,6 +19,10 @@
 //!     (`.overbrainer/lock`).
 //!   - [`logging`]: log lines on stderr through `tracing`.
 
+// Printing goes through `cli`'s checked macros (`cli/out.rs`): `println!` panics on a closed
+// pipe or a full disk, and no other layer prints.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod cli;
 pub mod config;
 pub mod dataset;
