@@ -39,7 +39,13 @@ use crate::project::Project;
 
 /// Distill a large parent LLM into a small open-weights child.
 #[derive(Debug, Parser)]
-#[command(name = "overbrainer", version, about, propagate_version = true)]
+// The package description names the whole product; `--help` names what this build does.
+#[command(
+    name = "overbrainer",
+    version,
+    about = "Distill a large parent LLM into a small open-weights child: build the dataset, fine-tune with Axolotl on a local or SSH target",
+    propagate_version = true
+)]
 pub struct Cli {
     /// Operate on the project in DIR instead of the current directory.
     #[arg(short = 'C', id = "project_dir", global = true, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]

@@ -1,6 +1,7 @@
 //! Dynamic completion as a user's shell drives it (CLI-12): the bash script calls the binary
 //! back with `COMPLETE=bash`, the words of the line after `--` and the index of the word
-//! being completed in `_CLAP_COMPLETE_INDEX`; candidates come back one per line.
+//! being completed in `_CLAP_COMPLETE_INDEX`; candidates come back one per line. And
+//! `--help` claims only the commands this build has.
 
 use crate::util::TestProject;
 
@@ -120,4 +121,18 @@ fn targets_and_run_ids_complete_from_the_project() {
         3,
     );
     assert!(ids.iter().any(|i| i == "20260101-000000-abcd"), "{ids:?}");
+}
+
+#[test]
+fn help_claims_only_what_this_build_does() {
+    let project = TestProject::empty();
+    let output = crate::util::overbrainer(&project.home())
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success());
+    for absent in ["export", "compare", "push", "Runpod"] {
+        assert!(!help.contains(absent), "`{absent}` in:\n{help}");
+    }
 }
