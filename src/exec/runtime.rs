@@ -13,10 +13,15 @@ use crate::config::Engine;
 use secrecy::SecretString;
 
 /// Fixed environment every stage command gets, on top of the job's own: Python
-/// output unbuffered so `job.log` shows progress as it happens, and no Hugging Face
-/// telemetry. Names and values are plain (never secrets).
-pub const TOOLS_ENV: &[(&str, &str)] =
-    &[("PYTHONUNBUFFERED", "1"), ("HF_HUB_DISABLE_TELEMETRY", "1")];
+/// output unbuffered so `job.log` shows progress as it happens, no Hugging Face
+/// telemetry, and no Axolotl telemetry (`AXOLOTL_DO_NOT_TRACK`, Axolotl's
+/// `telemetry/manager.py`: without a network its exit waits on the upload). Names and
+/// values are plain (never secrets).
+pub const TOOLS_ENV: &[(&str, &str)] = &[
+    ("PYTHONUNBUFFERED", "1"),
+    ("HF_HUB_DISABLE_TELEMETRY", "1"),
+    ("AXOLOTL_DO_NOT_TRACK", "1"),
+];
 
 /// Directory where a container job sees its run directory (TGT-4).
 pub const CONTAINER_RUN_DIR: &str = "/workspace/run";
@@ -109,8 +114,10 @@ pub fn shell_path(path: &str) -> String {
 ///   (`--gpus all` for Docker, `--device nvidia.com/gpu=all` for Podman), `--ipc
 ///   host`, the run directory at [`CONTAINER_RUN_DIR`] as working directory, the
 ///   Hugging Face cache at [`CONTAINER_HF_HOME`] with `HF_HOME` pointing there, the
-///   tools cache when set, [`TOOLS_ENV`], `-e NAME` for each secret name, then the
-///   image and `axolotl <args>`.
+///   tools cache when set, `PYTHONPATH` set to [`CONTAINER_RUN_DIR`] (so Axolotl
+///   imports the metrics plugin from the run directory, as the native job script
+///   does), [`TOOLS_ENV`], `-e NAME` for each secret name, then the image and
+///   `axolotl <args>`.
 ///
 /// Arguments are quoted; a path argument relative to the run directory (such as
 /// `axolotl.yaml`) works in both runtimes.
@@ -156,6 +163,8 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
                 command.push(':');
                 command.push_str(CONTAINER_TOOLS_CACHE);
             }
+            command.push_str(" -e PYTHONPATH=");
+            command.push_str(CONTAINER_RUN_DIR);
             for env in &tools_env {
                 command.push_str(" -e ");
                 command.push_str(env);
@@ -272,6 +281,7 @@ mod tests {
             command.contains("HF_HOME=\"$HOME\"/'ob/.hf-cache'"),
             "{command}"
         );
+        assert!(command.contains("AXOLOTL_DO_NOT_TRACK='1'"), "{command}");
         let command = stage_command(&spec(JobRuntime::Native { venv: None }), &["train"]);
         assert!(command.contains(" axolotl 'train'"), "{command}");
     }
@@ -296,6 +306,9 @@ mod tests {
                 "-v '/w/r1':/workspace/run -w /workspace/run",
                 "-e HF_HOME=/workspace/hf-cache",
                 "-v '/w/.cache':/workspace/cache",
+                "-e PYTHONPATH=/workspace/run",
+                "-e AXOLOTL_DO_NOT_TRACK='1'",
+                "-e PYTHONUNBUFFERED='1'",
                 "-e 'HF_TOKEN'",
                 "'img@sha256:1' axolotl 'train' 'axolotl.yaml'",
             ] {

@@ -117,9 +117,11 @@ fn resume_inputs(
 ///
 /// For a native runtime the venv's `bin` goes first on `PATH` (Axolotl starts
 /// `accelerate` from `PATH`); the run directory goes on `PYTHONPATH` so every Axolotl
-/// command finds the plugin; and Axolotl's telemetry is off unless the environment says
-/// otherwise (`AXOLOTL_DO_NOT_TRACK`, Axolotl's `telemetry/manager.py`: without a network
-/// its exit waits on the upload) [design].
+/// command finds the plugin (a container stage gets its own `PYTHONPATH`, see
+/// [`crate::exec::stage_command`]); and Axolotl's telemetry is off (`AXOLOTL_DO_NOT_TRACK`,
+/// Axolotl's `telemetry/manager.py`: without a network its exit waits on the upload): each
+/// stage command sets it through [`crate::exec::TOOLS_ENV`], and the script exports it for
+/// anything else it starts [design].
 #[must_use]
 pub fn job_script(spec: &JobSpec, merge: bool) -> String {
     let mut script = String::new();

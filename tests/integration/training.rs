@@ -499,6 +499,32 @@ fn a_cancelled_run_leaves_no_process_and_keeps_its_artifacts() {
     let pid = training.record(&id)["job"]["pid"].as_u64().unwrap();
     let pid = u32::try_from(pid).unwrap();
     assert!(group_alive(pid));
+    // The follower holds the project (LCK-1): a cancel fails at once, names it and says
+    // how to cancel anyway (LCK-2), and changes nothing.
+    let refused = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&refused);
+    assert!(!refused.status.success(), "{text}");
+    assert!(text.contains(&format!("PID {}", follower.id())), "{text}");
+    assert!(text.contains("Ctrl-C"), "{text}");
+    assert!(
+        text.contains(&format!("overbrainer train cancel {id}")),
+        "{text}"
+    );
+    assert!(group_alive(pid), "a refused cancel stopped the job");
+    assert_eq!(training.record(&id)["state"], "running");
+    // Ctrl-C detaches the follower; the job goes on and the cancel now proceeds.
+    let interrupt = std::process::Command::new("kill")
+        .args(["-INT", &follower.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupt.success());
+    let output = finish(follower);
+    assert_eq!(output.status.code(), Some(130), "{}", output_text(&output));
+    assert!(group_alive(pid), "detaching stopped the job");
     let cancel = training
         .cmd()
         .args(["train", "cancel", &id])
@@ -507,8 +533,6 @@ fn a_cancelled_run_leaves_no_process_and_keeps_its_artifacts() {
     assert!(cancel.status.success(), "{}", output_text(&cancel));
     assert!(String::from_utf8_lossy(&cancel.stdout).contains("cancelled"));
     assert!(!group_alive(pid), "the job's process group is still alive");
-    let output = finish(follower);
-    assert!(!output.status.success(), "{}", output_text(&output));
     let record = training.record(&id);
     assert_eq!(record["state"], "cancelled", "{record}");
     assert_eq!(record["retrieved"], true, "{record}");
@@ -779,6 +803,10 @@ fn the_container_runtime_runs_each_stage_in_a_named_container() {
             format!("--name overbrainer-{id}"),
             format!("-v {}:/workspace/run", run_dir.display()),
             "-w /workspace/run".to_owned(),
+            // The plugin is imported from the run directory, and Axolotl's telemetry
+            // stays off, inside the container too.
+            "-e PYTHONPATH=/workspace/run".to_owned(),
+            "-e AXOLOTL_DO_NOT_TRACK=1".to_owned(),
             "axolotl train axolotl.yaml".to_owned(),
             "axolotl merge-lora axolotl.yaml".to_owned(),
         ] {
