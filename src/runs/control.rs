@@ -5,7 +5,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::follow::{self, Outcome};
-use super::record::{RunRecord, State};
+use super::record::{RUN_JSON, RunRecord, State};
 use super::{Events, RunError, RunEvent, emit, target};
 use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{AnyExecutor, Executor as _, JobStatus};
@@ -146,7 +146,8 @@ pub enum CancelOutcome {
 ///
 /// A refusal for a run already cancelled or that never started a job (RUN-41); the
 /// errors of [`open`]; [`RunError::Retrieval`] when the artifacts cannot be retrieved
-/// (the job is stopped all the same).
+/// (the job is stopped all the same). When the job was stopped but `run.json` cannot be
+/// written, the cancel is reported as done with a warning event (RUN-42).
 pub async fn cancel(
     project: &Project,
     settings: &Settings,
@@ -193,6 +194,9 @@ pub async fn cancel(
     executor.cancel(&job).await.map_err(exec)?;
     let mut tracker = PhaseTracker::new();
     let summary = summary_of(&executor, &record).await;
+    let run_json = project.runs_dir().join(&record.id).join(RUN_JSON);
+    let mut unrecorded = record.clone();
+    unrecorded.set_summary(&summary);
     match follow::finish(
         project,
         &executor,
@@ -202,11 +206,25 @@ pub async fn cancel(
         &mut tracker,
         events,
     )
-    .await?
+    .await
     {
-        Outcome::Ended(record) | Outcome::Detached { record, .. } => {
+        Ok(Outcome::Ended(record) | Outcome::Detached { record, .. }) => {
             Ok(CancelOutcome::Cancelled(record))
         }
+        // RUN-42: the job is stopped; only the record could not say so.
+        Err(RunError::Io { path, source }) if path == run_json => {
+            emit(
+                events,
+                RunEvent::Warning(format!(
+                    "the job of run `{run_id}` was cancelled on the target, but `runs/{run_id}/run.json` cannot be updated ({source}); it may still read `{}`",
+                    unrecorded.state.name()
+                )),
+            );
+            unrecorded.state = State::Cancelled;
+            unrecorded.message = Some("cancelled with `train cancel`; not recorded".to_owned());
+            Ok(CancelOutcome::Cancelled(unrecorded))
+        }
+        Err(error) => Err(error),
     }
 }
 

@@ -196,7 +196,8 @@ impl RunRecord {
 }
 
 /// Replaces `path` with `bytes` through a temporary file in the same directory and a
-/// rename (LAY-4).
+/// rename (LAY-4). The temporary file is `.<name>.tmp`: the project lock (LCK-1) makes
+/// this process the only writer, and a file left by a crashed writer is overwritten.
 ///
 /// # Errors
 ///
@@ -206,7 +207,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
         path: path.to_owned(),
         source,
     };
-    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+    let temporary = path.with_file_name(format!(".{name}.tmp"));
     {
         use std::io::Write as _;
         let mut file = std::fs::File::create(&temporary).map_err(io)?;

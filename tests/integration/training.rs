@@ -876,3 +876,158 @@ fn bad_input_is_refused_before_anything_starts() {
     assert!(text.contains("training.axolotl_extra.output_dir"), "{text}");
     assert!(training.run_ids().is_empty());
 }
+
+/// A venv whose `bin/axolotl` plays a short training in the run directory: a metric
+/// line and an adapter, then it waits until `release` exists (so a test decides when
+/// the job ends). Returns the venv directory.
+fn held_venv(dir: &Path, release: &Path) -> PathBuf {
+    let venv = dir.join("venv");
+    let bin = venv.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+case "$1" in
+  train)
+    mkdir -p output
+    printf '{{"kind":"train","ts":1,"step":1,"max_steps":1,"epoch":1.0,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}}\n{{"kind":"end","ts":2,"step":1}}\n' >> metrics.jsonl
+    echo adapter > output/adapter_model.safetensors
+    while [ ! -e '{release}' ]; do sleep 0.05; done ;;
+esac
+exit 0
+"#,
+        release = release.display()
+    );
+    let axolotl = bin.join("axolotl");
+    std::fs::write(&axolotl, script).unwrap();
+    std::fs::set_permissions(
+        &axolotl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    venv
+}
+
+/// Polls `condition` until it holds, failing after [`DEADLINE`].
+fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A run whose job is left running with no follower (the follower was killed).
+fn an_unfollowed_job(training: &Training) -> (String, u32) {
+    let mut follower = training.spawn(&["train"]);
+    let id = training.wait_running(&mut follower);
+    follower.kill().unwrap(); // SIGKILL: no detach, the lock goes with the process
+    let _ = follower.wait();
+    let pid = u32::try_from(training.record(&id)["job"]["pid"].as_u64().unwrap()).unwrap();
+    (id, pid)
+}
+
+// RUN-40, RUN-38: a cancel never marks a job that had already ended as cancelled.
+#[test]
+fn a_cancel_of_a_job_that_already_ended_leaves_the_run_as_it_is() {
+    let fake = tempfile::tempdir().unwrap();
+    let release = fake.path().join("release");
+    let venv = held_venv(fake.path(), &release);
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let (id, _) = an_unfollowed_job(&training);
+    // The job ends while nobody follows it: the record still says `running`.
+    std::fs::write(&release, "").unwrap();
+    let exit_code = training.runs().join(&id).join("exit_code");
+    wait_for("the job's exit code", || exit_code.exists());
+    let before = std::fs::read(training.runs().join(&id).join("run.json")).unwrap();
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&cancel);
+    assert!(!cancel.status.success(), "{text}");
+    assert!(text.contains("had already ended"), "{text}");
+    assert!(text.contains("not signalled"), "{text}");
+    assert!(
+        text.contains(&format!("overbrainer train attach {id}")),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(training.runs().join(&id).join("run.json")).unwrap(),
+        before,
+        "the cancel changed run.json"
+    );
+    // `train attach` collects it as it ended.
+    let attach = training
+        .cmd()
+        .args(["train", "attach", &id])
+        .output()
+        .unwrap();
+    assert!(attach.status.success(), "{}", output_text(&attach));
+    assert_eq!(training.record(&id)["state"], "succeeded");
+    // A cancel of the recorded, finished run says it already ended, then leaves it.
+    let again = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&again);
+    assert!(!again.status.success(), "{text}");
+    assert!(text.contains("already ended as succeeded"), "{text}");
+    let record = training.record(&id);
+    assert_eq!(record["state"], "succeeded", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+}
+
+// RUN-42: a cancel that stopped the job is reported even when run.json cannot be updated.
+#[test]
+fn a_cancel_that_cannot_update_run_json_is_still_reported() {
+    let fake = tempfile::tempdir().unwrap();
+    let release = fake.path().join("never");
+    let venv = held_venv(fake.path(), &release);
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let (id, pid) = an_unfollowed_job(&training);
+    assert!(group_alive(pid));
+    // The temporary file of run.json's atomic replacement is taken by a directory
+    // (holding a file, so it cannot be replaced either): run.json cannot be written,
+    // even by root.
+    let blocker = training.runs().join(&id).join(".run.json.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    std::fs::write(blocker.join("keep"), "").unwrap();
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&cancel);
+    assert!(cancel.status.success(), "{text}");
+    assert!(
+        String::from_utf8_lossy(&cancel.stdout).contains(&format!("train: {id} cancelled")),
+        "{text}"
+    );
+    assert!(text.contains("was cancelled on the target"), "{text}");
+    assert!(text.contains(&format!("runs/{id}/run.json")), "{text}");
+    assert!(text.contains("cannot be updated"), "{text}");
+    assert!(!group_alive(pid), "the job's process group is still alive");
+    assert_eq!(training.record(&id)["state"], "running");
+    // Once the file system lets it, `train attach` records the run cancelled (the job
+    // reads cancelled on the target).
+    std::fs::remove_dir_all(&blocker).unwrap();
+    let attach = training
+        .cmd()
+        .args(["train", "attach", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&attach);
+    let record = training.record(&id);
+    assert_eq!(record["state"], "cancelled", "{text} {record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+}
