@@ -169,6 +169,29 @@ impl Sshd {
         }
     }
 
+    /// Kills the listening server and every connection it serves (the `sshd`
+    /// processes it forked for them, by PID): clients then see their connections
+    /// drop, and any new connection is refused. Processes started in a session and
+    /// detached from it (`setsid`) go on.
+    #[allow(dead_code, reason = "for the tests of other areas")]
+    pub fn kill_with_connections(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pid = child.id().to_string();
+        // Stopped, it forks no new connection while its children are listed.
+        let _ = Command::new("kill").args(["-STOP", &pid]).status();
+        let children = children_of(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        for connection in children {
+            let _ = Command::new("kill")
+                .args(["-KILL", &connection.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
     /// The server's log so far, for assertion messages.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
@@ -179,6 +202,25 @@ impl Drop for Sshd {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// PIDs of the processes whose parent is `parent`, from `/proc/<pid>/stat` (proc(5):
+/// the parent PID is the second field after the parenthesised command name).
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
 }
 
 fn keygen(path: &Path) {

@@ -64,7 +64,7 @@ fn current_user() -> String {
 struct Training {
     project: TestProject,
     extra_env: Vec<(String, String)>,
-    _sshd: Option<Sshd>,
+    sshd: Option<Sshd>,
 }
 
 /// What a training project is made of.
@@ -190,7 +190,7 @@ engine = "{engine}"
         Self {
             project,
             extra_env,
-            _sshd: sshd,
+            sshd,
         }
     }
 
@@ -1030,4 +1030,49 @@ fn a_cancel_that_cannot_update_run_json_is_still_reported() {
     let record = training.record(&id);
     assert_eq!(record["state"], "cancelled", "{text} {record}");
     assert_eq!(record["retrieved"], true, "{record}");
+}
+
+// RUN-16: six failed reaches in a row detach the follower; the job goes on.
+#[test]
+fn a_follower_that_cannot_reach_its_target_six_times_detaches() {
+    let fake = tempfile::tempdir().unwrap();
+    let release = fake.path().join("release");
+    let venv = held_venv(fake.path(), &release);
+    let mut training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    });
+    let mut follower = training.spawn(&["train", "--target", "remote"]);
+    let id = training.wait_running(&mut follower);
+    let pid = u32::try_from(training.record(&id)["job"]["pid"].as_u64().unwrap()).unwrap();
+    // The server and its connections go: the master drops, every reconnect is refused.
+    training.sshd.as_mut().unwrap().kill_with_connections();
+    let output = finish(follower);
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    for count in 1..=6 {
+        assert!(
+            text.contains(&format!("cannot reach target `remote` ({count}/6)")),
+            "no warning {count}/6 in {text}"
+        );
+    }
+    assert!(!text.contains("(7/6)"), "{text}");
+    assert!(
+        text.contains(&format!("overbrainer train attach {id}")),
+        "{text}"
+    );
+    // The job goes on, and ends when let.
+    assert!(
+        group_alive(pid),
+        "the job stopped with its follower: {text}"
+    );
+    assert_eq!(training.record(&id)["state"], "running");
+    std::fs::write(&release, "").unwrap();
+    // The job's run directory on the target is on this machine (sshd on 127.0.0.1).
+    let dir = training.record(&id)["dir"].as_str().unwrap().to_owned();
+    let exit_code = Path::new(&dir).join("exit_code");
+    wait_for("the job's exit code", || exit_code.exists());
+    assert_eq!(std::fs::read_to_string(&exit_code).unwrap().trim(), "0");
 }
