@@ -20,6 +20,12 @@ pub(crate) const START_FILE: &str = "job.start";
 /// Seconds [`cancel_script`] waits between `SIGTERM` and `SIGKILL`.
 pub(crate) const CANCEL_GRACE_SECONDS: u32 = 10;
 
+/// Seconds [`job_script`] waits, once the job's command has ended, between sending
+/// `SIGTERM` to what is left of its process group and sending `SIGKILL`. Shorter
+/// than [`CANCEL_GRACE_SECONDS`], so a cancel racing the wrapper's own clean-up
+/// never has to escalate because of the wrapper.
+pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
+
 /// POSIX shell functions shared by the status and cancel scripts.
 ///
 /// - `job_alive DIR PID` succeeds while the process group `PID` lives and is the
@@ -83,6 +89,16 @@ pub fn quote(text: &str) -> String {
 /// through a rename. A wrapper killed by a signal writes no exit code. The caller
 /// starts it in its own process group (the wrapper is the group's leader) with the
 /// job's environment already set.
+///
+/// Once [`EXIT_FILE`] is written the wrapper stops what is left of its own process
+/// group, such as data-loader workers of a main process that the OOM killer took:
+/// it ignores `SIGTERM` itself, sends `SIGTERM` to the group, waits up to
+/// [`REAP_GRACE_SECONDS`] for every other live member (`/proc/*/stat` field 5,
+/// the process group, see `proc(5)`; zombies do not count) to be gone, and sends
+/// `SIGKILL` to the group (itself included, its exit code being written) when any
+/// is left or when the target has no `/proc` to tell. [`status_script`] reads such
+/// a job as exited throughout: [`EXIT_FILE`] wins over a live group when no cancel
+/// marker exists.
 #[must_use]
 pub fn job_script(dir: &str, script: &str) -> String {
     format!(
@@ -93,12 +109,35 @@ printf '%s\n' $$ > {pid}.tmp && mv -f {pid}.tmp {pid}
 ) >> {log} 2>&1 < /dev/null
 ob_code=$?
 printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}
+ob_others() {{
+  [ -r "/proc/$$/stat" ] || return 0
+  for ob_f in /proc/[0-9]*/stat; do
+    [ "$ob_f" = "/proc/$$/stat" ] && continue
+    {{ IFS= read -r ob_s < "$ob_f"; }} 2>/dev/null || continue
+    ob_r=${{ob_s##*) }}
+    set -f
+    # shellcheck disable=SC2086
+    set -- $ob_r
+    set +f
+    [ "$#" -ge 3 ] && [ "$3" = "$$" ] && [ "$1" != Z ] && return 0
+  done
+  return 1
+}}
+trap '' TERM
+group_signal TERM $$
+ob_i=0
+while ob_others; do
+  if [ "$ob_i" -ge {reap_ticks} ]; then group_signal KILL $$; break; fi
+  sleep 0.2 2>/dev/null || sleep 1
+  ob_i=$((ob_i + 1))
+done
 "#,
         dir = quote(dir),
         start = START_FILE,
         pid = PID_FILE,
         log = JOB_LOG,
         exit = EXIT_FILE,
+        reap_ticks = REAP_GRACE_SECONDS * 5,
     )
 }
 

@@ -280,6 +280,63 @@ async fn job_files_ssh() -> TestResult {
     check_job_files(&ssh(&sshd, root.path()).await).await
 }
 
+/// Whether the process group `pgid` has a live (non-zombie) member on this machine.
+fn group_has_live_member(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            return false;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.len() >= 3 && fields[0] != "Z" && fields[2] == pgid.to_string()
+    })
+}
+
+/// A job whose main command exits while a background child it started still
+/// sleeps: the wrapper stops the leftover child, so once the job reads as exited
+/// its process group empties, and the status stays `Exited` meanwhile.
+async fn check_leftovers_stopped(executor: &impl Executor) -> TestResult {
+    let dir = format!("{}/run-leftover", executor.workdir());
+    let started = executor
+        .spawn(&job(&dir, "sleep 300 &\necho $! > child.pid\nexit 4"))
+        .await?;
+    let status = wait_status(executor, &started, JobStatus::is_finished).await;
+    assert_eq!(status, JobStatus::Exited(4));
+    let child: u32 = std::fs::read_to_string(Path::new(&dir).join("child.pid"))?
+        .trim()
+        .parse()?;
+    let pgid = started.pid.get();
+    let deadline = Instant::now() + DEADLINE;
+    while group_has_live_member(pgid) {
+        assert_eq!(executor.status(&started).await?, JobStatus::Exited(4));
+        assert!(
+            Instant::now() < deadline,
+            "process group {pgid} (child {child}) still has live members"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(executor.status(&started).await?, JobStatus::Exited(4));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftovers_stopped_local() -> TestResult {
+    let root = tempfile::tempdir()?;
+    check_leftovers_stopped(&local(root.path())).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftovers_stopped_ssh() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    check_leftovers_stopped(&ssh(&sshd, root.path()).await).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_longer_than_the_read_bound_never_stalls_the_tail() -> TestResult {
     let root = tempfile::tempdir()?;
