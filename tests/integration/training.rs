@@ -631,6 +631,11 @@ fn a_job_that_fails_points_at_its_log() {
     let log = std::fs::read_to_string(training.runs().join(id).join("job.log")).unwrap();
     let named: Vec<&str> = log.lines().skip(first - 1).take(last - first + 1).collect();
     assert!(named.last().unwrap().contains("Error"), "{named:?}");
+    // The root cause, not the launcher's re-raise of the child's exit status.
+    assert!(
+        !named.last().unwrap().contains("CalledProcessError"),
+        "{named:?}"
+    );
 }
 
 #[test]
