@@ -4,6 +4,7 @@
 //! Files owned: `data/subtopics.jsonl`, `data/questions.jsonl`, `data/answers.jsonl`,
 //! `data/train.jsonl`, `data/eval.jsonl`, `data/rejected.jsonl`.
 
+pub mod chat_check;
 pub mod delete;
 pub mod ids;
 pub mod jsonl;

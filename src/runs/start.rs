@@ -158,6 +158,27 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Checks that every line of `path` (the project's `data/<name>`) is a JSON object
+/// with a non-empty `messages` array, before a run exists.
+///
+/// # Errors
+///
+/// [`RunError::Refused`] naming the file, the line and why; [`RunError::Io`] when
+/// the file cannot be read.
+fn check_chat_file(path: &Path, name: &str) -> Result<(), RunError> {
+    match crate::dataset::chat_check::first_bad_chat_line(path) {
+        Ok(None) => Ok(()),
+        Ok(Some(bad)) => Err(RunError::Refused(format!(
+            "`data/{name}` line {}: {}; fix or remove that line (or rerun `overbrainer split`)",
+            bad.line, bad.reason
+        ))),
+        Err(crate::dataset::JsonlError::Io { path, source, .. }) => {
+            Err(RunError::Io { path, source })
+        }
+        Err(error) => Err(RunError::Refused(error_chain(&error))),
+    }
+}
+
 /// Checks everything that can be checked before a run exists: `[training]`, the data,
 /// the target, `axolotl_extra`, a resume, a local venv (RUN-10, RUN-36).
 ///
@@ -191,9 +212,14 @@ fn check(
             ));
         }
         let eval = data.join(EVAL_DATA);
+        let eval = non_empty(&eval).then_some(eval);
+        check_chat_file(&train, TRAIN_DATA)?;
+        if let Some(eval) = &eval {
+            check_chat_file(eval, EVAL_DATA)?;
+        }
         Inputs {
             train,
-            eval: non_empty(&eval).then_some(eval),
+            eval,
             resume: None,
         }
     };

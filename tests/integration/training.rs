@@ -828,6 +828,41 @@ fn the_container_runtime_runs_each_stage_in_a_named_container() {
 }
 
 #[test]
+fn a_broken_data_line_is_refused_before_a_run_exists() {
+    let training = Training::new(&Setup::default());
+    let data = training.project.path().join("data");
+    let good = std::fs::read_to_string(data.join("train.jsonl")).unwrap();
+    let first = good.lines().next().unwrap();
+    let refused = |expected: &str| {
+        let output = training.cmd().arg("train").output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{text}");
+        assert!(text.contains(expected), "{text}");
+        assert!(training.run_ids().is_empty(), "{text}");
+    };
+
+    let broken = format!("{first}\n{{not json\n{first}\n");
+    std::fs::write(data.join("train.jsonl"), &broken).unwrap();
+    refused("`data/train.jsonl` line 2: key must be a string");
+    // Nothing is lost on disk.
+    assert_eq!(
+        std::fs::read_to_string(data.join("train.jsonl")).unwrap(),
+        broken
+    );
+
+    std::fs::write(data.join("train.jsonl"), format!("{first}\n[1]\n")).unwrap();
+    refused("`data/train.jsonl` line 2: invalid type");
+
+    std::fs::write(data.join("train.jsonl"), &good).unwrap();
+    std::fs::write(
+        data.join("eval.jsonl"),
+        format!("{first}\n{first}\n{{\"messages\": []}}\n"),
+    )
+    .unwrap();
+    refused("`data/eval.jsonl` line 3: `messages` is empty");
+}
+
+#[test]
 fn bad_input_is_refused_before_anything_starts() {
     let training = Training::new(&Setup::default());
     let refused = |args: &[&str], expected: &str| {
