@@ -11,7 +11,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::stage::{
-    Context, Event, RoleClient, Stage, StageError, StageReport, Tracker, finish, read, replacing,
+    Context, Event, Output, RoleClient, Stage, StageError, StageReport, Tracker, read, run_stage,
     selected,
 };
 use super::templates::{Prompt, Template};
@@ -32,22 +32,17 @@ struct Answered {
 /// Runs `answers` on `topic` (all when `None`), discarding that output first with
 /// `force` (PIPE-3).
 pub async fn run(ctx: &Context, topic: Option<&str>, force: bool) -> StageReport {
-    let started_at = jiff::Timestamp::now();
-    let tracker = Tracker::new(Stage::Answers, ctx.events.clone());
-    let mut skipped = 0;
-    let mut who = (String::new(), String::new());
-    let error = run_inner(ctx, topic, force, &tracker, &mut skipped, &mut who)
-        .await
-        .err();
-    finish(
+    run_stage(
         ctx,
-        Stage::Answers,
-        started_at,
-        skipped,
-        tracker.snapshot(),
-        who,
-        error,
+        (Stage::Answers, jiff::Timestamp::now()),
+        (topic, force),
+        Output {
+            path: ctx.data().answers(),
+            item: Some("id"),
+        },
+        async |tracker, skipped, who| generate(ctx, topic, force, tracker, skipped, who).await,
     )
+    .await
 }
 
 /// Why an answer is excluded, checked in the order of PIPE-26.
@@ -110,20 +105,6 @@ pub fn record(
 }
 
 type Reply = (QuestionRecord, Attempted<(Completion, ())>);
-
-async fn run_inner(
-    ctx: &Context,
-    topic: Option<&str>,
-    force: bool,
-    tracker: &Arc<Tracker>,
-    skipped: &mut u64,
-    who: &mut (String, String),
-) -> Result<(), StageError> {
-    ctx.check_topic(topic)?;
-    let path = ctx.data().answers();
-    let body = generate(ctx, topic, force, tracker, skipped, who);
-    replacing(ctx, tracker, (&path, Some("id")), (topic, force), body).await
-}
 
 /// The stage proper; with `force` the selected topics' answers on disk are old output
 /// that [`replacing`] drops once it ends well, and count as absent.

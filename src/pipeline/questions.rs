@@ -13,8 +13,8 @@ use tokio::task::JoinSet;
 
 use super::parse::first_string_array;
 use super::stage::{
-    Context, Event, Outcome, RoleClient, Stage, StageError, StageReport, Tracker, collect, finish,
-    read, replacing, selected,
+    Context, Event, Outcome, Output, RoleClient, Stage, StageError, StageReport, Tracker, collect,
+    read, run_stage, selected,
 };
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::JsonlWriter;
@@ -40,26 +40,22 @@ pub struct QuestionsReports {
 /// `force` (PIPE-3), after completing short topics' subtopics (PIPE-4).
 pub async fn run(ctx: &Context, topic: Option<&str>, force: bool) -> QuestionsReports {
     let started_at = jiff::Timestamp::now();
-    let tracker = Tracker::new(Stage::Questions, ctx.events.clone());
     let mut subtopics = None;
     if ctx.check_topic(topic).is_ok() && matches!(super::subtopics::any_short(ctx, topic), Ok(true))
     {
         subtopics = Some(super::subtopics::run(ctx, topic, false).await);
     }
-    let mut skipped = 0;
-    let mut who = (String::new(), String::new());
-    let error = run_inner(ctx, topic, force, &tracker, &mut skipped, &mut who)
-        .await
-        .err();
-    let questions = finish(
+    let questions = run_stage(
         ctx,
-        Stage::Questions,
-        started_at,
-        skipped,
-        tracker.snapshot(),
-        who,
-        error,
-    );
+        (Stage::Questions, started_at),
+        (topic, force),
+        Output {
+            path: ctx.data().questions(),
+            item: None,
+        },
+        async |tracker, skipped, who| generate(ctx, topic, force, tracker, skipped, who).await,
+    )
+    .await;
     QuestionsReports {
         subtopics,
         questions,
@@ -91,20 +87,6 @@ struct Subtopic {
     quota: u64,
     accepted: Vec<String>,
     state: Arc<tokio::sync::Mutex<TopicState>>,
-}
-
-async fn run_inner(
-    ctx: &Context,
-    topic: Option<&str>,
-    force: bool,
-    tracker: &Arc<Tracker>,
-    skipped: &mut u64,
-    who: &mut (String, String),
-) -> Result<(), StageError> {
-    ctx.check_topic(topic)?;
-    let path = ctx.data().questions();
-    let body = generate(ctx, topic, force, tracker, skipped, who);
-    replacing(ctx, tracker, (&path, None), (topic, force), body).await
 }
 
 /// The stage proper; with `force` the selected topics' questions on disk are old output

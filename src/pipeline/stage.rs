@@ -454,6 +454,53 @@ impl StageReport {
     }
 }
 
+/// The file a generating stage writes, and the JSON key that identifies an item in it
+/// (`None` for whole lines), for [`replacing`].
+pub(crate) struct Output<'a> {
+    /// The JSONL file.
+    pub path: PathBuf,
+    /// The item key, for example `id` for answers.
+    pub item: Option<&'a str>,
+}
+
+/// Runs one generating stage from its start (`started_at`) to its report: checks the
+/// topic, runs `generate` with the stage's counters, the skipped count and the main
+/// role's `(provider, model)`, replacing the selected topics' old output with `force`
+/// (PIPE-3), then appends the history line through [`finish`].
+pub(crate) async fn run_stage(
+    ctx: &Context,
+    (stage, started_at): (Stage, jiff::Timestamp),
+    (topic, force): (Option<&str>, bool),
+    output: Output<'_>,
+    generate: impl AsyncFnOnce(&Arc<Tracker>, &mut u64, &mut (String, String)) -> Result<(), StageError>,
+) -> StageReport {
+    let tracker = Tracker::new(stage, ctx.events.clone());
+    let mut skipped = 0;
+    let mut who = (String::new(), String::new());
+    let result = async {
+        ctx.check_topic(topic)?;
+        let body = generate(&tracker, &mut skipped, &mut who);
+        replacing(
+            ctx,
+            &tracker,
+            (&output.path, output.item),
+            (topic, force),
+            body,
+        )
+        .await
+    }
+    .await;
+    finish(
+        ctx,
+        stage,
+        started_at,
+        skipped,
+        tracker.snapshot(),
+        who,
+        result.err(),
+    )
+}
+
 /// Finishes a stage: decides its status, appends its history line (HIST-1) and builds the
 /// report.
 #[allow(clippy::too_many_arguments)]

@@ -11,8 +11,8 @@ use tokio::task::JoinSet;
 
 use super::parse::first_string_array;
 use super::stage::{
-    Context, Event, Outcome, Stage, StageError, StageReport, Tracker, collect, finish, read,
-    replacing, selected,
+    Context, Event, Outcome, Output, Stage, StageError, StageReport, Tracker, collect, read,
+    run_stage, selected,
 };
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::JsonlWriter;
@@ -22,22 +22,17 @@ use crate::llm::ChatRequest;
 /// Runs `subtopics` on `topic` (all when `None`), discarding that output first with
 /// `force` (PIPE-3).
 pub async fn run(ctx: &Context, topic: Option<&str>, force: bool) -> StageReport {
-    let started_at = jiff::Timestamp::now();
-    let tracker = Tracker::new(Stage::Subtopics, ctx.events.clone());
-    let mut skipped = 0;
-    let mut who = (String::new(), String::new());
-    let error = run_inner(ctx, topic, force, &tracker, &mut skipped, &mut who)
-        .await
-        .err();
-    finish(
+    run_stage(
         ctx,
-        Stage::Subtopics,
-        started_at,
-        skipped,
-        tracker.snapshot(),
-        who,
-        error,
+        (Stage::Subtopics, jiff::Timestamp::now()),
+        (topic, force),
+        Output {
+            path: ctx.data().subtopics(),
+            item: None,
+        },
+        async |tracker, skipped, who| generate(ctx, topic, force, tracker, skipped, who).await,
     )
+    .await
 }
 
 /// Whether any selected topic has fewer subtopics on disk than configured (PIPE-4).
@@ -56,20 +51,6 @@ pub fn any_short(ctx: &Context, topic: Option<&str>) -> Result<bool, StageError>
             let have = existing.iter().filter(|s| s.topic == t.name).count();
             (have as u64) < u64::from(t.subtopics)
         }))
-}
-
-async fn run_inner(
-    ctx: &Context,
-    topic: Option<&str>,
-    force: bool,
-    tracker: &Arc<Tracker>,
-    skipped: &mut u64,
-    who: &mut (String, String),
-) -> Result<(), StageError> {
-    ctx.check_topic(topic)?;
-    let path = ctx.data().subtopics();
-    let body = generate(ctx, topic, force, tracker, skipped, who);
-    replacing(ctx, tracker, (&path, None), (topic, force), body).await
 }
 
 /// The stage proper; with `force` the selected topics' subtopics on disk are old output
