@@ -1,6 +1,8 @@
 //! `overbrainer config check [--resolve]`: print every effective setting with its source,
 //! secrets masked (CHK-1..CHK-6). Never takes the project lock; without `--resolve` it
-//! makes no network request.
+//! makes no network request. Each role's `reasoning` line says which reasoning rule its
+//! model falls under (`llm::reasoning::rule`): whether its reasoning or thinking blocks
+//! count as raw or as a summary, and why.
 
 use std::process::ExitCode;
 
@@ -33,6 +35,7 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         Vec::new()
     };
+    let rules = reasoning_rules(&loaded);
     let mut section = None;
     for Entry {
         key,
@@ -45,11 +48,14 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         if section.as_ref().is_some_and(|s| *s != top) {
             outln!();
         }
-        let note = if resolved.contains(&key) {
-            ", resolved"
+        let mut note = if resolved.contains(&key) {
+            ", resolved".to_owned()
         } else {
-            ""
+            String::new()
         };
+        if let Some((_, rule)) = rules.iter().find(|(k, _)| *k == key) {
+            note = format!("{note}; {rule}");
+        }
         // CFG-8: a key the target's runtime ignores says so instead of a plain default.
         let origin = match (ignored, &source) {
             (Some(ignored), Source::Default) => ignored,
@@ -60,6 +66,27 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         section = Some(top);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The reasoning rule of each role whose provider is declared, by its `reasoning` key.
+fn reasoning_rules(loaded: &Loaded) -> Vec<(String, crate::llm::reasoning::ReasoningRule)> {
+    let settings = &loaded.settings;
+    let roles = &settings.roles;
+    [
+        ("generator", &roles.generator),
+        ("parent", &roles.parent),
+        ("judge", &roles.judge),
+    ]
+    .into_iter()
+    .filter_map(|(name, role)| {
+        let role = role.as_ref()?;
+        let provider = settings.providers.get(&role.provider)?;
+        Some((
+            format!("roles.{name}.reasoning"),
+            crate::llm::reasoning::rule(provider.protocol, &role.model),
+        ))
+    })
+    .collect()
 }
 
 /// Every configured secret, by key.

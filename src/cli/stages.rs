@@ -20,8 +20,9 @@ use crate::pricing::PriceBook;
 use crate::project::{Project, ProjectLock};
 use crate::secrets::Resolver;
 
-/// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): the retry backoff base in
-/// milliseconds, so retry tests do not wait seconds.
+/// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): how many milliseconds one second
+/// of a retry wait (backoff or `Retry-After`) lasts, so retry tests run the real rules
+/// without waiting seconds.
 const BACKOFF_VAR: &str = "OVERBRAINER_TEST_BACKOFF_MS";
 
 /// An open project ready to run stages.
@@ -121,6 +122,18 @@ impl Renderer {
                 }
             }
             Event::Warning(message) => self.log(|| tracing::warn!("{message}")),
+            Event::Waiting {
+                stage,
+                item,
+                wait,
+                reason,
+            } => self.log(|| {
+                tracing::info!(
+                    "{}: {item} waits {} before its retry: {reason}",
+                    stage.name(),
+                    crate::llm::human_duration(wait)
+                );
+            }),
             Event::ItemFailed {
                 stage,
                 item,

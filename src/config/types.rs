@@ -204,6 +204,9 @@ pub struct Pipeline {
     pub question_batch_size: u32,
     /// Timeout of one request, in seconds.
     pub request_timeout_secs: u64,
+    /// The longest `Retry-After` a request waits for, in seconds; a longer one stops the
+    /// stage with what is done saved.
+    pub max_retry_wait_secs: u64,
     /// Share of usable answers held out for eval, 0 <= r < 1.
     pub eval_ratio: f64,
     /// Seed of the split.
@@ -221,6 +224,7 @@ impl Default for Pipeline {
             embedding_threshold: 0.9,
             question_batch_size: 10,
             request_timeout_secs: 600,
+            max_retry_wait_secs: 600,
             eval_ratio: 0.1,
             seed: 42,
             include_system_prompt: false,

@@ -1,10 +1,15 @@
 //! The Anthropic Messages API (PRV-1, PRV-6): `POST /messages` with the `x-api-key` and
 //! `anthropic-version` headers; thinking is adaptive, or a fixed `budget_tokens` when
-//! `thinking_budget` is set. Anthropic returns a summary of Claude's thinking, never the
-//! raw trace (PRV-9), so reasoning from this protocol is always a summary.
+//! `thinking_budget` is set. Whether thinking blocks are a summary or the model's own
+//! reasoning depends on the model ([`super::reasoning::rule`]): Anthropic documents
+//! summarized thinking for Claude 4 and later and full thinking for Claude Sonnet 3.7;
+//! any other model behind an Anthropic-compatible endpoint writes its own reasoning. A
+//! reply without thinking blocks whose text carries `<think>` tags (such an endpoint
+//! without a reasoning parser) gives its reasoning from the tags.
 
 use serde_json::{Value, json};
 
+use super::reasoning::{rule, split_think};
 use super::{ChatRequest, Completion, Error, ReasoningKind, Role, Stop, Usage, WireProtocol};
 use crate::config::ReasoningEffort;
 
@@ -96,10 +101,21 @@ impl WireProtocol for Anthropic {
             Some("refusal") => Stop::Refusal,
             _ => Stop::Normal,
         };
+        let mut tagged = None;
+        if thinking.trim().is_empty() && !redacted {
+            let (think, answer) = split_think(&text);
+            if think.is_some() {
+                text = answer;
+                tagged = think.filter(|t| !t.is_empty());
+            }
+        }
+        let kind_of_text = rule(crate::config::Protocol::Anthropic, &role.model).kind();
         let (reasoning, kind) = if !role.reasoning {
             (None, None)
         } else if !thinking.trim().is_empty() {
-            (Some(thinking), Some(ReasoningKind::Summary))
+            (Some(thinking), Some(kind_of_text))
+        } else if let Some(tagged) = tagged {
+            (Some(tagged), Some(kind_of_text))
         } else if redacted {
             (None, Some(ReasoningKind::Redacted))
         } else {
@@ -171,6 +187,49 @@ mod tests {
 
         let plain = Anthropic.chat_body(&role(false), &request);
         assert!(plain.get("thinking").is_none());
+    }
+
+    fn reply_with_thinking(model: &str) -> Completion {
+        let body = json!({
+            "content": [
+                {"type": "thinking", "thinking": "T", "signature": "s"},
+                {"type": "text", "text": "A"}],
+            "stop_reason": "end_turn"});
+        let mut r = role(true);
+        r.model = model.to_owned();
+        Anthropic
+            .parse_chat(&r, &serde_json::to_vec(&body).unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn regression_thinking_blocks_are_a_summary_only_for_models_documented_to_summarize() {
+        for (model, kind) in [
+            ("claude-sonnet-4-5-20250929", ReasoningKind::Summary),
+            ("claude-opus-4-1", ReasoningKind::Summary),
+            ("claude-3-7-sonnet-20250219", ReasoningKind::Raw),
+            ("MiniMax-M2", ReasoningKind::Raw),
+            ("deepseek-reasoner", ReasoningKind::Raw),
+        ] {
+            let c = reply_with_thinking(model);
+            assert_eq!(c.reasoning.as_deref(), Some("T"), "{model}");
+            assert_eq!(c.reasoning_kind, Some(kind), "{model}");
+            assert_eq!(c.text, "A", "{model}");
+        }
+    }
+
+    #[test]
+    fn think_tags_in_the_text_are_reasoning_when_no_thinking_block_came() {
+        let body = json!({"content": [{"type": "text", "text": "R\n</think>\nA"}]});
+        let mut r = role(true);
+        r.model = "qwen3-coder".to_owned();
+        let c = Anthropic
+            .parse_chat(&r, &serde_json::to_vec(&body).unwrap())
+            .unwrap();
+        assert_eq!(
+            (c.reasoning.as_deref(), c.reasoning_kind, c.text.as_str()),
+            (Some("R"), Some(ReasoningKind::Raw), "A")
+        );
     }
 
     #[test]

@@ -1,11 +1,16 @@
 //! The HTTP client of one provider: sends a request through its [`WireProtocol`],
 //! classifies the failure (PRV-11, PRV-12, PIPE-15) and retries what can be retried.
+//!
+//! Two rate limits no retry fixes end at once: a 429 that says the one request is larger
+//! than the tokens-per-minute limit fails its item ([`Error::OverRateLimit`]), and a
+//! `Retry-After` longer than the policy's `max_wait` ends the request with
+//! [`Error::WaitTooLong`], which stops the stage instead of sleeping for hours.
 
 use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::error::error_message;
+use super::error::{error_message, exceeds_limit_alone};
 use super::retry::{RetryPolicy, parse_retry_after};
 use super::{ChatRequest, Completion, Error, Redactor, Role, Usage, WireProtocol, openai};
 
@@ -105,13 +110,13 @@ impl Client {
 
     /// Sends one chat request and checks the reply with `check` (the stage's validity
     /// rule, PRV-13: an `Err` there counts as a failed attempt and is retried). Calls
-    /// `on_retry` before each retry.
+    /// `on_retry` with the failure and the wait before each retry.
     pub async fn chat<T>(
         &self,
         role: &Role,
         request: &ChatRequest,
         check: impl Fn(&Completion) -> Result<T, String>,
-        on_retry: &(dyn Fn(&Error) + Sync),
+        on_retry: &(dyn Fn(&Error, Duration) + Sync),
     ) -> Attempted<(Completion, T)> {
         let body = self.protocol.chat_body(role, request);
         let path = self.protocol.chat_path();
@@ -151,7 +156,7 @@ impl Client {
         &self,
         model: &str,
         inputs: &[String],
-        on_retry: &(dyn Fn(&Error) + Sync),
+        on_retry: &(dyn Fn(&Error, Duration) + Sync),
     ) -> Attempted<Vec<Vec<f32>>> {
         let body = openai::embeddings_body(model, inputs);
         self.with_retries(
@@ -194,7 +199,7 @@ impl Client {
         &self,
         build: impl Fn() -> reqwest::RequestBuilder,
         decode: impl Fn(&[u8]) -> Result<(T, Usage), (Error, Usage)>,
-        on_retry: &(dyn Fn(&Error) + Sync),
+        on_retry: &(dyn Fn(&Error, Duration) + Sync),
     ) -> Attempted<T> {
         let mut usage = Usage::default();
         let mut retries = 0;
@@ -223,11 +228,23 @@ impl Client {
                     retries,
                 };
             }
-            let wait = self.policy.wait(retries, error.retry_after());
+            let asked = error.retry_after();
+            if let (true, Some(wait)) = (self.policy.too_long(asked), asked) {
+                return Attempted {
+                    result: Err(Error::WaitTooLong {
+                        wait,
+                        limit: self.policy.max_wait,
+                        resets_at: reset_time(wait),
+                    }),
+                    usage,
+                    retries,
+                };
+            }
+            let wait = self.policy.wait(retries, asked);
             tracing::debug!(%error, wait_ms = wait.as_millis(), "retrying a provider request");
-            on_retry(&error);
+            on_retry(&error, wait);
             retries += 1;
-            tokio::time::sleep(wait).await;
+            tokio::time::sleep(self.policy.sleep_for(wait)).await;
         }
     }
 
@@ -257,10 +274,11 @@ impl Client {
             return Ok(bytes.to_vec());
         }
         let status = status.as_u16();
+        let message = error_message(&bytes, &self.redactor);
         tracing::debug!(
             provider = self.name,
             status,
-            reply = error_message(&bytes, &self.redactor),
+            reply = message,
             "provider error reply"
         );
         Err(match status {
@@ -268,7 +286,10 @@ impl Client {
                 status,
                 provider: self.name.clone(),
             },
-            429 => Error::RateLimited { retry_after },
+            429 => match exceeds_limit_alone(&message) {
+                Some((limit, requested)) => Error::OverRateLimit { limit, requested },
+                None => Error::RateLimited { retry_after },
+            },
             500..=599 => Error::Server {
                 status,
                 retry_after,
@@ -276,6 +297,16 @@ impl Client {
             _ => Error::Rejected { status },
         })
     }
+}
+
+/// When a wait asked for now ends, to the second.
+fn reset_time(wait: Duration) -> jiff::Timestamp {
+    let now = jiff::Timestamp::now();
+    let end = jiff::SignedDuration::try_from(wait)
+        .ok()
+        .and_then(|wait| now.checked_add(wait).ok())
+        .unwrap_or(jiff::Timestamp::MAX);
+    end.round(jiff::Unit::Second).unwrap_or(end)
 }
 
 #[cfg(test)]
@@ -306,6 +337,8 @@ mod tests {
             max_retries,
             base: Duration::from_millis(10),
             cap: Duration::from_millis(20),
+            max_wait: Duration::from_secs(600),
+            second: Duration::from_millis(1),
         }
     }
 
@@ -349,7 +382,9 @@ mod tests {
             .await;
         let c = client(&server, Protocol::Openai, 0, Duration::from_secs(5));
         assert!(!format!("{c:?}").contains(KEY));
-        let out = c.chat(&role("r1"), &request(), |_| Ok(()), &|_| {}).await;
+        let out = c
+            .chat(&role("r1"), &request(), |_| Ok(()), &|_, _| {})
+            .await;
         let (completion, ()) = out.result.unwrap();
         assert_eq!(completion.text, "A");
         assert_eq!(completion.reasoning.as_deref(), Some("R"));
@@ -380,7 +415,7 @@ mod tests {
             .await;
         let c = client(&server, Protocol::Anthropic, 0, Duration::from_secs(5));
         let out = c
-            .chat(&role("claude-x"), &request(), |_| Ok(()), &|_| {})
+            .chat(&role("claude-x"), &request(), |_| Ok(()), &|_, _| {})
             .await;
         let (completion, ()) = out.result.unwrap();
         assert_eq!(completion.reasoning.as_deref(), Some("T"));
@@ -411,7 +446,7 @@ mod tests {
         )
         .unwrap();
         assert!(
-            c.chat(&role("m"), &request(), |_| Ok(()), &|_| {})
+            c.chat(&role("m"), &request(), |_| Ok(()), &|_, _| {})
                 .await
                 .result
                 .is_ok()
@@ -441,13 +476,118 @@ mod tests {
         let c = client(&server, Protocol::Openai, 5, Duration::from_secs(5));
         let seen = AtomicU32::new(0);
         let out = c
-            .chat(&role("m"), &request(), |_| Ok(()), &|_| {
+            .chat(&role("m"), &request(), |_| Ok(()), &|_, _| {
                 seen.fetch_add(1, Ordering::SeqCst);
             })
             .await;
         assert!(out.result.is_ok());
         assert_eq!(out.retries, 2);
         assert_eq!(seen.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn regression_a_429_for_a_request_over_the_tpm_limit_fails_at_once() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(429).set_body_json(json!({"error": {
+                "message": "Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 342389. The input or output tokens must be reduced in order to run successfully.",
+                "type": "tokens", "code": "rate_limit_exceeded"}})))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let c = client(&server, Protocol::Openai, 5, Duration::from_secs(5));
+        let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_, _| {}).await;
+        assert_eq!(out.retries, 0);
+        let error = out.result.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::OverRateLimit {
+                    limit: Some(30000),
+                    requested: Some(342_389)
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(!error.is_fatal());
+        assert!(
+            error.to_string().contains("limit 30000 tokens per minute"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn regression_a_retry_after_longer_than_max_wait_ends_the_request_instead_of_sleeping() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "7200"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        // A real second per second: the test would hang for two hours if it slept.
+        let policy = RetryPolicy {
+            second: Duration::from_secs(1),
+            ..fast(5)
+        };
+        let c = Client::new(
+            Endpoint {
+                name: "p",
+                protocol: Protocol::Openai,
+                base_url: &server.uri(),
+                key: None,
+            },
+            Duration::from_secs(5),
+            policy,
+            Redactor::new(),
+        )
+        .unwrap();
+        let before = jiff::Timestamp::now();
+        let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_, _| {}).await;
+        let after = jiff::Timestamp::now();
+        let Err(Error::WaitTooLong {
+            wait,
+            limit,
+            resets_at,
+        }) = out.result
+        else {
+            panic!("{:?}", out.result);
+        };
+        assert_eq!(
+            (wait, limit),
+            (Duration::from_secs(7200), Duration::from_secs(600))
+        );
+        let span = jiff::SignedDuration::from_secs(7200);
+        assert!(
+            resets_at
+                >= (before + span).round(jiff::Unit::Second).unwrap()
+                    - jiff::SignedDuration::from_secs(1)
+        );
+        assert!(resets_at <= (after + span).round(jiff::Unit::Second).unwrap());
+    }
+
+    #[tokio::test]
+    async fn on_retry_hears_the_wait_the_server_asked_for() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "30"))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ok_reply())
+            .with_priority(2)
+            .mount(&server)
+            .await;
+        let c = client(&server, Protocol::Openai, 5, Duration::from_secs(5));
+        let waits = std::sync::Mutex::new(Vec::new());
+        let out = c
+            .chat(&role("m"), &request(), |_| Ok(()), &|_, wait| {
+                waits.lock().unwrap().push(wait);
+            })
+            .await;
+        assert!(out.result.is_ok());
+        assert_eq!(*waits.lock().unwrap(), vec![Duration::from_secs(30)]);
     }
 
     #[tokio::test]
@@ -458,7 +598,7 @@ mod tests {
             .mount(&server)
             .await;
         let c = client(&server, Protocol::Openai, 1, Duration::from_millis(200));
-        let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_| {}).await;
+        let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_, _| {}).await;
         assert!(matches!(out.result, Err(Error::Timeout(_))));
         assert_eq!(out.retries, 1);
     }
@@ -475,7 +615,7 @@ mod tests {
             .mount(&server)
             .await;
         let c = client(&server, Protocol::Openai, 5, Duration::from_secs(5));
-        let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_| {}).await;
+        let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_, _| {}).await;
         let error = out.result.unwrap_err();
         assert!(error.is_fatal());
         assert!(
@@ -495,7 +635,7 @@ mod tests {
             .mount(&server)
             .await;
         let c = client(&server, Protocol::Openai, 5, Duration::from_secs(5));
-        let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_| {}).await;
+        let out = c.chat(&role("m"), &request(), |_| Ok(()), &|_, _| {}).await;
         assert!(matches!(
             out.result,
             Err(Error::Rejected { status: 400, .. })
@@ -516,7 +656,7 @@ mod tests {
                 &role("m"),
                 &request(),
                 |_| Err::<(), _>("no JSON array".to_owned()),
-                &|_| {},
+                &|_, _| {},
             )
             .await;
         assert!(matches!(out.result, Err(Error::InvalidReply(_))));
@@ -544,7 +684,7 @@ mod tests {
             .mount(&server)
             .await;
         let c = client(&server, Protocol::Openai, 0, Duration::from_secs(5));
-        let out = c.embed("e", &["x".to_owned()], &|_| {}).await;
+        let out = c.embed("e", &["x".to_owned()], &|_, _| {}).await;
         assert_eq!(out.result.unwrap(), vec![vec![1.0, 0.0]]);
         assert_eq!(out.usage.input_tokens, 3);
         assert_eq!(

@@ -4,9 +4,11 @@
 //! - [`openai`]: OpenAI-compatible chat completions, embeddings and the model listing.
 //! - [`anthropic`]: the Anthropic Messages API.
 //! - [`reasoning`]: where each protocol puts the model's reasoning, and which models
-//!   never expose it raw (PRV-9).
+//!   never expose it raw (PRV-9; on the anthropic protocol only the Claude models
+//!   documented to summarize their thinking).
 //! - [`retry`]: the retry policy (PRV-11): exponential backoff with full jitter, or the
-//!   server's `Retry-After`.
+//!   server's `Retry-After` up to `pipeline.max_retry_wait_secs` (a longer one stops the
+//!   stage); a 429 for a request larger than the tokens-per-minute limit is not retried.
 //! - [`redact`]: the known secrets of the process, removed from every server text the
 //!   client keeps (SEC-5, LOG-4).
 //!
@@ -24,7 +26,7 @@ pub mod redact;
 pub mod retry;
 
 pub use client::{Attempted, Client, Endpoint};
-pub use error::{Error, key_variable};
+pub use error::{Error, human_duration, key_variable};
 pub use redact::Redactor;
 
 use serde::{Deserialize, Serialize};

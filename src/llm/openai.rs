@@ -1,10 +1,14 @@
 //! The OpenAI-compatible protocol (PRV-1, PRV-4, PRV-5): `POST /chat/completions`,
 //! `POST /embeddings`, bearer authentication. Shapes follow OpenAI's Chat Completions
-//! reference and OpenRouter's reasoning extensions (`reasoning`, `reasoning_details`).
+//! reference and OpenRouter's reasoning extensions (`reasoning`, `reasoning_details`);
+//! reasoning is read from every place servers of this protocol put it: those fields,
+//! `reasoning_content` (DeepSeek, vLLM, llama.cpp), `thinking` parts of a content list
+//! (Mistral's Magistral), and `<think>` tags in the content, a closing tag alone included
+//! (a template that pre-fills the opening one).
 
 use serde_json::{Value, json};
 
-use super::reasoning::{hides_reasoning, split_think};
+use super::reasoning::{rule, split_think};
 use super::{ChatRequest, Completion, Error, ReasoningKind, Role, Stop, Usage, WireProtocol};
 use crate::config::ReasoningEffort;
 
@@ -68,10 +72,7 @@ impl WireProtocol for Openai {
             .pointer("/choices/0")
             .ok_or_else(|| Error::InvalidReply("no `choices[0]` in the reply".to_owned()))?;
         let message = choice.get("message").unwrap_or(&Value::Null);
-        let content = message
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let (content, thinking_parts) = content_parts(message.get("content"));
         let finish_reason = choice
             .get("finish_reason")
             .and_then(Value::as_str)
@@ -86,10 +87,10 @@ impl WireProtocol for Openai {
             _ if refusal => Stop::Refusal,
             _ => Stop::Normal,
         };
-        let (think, text) = split_think(content);
-        let (reasoning, mut kind) = read_reasoning(message, think);
-        if kind == Some(ReasoningKind::Raw) && hides_reasoning(&role.model) {
-            kind = Some(ReasoningKind::Summary);
+        let (think, text) = split_think(&content);
+        let (reasoning, mut kind) = read_reasoning(message, thinking_parts.or(think));
+        if kind == Some(ReasoningKind::Raw) {
+            kind = Some(rule(crate::config::Protocol::Openai, &role.model).kind());
         }
         let (reasoning, kind) = if captures_reasoning(role) {
             (reasoning, kind)
@@ -107,8 +108,50 @@ impl WireProtocol for Openai {
     }
 }
 
+/// The text of a message's `content` and the reasoning it carries as parts: a string is all
+/// text; a list of parts (Mistral's reasoning models) joins its `text` parts and its
+/// `thinking` parts (each a string or a list of `text` parts) apart. `null` is empty.
+fn content_parts(content: Option<&Value>) -> (String, Option<String>) {
+    let Some(parts) = content.and_then(Value::as_array) else {
+        return (
+            content
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            None,
+        );
+    };
+    let mut text = String::new();
+    let mut thinking = String::new();
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                text.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default())
+            }
+            Some("thinking") => match part.get("thinking") {
+                Some(Value::String(inner)) => thinking.push_str(inner),
+                Some(Value::Array(inner)) => {
+                    for piece in inner {
+                        thinking.push_str(
+                            piece
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default(),
+                        );
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    let thinking = (!thinking.trim().is_empty()).then(|| thinking.trim().to_owned());
+    (text, thinking)
+}
+
 /// The first present of `reasoning`, `reasoning_content`, `reasoning_details`, then the
-/// `<think>` block (PRV-4), with its kind before the model check.
+/// reasoning found in the content (`thinking` parts, else `<think>` tags) (PRV-4), with its
+/// kind before the model check.
 fn read_reasoning(
     message: &Value,
     think: Option<String>,
@@ -313,6 +356,12 @@ mod tests {
             json!({"content": "A", "reasoning_details": [
                 {"type": "reasoning.text", "text": "R"}]}),
             json!({"content": "<think>R</think>A"}),
+            json!({"content": "R\n</think>\n\nA"}),
+            json!({"content": [
+                {"type": "thinking", "thinking": [{"type": "text", "text": "R"}]},
+                {"type": "text", "text": "A"}]}),
+            json!({"content": [
+                {"type": "thinking", "thinking": "R"}, {"type": "text", "text": "A"}]}),
         ];
         for shape in shapes {
             let c = Openai.parse_chat(&r, &reply(&shape, "stop")).unwrap();
@@ -332,6 +381,34 @@ mod tests {
             {"type": "reasoning.text", "text": "R1"}, {"type": "reasoning.text", "text": "R2"}]});
         let c = Openai.parse_chat(&r, &reply(&split, "stop")).unwrap();
         assert_eq!(c.reasoning.as_deref(), Some("R1R2"));
+    }
+
+    #[test]
+    fn regression_reasoning_before_a_lone_closing_think_tag_is_raw_reasoning_not_answer_text() {
+        // A Qwen server without a reasoning parser: the template pre-filled `<think>`, so
+        // the reply holds the reasoning, then only `</think>`, then the answer.
+        let content =
+            "The user wants ownership explained.\nStart with moves.\n</think>\n\nOwnership means…";
+        let c = Openai
+            .parse_chat(
+                &role("Qwen/Qwen3-32B", true),
+                &reply(&json!({"content": content}), "stop"),
+            )
+            .unwrap();
+        assert_eq!(c.text, "Ownership means…");
+        assert_eq!(
+            c.reasoning.as_deref(),
+            Some("The user wants ownership explained.\nStart with moves.")
+        );
+        assert_eq!(c.reasoning_kind, Some(ReasoningKind::Raw));
+        // A reasoning field wins; the tag still leaves the answer text.
+        let c = Openai
+            .parse_chat(
+                &role("qwen3", true),
+                &reply(&json!({"content": "x</think>A", "reasoning": "R"}), "stop"),
+            )
+            .unwrap();
+        assert_eq!((c.reasoning.as_deref(), c.text.as_str()), (Some("R"), "A"));
     }
 
     #[test]

@@ -2,6 +2,12 @@
 //! each after the server's `Retry-After` when given, else an exponential backoff with full
 //! jitter (base 1 s, factor 2, cap 60 s; "Exponential Backoff And Jitter", AWS
 //! Architecture Blog, 2015).
+//!
+//! A `Retry-After` longer than `max_wait` (`pipeline.max_retry_wait_secs`) is not waited
+//! for: the request ends with [`super::Error::WaitTooLong`] and the stage stops. Our own
+//! backoff never exceeds `max_wait`. The rules see waits as the server and the policy
+//! state them; the time actually slept is that wait scaled by `second` (1 s in the
+//! product, a few milliseconds in the test suite, so tests run the real rules quickly).
 
 use std::time::Duration;
 
@@ -16,21 +22,27 @@ pub struct RetryPolicy {
     pub base: Duration,
     /// Largest backoff ceiling.
     pub cap: Duration,
+    /// The longest `Retry-After` waited for (`pipeline.max_retry_wait_secs`).
+    pub max_wait: Duration,
+    /// How long one second of a wait lasts: 1 s in the product; the test suite shrinks it.
+    pub second: Duration,
 }
 
 impl RetryPolicy {
-    /// The product's policy: base 1 s, cap 60 s.
+    /// The product's policy: base 1 s, cap 60 s, waits up to 600 s.
     #[must_use]
     pub fn new(max_retries: u32) -> Self {
         Self {
             max_retries,
             base: Duration::from_secs(1),
             cap: Duration::from_secs(60),
+            max_wait: Duration::from_secs(600),
+            second: Duration::from_secs(1),
         }
     }
 
     /// The wait before retry number `retry` (0 for the first retry): `retry_after` when
-    /// the server gave one, else a uniform draw in `[0, min(cap, base × 2^retry)]`.
+    /// the server gave one, else a uniform draw in `[0, min(cap, max_wait, base × 2^retry)]`.
     #[must_use]
     pub fn wait(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(wait) = retry_after {
@@ -39,9 +51,22 @@ impl RetryPolicy {
         let ceiling = self
             .base
             .saturating_mul(2_u32.saturating_pow(retry.min(31)))
-            .min(self.cap);
+            .min(self.cap)
+            .min(self.max_wait);
         let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
         Duration::from_nanos(rand::rng().random_range(0..=nanos))
+    }
+
+    /// Whether the server's `retry_after` is longer than the policy waits for.
+    #[must_use]
+    pub fn too_long(&self, retry_after: Option<Duration>) -> bool {
+        retry_after.is_some_and(|wait| wait > self.max_wait)
+    }
+
+    /// The time actually slept for a `wait`: the wait scaled by [`RetryPolicy::second`].
+    #[must_use]
+    pub fn sleep_for(&self, wait: Duration) -> Duration {
+        self.second.mul_f64(wait.as_secs_f64())
     }
 }
 
@@ -89,6 +114,33 @@ mod tests {
         assert_eq!(
             policy.wait(3, Some(Duration::from_secs(2))),
             Duration::from_secs(2)
+        );
+        let short = RetryPolicy {
+            max_wait: Duration::from_secs(3),
+            ..policy
+        };
+        for retry in 0..20 {
+            assert!(short.wait(retry, None) <= Duration::from_secs(3));
+        }
+    }
+
+    #[test]
+    fn a_retry_after_longer_than_max_wait_is_too_long_and_sleeps_scale() {
+        let policy = RetryPolicy::new(5);
+        assert!(!policy.too_long(None));
+        assert!(!policy.too_long(Some(Duration::from_secs(600))));
+        assert!(policy.too_long(Some(Duration::from_secs(601))));
+        assert_eq!(
+            policy.sleep_for(Duration::from_secs(30)),
+            Duration::from_secs(30)
+        );
+        let test = RetryPolicy {
+            second: Duration::from_millis(10),
+            ..policy
+        };
+        assert_eq!(
+            test.sleep_for(Duration::from_secs(30)),
+            Duration::from_millis(300)
         );
     }
 }

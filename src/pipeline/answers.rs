@@ -15,10 +15,9 @@ use super::stage::{
     selected,
 };
 use super::templates::{Prompt, Template};
-use crate::config::{Protocol, Role};
+use crate::config::Role;
 use crate::dataset::jsonl::JsonlWriter;
 use crate::dataset::{AnswerMeta, AnswerRecord, Exclusion, Message, QuestionRecord};
-use crate::llm::reasoning::hides_reasoning;
 use crate::llm::{Attempted, ChatRequest, Completion, ReasoningKind, Stop};
 
 /// What `answers` reads of an existing answer: its question ID and topic.
@@ -146,11 +145,10 @@ async fn generate(
         .role_client("parent", ctx.settings.roles.parent.as_ref())
         .await?;
     *who = (parent.provider.clone(), parent.role.model.clone());
-    if parent.role.reasoning
-        && (parent.protocol == Protocol::Anthropic || hides_reasoning(&parent.role.model))
-    {
+    let rule = crate::llm::reasoning::rule(parent.protocol, &parent.role.model);
+    if parent.role.reasoning && rule.never_raw() {
         ctx.emit(Event::Warning(format!(
-            "`{}` does not return raw reasoning: with `reasoning = true` every answer will be excluded as `no_raw_reasoning`",
+            "`{}` does not return raw reasoning ({rule}): with `reasoning = true` every answer will be excluded as `no_raw_reasoning`",
             parent.role.model
         )));
     }
@@ -252,7 +250,7 @@ async fn execute(
         });
     }
     match fatal {
-        Some(error) => Err(StageError::Provider(error)),
+        Some(error) => Err(StageError::stopped(Stage::Answers, error)),
         None => Ok(()),
     }
 }
@@ -278,13 +276,15 @@ fn spawn(
                 if stop.is_cancelled() {
                     return None;
                 }
-                let guard = tracker.request();
+                let guard = tracker.request(&format!("question `{}`", question.id));
                 let request = ChatRequest {
                     system: system.map(|s| s.to_string()),
                     user: question.question.clone(),
                 };
                 let reply = client
-                    .chat(&role, &request, |_| Ok(()), &|e| guard.on_retry(e))
+                    .chat(&role, &request, |_| Ok(()), &|e, wait| {
+                        guard.on_retry(e, wait)
+                    })
                     .await;
                 drop(guard);
                 if reply

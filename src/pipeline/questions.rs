@@ -283,7 +283,10 @@ async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
             Ok(text) => text,
             Err(error) => return Outcome::Failed(error.to_string()),
         };
-        let guard = tracker.request();
+        let guard = tracker.request(&format!(
+            "subtopic `{}` of `{}`",
+            subtopic.name, subtopic.topic
+        ));
         let reply = shared
             .generator
             .client
@@ -294,7 +297,7 @@ async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
                     first_string_array(&c.text)
                         .ok_or_else(|| "no JSON array of strings in the reply".to_owned())
                 },
-                &|e| guard.on_retry(e),
+                &|e, wait| guard.on_retry(e, wait),
             )
             .await;
         drop(guard);
@@ -333,6 +336,10 @@ async fn admit(
     missing: u64,
 ) -> Result<u64, Outcome> {
     let mut state = subtopic.state.lock().await;
+    let item = format!(
+        "embeddings of subtopic `{}` of `{}`",
+        subtopic.name, subtopic.topic
+    );
     let passed = state.dedup.lexical_pass(candidates);
     let mut survivors: Vec<String> = passed.into_iter().map(|i| candidates[i].clone()).collect();
     let mut vectors: Vec<Option<Vec<f32>>> = vec![None; survivors.len()];
@@ -340,13 +347,13 @@ async fn admit(
         if !survivors.is_empty() {
             if state.dedup.embeddings().is_none() {
                 let seeds = std::mem::take(&mut state.seeds);
-                let seed_vectors = embed(shared, embedder, *price, &seeds).await?;
+                let seed_vectors = embed(shared, (embedder, *price), &item, &seeds).await?;
                 state.dedup.set_embeddings(EmbeddingIndex::new(
                     shared.embedding_threshold,
                     seed_vectors,
                 ));
             }
-            let fresh = embed(shared, embedder, *price, &survivors).await?;
+            let fresh = embed(shared, (embedder, *price), &item, &survivors).await?;
             let keep = state
                 .dedup
                 .embeddings()
@@ -393,20 +400,22 @@ async fn admit(
 }
 
 /// Embeds `texts` in chunks of [`EMBEDDING_CHUNK`] (DDP-4); a failure fails the batch
-/// (DDP-5), a refused key stops the stage.
+/// (DDP-5), a refused key stops the stage. `item` names the batch in wait reports.
 async fn embed(
     shared: &Shared,
-    embedder: &RoleClient,
-    price: Option<Price>,
+    (embedder, price): (&RoleClient, Option<Price>),
+    item: &str,
     texts: &[String],
 ) -> Result<Vec<Vec<f32>>, Outcome> {
     let tracker = &shared.tracker;
     let mut vectors = Vec::with_capacity(texts.len());
     for chunk in texts.chunks(EMBEDDING_CHUNK) {
-        let guard = tracker.request();
+        let guard = tracker.request(item);
         let reply = embedder
             .client
-            .embed(&embedder.role.model, chunk, &|e| guard.on_retry(e))
+            .embed(&embedder.role.model, chunk, &|e, wait| {
+                guard.on_retry(e, wait)
+            })
             .await;
         drop(guard);
         tracker.spend(reply.usage, price);

@@ -62,7 +62,8 @@ pub struct Context {
     pub events: UnboundedSender<Event>,
     /// Cancelled on Ctrl-C: the stage stops, keeps what it has and reports `interrupted`.
     pub cancel: CancellationToken,
-    /// Backoff base of retries; 1 s in the product (PRV-11).
+    /// How long one second of a retry wait lasts: 1 s in the product (PRV-11); the test
+    /// suite shrinks it (`OVERBRAINER_TEST_BACKOFF_MS`) so real waits pass quickly.
     pub backoff_base: Duration,
     /// The secrets resolved so far (every client's key joins it), removed from every
     /// server text before it is stored or shown (SEC-5).
@@ -171,7 +172,8 @@ impl Context {
             }
         };
         let policy = RetryPolicy {
-            base: self.backoff_base,
+            max_wait: Duration::from_secs(self.settings.pipeline.max_retry_wait_secs),
+            second: self.backoff_base,
             ..RetryPolicy::new(self.settings.pipeline.max_retries)
         };
         let timeout = Duration::from_secs(self.settings.pipeline.request_timeout_secs);
@@ -235,6 +237,18 @@ pub enum Event {
     },
     /// A warning for the user (skipped lines, hidden reasoning, …).
     Warning(String),
+    /// A request waits [`SHOWN_WAIT`] or longer before its retry (shown at the default log
+    /// level, so a long rate limit never looks like a hang).
+    Waiting {
+        /// The stage.
+        stage: Stage,
+        /// The item whose request waits.
+        item: String,
+        /// The wait, as the server or the backoff set it.
+        wait: Duration,
+        /// The failure that is retried.
+        reason: String,
+    },
     /// An item failed after its retries; sent exactly once per item (PIPE-14).
     ItemFailed {
         /// The stage.
@@ -315,13 +329,15 @@ impl Tracker {
         });
     }
 
-    /// Counts a request in flight until the guard is dropped (also when the request is
-    /// abandoned); the guard's [`RequestGuard::on_retry`] counts its retries.
+    /// Counts a request in flight for `item` until the guard is dropped (also when the
+    /// request is abandoned); the guard's [`RequestGuard::on_retry`] counts its retries and
+    /// reports its long waits.
     #[must_use]
-    pub fn request(&self) -> RequestGuard<'_> {
+    pub fn request(&self, item: &str) -> RequestGuard<'_> {
         self.update(|p| p.in_flight += 1);
         RequestGuard {
             tracker: self,
+            item: item.to_owned(),
             retrying: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -336,16 +352,30 @@ impl Tracker {
     }
 }
 
+/// The shortest retry wait that is shown as [`Event::Waiting`]; shorter ones show only in
+/// the progress counters.
+pub const SHOWN_WAIT: Duration = Duration::from_secs(5);
+
 /// One request in flight, counted by its [`Tracker`].
 #[derive(Debug)]
 pub struct RequestGuard<'a> {
     tracker: &'a Tracker,
+    item: String,
     retrying: std::sync::atomic::AtomicBool,
 }
 
 impl RequestGuard<'_> {
-    /// Counts a retry of this request (pass as the client's `on_retry`).
-    pub fn on_retry(&self, _error: &crate::llm::Error) {
+    /// Counts a retry of this request and reports a wait of [`SHOWN_WAIT`] or more (pass
+    /// as the client's `on_retry`).
+    pub fn on_retry(&self, error: &crate::llm::Error, wait: Duration) {
+        if wait >= SHOWN_WAIT {
+            let _ = self.tracker.events.send(Event::Waiting {
+                stage: self.tracker.stage,
+                item: self.item.clone(),
+                wait,
+                reason: error.to_string(),
+            });
+        }
         let first = !self
             .retrying
             .swap(true, std::sync::atomic::Ordering::Relaxed);
@@ -411,9 +441,34 @@ pub enum StageError {
     /// cause is part of the message, not a separate source, so it prints once.
     #[error("stopped: {0}")]
     Provider(llm::Error),
+    /// The provider asked for a wait longer than `pipeline.max_retry_wait_secs`
+    /// ([`llm::Error::WaitTooLong`]): the stage stopped rather than sleep, with what is
+    /// done saved, and says how to go on.
+    #[error(
+        "stopped: {error}; what is done is saved: run `overbrainer {}` (or `overbrainer run`) again after then to go on from there",
+        stage.name()
+    )]
+    Paused {
+        /// The stage that stopped.
+        stage: Stage,
+        /// The wait it was asked for.
+        error: llm::Error,
+    },
     /// A data file cannot be read or written.
     #[error(transparent)]
     Data(#[from] JsonlError),
+}
+
+impl StageError {
+    /// The error that stops `stage` after a fatal provider failure.
+    #[must_use]
+    pub fn stopped(stage: Stage, error: llm::Error) -> Self {
+        if matches!(error, llm::Error::WaitTooLong { .. }) {
+            Self::Paused { stage, error }
+        } else {
+            Self::Provider(error)
+        }
+    }
 }
 
 /// The sentence listing the configured topics, for [`StageError::UnknownTopic`].
@@ -675,7 +730,7 @@ pub(crate) async fn collect(
         }
     }
     match fatal {
-        Some(error) => Err(StageError::Provider(error)),
+        Some(error) => Err(StageError::stopped(stage, error)),
         None => Ok(()),
     }
 }
@@ -688,10 +743,10 @@ mod tests {
     fn request_guards_count_in_flight_and_retrying_until_dropped() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let tracker = Tracker::new(Stage::Answers, tx);
-        let guard = tracker.request();
+        let guard = tracker.request("question `q`");
         let error = crate::llm::Error::Timeout(Duration::from_secs(1));
-        guard.on_retry(&error);
-        guard.on_retry(&error);
+        guard.on_retry(&error, Duration::from_millis(10));
+        guard.on_retry(&error, Duration::from_millis(10));
         let p = tracker.snapshot();
         assert_eq!((p.in_flight, p.retrying, p.retries), (1, 1, 2));
         drop(guard);
@@ -702,5 +757,50 @@ mod tests {
             events += 1;
         }
         assert_eq!(events, 4);
+    }
+
+    #[test]
+    fn waits_of_a_few_seconds_or_more_are_reported_with_their_item() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let tracker = Tracker::new(Stage::Answers, tx);
+        let guard = tracker.request("question `q7`");
+        let error = crate::llm::Error::RateLimited { retry_after: None };
+        guard.on_retry(&error, SHOWN_WAIT - Duration::from_millis(1));
+        guard.on_retry(&error, Duration::from_secs(45));
+        drop(guard);
+        let waits: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok())
+            .filter(|e| matches!(e, Event::Waiting { .. }))
+            .collect();
+        assert_eq!(
+            waits,
+            vec![Event::Waiting {
+                stage: Stage::Answers,
+                item: "question `q7`".to_owned(),
+                wait: Duration::from_secs(45),
+                reason: "rate limited (HTTP 429)".to_owned(),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_too_long_wait_stops_the_stage_saying_how_to_go_on() {
+        let error = crate::llm::Error::WaitTooLong {
+            wait: Duration::from_secs(3 * 3600),
+            limit: Duration::from_secs(600),
+            resets_at: "2026-12-01T15:00:00Z".parse().unwrap(),
+        };
+        let text = StageError::stopped(Stage::Answers, error).to_string();
+        assert!(text.contains("2026-12-01 15:00:00 UTC"), "{text}");
+        assert!(text.contains("run `overbrainer answers`"), "{text}");
+        assert!(matches!(
+            StageError::stopped(
+                Stage::Answers,
+                crate::llm::Error::Auth {
+                    status: 401,
+                    provider: "p".into()
+                }
+            ),
+            StageError::Provider(_)
+        ));
     }
 }

@@ -153,14 +153,14 @@ async fn execute(
                         Ok(text) => text,
                         Err(error) => return Outcome::Failed(error.to_string()),
                     };
-                    let guard = tracker.request();
+                    let guard = tracker.request(&format!("topic `{}`", t.name));
                     let reply = generator
                         .client
                         .chat(
                             &generator.role,
                             &ChatRequest { system: None, user },
                             |c| first_string_array(&c.text).ok_or_else(|| "no JSON array of strings in the reply".to_owned()),
-                            &|e| guard.on_retry(e),
+                            &|e, wait| guard.on_retry(e, wait),
                         )
                         .await;
                     drop(guard);
