@@ -13,7 +13,8 @@
 //! - ground:
 //!   - [`config`]: typed settings from `overbrainer.toml`, `.env` and `OVERBRAINER_*`
 //!     variables, with the source of every value; validation; `config check` lines.
-//!   - [`secrets`]: literal and `vault:` secrets, resolved lazily (Vault KV v2 over HTTP).
+//!   - [`secrets`]: literal and `vault:` secrets, resolved lazily (Vault KV v2 over HTTP);
+//!     files that hold secrets, created private (`secrets::private`).
 //!   - [`project`]: the project directory, its paths (`data/`, `runs/`, `prompts/`,
 //!     `.overbrainer/`), writing a new project (`init`) and the project lock
 //!     (`.overbrainer/lock`).

@@ -50,7 +50,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         outln!("  updated .gitignore ({added} {entries} added)");
     }
     outln!(
-        "next: copy `.env.example` to `.env`, fill in the provider URL and key, then run `overbrainer config check`"
+        "next: `install -m 600 .env.example .env` (private: it will hold keys), fill in the provider URL and key, then run `overbrainer config check`"
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -151,6 +151,11 @@ fn run(cli: Cli, env: EnvSnapshot) -> anyhow::Result<ExitCode> {
         .map(|(_, v)| v)
         .filter(|v| !v.is_empty());
     crate::logging::init(env.log_filter().or(dotenv_log.as_deref()), env.no_color())?;
+    // Every command reads `.env` (above, for the log filter): one warning when it holds a
+    // secret that others can read; on stderr with the problems `config check` lists.
+    if let Some(exposed) = crate::config::dotenv_exposed(&dir) {
+        tracing::warn!("{exposed}");
+    }
     let ctx = Context { dir, env };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

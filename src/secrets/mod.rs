@@ -4,7 +4,10 @@
 //! A [`SecretRef`] is what the settings hold; it never shows a literal value in `Debug`,
 //! `Display` or `Serialize`. The [`Resolver`] turns a reference into a
 //! [`secrecy::SecretString`] lazily, once per process, at the place that needs the value.
+//! [`private`] is the one way to create a file or directory that holds a secret or a
+//! private key: mode 600 (700) from the first byte, whatever the umask.
 
+pub mod private;
 mod vault;
 
 use std::fmt;
