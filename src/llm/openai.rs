@@ -2,7 +2,7 @@
 //! `POST /embeddings`, bearer authentication. Shapes follow OpenAI's Chat Completions
 //! reference and OpenRouter's reasoning extensions (`reasoning`, `reasoning_details`);
 //! reasoning is read from every place servers of this protocol put it: those fields,
-//! `reasoning_content` (DeepSeek, vLLM, llama.cpp), `thinking` parts of a content list
+//! `reasoning_content` (`DeepSeek`, vLLM, `llama.cpp`), `thinking` parts of a content list
 //! (Mistral's Magistral), and `<think>` tags in the content, a closing tag alone included
 //! (a template that pre-fills the opening one).
 
@@ -126,7 +126,7 @@ fn content_parts(content: Option<&Value>) -> (String, Option<String>) {
     for part in parts {
         match part.get("type").and_then(Value::as_str) {
             Some("text") => {
-                text.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default())
+                text.push_str(part.get("text").and_then(Value::as_str).unwrap_or_default());
             }
             Some("thinking") => match part.get("thinking") {
                 Some(Value::String(inner)) => thinking.push_str(inner),

@@ -283,7 +283,7 @@ fn spawn(
                 };
                 let reply = client
                     .chat(&role, &request, |_| Ok(()), &|e, wait| {
-                        guard.on_retry(e, wait)
+                        guard.on_retry(e, wait);
                     })
                     .await;
                 drop(guard);

@@ -414,7 +414,7 @@ async fn embed(
         let reply = embedder
             .client
             .embed(&embedder.role.model, chunk, &|e, wait| {
-                guard.on_retry(e, wait)
+                guard.on_retry(e, wait);
             })
             .await;
         drop(guard);

@@ -765,7 +765,7 @@ mod tests {
         let tracker = Tracker::new(Stage::Answers, tx);
         let guard = tracker.request("question `q7`");
         let error = crate::llm::Error::RateLimited { retry_after: None };
-        guard.on_retry(&error, SHOWN_WAIT - Duration::from_millis(1));
+        guard.on_retry(&error, Duration::from_millis(4999));
         guard.on_retry(&error, Duration::from_secs(45));
         drop(guard);
         let waits: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok())

@@ -19,11 +19,15 @@ mod completion;
 mod output;
 // Ground: the project lock held by a second process.
 mod lock;
+// Ground: key files others could read (`.env` at mode 644 warned about, `init`'s advice).
+mod key_files;
 // Execution: one executor conformance suite on the local target and on a real `sshd`:
 // claim, transfers, jobs and files, secrets, the status table, cancel, survival.
 mod exec;
 // Flows: the dataset pipeline against stand-in providers (openai and anthropic protocols).
 mod pipeline;
+// Flows: provider replies no retry fixes or that hide reasoning in odd places (issue 8).
+mod providers;
 // Flows: what the pipeline must never do (show an echoed key, lose output under `--force`,
 // start for an unknown topic) and `history --all` into a closed pipe.
 mod pipeline_safety;
