@@ -445,7 +445,7 @@ pub enum StageError {
     /// ([`llm::Error::WaitTooLong`]): the stage stopped rather than sleep, with what is
     /// done saved, and says how to go on.
     #[error(
-        "stopped: {error}; what is done is saved: run `overbrainer {}` (or `overbrainer run`) again after then to go on from there",
+        "stopped: {error}; what is done is saved: run `overbrainer {}` (or `overbrainer run`) again after that time to go on from there",
         stage.name()
     )]
     Paused {
