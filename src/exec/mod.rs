@@ -12,11 +12,13 @@
 //! Files of this module: `script.rs` (the POSIX shell scripts every target runs),
 //! `digest.rs` (SHA-256 manifests), `lines.rs` (following a file line by line),
 //! `tar.rs` (the local side of transfers), `runtime.rs` (how Axolotl is launched),
-//! `local.rs` and `ssh.rs` (the two executors).
+//! `local.rs` and `ssh.rs` (the two executors), `master.rs` (the OpenSSH master
+//! connection: bounded waits, control socket).
 
 mod digest;
 mod lines;
 mod local;
+mod master;
 mod runtime;
 mod script;
 mod ssh;
@@ -33,6 +35,7 @@ pub use digest::{
 };
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
+pub use master::{MAX_CONTROL_PATH, SshTimeouts, control_dirs};
 pub use runtime::{
     CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
     TOOLS_ENV, shell_path, stage_command,
@@ -41,8 +44,8 @@ pub use script::{
     GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_status, quote, status_script,
 };
 pub use ssh::{
-    CONNECT_TIMEOUT, KEEPALIVE, MASTER_IDLE, PodEndpoint, REQUIRED_TOOLS, SshDestination, SshError,
-    SshExecutor,
+    CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, PodEndpoint, REQUIRED_TOOLS,
+    SshDestination, SshError, SshExecutor,
 };
 
 use crate::config::Engine;

@@ -85,8 +85,8 @@ async fn pass(
             .map_err(|e| failed(format!("download: {}", super::start::error_chain(&e))))?;
         verify(&staging, &manifest).map_err(failed)?;
         for file in &manifest {
-            let from = staging.join(&file.path);
-            let to = local_dir.join(&file.path);
+            let from = staging.join(file.relative_path());
+            let to = local_dir.join(file.relative_path());
             let io = |source| RunError::Io {
                 path: to.clone(),
                 source,
@@ -103,23 +103,53 @@ async fn pass(
     result
 }
 
-/// Checks every file of `manifest` under `dir`.
+/// Checks every entry of `manifest` under `dir`: a regular file (not a link to one)
+/// with the same SHA-256, or a symbolic link with the same target. Names are compared
+/// as bytes.
 ///
 /// # Errors
 ///
-/// The first missing or different file, by path.
+/// The first missing or different entry, by path.
 pub fn verify(dir: &Path, manifest: &[FileDigest]) -> Result<(), String> {
     for file in manifest {
-        let path = dir.join(&file.path);
-        if !path.is_file() {
+        let path = dir.join(file.relative_path());
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
             return Err(format!("`{}` is missing from the download", file.path));
-        }
-        let digest = sha256_file(&path).map_err(|e| format!("`{}`: {e}", file.path))?;
-        if digest != file.sha256 {
-            return Err(format!(
-                "`{}` does not match the target's manifest (SHA-256 {} expected, {} received)",
-                file.path, file.sha256, digest
-            ));
+        };
+        match file.link_target() {
+            Some(target) => {
+                if !meta.file_type().is_symlink() {
+                    return Err(format!(
+                        "`{}` should be a symbolic link to `{}` and is not",
+                        file.path,
+                        target.display()
+                    ));
+                }
+                let got = std::fs::read_link(&path).map_err(|e| format!("`{}`: {e}", file.path))?;
+                if got != target {
+                    return Err(format!(
+                        "`{}` links to `{}`, the target's manifest says `{}`",
+                        file.path,
+                        got.display(),
+                        target.display()
+                    ));
+                }
+            }
+            None => {
+                if !meta.is_file() {
+                    return Err(format!(
+                        "`{}` is missing from the download (not a regular file)",
+                        file.path
+                    ));
+                }
+                let digest = sha256_file(&path).map_err(|e| format!("`{}`: {e}", file.path))?;
+                if digest != file.sha256 {
+                    return Err(format!(
+                        "`{}` does not match the target's manifest (SHA-256 {} expected, {} received)",
+                        file.path, file.sha256, digest
+                    ));
+                }
+            }
         }
     }
     Ok(())
@@ -128,33 +158,75 @@ pub fn verify(dir: &Path, manifest: &[FileDigest]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt as _;
 
     #[test]
     fn verify_names_the_bad_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a"), "x").unwrap();
-        let good = FileDigest {
-            path: "a".into(),
-            sha256: sha256_file(&dir.path().join("a")).unwrap(),
-        };
+        let good = FileDigest::file(b"a", &sha256_file(&dir.path().join("a")).unwrap());
         assert_eq!(verify(dir.path(), std::slice::from_ref(&good)), Ok(()));
-        let bad = FileDigest {
-            path: "a".into(),
-            sha256: "0".repeat(64),
-        };
+        let bad = FileDigest::file(b"a", &"0".repeat(64));
         assert!(
             verify(dir.path(), &[bad])
                 .unwrap_err()
                 .contains("`a` does not match")
         );
-        let missing = FileDigest {
-            path: "b/c".into(),
-            sha256: "0".repeat(64),
-        };
+        let missing = FileDigest::file(b"b/c", &"0".repeat(64));
         assert!(
             verify(dir.path(), &[good, missing])
                 .unwrap_err()
                 .contains("`b/c` is missing")
+        );
+    }
+
+    #[test]
+    fn a_download_that_drops_or_changes_a_link_is_not_verified() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("output/checkpoint-2")).unwrap();
+        std::fs::write(root.join("output/checkpoint-2/w"), "w").unwrap();
+        let link = FileDigest::symlink(b"output/latest", b"checkpoint-2").unwrap();
+        let dropped = verify(root, std::slice::from_ref(&link)).unwrap_err();
+        assert!(dropped.contains("`output/latest` is missing"), "{dropped}");
+        // A copy of what the link points at is not the link.
+        std::fs::create_dir_all(root.join("output/latest")).unwrap();
+        let copied = verify(root, std::slice::from_ref(&link)).unwrap_err();
+        assert!(copied.contains("should be a symbolic link"), "{copied}");
+        std::fs::remove_dir(root.join("output/latest")).unwrap();
+        std::os::unix::fs::symlink("checkpoint-3", root.join("output/latest")).unwrap();
+        let changed = verify(root, std::slice::from_ref(&link)).unwrap_err();
+        assert!(changed.contains("links to `checkpoint-3`"), "{changed}");
+        std::fs::remove_file(root.join("output/latest")).unwrap();
+        std::os::unix::fs::symlink("checkpoint-2", root.join("output/latest")).unwrap();
+        assert_eq!(verify(root, &[link]), Ok(()));
+        // A regular file of the manifest that arrived as a link to the right
+        // content is not verified either.
+        let file = FileDigest::file(
+            b"output/w",
+            &sha256_file(&root.join("output/checkpoint-2/w")).unwrap(),
+        );
+        std::os::unix::fs::symlink("checkpoint-2/w", root.join("output/w")).unwrap();
+        assert!(
+            verify(root, &[file])
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_verified_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = OsStr::from_bytes(b"caf\xe9");
+        std::fs::write(dir.path().join(name), "x").unwrap();
+        let digest = FileDigest::file(b"caf\xe9", &sha256_file(&dir.path().join(name)).unwrap());
+        assert_eq!(verify(dir.path(), std::slice::from_ref(&digest)), Ok(()));
+        let other = FileDigest::file(b"caf\xe8", &digest.sha256);
+        assert!(
+            verify(dir.path(), &[other])
+                .unwrap_err()
+                .contains("is missing")
         );
     }
 }

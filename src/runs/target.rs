@@ -131,6 +131,8 @@ pub async fn connect(
             if let Some(config) = env.get(SSH_CONFIG_VAR) {
                 destination.config_file = Some(config.into());
             }
+            destination.control_dirs =
+                crate::exec::control_dirs(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR"));
             let executor = SshExecutor::connect(destination, workdir)
                 .await
                 .map_err(exec)?;
