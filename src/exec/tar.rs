@@ -147,14 +147,13 @@ pub(crate) fn unpack(input: impl Read, dest: &Path) -> Result<(), ExecError> {
         if relative.as_os_str().is_empty() {
             continue;
         }
-        let root = match &staging {
-            Some(dir) => dir.path().to_path_buf(),
-            None => {
-                let dir = staging_beside(dest)?;
-                let root = dir.path().to_path_buf();
-                staging = Some(dir);
-                root
-            }
+        let root = if let Some(dir) = &staging {
+            dir.path().to_path_buf()
+        } else {
+            let dir = staging_beside(dest)?;
+            let root = dir.path().to_path_buf();
+            staging = Some(dir);
+            root
         };
         no_symlink_on_the_way(&root, &relative)?;
         if let Some(parent) = relative.parent() {
@@ -560,5 +559,86 @@ mod tests {
             std::fs::read_link(dest.join("link")).unwrap(),
             Path::new("a b")
         );
+    }
+
+    /// A stream of a regular file `good` and then a symbolic link `name -> target`.
+    fn stream_with_link(name: &str, target: &str) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_size(4);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        builder
+            .append_data(&mut header, "good", &b"good"[..])
+            .unwrap();
+        let mut link = tar::Header::new_gnu();
+        link.set_entry_type(tar::EntryType::Symlink);
+        link.set_size(0);
+        link.set_mode(0o777);
+        builder.append_link(&mut link, name, target).unwrap();
+        builder.into_inner().unwrap()
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(".ob-download-"))
+            .collect()
+    }
+
+    #[test]
+    fn a_refused_link_leaves_nothing_of_its_archive() {
+        let root = tempfile::tempdir().unwrap();
+        let fresh = root.path().join("fresh/dest");
+        let existing = root.path().join("existing");
+        std::fs::create_dir_all(&existing).unwrap();
+        std::fs::write(existing.join("old"), "old").unwrap();
+        for (name, target) in [
+            ("evil", "/etc"),
+            ("evil", "../outside"),
+            ("a/evil", "../../outside"),
+        ] {
+            let stream = stream_with_link(name, target);
+            let result = unpack(&stream[..], &fresh);
+            assert!(
+                matches!(&result, Err(ExecError::Protocol(m)) if m.contains("outside the tree")),
+                "{name} -> {target}: {result:?}"
+            );
+            assert!(!root.path().join("fresh").exists(), "{name} -> {target}");
+            let result = unpack(&stream[..], &existing);
+            assert!(result.is_err(), "{name} -> {target}");
+            let names: Vec<_> = std::fs::read_dir(&existing)
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name())
+                .collect();
+            assert_eq!(names, ["old"], "{name} -> {target}");
+            assert!(leftovers(root.path()).is_empty());
+        }
+    }
+
+    #[test]
+    fn an_in_tree_link_is_kept_and_merged_into_an_existing_destination() {
+        let root = tempfile::tempdir().unwrap();
+        let dest = root.path().join("dest");
+        std::fs::create_dir_all(&dest).unwrap();
+        std::fs::write(dest.join("old"), "old").unwrap();
+        std::fs::write(dest.join("good"), "stale").unwrap();
+        unpack(&stream_with_link("latest", "good")[..], &dest).unwrap();
+        assert_eq!(std::fs::read_to_string(dest.join("old")).unwrap(), "old");
+        assert_eq!(std::fs::read_to_string(dest.join("good")).unwrap(), "good");
+        assert_eq!(
+            std::fs::read_link(dest.join("latest")).unwrap(),
+            Path::new("good")
+        );
+        assert!(leftovers(root.path()).is_empty());
+        let fresh = root.path().join("a/b/fresh");
+        unpack(&stream_with_link("latest", "good")[..], &fresh).unwrap();
+        assert_eq!(
+            std::fs::read_link(fresh.join("latest")).unwrap(),
+            Path::new("good")
+        );
+        assert!(leftovers(&root.path().join("a/b")).is_empty());
+        assert!(leftovers(root.path()).is_empty());
     }
 }

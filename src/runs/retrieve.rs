@@ -116,41 +116,56 @@ pub fn verify(dir: &Path, manifest: &[FileDigest]) -> Result<(), String> {
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             return Err(format!("`{}` is missing from the download", file.path));
         };
-        match file.link_target() {
-            Some(target) => {
-                if !meta.file_type().is_symlink() {
-                    return Err(format!(
-                        "`{}` should be a symbolic link to `{}` and is not",
-                        file.path,
-                        target.display()
-                    ));
-                }
-                let got = std::fs::read_link(&path).map_err(|e| format!("`{}`: {e}", file.path))?;
-                if got != target {
-                    return Err(format!(
-                        "`{}` links to `{}`, the target's manifest says `{}`",
-                        file.path,
-                        got.display(),
-                        target.display()
-                    ));
-                }
-            }
-            None => {
-                if !meta.is_file() {
-                    return Err(format!(
-                        "`{}` is missing from the download (not a regular file)",
-                        file.path
-                    ));
-                }
-                let digest = sha256_file(&path).map_err(|e| format!("`{}`: {e}", file.path))?;
-                if digest != file.sha256 {
-                    return Err(format!(
-                        "`{}` does not match the target's manifest (SHA-256 {} expected, {} received)",
-                        file.path, file.sha256, digest
-                    ));
-                }
-            }
+        if let Some(target) = file.link_target() {
+            verify_link(&path, &meta, file, target)?;
+        } else {
+            verify_file(&path, &meta, file)?;
         }
+    }
+    Ok(())
+}
+
+/// A symbolic link of the manifest: a link, to the same target.
+fn verify_link(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    file: &FileDigest,
+    target: &Path,
+) -> Result<(), String> {
+    if !meta.file_type().is_symlink() {
+        return Err(format!(
+            "`{}` should be a symbolic link to `{}` and is not",
+            file.path,
+            target.display()
+        ));
+    }
+    let got = std::fs::read_link(path).map_err(|e| format!("`{}`: {e}", file.path))?;
+    if got != target {
+        return Err(format!(
+            "`{}` links to `{}`, the target's manifest says `{}`",
+            file.path,
+            got.display(),
+            target.display()
+        ));
+    }
+    Ok(())
+}
+
+/// A regular file of the manifest: a regular file (not a link to one), with the same
+/// SHA-256.
+fn verify_file(path: &Path, meta: &std::fs::Metadata, file: &FileDigest) -> Result<(), String> {
+    if !meta.is_file() {
+        return Err(format!(
+            "`{}` is missing from the download (not a regular file)",
+            file.path
+        ));
+    }
+    let digest = sha256_file(path).map_err(|e| format!("`{}`: {e}", file.path))?;
+    if digest != file.sha256 {
+        return Err(format!(
+            "`{}` does not match the target's manifest (SHA-256 {} expected, {} received)",
+            file.path, file.sha256, digest
+        ));
     }
     Ok(())
 }
