@@ -4,6 +4,11 @@
 //! missing or different file fails the retrieval and nothing is moved; `train attach`
 //! retries later. On a local target the run directory is the job directory: retrieval
 //! is the manifest alone (RUN-25).
+//!
+//! Names are bytes: a name that is not UTF-8 is listed, downloaded, checked and moved
+//! like any other. Symbolic links inside the run directory (a checkpoint's `latest`)
+//! are retrieved as links and checked by target; a link pointing outside it fails the
+//! manifest, naming the link, so the run is never reported as verified without it.
 
 use std::path::Path;
 
@@ -243,5 +248,78 @@ mod tests {
                 .unwrap_err()
                 .contains("is missing")
         );
+    }
+
+    /// A record of run `r1` in `dir` on an SSH target, so that retrieval downloads
+    /// (through a local executor, which runs the same target scripts).
+    fn ssh_record(dir: &str) -> RunRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": "r1",
+            "created": "2026-01-02T00:00:00Z",
+            "target": "remote",
+            "target_kind": "ssh",
+            "dir": dir,
+            "owner": "o",
+            "state": "running",
+            "snapshots": true,
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn retrieval_keeps_in_tree_links_and_byte_names_and_refuses_escaping_links() {
+        let root = tempfile::tempdir().unwrap();
+        let executor = AnyExecutor::Local(
+            crate::exec::LocalExecutor::new(&root.path().join("target")).unwrap(),
+        );
+        let dir = Path::new(executor.workdir()).join("r1");
+        let output = dir.join(OUTPUT_DIR);
+        std::fs::create_dir_all(output.join("checkpoint-2")).unwrap();
+        std::fs::write(output.join("checkpoint-2/w"), "ckpt").unwrap();
+        std::fs::write(output.join("adapter.bin"), "weights").unwrap();
+        std::fs::write(output.join(OsStr::from_bytes(b"caf\xe9")), "latin-1").unwrap();
+        std::os::unix::fs::symlink("checkpoint-2", output.join("latest")).unwrap();
+        std::os::unix::fs::symlink("adapter.bin", output.join("model.bin")).unwrap();
+        std::fs::write(dir.join(JOB_LOG), "log\n").unwrap();
+        let record = ssh_record(&dir.to_string_lossy());
+        let local = root.path().join("runs/r1");
+        std::fs::create_dir_all(&local).unwrap();
+
+        retrieve(&executor, &record, &local, None).await.unwrap();
+        let back = local.join(OUTPUT_DIR);
+        assert_eq!(
+            std::fs::read_link(back.join("latest")).unwrap(),
+            Path::new("checkpoint-2")
+        );
+        assert_eq!(
+            std::fs::read_link(back.join("model.bin")).unwrap(),
+            Path::new("adapter.bin")
+        );
+        assert_eq!(
+            std::fs::read(back.join(OsStr::from_bytes(b"caf\xe9"))).unwrap(),
+            b"latin-1"
+        );
+        assert!(!back.join("checkpoint-2").exists(), "checkpoints stay out");
+
+        std::os::unix::fs::symlink("../../outside", output.join("escape")).unwrap();
+        let error = retrieve(&executor, &record, &local, None)
+            .await
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("r1"), "{message}");
+        let RunError::Retrieval { reason, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert!(
+            reason.contains("`output/escape` points outside the tree"),
+            "{reason}"
+        );
+        assert!(std::fs::symlink_metadata(back.join("escape")).is_err());
+        let staged: Vec<_> = std::fs::read_dir(&local)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with('.'))
+            .collect();
+        assert!(staged.is_empty(), "{staged:?}");
     }
 }
