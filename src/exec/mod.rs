@@ -12,11 +12,13 @@
 //! Files of this module: `script.rs` (the POSIX shell scripts every target runs),
 //! `digest.rs` (SHA-256 manifests), `lines.rs` (following a file line by line),
 //! `tar.rs` (the local side of transfers), `runtime.rs` (how Axolotl is launched),
-//! `local.rs` and `ssh.rs` (the two executors).
+//! `local.rs` and `ssh.rs` (the two executors), `master.rs` (the OpenSSH master
+//! connection: bounded waits, control socket).
 
 mod digest;
 mod lines;
 mod local;
+mod master;
 mod runtime;
 mod script;
 mod ssh;
@@ -33,6 +35,7 @@ pub use digest::{
 };
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
+pub use master::{MAX_CONTROL_PATH, SshTimeouts, control_dirs};
 pub use runtime::{
     CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
     TOOLS_ENV, shell_path, stage_command,
@@ -41,8 +44,8 @@ pub use script::{
     GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_status, quote, status_script,
 };
 pub use ssh::{
-    CONNECT_TIMEOUT, KEEPALIVE, MASTER_IDLE, PodEndpoint, REQUIRED_TOOLS, SshDestination, SshError,
-    SshExecutor,
+    CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, PodEndpoint, REQUIRED_TOOLS,
+    SshDestination, SshError, SshExecutor,
 };
 
 use crate::config::Engine;
@@ -367,12 +370,19 @@ pub trait Executor: Send + Sync {
     /// [`glob_match`]). Entries that do not exist are ignored; when none exists,
     /// `local` is not even created.
     ///
+    /// Names are bytes and arrive as they are. Symbolic links arrive as links when
+    /// their target is relative and stays inside `remote` (issue 8). The stream is
+    /// extracted into a fresh directory beside `local` and moved into place (merged
+    /// when `local` exists) only once all of it was accepted: a refused stream leaves
+    /// nothing of itself in `local`.
+    ///
     /// # Errors
     ///
     /// [`ExecError::Command`] with action `download` and message
     /// `<remote> does not exist` when `remote` is not a directory; another
-    /// [`ExecError`] when the copy fails (including a stream entry that would land
-    /// outside `local`).
+    /// [`ExecError`] when the copy fails (including [`ExecError::Protocol`] for a
+    /// stream entry that would land outside `local` or a symbolic link whose target
+    /// is absolute or leaves the tree).
     fn download(
         &self,
         remote: &str,
@@ -383,14 +393,18 @@ pub trait Executor: Send + Sync {
 
     /// The SHA-256 of every regular file under `entries` (relative to the target
     /// directory `remote`), computed on the target, with the same exclusion rule as
-    /// [`Executor::download`]. Missing entries are ignored and symbolic links are
-    /// neither listed nor followed. Paths are relative to `remote`, in sorted order.
+    /// [`Executor::download`]. Missing entries are ignored. Symbolic links are never
+    /// followed; since issue 8 they are listed, with their target in
+    /// [`FileDigest::link`], so a retrieval that drops one is not verified. Paths
+    /// are relative to `remote`, in sorted order; a name that is not UTF-8 keeps its
+    /// bytes in [`FileDigest::raw_path`].
     ///
     /// # Errors
     ///
     /// [`ExecError::Command`] with message `<remote> does not exist` when `remote`
-    /// is not a directory; another [`ExecError`] when a file cannot be read or the
-    /// target is unreachable.
+    /// is not a directory; [`ExecError::Protocol`] naming a symbolic link whose
+    /// target is absolute or leaves `remote`; another [`ExecError`] when a file
+    /// cannot be read or the target is unreachable.
     fn manifest(
         &self,
         remote: &str,

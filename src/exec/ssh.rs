@@ -1,7 +1,7 @@
 //! [`SshExecutor`]: jobs on another machine over the system OpenSSH client.
 //!
-//! One `ControlMaster` connection per target (started by the `openssh` crate, which
-//! runs `ssh -M -f -N` and talks to the master over its control socket) carries
+//! One `ControlMaster` connection per target (started as `ssh -M -f -N` by
+//! `master.rs`; the `openssh` crate talks to it over its control socket) carries
 //! every command (SSH-2). The system `ssh` reads `~/.ssh/config`, the agent and
 //! `known_hosts`; a host whose key is not already known is refused
 //! (`StrictHostKeyChecking=yes`, SSH-1). Every command is a POSIX shell script run
@@ -12,35 +12,43 @@
 //! travel on the standard input of the start command, one value per line, and are
 //! exported by the remote shell: they never appear on a command line.
 //!
-//! When the master dies, the command that noticed fails, and the next call starts
-//! a fresh master.
+//! The master itself (its bounded waits and its control socket) is in `master.rs`.
+//! Each call first checks that the master still answers, and starts a fresh one
+//! when it does not (a master killed, or ended by its keepalive, leaves its socket
+//! behind): the call then goes on over the new master. A master that ends while a
+//! command runs fails that command with [`SshError::Lost`], and the next call
+//! reconnects.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
+use openssh::{Session, Stdio};
 use secrecy::ExposeSecret;
 use tokio::io::AsyncWriteExt;
 
 use super::digest::{self, FileDigest};
 use super::local::{STALE_FILES, command_error, finish, parse_claim};
+use super::master::{self, SshTimeouts};
 use super::runtime::shell_path;
 use super::script::{self, cancel_script, claim_script, job_script, quote, status_script};
 use super::{ExecError, Executor, JobCommand, JobId, JobStatus, PID_FILE, Pid, check_job_env, tar};
 
-/// Keepalive interval of an SSH connection unless the configuration sets
-/// `ServerAliveInterval` (SSH-16): 15 seconds. OpenSSH's own default of 3 missed
-/// answers (`ServerAliveCountMax`) then drops a dead connection after 45 seconds.
+/// Keepalive interval of an SSH connection (SSH-16): 15 seconds. A configuration
+/// may set a shorter `ServerAliveInterval`, never a longer one (see `master.rs`).
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
-/// Connect timeout unless the configuration sets `ConnectTimeout` (SSH-16).
+/// Unanswered keepalives before the master gives up (SSH-16): 3, so a target that
+/// stops answering is given up 45 seconds after its last answer.
+pub const KEEPALIVE_COUNT: u32 = 3;
+/// Connect timeout (SSH-16): 30 seconds; a configuration may set a shorter one.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// An idle master exits after this long without any command, so a master left
 /// behind by a killed overbrainer does not live for ever: 10 minutes.
 pub const MASTER_IDLE: Duration = Duration::from_secs(600);
 /// Programs an SSH target must have, space-separated (TGT-2): `tar` for transfers,
-/// `setsid` and `nohup` to detach jobs, `sha256sum` for manifests.
-pub const REQUIRED_TOOLS: &str = "tar setsid nohup sha256sum";
+/// `setsid` and `nohup` to detach jobs, `sha256sum`, `readlink` and `od` for
+/// manifests.
+pub const REQUIRED_TOOLS: &str = "tar setsid nohup sha256sum readlink od";
 /// Most bytes of the master's log kept in [`ExecError::MasterDied`].
 const MASTER_LOG_TAIL: usize = 400;
 
@@ -56,6 +64,39 @@ pub enum SshError {
         /// Error of the `openssh` crate, with `ssh`'s message.
         #[source]
         source: openssh::Error,
+    },
+    /// No candidate directory gives a control socket path short enough for a Unix
+    /// socket; nothing was started.
+    #[error(
+        "no directory for the ssh control socket is short enough: {tried} (a control socket path may hold at most {limit} bytes: {sun_path} of a Unix socket path, less its NUL and the 17 bytes OpenSSH appends); set `TMPDIR` or `XDG_RUNTIME_DIR` to a shorter directory"
+    )]
+    ControlPath {
+        /// Each candidate with the length of the path it would give.
+        tried: String,
+        /// The longest control socket path.
+        limit: usize,
+        /// Bytes of a Unix socket path on this system, NUL included.
+        sun_path: usize,
+    },
+    /// `ssh` neither connected nor failed within the connect timeout plus the
+    /// keepalive window; it was stopped.
+    #[error("`{destination}` did not answer within {waited_secs} s")]
+    Unresponsive {
+        /// The destination as given.
+        destination: String,
+        /// Seconds waited.
+        waited_secs: u64,
+    },
+    /// The master connection ended while a command ran over it: the target stopped
+    /// answering its keepalives, the network dropped, or the master was killed.
+    /// `log` is the end of the master's log on one line (OpenSSH writes
+    /// `Timeout, server … not responding.` there), empty when there was none.
+    #[error("the connection to `{destination}` was lost (ssh log: {})", super::or_empty(.log))]
+    Lost {
+        /// The destination as given.
+        destination: String,
+        /// The end of the master's log.
+        log: String,
     },
     /// A command could not be run over an open connection, or the connection broke
     /// while it ran.
@@ -91,6 +132,8 @@ impl PodEndpoint {
             identity_file: None,
             known_hosts_file: None,
             always_default_keepalive: true,
+            timeouts: SshTimeouts::default(),
+            control_dirs: master::control_dirs(None, None),
         }
     }
 }
@@ -110,14 +153,22 @@ pub struct SshDestination {
     /// Known hosts file used instead of `~/.ssh/known_hosts`
     /// (`UserKnownHostsFile`).
     pub known_hosts_file: Option<PathBuf>,
-    /// Apply [`KEEPALIVE`] and [`CONNECT_TIMEOUT`] even when the configuration sets
-    /// its own values (Runpod pods, SSH-16).
+    /// Apply [`SshDestination::timeouts`] as they are, without asking the
+    /// configuration for shorter ones (Runpod pods, SSH-16).
     pub always_default_keepalive: bool,
+    /// The bounds on every wait for the target, passed with `-o` so that no
+    /// configuration file lengthens them (issue 8); defaults of SSH-16.
+    pub timeouts: SshTimeouts,
+    /// Directories to try, in order, for the master's control socket (see
+    /// [`control_dirs`](super::control_dirs)); the first one short enough for a Unix
+    /// socket path is used.
+    pub control_dirs: Vec<PathBuf>,
 }
 
 impl SshDestination {
     /// A destination with only `host` set: everything else comes from
-    /// `~/.ssh/config`.
+    /// `~/.ssh/config`, the bounds are those of SSH-16 and the control socket goes
+    /// under `/tmp` (the CLI adds `XDG_RUNTIME_DIR` and `TMPDIR` in front).
     #[must_use]
     pub fn new(host: &str) -> Self {
         Self {
@@ -127,6 +178,8 @@ impl SshDestination {
             identity_file: None,
             known_hosts_file: None,
             always_default_keepalive: false,
+            timeouts: SshTimeouts::default(),
+            control_dirs: master::control_dirs(None, None),
         }
     }
 }
@@ -207,32 +260,50 @@ impl SshExecutor {
         }
     }
 
-    /// The open session, or a new one.
+    /// The open session when its master still answers, or a new one: a master that
+    /// died and left its socket is replaced here, before the call sends anything.
     async fn session(&self) -> Result<Arc<Session>, ExecError> {
         let mut guard = self.session.lock().await;
         if let Some(session) = guard.as_ref() {
-            return Ok(Arc::clone(session));
+            if session.check().await.is_ok() {
+                return Ok(Arc::clone(session));
+            }
+            tracing::debug!(
+                destination = %self.destination.host,
+                "the ssh master no longer answers; starting a new one"
+            );
+            *guard = None;
         }
-        let session = Arc::new(open(&self.destination).await?);
+        let session = Arc::new(master::open(&self.destination).await?);
         *guard = Some(Arc::clone(&session));
         Ok(session)
     }
 
-    /// Turns a failure of `session` into an error, dropping the session when its
-    /// master no longer answers so the next call reconnects.
+    /// Turns a failure of `session` into an error. When its master no longer
+    /// answers, the session is dropped (the next call reconnects) and the error is
+    /// [`SshError::Lost`] with the end of the master's log.
     async fn failed(&self, session: &Arc<Session>, source: openssh::Error) -> ExecError {
-        if session.check().await.is_err() {
-            let mut guard = self.session.lock().await;
-            if guard
-                .as_ref()
-                .is_some_and(|current| Arc::ptr_eq(current, session))
-            {
-                *guard = None;
-            }
+        if session.check().await.is_ok() {
+            return ExecError::Ssh(SshError::Session {
+                destination: self.destination.host.clone(),
+                source,
+            });
         }
-        ExecError::Ssh(SshError::Session {
+        let log = session
+            .control_socket()
+            .parent()
+            .map(|dir| master_log_tail(&dir.join("log")))
+            .unwrap_or_default();
+        let mut guard = self.session.lock().await;
+        if guard
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, session))
+        {
+            *guard = None;
+        }
+        ExecError::Ssh(SshError::Lost {
             destination: self.destination.host.clone(),
-            source,
+            log,
         })
     }
 
@@ -286,97 +357,8 @@ async fn run_on(
     child.wait_with_output().await
 }
 
-/// Opens a master connection to `destination` and checks that it answers.
-async fn open(destination: &SshDestination) -> Result<Session, ExecError> {
-    let mut builder = SessionBuilder::default();
-    builder
-        .known_hosts_check(KnownHosts::Strict)
-        .control_directory(std::env::temp_dir())
-        .control_persist(ControlPersist::IdleFor(
-            std::num::NonZeroUsize::new(usize::try_from(MASTER_IDLE.as_secs()).unwrap_or(600))
-                .unwrap_or(std::num::NonZeroUsize::MIN),
-        ));
-    if let Some(port) = destination.port {
-        builder.port(port);
-    }
-    if let Some(file) = &destination.config_file {
-        builder.config_file(file);
-    }
-    if let Some(file) = &destination.identity_file {
-        builder.keyfile(file);
-    }
-    if let Some(file) = &destination.known_hosts_file {
-        builder.user_known_hosts_file(file);
-    }
-    let (interval_set, timeout_set) = if destination.always_default_keepalive {
-        (false, false)
-    } else {
-        configured_keepalive(destination).await
-    };
-    if !interval_set {
-        builder.server_alive_interval(KEEPALIVE);
-    }
-    if !timeout_set {
-        builder.connect_timeout(CONNECT_TIMEOUT);
-    }
-    let dir = builder
-        .launch_master(&destination.host)
-        .await
-        .map_err(|source| {
-            ExecError::Ssh(SshError::Connect {
-                destination: destination.host.clone(),
-                source,
-            })
-        })?;
-    let log = dir.path().join("log");
-    let session = Session::new_native_mux(dir);
-    if session.check().await.is_err() {
-        let log = master_log_tail(&log);
-        drop(session);
-        return Err(ExecError::MasterDied { log });
-    }
-    Ok(session)
-}
-
-/// Whether the configuration of `destination` sets `ServerAliveInterval` and
-/// `ConnectTimeout`, from `ssh -G` (which prints the resolved options, with
-/// `serveraliveinterval 0` and `connecttimeout none` when unset). Both read as
-/// unset when `ssh -G` fails.
-async fn configured_keepalive(destination: &SshDestination) -> (bool, bool) {
-    let mut command = tokio::process::Command::new("ssh");
-    command.arg("-G");
-    if let Some(file) = &destination.config_file {
-        command.arg("-F").arg(file);
-    }
-    if let Some(port) = destination.port {
-        command.arg("-p").arg(port.to_string());
-    }
-    command
-        .arg("--")
-        .arg(&destination.host)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let Ok(output) = command.output().await else {
-        return (false, false);
-    };
-    if !output.status.success() {
-        return (false, false);
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
-    let mut interval = false;
-    let mut timeout = false;
-    for line in text.lines() {
-        match line.split_once(' ') {
-            Some(("serveraliveinterval", value)) => interval = value.trim() != "0",
-            Some(("connecttimeout", value)) => timeout = value.trim() != "none",
-            _ => {}
-        }
-    }
-    (interval, timeout)
-}
-
 /// The end of the master's log on one line, control characters dropped.
-fn master_log_tail(path: &Path) -> String {
+pub(super) fn master_log_tail(path: &Path) -> String {
     let text = std::fs::read(path).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
     let flat: String = text

@@ -4,17 +4,22 @@
 //! Packing runs on a blocking thread and hands 256 KiB chunks to the async side
 //! through a bounded channel, so a transfer streams with constant memory.
 //! Extraction refuses every entry that would land outside its destination: an
-//! absolute path, a `..` component, a path through a symbolic link, or a hard link
-//! to such a path.
+//! absolute path, a `..` component, a path through a symbolic link, a hard link
+//! to such a path, or a symbolic link whose target is absolute or leaves the
+//! stream's root. It extracts into a fresh directory beside the destination and
+//! moves the result into place only when the whole stream was accepted, so a
+//! refused stream leaves nothing behind.
 
 use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Component, Path, PathBuf};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::ExecError;
-use super::digest::{entries_words, prune_expression};
+use super::digest::{check_link, entries_words, prune_expression};
 use super::script::quote;
 
 /// Size of one chunk between the tar thread and the connection: 256 KiB.
@@ -103,14 +108,22 @@ pub(crate) fn pack(local: &Path, skip: &[String], out: impl Write) -> Result<(),
     Ok(())
 }
 
-/// Extracts the tar stream `input` into `dest`, creating `dest` only when the
-/// stream holds at least one entry.
+/// Extracts the tar stream `input` into `dest`, creating `dest` (and its parents)
+/// only when the stream holds at least one entry.
+///
+/// The entries land first in a fresh directory beside `dest` (next to its nearest
+/// existing ancestor), which is moved into place only once the whole stream was read
+/// and accepted: a refused or broken stream leaves nothing in `dest`. When `dest`
+/// already exists, the extracted tree is merged into it, files and links replacing
+/// those of the same name.
 ///
 /// # Errors
 ///
-/// Returns [`ExecError::Protocol`] for an entry that would land outside `dest`
-/// (nothing is written for it or after it), and [`ExecError::Io`] when the stream
-/// cannot be read or a file cannot be written.
+/// Returns [`ExecError::Protocol`] for an entry that would land outside `dest`, or a
+/// symbolic link whose target is absolute or leaves the stream's root (see
+/// [`super::digest::link_stays_inside`]); [`ExecError::Io`] when the stream cannot
+/// be read, a file cannot be written, or an extracted directory meets a
+/// non-directory of the same name in `dest` (or the other way round).
 pub(crate) fn unpack(input: impl Read, dest: &Path) -> Result<(), ExecError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -119,7 +132,7 @@ pub(crate) fn unpack(input: impl Read, dest: &Path) -> Result<(), ExecError> {
     let mut archive = tar::Archive::new(input);
     archive.set_preserve_mtime(true);
     archive.set_overwrite(true);
-    let mut created = false;
+    let mut staging: Option<tempfile::TempDir> = None;
     for entry in archive.entries().map_err(io(dest))? {
         let mut entry = entry.map_err(io(dest))?;
         let path = entry.path().map_err(io(dest))?.into_owned();
@@ -127,24 +140,149 @@ pub(crate) fn unpack(input: impl Read, dest: &Path) -> Result<(), ExecError> {
         if let Some(link) = hard_link_target(&entry)? {
             inside(&link)?;
         }
+        if entry.header().entry_type() == tar::EntryType::Symlink {
+            let target = entry.link_name_bytes().unwrap_or_default();
+            check_link(relative.as_os_str().as_bytes(), &target)?;
+        }
         if relative.as_os_str().is_empty() {
             continue;
         }
-        if !created {
-            std::fs::create_dir_all(dest).map_err(io(dest))?;
-            created = true;
-        }
-        no_symlink_on_the_way(dest, &relative)?;
+        let root = if let Some(dir) = &staging {
+            dir.path().to_path_buf()
+        } else {
+            let dir = staging_beside(dest)?;
+            let root = dir.path().to_path_buf();
+            staging = Some(dir);
+            root
+        };
+        no_symlink_on_the_way(&root, &relative)?;
         if let Some(parent) = relative.parent() {
-            std::fs::create_dir_all(dest.join(parent)).map_err(io(&dest.join(parent)))?;
+            std::fs::create_dir_all(root.join(parent)).map_err(io(&dest.join(parent)))?;
         }
-        let target = dest.join(&relative);
-        let unpacked = entry.unpack_in(dest).map_err(io(&target))?;
+        let unpacked = entry.unpack_in(&root).map_err(io(&dest.join(&relative)))?;
         if !unpacked {
             return Err(refused(&path));
         }
     }
+    match staging {
+        Some(staging) => move_into_place(staging, dest),
+        None => Ok(()),
+    }
+}
+
+/// A new empty directory in the nearest existing ancestor of `dest` (its parent
+/// when `dest` exists), so that it can be renamed to `dest` on the same file system.
+fn staging_beside(dest: &Path) -> Result<tempfile::TempDir, ExecError> {
+    let mut base = dest.parent();
+    while let Some(dir) = base {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if dir.is_dir() {
+            return tempfile::Builder::new()
+                .prefix(".ob-download-")
+                .permissions(std::fs::Permissions::from_mode(0o755))
+                .tempdir_in(dir)
+                .map_err(|source| ExecError::Io {
+                    path: dir.to_path_buf(),
+                    source,
+                });
+        }
+        base = dir.parent();
+    }
+    Err(ExecError::Io {
+        path: dest.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, "no existing parent"),
+    })
+}
+
+/// Moves the extracted tree `staging` to `dest`: a rename when `dest` does not
+/// exist, otherwise a merge checked in full before anything moves.
+fn move_into_place(staging: tempfile::TempDir, dest: &Path) -> Result<(), ExecError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ExecError::Io { path, source }
+    };
+    match std::fs::metadata(dest) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            std::fs::rename(staging.path(), dest).map_err(io(dest))?;
+            // Renamed away: nothing is left for the guard to remove.
+            let _ = staging.keep();
+            Ok(())
+        }
+        Err(error) => Err(io(dest)(error)),
+        Ok(meta) if meta.is_dir() => {
+            check_merge(staging.path(), dest)?;
+            merge(staging.path(), dest)
+        }
+        Ok(_) => Err(io(dest)(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "not a directory",
+        ))),
+    }
+}
+
+/// Whether every directory of `from` meets a real directory (or nothing) in `to`,
+/// and every other entry meets no directory there.
+fn check_merge(from: &Path, to: &Path) -> Result<(), ExecError> {
+    for (child, from_meta, target) in children(from, to)? {
+        let Ok(to_meta) = std::fs::symlink_metadata(&target) else {
+            continue;
+        };
+        match (from_meta.is_dir(), to_meta.is_dir()) {
+            (true, true) => check_merge(&child, &target)?,
+            (false, false) => {}
+            _ => {
+                return Err(ExecError::Io {
+                    path: target,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::AlreadyExists,
+                        "a directory and a non-directory of the same name",
+                    ),
+                });
+            }
+        }
+    }
     Ok(())
+}
+
+/// Moves every entry of `from` into `to`, directories merged, others replaced.
+fn merge(from: &Path, to: &Path) -> Result<(), ExecError> {
+    for (child, from_meta, target) in children(from, to)? {
+        if from_meta.is_dir() && target.is_dir() {
+            merge(&child, &target)?;
+        } else {
+            std::fs::rename(&child, &target).map_err(|source| ExecError::Io {
+                path: target.clone(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The entries of `from`, with their metadata (links not followed) and their path
+/// under `to`.
+fn children(
+    from: &Path,
+    to: &Path,
+) -> Result<Vec<(PathBuf, std::fs::Metadata, PathBuf)>, ExecError> {
+    let io = |source| ExecError::Io {
+        path: from.to_path_buf(),
+        source,
+    };
+    let mut out = Vec::new();
+    for child in std::fs::read_dir(from).map_err(io)? {
+        let child = child.map_err(io)?;
+        let meta = std::fs::symlink_metadata(child.path()).map_err(io)?;
+        out.push((child.path(), meta, to.join(child.file_name())));
+    }
+    Ok(out)
 }
 
 fn refused(path: &Path) -> ExecError {
@@ -421,5 +559,86 @@ mod tests {
             std::fs::read_link(dest.join("link")).unwrap(),
             Path::new("a b")
         );
+    }
+
+    /// A stream of a regular file `good` and then a symbolic link `name -> target`.
+    fn stream_with_link(name: &str, target: &str) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_size(4);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        builder
+            .append_data(&mut header, "good", &b"good"[..])
+            .unwrap();
+        let mut link = tar::Header::new_gnu();
+        link.set_entry_type(tar::EntryType::Symlink);
+        link.set_size(0);
+        link.set_mode(0o777);
+        builder.append_link(&mut link, name, target).unwrap();
+        builder.into_inner().unwrap()
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(".ob-download-"))
+            .collect()
+    }
+
+    #[test]
+    fn a_refused_link_leaves_nothing_of_its_archive() {
+        let root = tempfile::tempdir().unwrap();
+        let fresh = root.path().join("fresh/dest");
+        let existing = root.path().join("existing");
+        std::fs::create_dir_all(&existing).unwrap();
+        std::fs::write(existing.join("old"), "old").unwrap();
+        for (name, target) in [
+            ("evil", "/etc"),
+            ("evil", "../outside"),
+            ("a/evil", "../../outside"),
+        ] {
+            let stream = stream_with_link(name, target);
+            let result = unpack(&stream[..], &fresh);
+            assert!(
+                matches!(&result, Err(ExecError::Protocol(m)) if m.contains("outside the tree")),
+                "{name} -> {target}: {result:?}"
+            );
+            assert!(!root.path().join("fresh").exists(), "{name} -> {target}");
+            let result = unpack(&stream[..], &existing);
+            assert!(result.is_err(), "{name} -> {target}");
+            let names: Vec<_> = std::fs::read_dir(&existing)
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name())
+                .collect();
+            assert_eq!(names, ["old"], "{name} -> {target}");
+            assert!(leftovers(root.path()).is_empty());
+        }
+    }
+
+    #[test]
+    fn an_in_tree_link_is_kept_and_merged_into_an_existing_destination() {
+        let root = tempfile::tempdir().unwrap();
+        let dest = root.path().join("dest");
+        std::fs::create_dir_all(&dest).unwrap();
+        std::fs::write(dest.join("old"), "old").unwrap();
+        std::fs::write(dest.join("good"), "stale").unwrap();
+        unpack(&stream_with_link("latest", "good")[..], &dest).unwrap();
+        assert_eq!(std::fs::read_to_string(dest.join("old")).unwrap(), "old");
+        assert_eq!(std::fs::read_to_string(dest.join("good")).unwrap(), "good");
+        assert_eq!(
+            std::fs::read_link(dest.join("latest")).unwrap(),
+            Path::new("good")
+        );
+        assert!(leftovers(root.path()).is_empty());
+        let fresh = root.path().join("a/b/fresh");
+        unpack(&stream_with_link("latest", "good")[..], &fresh).unwrap();
+        assert_eq!(
+            std::fs::read_link(fresh.join("latest")).unwrap(),
+            Path::new("good")
+        );
+        assert!(leftovers(&root.path().join("a/b")).is_empty());
+        assert!(leftovers(root.path()).is_empty());
     }
 }

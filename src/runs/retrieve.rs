@@ -4,6 +4,11 @@
 //! missing or different file fails the retrieval and nothing is moved; `train attach`
 //! retries later. On a local target the run directory is the job directory: retrieval
 //! is the manifest alone (RUN-25).
+//!
+//! Names are bytes: a name that is not UTF-8 is listed, downloaded, checked and moved
+//! like any other. Symbolic links inside the run directory (a checkpoint's `latest`)
+//! are retrieved as links and checked by target; a link pointing outside it fails the
+//! manifest, naming the link, so the run is never reported as verified without it.
 
 use std::path::Path;
 
@@ -85,8 +90,8 @@ async fn pass(
             .map_err(|e| failed(format!("download: {}", super::start::error_chain(&e))))?;
         verify(&staging, &manifest).map_err(failed)?;
         for file in &manifest {
-            let from = staging.join(&file.path);
-            let to = local_dir.join(&file.path);
+            let from = staging.join(file.relative_path());
+            let to = local_dir.join(file.relative_path());
             let io = |source| RunError::Io {
                 path: to.clone(),
                 source,
@@ -103,24 +108,69 @@ async fn pass(
     result
 }
 
-/// Checks every file of `manifest` under `dir`.
+/// Checks every entry of `manifest` under `dir`: a regular file (not a link to one)
+/// with the same SHA-256, or a symbolic link with the same target. Names are compared
+/// as bytes.
 ///
 /// # Errors
 ///
-/// The first missing or different file, by path.
+/// The first missing or different entry, by path.
 pub fn verify(dir: &Path, manifest: &[FileDigest]) -> Result<(), String> {
     for file in manifest {
-        let path = dir.join(&file.path);
-        if !path.is_file() {
+        let path = dir.join(file.relative_path());
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
             return Err(format!("`{}` is missing from the download", file.path));
+        };
+        if let Some(target) = file.link_target() {
+            verify_link(&path, &meta, file, target)?;
+        } else {
+            verify_file(&path, &meta, file)?;
         }
-        let digest = sha256_file(&path).map_err(|e| format!("`{}`: {e}", file.path))?;
-        if digest != file.sha256 {
-            return Err(format!(
-                "`{}` does not match the target's manifest (SHA-256 {} expected, {} received)",
-                file.path, file.sha256, digest
-            ));
-        }
+    }
+    Ok(())
+}
+
+/// A symbolic link of the manifest: a link, to the same target.
+fn verify_link(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    file: &FileDigest,
+    target: &Path,
+) -> Result<(), String> {
+    if !meta.file_type().is_symlink() {
+        return Err(format!(
+            "`{}` should be a symbolic link to `{}` and is not",
+            file.path,
+            target.display()
+        ));
+    }
+    let got = std::fs::read_link(path).map_err(|e| format!("`{}`: {e}", file.path))?;
+    if got != target {
+        return Err(format!(
+            "`{}` links to `{}`, the target's manifest says `{}`",
+            file.path,
+            got.display(),
+            target.display()
+        ));
+    }
+    Ok(())
+}
+
+/// A regular file of the manifest: a regular file (not a link to one), with the same
+/// SHA-256.
+fn verify_file(path: &Path, meta: &std::fs::Metadata, file: &FileDigest) -> Result<(), String> {
+    if !meta.is_file() {
+        return Err(format!(
+            "`{}` is missing from the download (not a regular file)",
+            file.path
+        ));
+    }
+    let digest = sha256_file(path).map_err(|e| format!("`{}`: {e}", file.path))?;
+    if digest != file.sha256 {
+        return Err(format!(
+            "`{}` does not match the target's manifest (SHA-256 {} expected, {} received)",
+            file.path, file.sha256, digest
+        ));
     }
     Ok(())
 }
@@ -128,33 +178,148 @@ pub fn verify(dir: &Path, manifest: &[FileDigest]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt as _;
 
     #[test]
     fn verify_names_the_bad_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a"), "x").unwrap();
-        let good = FileDigest {
-            path: "a".into(),
-            sha256: sha256_file(&dir.path().join("a")).unwrap(),
-        };
+        let good = FileDigest::file(b"a", &sha256_file(&dir.path().join("a")).unwrap());
         assert_eq!(verify(dir.path(), std::slice::from_ref(&good)), Ok(()));
-        let bad = FileDigest {
-            path: "a".into(),
-            sha256: "0".repeat(64),
-        };
+        let bad = FileDigest::file(b"a", &"0".repeat(64));
         assert!(
             verify(dir.path(), &[bad])
                 .unwrap_err()
                 .contains("`a` does not match")
         );
-        let missing = FileDigest {
-            path: "b/c".into(),
-            sha256: "0".repeat(64),
-        };
+        let missing = FileDigest::file(b"b/c", &"0".repeat(64));
         assert!(
             verify(dir.path(), &[good, missing])
                 .unwrap_err()
                 .contains("`b/c` is missing")
         );
+    }
+
+    #[test]
+    fn a_download_that_drops_or_changes_a_link_is_not_verified() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("output/checkpoint-2")).unwrap();
+        std::fs::write(root.join("output/checkpoint-2/w"), "w").unwrap();
+        let link = FileDigest::symlink(b"output/latest", b"checkpoint-2").unwrap();
+        let dropped = verify(root, std::slice::from_ref(&link)).unwrap_err();
+        assert!(dropped.contains("`output/latest` is missing"), "{dropped}");
+        // A copy of what the link points at is not the link.
+        std::fs::create_dir_all(root.join("output/latest")).unwrap();
+        let copied = verify(root, std::slice::from_ref(&link)).unwrap_err();
+        assert!(copied.contains("should be a symbolic link"), "{copied}");
+        std::fs::remove_dir(root.join("output/latest")).unwrap();
+        std::os::unix::fs::symlink("checkpoint-3", root.join("output/latest")).unwrap();
+        let changed = verify(root, std::slice::from_ref(&link)).unwrap_err();
+        assert!(changed.contains("links to `checkpoint-3`"), "{changed}");
+        std::fs::remove_file(root.join("output/latest")).unwrap();
+        std::os::unix::fs::symlink("checkpoint-2", root.join("output/latest")).unwrap();
+        assert_eq!(verify(root, &[link]), Ok(()));
+        // A regular file of the manifest that arrived as a link to the right
+        // content is not verified either.
+        let file = FileDigest::file(
+            b"output/w",
+            &sha256_file(&root.join("output/checkpoint-2/w")).unwrap(),
+        );
+        std::os::unix::fs::symlink("checkpoint-2/w", root.join("output/w")).unwrap();
+        assert!(
+            verify(root, &[file])
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_verified_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = OsStr::from_bytes(b"caf\xe9");
+        std::fs::write(dir.path().join(name), "x").unwrap();
+        let digest = FileDigest::file(b"caf\xe9", &sha256_file(&dir.path().join(name)).unwrap());
+        assert_eq!(verify(dir.path(), std::slice::from_ref(&digest)), Ok(()));
+        let other = FileDigest::file(b"caf\xe8", &digest.sha256);
+        assert!(
+            verify(dir.path(), &[other])
+                .unwrap_err()
+                .contains("is missing")
+        );
+    }
+
+    /// A record of run `r1` in `dir` on an SSH target, so that retrieval downloads
+    /// (through a local executor, which runs the same target scripts).
+    fn ssh_record(dir: &str) -> RunRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": "r1",
+            "created": "2026-01-02T00:00:00Z",
+            "target": "remote",
+            "target_kind": "ssh",
+            "dir": dir,
+            "owner": "o",
+            "state": "running",
+            "snapshots": true,
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn retrieval_keeps_in_tree_links_and_byte_names_and_refuses_escaping_links() {
+        let root = tempfile::tempdir().unwrap();
+        let executor = AnyExecutor::Local(
+            crate::exec::LocalExecutor::new(&root.path().join("target")).unwrap(),
+        );
+        let dir = Path::new(executor.workdir()).join("r1");
+        let output = dir.join(OUTPUT_DIR);
+        std::fs::create_dir_all(output.join("checkpoint-2")).unwrap();
+        std::fs::write(output.join("checkpoint-2/w"), "ckpt").unwrap();
+        std::fs::write(output.join("adapter.bin"), "weights").unwrap();
+        std::fs::write(output.join(OsStr::from_bytes(b"caf\xe9")), "latin-1").unwrap();
+        std::os::unix::fs::symlink("checkpoint-2", output.join("latest")).unwrap();
+        std::os::unix::fs::symlink("adapter.bin", output.join("model.bin")).unwrap();
+        std::fs::write(dir.join(JOB_LOG), "log\n").unwrap();
+        let record = ssh_record(&dir.to_string_lossy());
+        let local = root.path().join("runs/r1");
+        std::fs::create_dir_all(&local).unwrap();
+
+        retrieve(&executor, &record, &local, None).await.unwrap();
+        let back = local.join(OUTPUT_DIR);
+        assert_eq!(
+            std::fs::read_link(back.join("latest")).unwrap(),
+            Path::new("checkpoint-2")
+        );
+        assert_eq!(
+            std::fs::read_link(back.join("model.bin")).unwrap(),
+            Path::new("adapter.bin")
+        );
+        assert_eq!(
+            std::fs::read(back.join(OsStr::from_bytes(b"caf\xe9"))).unwrap(),
+            b"latin-1"
+        );
+        assert!(!back.join("checkpoint-2").exists(), "checkpoints stay out");
+
+        std::os::unix::fs::symlink("../../outside", output.join("escape")).unwrap();
+        let error = retrieve(&executor, &record, &local, None)
+            .await
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("r1"), "{message}");
+        let RunError::Retrieval { reason, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert!(
+            reason.contains("`output/escape` points outside the tree"),
+            "{reason}"
+        );
+        assert!(std::fs::symlink_metadata(back.join("escape")).is_err());
+        let staged: Vec<_> = std::fs::read_dir(&local)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with('.'))
+            .collect();
+        assert!(staged.is_empty(), "{staged:?}");
     }
 }

@@ -127,11 +127,7 @@ pub async fn connect(
     };
     match (&target.host, &target.workdir) {
         (Some(host), Some(workdir)) => {
-            let mut destination = SshDestination::new(host);
-            if let Some(config) = env.get(SSH_CONFIG_VAR) {
-                destination.config_file = Some(config.into());
-            }
-            let executor = SshExecutor::connect(destination, workdir)
+            let executor = SshExecutor::connect(ssh_destination(host, env), workdir)
                 .await
                 .map_err(exec)?;
             Ok(AnyExecutor::Ssh(executor))
@@ -142,9 +138,46 @@ pub async fn connect(
     }
 }
 
+/// How to reach the SSH host `host`: the test suite's `ssh` configuration when set,
+/// and the control socket under the first of `XDG_RUNTIME_DIR`, `TMPDIR` and `/tmp`
+/// short enough for it.
+fn ssh_destination(host: &str, env: &EnvSnapshot) -> SshDestination {
+    let mut destination = SshDestination::new(host);
+    if let Some(config) = env.get(SSH_CONFIG_VAR) {
+        destination.config_file = Some(config.into());
+    }
+    destination.control_dirs =
+        crate::exec::control_dirs(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR"));
+    destination
+}
+
 /// The target's shared Hugging Face cache (TGT-5): `<workdir>/.hf-cache`, which is
 /// `runs/.hf-cache` for a local target.
 #[must_use]
 pub fn hf_home(executor: &AnyExecutor) -> String {
     format!("{}/.hf-cache", executor.workdir().trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_tmpdir_still_leaves_tmp_for_the_control_socket() {
+        let long = format!("/{}", "t".repeat(150));
+        let env = EnvSnapshot::from_pairs([("TMPDIR", long.as_str())]);
+        let destination = ssh_destination("obtarget", &env);
+        assert_eq!(
+            destination.control_dirs,
+            [
+                std::path::PathBuf::from(&long),
+                std::path::PathBuf::from("/tmp")
+            ]
+        );
+        let env = EnvSnapshot::from_pairs([("XDG_RUNTIME_DIR", "/run/user/7")]);
+        assert_eq!(
+            ssh_destination("obtarget", &env).control_dirs[0],
+            std::path::Path::new("/run/user/7")
+        );
+    }
 }

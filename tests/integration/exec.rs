@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use overbrainer::config::Engine;
 use overbrainer::exec::{
-    CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, Executor, JOB_LOG,
-    JobCommand, JobId, JobStatus, LocalExecutor, MAX_TAIL_READ, PID_FILE, Pid, SshExecutor,
-    local_manifest,
+    CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, Executor,
+    FileDigest, JOB_LOG, JobCommand, JobId, JobStatus, LocalExecutor, MAX_CONTROL_PATH,
+    MAX_TAIL_READ, PID_FILE, Pid, SshError, SshExecutor, SshTimeouts, local_manifest,
 };
 use secrecy::SecretString;
 
@@ -102,9 +102,19 @@ async fn claim_ssh() -> TestResult {
 
 // ---------------------------------------------------------------- transfers
 
+/// A name that is not UTF-8 (Latin-1 `café`), and one with an invalid byte in a
+/// directory's name.
+const LATIN1_NAME: &[u8] = b"caf\xe9";
+const BAD_DIR_FILE: &[u8] = b"output/bad\xff dir/inner";
+
+fn os(bytes: &[u8]) -> &std::ffi::OsStr {
+    std::os::unix::ffi::OsStrExt::from_bytes(bytes)
+}
+
 /// A tree with awkward names: spaces, a line break, a leading `-`, non-ASCII
-/// letters, an empty file, an empty directory, a symbolic link, a skipped entry
-/// and an excluded checkpoint.
+/// letters, names that are not UTF-8, an empty file, an empty directory, symbolic
+/// links inside the tree (to a file, to a directory, climbing out of a directory),
+/// a skipped entry and an excluded checkpoint.
 fn awkward_tree(root: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(root.join("empty dir"))?;
     std::fs::create_dir_all(root.join("output/checkpoint-3"))?;
@@ -119,7 +129,46 @@ fn awkward_tree(root: &Path) -> std::io::Result<()> {
     let big: Vec<u8> = (0..300_000_u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(root.join("output/adapter.bin"), big)?;
     std::os::unix::fs::symlink("a b.txt", root.join("link"))?;
+    std::fs::write(root.join("output").join(os(LATIN1_NAME)), "latin-1\n")?;
+    std::fs::create_dir_all(root.join(os(BAD_DIR_FILE)).parent().unwrap_or(root))?;
+    std::fs::write(root.join(os(BAD_DIR_FILE)), "bad dir\n")?;
+    std::os::unix::fs::symlink("checkpoint-3", root.join("output/latest"))?;
+    std::os::unix::fs::symlink("../a b.txt", root.join("output/up"))?;
     Ok(())
+}
+
+/// The names that are not UTF-8 and the links of [`awkward_tree`] in `manifest`.
+fn check_awkward_manifest(manifest: &[FileDigest]) {
+    let paths: Vec<&str> = manifest.iter().map(|d| d.path.as_str()).collect();
+    let bytes: Vec<&[u8]> = manifest.iter().map(FileDigest::path_bytes).collect();
+    let latin1 = [&b"output/"[..], LATIN1_NAME].concat();
+    for name in [&latin1[..], BAD_DIR_FILE] {
+        assert!(bytes.contains(&name), "{name:?} in {bytes:?}");
+    }
+    // Links are listed with their target, never followed.
+    for (name, target) in [
+        ("link", "a b.txt"),
+        ("output/latest", "checkpoint-3"),
+        ("output/up", "../a b.txt"),
+    ] {
+        let entry = manifest.iter().find(|d| d.path == name);
+        assert_eq!(
+            entry.and_then(|d| d.link_target()),
+            Some(Path::new(target)),
+            "{name}"
+        );
+    }
+    assert!(!paths.contains(&"output/latest/weights"));
+}
+
+/// No staging directory of a download is left in `dir`.
+fn assert_no_staging_left(dir: &Path) {
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(".ob-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 async fn check_transfers(executor: &impl Executor, scratch: &Path) -> TestResult {
@@ -146,7 +195,7 @@ async fn check_transfers(executor: &impl Executor, scratch: &Path) -> TestResult
     for name in ["a b.txt", "new\nline", "-leading", "héllo wörld ü", "empty"] {
         assert!(paths.contains(&name), "{name:?} in {paths:?}");
     }
-    assert!(!paths.contains(&"link"), "symbolic links are not followed");
+    check_awkward_manifest(&remote_manifest);
 
     let back = scratch.join("back");
     let exclude = vec!["checkpoint-*".to_owned()];
@@ -171,6 +220,20 @@ async fn check_transfers(executor: &impl Executor, scratch: &Path) -> TestResult
     assert!(back.join("output/adapter.bin").exists());
     assert!(back.join("empty dir").is_dir());
     assert_eq!(std::fs::read_link(back.join("link"))?, Path::new("a b.txt"));
+    assert_eq!(
+        std::fs::read_link(back.join("output/latest"))?,
+        Path::new("checkpoint-3")
+    );
+    assert_eq!(
+        std::fs::read(back.join(os(BAD_DIR_FILE)))?,
+        b"bad dir\n",
+        "a name that is not UTF-8 downloads"
+    );
+    assert!(
+        overbrainer::runs::retrieve::verify(&back, &wanted).is_ok(),
+        "the download verifies against the target's manifest"
+    );
+    assert_no_staging_left(scratch);
 
     let nothing = scratch.join("nothing");
     executor
@@ -209,6 +272,76 @@ async fn transfers_ssh() -> TestResult {
     let root = tempfile::tempdir()?;
     let sshd = Sshd::start();
     check_transfers(&ssh(&sshd, root.path()).await, root.path()).await
+}
+
+/// A run directory holding a link that leaves it: the manifest refuses it by name,
+/// and a download leaves nothing of its archive, in a new destination or in one
+/// that already holds files.
+async fn check_escaping_links(executor: &impl Executor, scratch: &Path) -> TestResult {
+    let remote = format!("{}/run-escaping", executor.workdir());
+    let out = Path::new(&remote).join("output");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("adapter.bin"), "weights")?;
+    std::fs::write(out.join("z-last"), "after the link")?;
+    std::os::unix::fs::symlink("../../outside", out.join("escape"))?;
+    let entries = vec!["output".to_owned()];
+    let error = executor
+        .manifest(&remote, &entries, &[])
+        .await
+        .expect_err("an escaping link");
+    assert!(
+        error
+            .to_string()
+            .contains("`output/escape` points outside the tree"),
+        "{error}"
+    );
+    let fresh = scratch.join("fresh");
+    let error = executor
+        .download(&remote, &fresh, &entries, &[])
+        .await
+        .expect_err("an escaping link");
+    assert!(
+        matches!(&error, ExecError::Protocol(message) if message.contains("outside the tree")),
+        "{error:?}"
+    );
+    assert!(!fresh.exists(), "nothing of the refused archive");
+    let existing = scratch.join("existing");
+    std::fs::create_dir_all(&existing)?;
+    std::fs::write(existing.join("kept"), "kept")?;
+    executor
+        .download(&remote, &existing, &entries, &[])
+        .await
+        .expect_err("an escaping link");
+    let names: Vec<_> = std::fs::read_dir(&existing)?
+        .map(|entry| entry.map(|entry| entry.file_name()))
+        .collect::<Result<_, _>>()?;
+    assert_eq!(names, ["kept"], "nothing of the refused archive");
+    assert_no_staging_left(scratch);
+    // An absolute target is refused the same way.
+    std::fs::remove_file(out.join("escape"))?;
+    std::os::unix::fs::symlink("/etc", out.join("escape"))?;
+    assert!(executor.manifest(&remote, &entries, &[]).await.is_err());
+    assert!(
+        executor
+            .download(&remote, &fresh, &entries, &[])
+            .await
+            .is_err()
+    );
+    assert!(!fresh.exists());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escaping_links_are_refused_local() -> TestResult {
+    let root = tempfile::tempdir()?;
+    check_escaping_links(&local(root.path()), root.path()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escaping_links_are_refused_ssh() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    check_escaping_links(&ssh(&sshd, root.path()).await, root.path()).await
 }
 
 // ---------------------------------------------------------------- jobs and files
@@ -722,6 +855,161 @@ async fn an_unknown_host_key_is_refused() -> TestResult {
         "{:?}",
         result.map(|_| ())
     );
+    Ok(())
+}
+
+/// A user configuration that would stretch every wait: Debian's `BatchMode yes`
+/// (which makes it report `ServerAliveInterval 300`) and long values set outright.
+const STRETCHING_CONFIG: &str = "Host *\n  BatchMode yes\n  ServerAliveInterval 300\n  \
+    ServerAliveCountMax 10\n  ConnectTimeout 600\n  LogLevel INFO\n";
+
+/// The command line of process `pid`, its arguments joined with spaces.
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wedged_target_is_reported_whatever_the_user_config_says() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    let config = root.path().join("ssh_config");
+    std::fs::write(&config, STRETCHING_CONFIG)?;
+    let mut destination = sshd.destination();
+    destination.config_file = Some(config);
+    // The 15 s × 3 of SSH-16, scaled down so the test takes seconds.
+    destination.timeouts = SshTimeouts {
+        alive_interval: Duration::from_secs(1),
+        alive_count_max: 2,
+        connect: Duration::from_secs(5),
+    };
+    let executor = SshExecutor::connect(destination, &path_str(&root.path().join("work")))
+        .await
+        .unwrap_or_else(|error| panic!("connect: {error:?}\n{}", sshd.log()));
+    let master = cmdline(master_pid(&executor).await);
+    for option in [
+        "ServerAliveInterval=1",
+        "ServerAliveCountMax=2",
+        "ConnectTimeout=5",
+    ] {
+        assert!(
+            master.contains(&format!("-o {option}")),
+            "{option} in `{master}`"
+        );
+    }
+    assert_eq!(executor.probe("echo up").await?, b"up\n");
+    let stopped = sshd.wedge_connections();
+    assert!(!stopped.is_empty(), "no connection process to stop");
+    // Without the bounds on the master's command line this call would wait for
+    // 300 s × 10; the guard only turns such a hang into a failure.
+    let result = tokio::time::timeout(DEADLINE, executor.probe("echo up")).await;
+    for pid in &stopped {
+        crate::sshd::signal(*pid, "CONT");
+    }
+    let error = result
+        .map_err(|_| format!("still waiting after {DEADLINE:?} on a wedged target"))?
+        .expect_err("a wedged target answers nothing");
+    let message = format!("{error}: {}", error_chain(&error));
+    assert!(
+        matches!(&error, ExecError::Ssh(SshError::Lost { .. })),
+        "{message}"
+    );
+    assert!(
+        message.contains("@127.0.0.1"),
+        "names the target: {message}"
+    );
+    assert!(message.contains("not responding"), "{message}");
+    Ok(())
+}
+
+/// Every message of `error`'s chain of sources.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        parts.push(cause.to_string());
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_master_is_replaced_within_the_same_call() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    let executor = ssh(&sshd, root.path()).await;
+    let socket = executor.control_socket().await.expect("a master is open");
+    let pid = master_pid(&executor).await;
+    crate::sshd::signal(pid, "KILL");
+    // Dead once its socket refuses connections; the socket file stays behind.
+    let deadline = Instant::now() + DEADLINE;
+    while std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        assert!(Instant::now() < deadline, "the master {pid} does not die");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(socket.exists(), "the dead master left its socket");
+    // The very next call reconnects and succeeds.
+    assert_eq!(executor.probe("echo again").await?, b"again\n");
+    assert_ne!(master_pid(&executor).await, pid, "a new master");
+    Ok(())
+}
+
+/// A new directory under `/tmp` whose path is exactly `len` bytes long.
+fn dir_of_len(len: usize) -> std::io::Result<PathBuf> {
+    let head = format!("/tmp/ob-len-{}-{len}-", std::process::id());
+    assert!(head.len() < len, "{head} is already {} bytes", head.len());
+    let dir = PathBuf::from(format!("{head}{}", "d".repeat(len - head.len())));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_tmpdir_gives_way_to_a_short_control_directory() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    let long = root.path().join("t".repeat(120));
+    std::fs::create_dir_all(&long)?;
+    let mut destination = sshd.destination();
+    destination.control_dirs = overbrainer::exec::control_dirs(None, Some(&path_str(&long)));
+    let executor = SshExecutor::connect(destination, &path_str(&root.path().join("work"))).await?;
+    let socket = executor.control_socket().await.expect("a master is open");
+    assert!(socket.starts_with("/tmp"), "{}", socket.display());
+    assert!(socket.as_os_str().len() <= MAX_CONTROL_PATH);
+    assert_eq!(executor.probe("echo short").await?, b"short\n");
+
+    // The longest directory that fits works with the real `ssh`.
+    let exact = dir_of_len(MAX_CONTROL_PATH - "/ob-XXXXXX/master".len())?;
+    let mut destination = sshd.destination();
+    destination.control_dirs = vec![exact.clone()];
+    let executor = SshExecutor::connect(destination, &path_str(&root.path().join("work"))).await;
+    let socket = match &executor {
+        Ok(executor) => executor.control_socket().await,
+        Err(_) => None,
+    };
+    drop(executor);
+    let _ = std::fs::remove_dir_all(&exact);
+    let socket = socket.expect("a master in the longest directory that fits");
+    assert_eq!(socket.as_os_str().len(), MAX_CONTROL_PATH);
+
+    // No candidate fits: refused before `ssh` runs, naming the limit.
+    let mut destination = sshd.destination();
+    destination.port = Some(1);
+    destination.control_dirs = vec![long.clone()];
+    let error = SshExecutor::connect(destination, &path_str(&root.path().join("work")))
+        .await
+        .map(|_| ())
+        .expect_err("no control directory fits");
+    let message = format!("{error}: {}", error_chain(&error));
+    assert!(
+        matches!(&error, ExecError::Ssh(SshError::ControlPath { .. })),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("at most {MAX_CONTROL_PATH} bytes")),
+        "{message}"
+    );
+    assert!(message.contains(&path_str(&long)), "{message}");
     Ok(())
 }
 

@@ -192,6 +192,25 @@ impl Sshd {
         }
     }
 
+    /// Stops (`SIGSTOP`) every process serving a connection of this server, and the
+    /// processes under them, and returns their IDs: the target is wedged, its kernel
+    /// still accepts and acknowledges the TCP traffic but nothing answers. The
+    /// listening server itself goes on, so new connections are served.
+    #[allow(dead_code, reason = "for the tests of other areas")]
+    pub fn wedge_connections(&self) -> Vec<u32> {
+        let Some(child) = &self.child else {
+            return Vec::new();
+        };
+        let mut stopped = Vec::new();
+        let mut pending = children_of(child.id());
+        while let Some(pid) = pending.pop() {
+            signal(pid, "STOP");
+            stopped.push(pid);
+            pending.extend(children_of(pid));
+        }
+        stopped
+    }
+
     /// The server's log so far, for assertion messages.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
@@ -221,6 +240,14 @@ fn children_of(parent: u32) -> Vec<u32> {
             })
         })
         .collect()
+}
+
+/// Sends the signal `name` to the single process `pid`.
+pub fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .args(["-s", name, &pid.to_string()])
+        .stderr(Stdio::null())
+        .status();
 }
 
 fn keygen(path: &Path) {
