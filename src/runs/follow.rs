@@ -262,6 +262,10 @@ async fn drain(
     {
         match reader.parse_last(&rest) {
             Parsed::Line(line) => apply(&line, summary, tracker, events),
+            Parsed::Flagged(line, warning) => {
+                emit(events, RunEvent::Warning(warning));
+                apply(&line, summary, tracker, events);
+            }
             Parsed::Skipped(Some(warning)) => emit(events, RunEvent::Warning(warning)),
             Parsed::Skipped(None) => {}
         }
@@ -277,6 +281,10 @@ fn observe(
 ) {
     match reader.parse(line) {
         Parsed::Line(line) => apply(&line, summary, tracker, events),
+        Parsed::Flagged(line, warning) => {
+            emit(events, RunEvent::Warning(warning));
+            apply(&line, summary, tracker, events);
+        }
         Parsed::Skipped(Some(warning)) => emit(events, RunEvent::Warning(warning)),
         Parsed::Skipped(None) => {}
     }
@@ -318,7 +326,8 @@ pub async fn finish(
     if summary.snapshot.is_none() {
         let path = format!("{}/{SNAPSHOT_FILE}", record.dir);
         if let Ok(bytes) = executor.read_from(&path, 0, 4096).await {
-            if let Ok(file) = serde_json::from_slice::<SnapshotFile>(&bytes) {
+            let bytes = crate::dataset::jsonl::strip_bom(&bytes);
+            if let Ok(file) = serde_json::from_slice::<SnapshotFile>(bytes) {
                 summary.snapshot = Some((file.step, file.checkpoint));
             }
         }

@@ -178,7 +178,8 @@ impl RunRecord {
             }
             Err(source) => return Err(RunError::Io { path, source }),
         };
-        serde_json::from_slice(&text).map_err(|error| RunError::BadRecord {
+        let text = crate::dataset::jsonl::strip_bom(&text);
+        serde_json::from_slice(text).map_err(|error| RunError::BadRecord {
             path,
             reason: error.to_string(),
         })
