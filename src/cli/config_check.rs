@@ -1,6 +1,8 @@
 //! `overbrainer config check [--resolve]`: print every effective setting with its source,
 //! secrets masked (CHK-1..CHK-6). Never takes the project lock; without `--resolve` it
-//! makes no network request.
+//! makes no network request. Once `data/train.jsonl` exists it also refuses Axolotl
+//! settings that need eval data when `data/eval.jsonl` is missing or empty, as `train`
+//! does.
 
 use std::process::ExitCode;
 
@@ -24,9 +26,12 @@ pub struct Args {
 /// When there is no project, the configuration is invalid (every problem listed), or with
 /// `--resolve` a secret cannot be resolved.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let (_project, loaded) = ctx.load()?;
+    let (project, loaded) = ctx.load()?;
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
+    }
+    if let Some(problem) = crate::runs::start::eval_data_problem(&project, &loaded.settings) {
+        anyhow::bail!("{problem}");
     }
     let resolved = if args.resolve {
         resolve_all(&loaded).await?

@@ -388,7 +388,10 @@ mod tests {
         let text = b"\xEF\xBB\xBF{\"t\":\"a\",\"n\":1}\r\n{\"t\":\"b\",\"n\":2}\n";
         std::fs::write(&path, text).unwrap();
         let (records, skipped) = read_jsonl::<Value>(&path).unwrap();
-        assert_eq!(records, vec![json!({"t": "a", "n": 1}), json!({"t": "b", "n": 2})]);
+        assert_eq!(
+            records,
+            vec![json!({"t": "a", "n": 1}), json!({"t": "b", "n": 2})]
+        );
         assert!(skipped.is_empty(), "{skipped:?}");
         let is_a = |v: &Value| v["t"] == "a";
         assert_eq!(count_lines(&path, is_a).unwrap(), (2, 1));

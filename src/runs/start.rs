@@ -56,6 +56,24 @@ fn non_empty(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
 }
 
+/// Why `[training]` cannot run on the project's data: Axolotl settings that need eval
+/// data while `data/eval.jsonl` is missing or empty (see
+/// [`axolotl::eval_data_conflict`]). `None` before `data/train.jsonl` exists (the
+/// split decides then) and without a `[training]` section.
+#[must_use]
+pub fn eval_data_problem(project: &Project, settings: &Settings) -> Option<String> {
+    let training = settings.training.as_ref()?;
+    let data = project.data_dir();
+    if !non_empty(&data.join(TRAIN_DATA)) {
+        return None;
+    }
+    axolotl::eval_data_conflict(
+        training,
+        non_empty(&data.join(EVAL_DATA)),
+        &format!("data/{EVAL_DATA}"),
+    )
+}
+
 /// Where the run's train and eval data come from, and the resume checkpoint.
 struct Inputs {
     train: PathBuf,
@@ -223,6 +241,14 @@ fn check(
             resume: None,
         }
     };
+    let eval_file = match &options.resume_from {
+        Some(from) => format!("runs/{from}/{EVAL_DATA}"),
+        None => format!("data/{EVAL_DATA}"),
+    };
+    if let Some(problem) = axolotl::eval_data_conflict(training, inputs.eval.is_some(), &eval_file)
+    {
+        return Err(RunError::Refused(problem));
+    }
     let yaml = axolotl::render(
         training,
         inputs.resume.as_ref().map(|(name, _)| name.as_str()),

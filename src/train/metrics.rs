@@ -218,8 +218,9 @@ fn standardize_numbers(line: &str) -> (Cow<'_, str>, Vec<&'static str>) {
             }
         } else if c == '"' {
             in_string = true;
-        } else if let Some((token, replacement)) =
-            NON_STANDARD.iter().find(|(token, _)| rest.starts_with(token))
+        } else if let Some((token, replacement)) = NON_STANDARD
+            .iter()
+            .find(|(token, _)| rest.starts_with(token))
         {
             out.push_str(replacement);
             if !found.contains(token) {
@@ -308,9 +309,9 @@ impl MetricReader {
         }
         match self.parse(&text) {
             Parsed::Skipped(Some(_))
-                if serde_json::from_str::<serde_json::Value>(&standardize_numbers(
-                    text.trim_start_matches('\u{feff}').trim(),
-                ).0)
+                if serde_json::from_str::<serde_json::Value>(
+                    &standardize_numbers(text.trim_start_matches('\u{feff}').trim()).0,
+                )
                 .is_err() =>
             {
                 Parsed::Skipped(Some(format!(
@@ -488,7 +489,10 @@ mod tests {
         let mut reader = MetricReader::new();
         assert!(matches!(
             reader.parse("\u{feff}{\"kind\":\"stage\",\"stage\":\"train\",\"ts\":1}"),
-            Parsed::Line(MetricLine::Stage { stage: Stage::Train, .. })
+            Parsed::Line(MetricLine::Stage {
+                stage: Stage::Train,
+                ..
+            })
         ));
         assert!(matches!(
             reader.parse_last("\u{feff}{\"kind\":\"end\",\"ts\":1,\"step\":2}".as_bytes()),

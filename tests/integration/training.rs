@@ -917,6 +917,57 @@ fn bad_input_is_refused_before_anything_starts() {
     assert!(training.run_ids().is_empty());
 }
 
+#[test]
+fn eval_settings_without_eval_data_are_refused_at_config_check_and_train() {
+    let training = Training::new(&Setup {
+        extra: "eval_steps = 2\n",
+        ..Setup::default()
+    });
+    // Without `evals_per_epoch` set: `eval_steps` replaces its default (AXO-7).
+    let config = training.project.read("overbrainer.toml");
+    let without_per_epoch = config.replace("evals_per_epoch = 1\n", "");
+    assert_ne!(config, without_per_epoch);
+    training
+        .project
+        .write("overbrainer.toml", &without_per_epoch);
+    let eval = training.project.path().join("data/eval.jsonl");
+    std::fs::write(&eval, "").unwrap();
+    for args in [&["config", "check"][..], &["train"][..]] {
+        let output = training.cmd().args(args).output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{args:?}: {text}");
+        assert!(
+            text.contains("`training.axolotl_extra.eval_steps` needs eval data"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("`data/eval.jsonl`"), "{args:?}: {text}");
+        assert!(output.stdout.is_empty(), "{args:?}: {text}");
+    }
+    assert!(training.run_ids().is_empty());
+    // With eval data the same settings pass `config check`...
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/data/eval.jsonl"),
+        &eval,
+    )
+    .unwrap();
+    let output = training.cmd().args(["config", "check"]).output().unwrap();
+    assert!(output.status.success(), "{}", output_text(&output));
+    // ...but not the `evals_per_epoch` set beside it, which Axolotl refuses with it.
+    training.project.write("overbrainer.toml", &config);
+    for args in [&["config", "check"][..], &["train"][..]] {
+        let output = training.cmd().args(args).output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{args:?}: {text}");
+        assert!(
+            text.contains(
+                "`training.axolotl_extra.eval_steps`: cannot be used with `training.evals_per_epoch`"
+            ),
+            "{args:?}: {text}"
+        );
+    }
+    assert!(training.run_ids().is_empty());
+}
+
 /// A venv whose `bin/axolotl` plays a short training in the run directory: a metric
 /// line and an adapter, then it waits until `release` exists (so a test decides when
 /// the job ends). Returns the venv directory.
