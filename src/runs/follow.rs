@@ -13,12 +13,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
+use super::ending::{JobEnd, ending, unresumable};
 use super::record::{RunRecord, Snapshot, SnapshotReason, State};
 use super::retrieve::retrieve;
 use super::start::error_chain;
 use super::{Events, RunError, RunEvent, emit};
 use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobStatus, MAX_TAIL_READ};
 use crate::project::Project;
+use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
 use crate::train::metrics::{METRICS_FILE, MetricLine, MetricReader, Parsed, Summary};
 use crate::train::phase::PhaseTracker;
 use crate::train::plugin::{SNAPSHOT_FILE, SNAPSHOT_REQUEST, SnapshotFile};
@@ -333,60 +335,52 @@ pub async fn finish(
         }
     }
     record.set_summary(&summary);
-    let (state, message) = match status {
-        JobStatus::Cancelled => (State::Cancelled, "cancelled with `train cancel`".to_owned()),
-        JobStatus::Lost => (
-            State::Failed,
-            "the job was lost: it ended without an exit code (killed, or its run directory is gone)".to_owned(),
-        ),
-        JobStatus::Exited(0) if !summary.plugin_seen => (
-            State::Failed,
-            format!("the job wrote no metric line: Axolotl did not load the metrics plugin; see `runs/{}/job.log`", record.id),
-        ),
-        JobStatus::Exited(0) if summary.snapshot.is_some() => (State::Stopped, String::new()),
-        JobStatus::Exited(0) | JobStatus::Running => (State::Succeeded, String::new()),
-        JobStatus::Exited(code) => (State::Failed, format!("the job exited with code {code}")),
-    };
-    let checkpoint = match (&summary.snapshot, state) {
+    let mut end = ending(
+        &record.id,
+        &JobEnd {
+            status,
+            plugin_seen: summary.plugin_seen,
+            snapshot: summary.snapshot.as_ref().map(|(s, c)| (*s, c.as_str())),
+            last_stage: summary.last_stage,
+        },
+    );
+    let checkpoint = match (&summary.snapshot, end.state) {
         (Some((_, checkpoint)), State::Stopped) => Some(checkpoint.clone()),
         _ => None,
     };
-    if let Err(error) = retrieve(executor, &record, &local_dir, checkpoint.as_deref()).await {
+    // A failed merge's partial `output/merged/` is no result (see `ending`).
+    let skip: &[&str] = if end.state == State::MergeFailed {
+        &[MERGED_DIR]
+    } else {
+        &[]
+    };
+    if let Err(error) = retrieve(executor, &record, &local_dir, checkpoint.as_deref(), skip).await {
         record.state = State::Running;
         record.message = Some(format!(
             "the job ended ({}); results pending retrieval: {error}",
-            if message.is_empty() {
-                state.name().to_owned()
-            } else {
-                message.clone()
-            }
+            end.message(None)
+                .unwrap_or_else(|| end.state.name().to_owned())
         ));
         record.save(&runs_dir)?;
         return Err(error);
     }
-    record.retrieved = true;
-    record.state = state;
-    record.message = None;
-    if state == State::Failed {
-        let log = std::fs::read(local_dir.join(JOB_LOG)).unwrap_or_default();
-        let pointer = error_lines(&String::from_utf8_lossy(&log)).map_or_else(
-            || format!("; see `runs/{}/job.log`", record.id),
-            |(first, last, text)| {
-                format!(
-                    "; `runs/{}/job.log` lines {first}-{last}: {text}",
-                    record.id
-                )
-            },
-        );
-        let pointer = if message.contains("job.log") {
-            String::new()
-        } else {
-            pointer
-        };
-        record.message = Some(format!("{message}{pointer}"));
-    } else if !message.is_empty() {
-        record.message = Some(message);
+    if let (State::Stopped, Some((step, checkpoint))) = (end.state, &summary.snapshot) {
+        // RUN-30: never `stopped` with a checkpoint a resume cannot use.
+        let dir = local_dir.join(OUTPUT_DIR).join(checkpoint);
+        let missing = crate::train::checkpoint::missing(&dir)
+            .unwrap_or_else(|error| vec![format!("a readable directory ({error})")]);
+        if !missing.is_empty() {
+            end = unresumable(&record.id, *step, checkpoint, &missing);
+            record.last_step = Some(*step);
+        }
     }
+    record.retrieved = true;
+    record.state = end.state;
+    let pointer = end
+        .points_at_log
+        .then(|| log_pointer(&local_dir, &record.id, JOB_LOG));
+    record.message = end.message(pointer.as_deref());
+    let state = end.state;
     if let (State::Stopped, Some((step, checkpoint))) = (state, &summary.snapshot) {
         let reason = if record.snapshot.is_some() {
             record
@@ -405,6 +399,18 @@ pub async fn finish(
     }
     record.save(&runs_dir)?;
     Ok(Outcome::Ended(record))
+}
+
+/// The `; `-prefixed pointer into the log `log` (a path relative to the run directory
+/// `local_dir` of run `run_id`) at the lines that say why a job failed, see
+/// [`error_lines`].
+#[must_use]
+pub fn log_pointer(local_dir: &std::path::Path, run_id: &str, log: &str) -> String {
+    let text = std::fs::read(local_dir.join(log)).unwrap_or_default();
+    error_lines(&String::from_utf8_lossy(&text)).map_or_else(
+        || format!("; see `runs/{run_id}/{log}`"),
+        |(first, last, text)| format!("; `runs/{run_id}/{log}` lines {first}-{last}: {text}"),
+    )
 }
 
 /// Where `job.log` says why the job failed: the first and last line numbers (1-based)

@@ -81,7 +81,9 @@ struct Inputs {
     resume: Option<(String, PathBuf)>,
 }
 
-/// Checks a resume (RUN-35, RUN-36) and returns its inputs.
+/// Checks a resume (RUN-35, RUN-36): the run is stopped, its checkpoint is complete
+/// ([`crate::train::checkpoint::missing`]) and its settings may be resumed; returns its
+/// inputs.
 fn resume_inputs(
     project: &Project,
     training: &Training,
@@ -105,6 +107,19 @@ fn resume_inputs(
         return Err(RunError::Refused(format!(
             "the checkpoint of run `{from}` is not in `runs/{from}/{OUTPUT_DIR}/{}`; `overbrainer train attach {from}` retrieves it",
             snapshot.checkpoint
+        )));
+    }
+    // What a resume needs must be there before anything starts (Axolotl #1631).
+    let missing =
+        crate::train::checkpoint::missing(&checkpoint).map_err(|source| RunError::Io {
+            path: checkpoint.clone(),
+            source,
+        })?;
+    if !missing.is_empty() {
+        return Err(RunError::Refused(format!(
+            "run `{from}` cannot be resumed: its checkpoint `runs/{from}/{OUTPUT_DIR}/{}` lacks {}; start a new run with `overbrainer train`",
+            snapshot.checkpoint,
+            missing.join(", ")
         )));
     }
     let yaml_path = dir.join(AXOLOTL_YAML);
@@ -142,6 +157,19 @@ fn resume_inputs(
 /// anything else it starts [design].
 #[must_use]
 pub fn job_script(spec: &JobSpec, merge: bool) -> String {
+    let mut script = job_environment(spec);
+    let stages = Stages {
+        merge,
+        export: None,
+    };
+    script.push_str(&stages.script(spec));
+    script
+}
+
+/// The start of every job script of `spec`, run in the run directory: the runtime's
+/// environment, see [`job_script`].
+#[must_use]
+pub fn job_environment(spec: &JobSpec) -> String {
     let mut script = String::new();
     if let JobRuntime::Native { venv: Some(venv) } = &spec.runtime {
         let _ = writeln!(
@@ -152,12 +180,29 @@ pub fn job_script(spec: &JobSpec, merge: bool) -> String {
     }
     script.push_str("PYTHONPATH=\"$PWD${PYTHONPATH:+:$PYTHONPATH}\"; export PYTHONPATH\n");
     script.push_str(": \"${AXOLOTL_DO_NOT_TRACK:=1}\"; export AXOLOTL_DO_NOT_TRACK\n");
-    let stages = Stages {
-        merge,
-        export: None,
-    };
-    script.push_str(&stages.script(spec));
     script
+}
+
+/// The job's secret variables: `HF_TOKEN` when `OVERBRAINER_HF_TOKEN` is set
+/// (TGT-10), resolved now.
+///
+/// # Errors
+///
+/// [`RunError::Secret`] when the token cannot be resolved.
+pub async fn job_secrets(
+    settings: &Settings,
+    env: &EnvSnapshot,
+) -> Result<Vec<(String, SecretString)>, RunError> {
+    match &settings.hf_token {
+        Some(reference) => {
+            let value: SecretString = crate::secrets::Resolver::new(env)
+                .resolve("OVERBRAINER_HF_TOKEN", reference)
+                .await
+                .map_err(|e| RunError::Secret(Box::new(e)))?;
+            Ok(vec![("HF_TOKEN".to_owned(), value)])
+        }
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Copies the directory `from` to `to`, hard-linking files when the file system allows
@@ -329,16 +374,7 @@ pub async fn start(
             ),
         );
     }
-    let secrets = match &settings.hf_token {
-        Some(reference) => {
-            let value: SecretString = crate::secrets::Resolver::new(env)
-                .resolve("OVERBRAINER_HF_TOKEN", reference)
-                .await
-                .map_err(|e| RunError::Secret(Box::new(e)))?;
-            vec![("HF_TOKEN".to_owned(), value)]
-        }
-        None => Vec::new(),
-    };
+    let secrets = job_secrets(settings, env).await?;
     let runs_dir = project.runs_dir();
     std::fs::create_dir_all(&runs_dir).map_err(|source| RunError::Io {
         path: runs_dir.clone(),
@@ -398,6 +434,7 @@ pub async fn start(
         snapshot: None,
         resumed_from: options.resume_from.clone(),
         merge,
+        merge_job: None,
         max_steps: None,
         last_step: None,
         epoch: None,

@@ -19,6 +19,8 @@ pub const TRAIN_DATA: &str = "train.jsonl";
 pub const EVAL_DATA: &str = "eval.jsonl";
 /// Axolotl's output directory, relative to the run directory.
 pub const OUTPUT_DIR: &str = "output";
+/// Where `axolotl merge-lora` writes the merged model, under [`OUTPUT_DIR`].
+pub const MERGED_DIR: &str = "merged";
 /// Where Axolotl keeps its tokenized datasets, relative to the run directory.
 pub const PREPARED_DIR: &str = "prepared";
 /// Where a resumed run finds the stopped run's checkpoint, relative to its run directory.

@@ -341,6 +341,10 @@ pub struct Summary {
     pub last_eval_loss: Option<f64>,
     /// Snapshot step and checkpoint, when one was saved.
     pub snapshot: Option<(u64, String)>,
+    /// The last stage the job script started (MPL-2): a job that failed in `merge`
+    /// finished its training.
+    #[serde(default)]
+    pub last_stage: Option<Stage>,
 }
 
 impl Summary {
@@ -371,7 +375,8 @@ impl Summary {
             MetricLine::Snapshot {
                 step, checkpoint, ..
             } => self.snapshot = Some((*step, checkpoint.clone())),
-            MetricLine::Stage { .. } | MetricLine::EvalProgress { .. } => {}
+            MetricLine::Stage { stage, .. } => self.last_stage = Some(*stage),
+            MetricLine::EvalProgress { .. } => {}
         }
     }
 }
@@ -557,5 +562,8 @@ mod tests {
         assert_eq!(summary.last_loss, Some(3.0));
         assert_eq!(summary.last_eval_loss, Some(2.5));
         assert_eq!(summary.snapshot, Some((2, "checkpoint-2".into())));
+        assert_eq!(summary.last_stage, Some(Stage::Train));
+        summary.observe(&line(r#"{"kind":"stage","stage":"merge","ts":2}"#));
+        assert_eq!(summary.last_stage, Some(Stage::Merge));
     }
 }
