@@ -1,0 +1,411 @@
+//! What a run leaves when it cannot be resumed or merged, and the way back, through the
+//! real binary (issue 8, "Checkpoints and resume"): a snapshot checkpoint that lacks
+//! what a resume needs is refused before anything starts and never recorded `stopped`;
+//! a merge that fails after training ends the run `merge_failed` with its adapter kept,
+//! and `train merge RUN_ID` redoes the merge alone, with a stand-in Axolotl (local and
+//! over a real `sshd`) and with the real Axolotl 0.19.
+
+use std::path::{Path, PathBuf};
+
+use crate::sshd::Options;
+use crate::training::{Setup, Training, assert_file, training_env};
+use crate::util::output_text;
+
+/// A stand-in venv in `dir` whose `bin/axolotl` plays Axolotl in the run directory and
+/// appends each command's name to `dir/calls`:
+///
+/// - `train` writes a metric line, an adapter and, when `dir/snapshot` exists, a
+///   snapshot checkpoint `checkpoint-1` without the files listed in `dir/omit`, as the
+///   plugin does after `train stop`;
+/// - `merge-lora` fails after writing a partial `output/merged/` while `dir/fail-merge`
+///   exists, else writes a merged model.
+fn stand_in_venv(dir: &Path) -> PathBuf {
+    let venv = dir.join("venv");
+    let bin = venv.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+printf '%s\n' "$1" >> '{d}/calls'
+case "$1" in
+  train)
+    mkdir -p output
+    printf '{{"kind":"train","ts":1,"step":1,"max_steps":2,"epoch":0.5,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}}\n' >> metrics.jsonl
+    echo adapter > output/adapter_model.safetensors
+    echo '{{}}' > output/adapter_config.json
+    if [ -e '{d}/snapshot' ]; then
+      mkdir -p output/checkpoint-1
+      for f in adapter_model.safetensors adapter_config.json optimizer.pt scheduler.pt rng_state.pth trainer_state.json; do
+        grep -qx "$f" '{d}/omit' 2>/dev/null && continue
+        echo x > "output/checkpoint-1/$f"
+      done
+      grep -qx trainer_state.json '{d}/omit' 2>/dev/null || echo '{{"global_step": 1}}' > output/checkpoint-1/trainer_state.json
+      printf '{{"kind":"snapshot","ts":2,"step":1,"checkpoint":"checkpoint-1"}}\n' >> metrics.jsonl
+      printf '{{"checkpoint":"checkpoint-1","step":1}}\n' > snapshot.json
+    else
+      printf '{{"kind":"end","ts":2,"step":2}}\n' >> metrics.jsonl
+    fi ;;
+  merge-lora)
+    mkdir -p output/merged
+    if [ -e '{d}/fail-merge' ]; then
+      echo partial > output/merged/partial.safetensors
+      echo 'Traceback (most recent call last):'
+      echo '  File "lora_merge.py", line 9, in do_merge_lora'
+      echo 'OSError: [Errno 28] No space left on device'
+      exit 1
+    fi
+    echo merged > output/merged/model.safetensors ;;
+esac
+exit 0
+"#,
+        d = dir.display()
+    );
+    let axolotl = bin.join("axolotl");
+    std::fs::write(&axolotl, script).unwrap();
+    std::fs::set_permissions(
+        &axolotl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    venv
+}
+
+/// The commands the stand-in ran, in order.
+fn calls(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("calls"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn message(training: &Training, id: &str) -> String {
+    training.record(id)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_failed_merge_keeps_the_adapter_and_train_merge_redoes_only_the_merge() {
+    let fake = tempfile::tempdir().unwrap();
+    let venv = stand_in_venv(fake.path());
+    std::fs::write(fake.path().join("fail-merge"), "").unwrap();
+    let training = Training::new(&Setup {
+        venv: Some(&venv),
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    });
+    let output = training
+        .cmd()
+        .args(["train", "--target", "remote"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    let id = training.run_ids().remove(0);
+    let record = training.record(&id);
+    assert_eq!(record["state"], "merge_failed", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+    let message = message(&training, &id);
+    assert!(
+        message.contains("training succeeded, then `axolotl merge-lora` exited with code 1"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "`runs/{id}/job.log` lines 1-3: OSError: [Errno 28] No space left on device"
+        )),
+        "{message}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "redo the merge alone with: overbrainer train merge {id}"
+        )),
+        "{stdout}"
+    );
+    // The adapter is the usable result; the merge's partial output stayed behind.
+    let run = training.runs().join(&id);
+    assert_file(&run.join("output/adapter_model.safetensors"));
+    assert!(
+        !run.join("output/merged").exists(),
+        "a partial merge came back"
+    );
+    let ls = training.cmd().args(["runs", "ls"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&ls.stdout).contains("merge_failed"),
+        "{}",
+        output_text(&ls)
+    );
+
+    // A merge that fails again leaves the run as it was, pointing at its own log.
+    let again = training
+        .cmd()
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&again);
+    assert!(!again.status.success(), "{text}");
+    assert_eq!(training.record(&id)["state"], "merge_failed");
+    let message = self::message(&training, &id);
+    assert!(
+        message.contains("`train merge` failed: `axolotl merge-lora` exited with code 1"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("`runs/{id}/merge-1/job.log` lines 1-3: OSError")),
+        "{message}"
+    );
+    assert_eq!(calls(fake.path()), ["train", "merge-lora", "merge-lora"]);
+
+    // Once the cause is gone, the merge alone runs, in a directory of its own.
+    std::fs::remove_file(fake.path().join("fail-merge")).unwrap();
+    let merged = training
+        .cmd()
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&merged);
+    assert!(merged.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&merged.stdout);
+    assert!(
+        stdout.contains(&format!("train: {id} succeeded")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("merged model in runs/{id}/output/merged")),
+        "{stdout}"
+    );
+    assert!(text.contains("train: merging adapter"), "{text}");
+    let record = training.record(&id);
+    assert_eq!(record["state"], "succeeded", "{record}");
+    assert!(record["merge_job"].is_null(), "{record}");
+    assert_eq!(
+        std::fs::read_to_string(run.join("output/merged/model.safetensors")).unwrap(),
+        "merged\n"
+    );
+    assert!(!run.join("output/merged/partial.safetensors").exists());
+    assert_file(&run.join("merge-2/job.log"));
+    assert_eq!(
+        calls(fake.path()),
+        ["train", "merge-lora", "merge-lora", "merge-lora"],
+        "training ran again"
+    );
+    // The training job's own files are as it left them.
+    assert_eq!(
+        std::fs::read_to_string(run.join("exit_code"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
+
+    let done = training
+        .cmd()
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&done);
+    assert!(!done.status.success(), "{text}");
+    assert!(text.contains("is already merged"), "{text}");
+}
+
+#[test]
+fn train_merge_refuses_a_run_whose_merge_did_not_fail() {
+    let fake = tempfile::tempdir().unwrap();
+    let venv = stand_in_venv(fake.path());
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let output = training.cmd().arg("train").output().unwrap();
+    assert!(output.status.success(), "{}", output_text(&output));
+    let id = training.run_ids().remove(0);
+    let before = std::fs::read(training.runs().join(&id).join("run.json")).unwrap();
+    for (args, expected) in [
+        (
+            vec!["train", "merge", id.as_str()],
+            "succeeded without a merge",
+        ),
+        (vec!["train", "merge", "nope_1"], "no run `nope_1`"),
+        (vec!["train", "merge", "../x"], "`../x` is not a run ID"),
+    ] {
+        let output = training.cmd().args(&args).output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{args:?}: {text}");
+        assert!(text.contains(expected), "{args:?}: {text}");
+    }
+    assert_eq!(
+        std::fs::read(training.runs().join(&id).join("run.json")).unwrap(),
+        before
+    );
+    assert_eq!(calls(fake.path()), ["train"]);
+}
+
+#[test]
+fn a_stop_at_an_incomplete_checkpoint_is_recorded_failed_and_never_resumed() {
+    let fake = tempfile::tempdir().unwrap();
+    let venv = stand_in_venv(fake.path());
+    std::fs::write(fake.path().join("snapshot"), "").unwrap();
+    std::fs::write(fake.path().join("omit"), "optimizer.pt\nrng_state.pth\n").unwrap();
+    let training = Training::new(&Setup {
+        venv: Some(&venv),
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    });
+    let output = training
+        .cmd()
+        .args(["train", "--target", "remote"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    let id = training.run_ids().remove(0);
+    let record = training.record(&id);
+    assert_eq!(record["state"], "failed", "{record}");
+    assert!(record["snapshot"].is_null(), "{record}");
+    assert_eq!(record["last_step"], 1, "{record}");
+    let message = message(&training, &id);
+    assert!(
+        message.contains(
+            "stopped at step 1, but its snapshot checkpoint `checkpoint-1` cannot be resumed: it lacks `optimizer.pt`"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("`rng_state.pth`"), "{message}");
+    assert!(
+        message.contains(&format!(
+            "`runs/{id}/output` holds a partial model at step 1"
+        )),
+        "{message}"
+    );
+    assert!(text.contains(&message), "{text}");
+    assert!(!text.contains("--resume-from"), "{text}");
+    let resume = training
+        .cmd()
+        .args(["train", "--resume-from", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&resume);
+    assert!(!resume.status.success(), "{text}");
+    assert!(text.contains("is failed, not stopped"), "{text}");
+    assert_eq!(training.run_ids().len(), 1);
+}
+
+#[test]
+fn a_resume_from_a_checkpoint_that_lost_its_trainer_state_is_refused_before_anything_starts() {
+    let fake = tempfile::tempdir().unwrap();
+    let venv = stand_in_venv(fake.path());
+    std::fs::write(fake.path().join("snapshot"), "").unwrap();
+    let training = Training::new(&Setup {
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    let id = training.run_ids().remove(0);
+    assert_eq!(training.record(&id)["state"], "stopped", "{text}");
+    assert!(
+        text.contains(&format!(
+            "resume with: overbrainer train --resume-from {id}"
+        )),
+        "{text}"
+    );
+    let checkpoint = training.runs().join(&id).join("output/checkpoint-1");
+    for (file, named) in [
+        (
+            "trainer_state.json",
+            "`trainer_state.json` (the trainer's state)",
+        ),
+        ("scheduler.pt", "`scheduler.pt`"),
+    ] {
+        let kept = std::fs::read(checkpoint.join(file)).unwrap();
+        std::fs::remove_file(checkpoint.join(file)).unwrap();
+        let resume = training
+            .cmd()
+            .args(["train", "--resume-from", &id])
+            .output()
+            .unwrap();
+        let text = output_text(&resume);
+        assert!(!resume.status.success(), "{text}");
+        assert!(
+            text.contains(&format!(
+                "run `{id}` cannot be resumed: its checkpoint `runs/{id}/output/checkpoint-1` lacks {named}"
+            )),
+            "{text}"
+        );
+        assert_eq!(training.run_ids(), [id.clone()], "a run was created");
+        std::fs::write(checkpoint.join(file), kept).unwrap();
+    }
+    assert_eq!(calls(fake.path()), ["train"], "something started");
+}
+
+/// A venv whose `bin/axolotl` runs the real Axolotl, except `merge-lora` while
+/// `fail` exists: that fails as a full disk would.
+fn real_venv_with_a_failing_merge(dir: &Path, fail: &Path) -> PathBuf {
+    let real = &training_env().venv;
+    let venv = dir.join("venv");
+    let bin = venv.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+if [ "$1" = merge-lora ] && [ -e '{fail}' ]; then
+  echo 'OSError: [Errno 28] No space left on device' >&2
+  exit 1
+fi
+PATH='{real}/bin':"$PATH"; export PATH
+exec '{real}/bin/axolotl' "$@"
+"#,
+        fail = fail.display(),
+        real = real.display()
+    );
+    let axolotl = bin.join("axolotl");
+    std::fs::write(&axolotl, script).unwrap();
+    std::fs::set_permissions(
+        &axolotl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    venv
+}
+
+#[test]
+fn a_merge_redone_with_real_axolotl_gives_the_merged_model_without_training_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let fail = dir.path().join("fail-merge");
+    std::fs::write(&fail, "").unwrap();
+    let venv = real_venv_with_a_failing_merge(dir.path(), &fail);
+    let training = Training::new(&Setup {
+        max_steps: 2,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    let id = training.run_ids().remove(0);
+    assert_eq!(training.record(&id)["state"], "merge_failed", "{text}");
+    let run = training.runs().join(&id);
+    assert_file(&run.join("output/adapter_model.safetensors"));
+    let metrics = std::fs::read(run.join("metrics.jsonl")).unwrap();
+
+    std::fs::remove_file(&fail).unwrap();
+    let merged = training
+        .cmd()
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&merged);
+    assert!(merged.status.success(), "{text}");
+    let record = training.record(&id);
+    assert_eq!(record["state"], "succeeded", "{record}");
+    assert_file(&run.join("output/merged/model.safetensors"));
+    assert_file(&run.join("output/merged/config.json"));
+    assert_eq!(
+        std::fs::read(run.join("metrics.jsonl")).unwrap(),
+        metrics,
+        "training ran again"
+    );
+    let log = std::fs::read_to_string(run.join("merge-1/job.log")).unwrap();
+    assert!(log.contains("lora_merge"), "{log}");
+}
