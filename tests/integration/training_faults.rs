@@ -1,9 +1,10 @@
-//! What a run leaves when it cannot be resumed or merged, and the way back, through the
-//! real binary (issue 8, "Checkpoints and resume"): a snapshot checkpoint that lacks
-//! what a resume needs is refused before anything starts and never recorded `stopped`;
-//! a merge that fails after training ends the run `merge_failed` with its adapter kept,
-//! and `train merge RUN_ID` redoes the merge alone, with a stand-in Axolotl (local and
-//! over a real `sshd`) and with the real Axolotl 0.19.
+//! Runs that meet faults, and the way back, through the real binary (issue 8): a
+//! snapshot checkpoint that lacks what a resume needs is refused before anything starts
+//! and never recorded `stopped`; a merge that fails after training ends the run
+//! `merge_failed` with its adapter kept, and `train merge RUN_ID` redoes the merge
+//! alone, with a stand-in Axolotl (local and over a real `sshd`) and with the real
+//! Axolotl 0.19; metric lines with Python's bare `NaN` and `Infinity` are read and
+//! flagged, not dropped.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +17,9 @@ use crate::util::output_text;
 ///
 /// - `train` writes a metric line, an adapter and, when `dir/snapshot` exists, a
 ///   snapshot checkpoint `checkpoint-1` without the files listed in `dir/omit`, as the
-///   plugin does after `train stop`;
+///   plugin does after `train stop`; with `dir/python-numbers`, its metric lines are
+///   what Python's `json.dumps` writes for non-finite values (bare `Infinity`, `NaN`),
+///   the first after a byte-order mark;
 /// - `merge-lora` fails after writing a partial `output/merged/` while `dir/fail-merge`
 ///   exists, else writes a merged model.
 fn stand_in_venv(dir: &Path) -> PathBuf {
@@ -29,7 +32,12 @@ printf '%s\n' "$1" >> '{d}/calls'
 case "$1" in
   train)
     mkdir -p output
-    printf '{{"kind":"train","ts":1,"step":1,"max_steps":2,"epoch":0.5,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}}\n' >> metrics.jsonl
+    if [ -e '{d}/python-numbers' ]; then
+      printf '\357\273\277{{"kind":"train","ts":1,"step":1,"max_steps":2,"epoch":0.5,"loss":1.5,"learning_rate":0.001,"grad_norm":Infinity}}\n' >> metrics.jsonl
+      printf '{{"kind": "train", "ts": 2, "step": 2, "max_steps": 2, "epoch": 1.0, "loss": NaN, "learning_rate": 0.001, "grad_norm": -Infinity}}\n' >> metrics.jsonl
+    else
+      printf '{{"kind":"train","ts":1,"step":1,"max_steps":2,"epoch":0.5,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}}\n' >> metrics.jsonl
+    fi
     echo adapter > output/adapter_model.safetensors
     echo '{{}}' > output/adapter_config.json
     if [ -e '{d}/snapshot' ]; then
@@ -416,4 +424,37 @@ fn a_merge_redone_with_real_axolotl_gives_the_merged_model_without_training_agai
     );
     let log = std::fs::read_to_string(run.join("merge-1/job.log")).unwrap();
     assert!(log.contains("lora_merge"), "{log}");
+}
+
+#[test]
+fn python_style_non_finite_metrics_are_read_and_flagged_not_dropped() {
+    let fake = tempfile::tempdir().unwrap();
+    let venv = stand_in_venv(fake.path());
+    std::fs::write(fake.path().join("python-numbers"), "").unwrap();
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "metrics.jsonl line 2: bare `Infinity` (not JSON) read as a non-finite value"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("metrics.jsonl line 3: bare `NaN`, `-Infinity` (not JSON)"),
+        "{text}"
+    );
+    assert!(!text.contains("skipped"), "{text}");
+    let id = training.run_ids().remove(0);
+    let record = training.record(&id);
+    // Both lines counted (the first after a byte-order mark): the last step and epoch
+    // come from the line with `NaN`, whose loss is not finite and so not recorded.
+    assert_eq!(record["last_step"], 2, "{record}");
+    assert_eq!(record["epoch"], 1.0, "{record}");
+    assert!(record["last_loss"].is_null(), "{record}");
 }
