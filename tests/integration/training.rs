@@ -999,7 +999,7 @@ exit 0
 }
 
 /// Polls `condition` until it holds, failing after [`DEADLINE`].
-fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + DEADLINE;
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::sshd::Options;
-use crate::training::{Setup, Training, assert_file, training_env};
+use crate::training::{Setup, Training, assert_file, training_env, wait_for};
 use crate::util::output_text;
 
 /// A stand-in venv in `dir` whose `bin/axolotl` plays Axolotl in the run directory and
@@ -20,8 +20,8 @@ use crate::util::output_text;
 ///   plugin does after `train stop`; with `dir/python-numbers`, its metric lines are
 ///   what Python's `json.dumps` writes for non-finite values (bare `Infinity`, `NaN`),
 ///   the first after a byte-order mark;
-/// - `merge-lora` fails after writing a partial `output/merged/` while `dir/fail-merge`
-///   exists, else writes a merged model.
+/// - `merge-lora` waits while `dir/hold-merge` exists, then fails after writing a
+///   partial `output/merged/` while `dir/fail-merge` exists, else writes a merged model.
 fn stand_in_venv(dir: &Path) -> PathBuf {
     let venv = dir.join("venv");
     let bin = venv.join("bin");
@@ -54,6 +54,7 @@ case "$1" in
     fi ;;
   merge-lora)
     mkdir -p output/merged
+    while [ -e '{d}/hold-merge' ]; do sleep 0.05; done
     if [ -e '{d}/fail-merge' ]; then
       echo partial > output/merged/partial.safetensors
       echo 'Traceback (most recent call last):'
@@ -223,6 +224,72 @@ fn a_failed_merge_keeps_the_adapter_and_train_merge_redoes_only_the_merge() {
     let text = output_text(&done);
     assert!(!done.status.success(), "{text}");
     assert!(text.contains("is already merged"), "{text}");
+}
+
+#[test]
+fn an_interrupted_train_merge_leaves_the_merge_running_and_the_next_one_collects_it() {
+    let fake = tempfile::tempdir().unwrap();
+    let venv = stand_in_venv(fake.path());
+    std::fs::write(fake.path().join("fail-merge"), "").unwrap();
+    let training = Training::new(&Setup {
+        venv: Some(&venv),
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    });
+    let id = a_run_whose_merge_failed(&training);
+    std::fs::remove_file(fake.path().join("fail-merge")).unwrap();
+    let hold = fake.path().join("hold-merge");
+    std::fs::write(&hold, "").unwrap();
+    let mut merging = training.spawn(&["train", "merge", &id]);
+    wait_for("the merge job in run.json", || {
+        !training.record(&id)["merge_job"].is_null()
+    });
+    let status = std::process::Command::new("kill")
+        .args(["-s", "INT", &merging.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = merging.wait_with_output().unwrap();
+    let text = output_text(&output);
+    assert_eq!(output.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains(&format!(
+            "detached from the merge of run {id} (interrupted); the merge goes on"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("overbrainer train merge {id}")),
+        "{text}"
+    );
+    let record = training.record(&id);
+    assert_eq!(record["state"], "merge_failed", "{record}");
+    let job_dir = record["merge_job"]["dir"].as_str().unwrap().to_owned();
+    assert!(job_dir.ends_with("/merge-1"), "{job_dir}");
+
+    // The merge goes on without a follower; the next `train merge` collects it.
+    std::fs::remove_file(&hold).unwrap();
+    let exit_code = Path::new(&job_dir).join("exit_code");
+    wait_for("the merge's exit code", || exit_code.exists());
+    let collect = training
+        .cmd()
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&collect);
+    assert!(collect.status.success(), "{text}");
+    assert_eq!(training.record(&id)["state"], "succeeded");
+    assert_file(
+        &training
+            .runs()
+            .join(&id)
+            .join("output/merged/model.safetensors"),
+    );
+    assert_eq!(
+        calls(fake.path()),
+        ["train", "merge-lora", "merge-lora"],
+        "a second merge started"
+    );
 }
 
 #[test]
