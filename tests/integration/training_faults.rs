@@ -240,7 +240,7 @@ fn an_interrupted_train_merge_leaves_the_merge_running_and_the_next_one_collects
     std::fs::remove_file(fake.path().join("fail-merge")).unwrap();
     let hold = fake.path().join("hold-merge");
     std::fs::write(&hold, "").unwrap();
-    let mut merging = training.spawn(&["train", "merge", &id]);
+    let merging = training.spawn(&["train", "merge", &id]);
     wait_for("the merge job in run.json", || {
         !training.record(&id)["merge_job"].is_null()
     });
