@@ -102,7 +102,7 @@ pub fn merge_script(spec: &JobSpec) -> String {
 ///
 /// A refusal for a run whose merge did not fail or whose adapter is no longer on its
 /// target; the errors of [`open`]; [`RunError::Exec`] when the merge cannot start;
-/// [`RunError::Retrieval`] when the merged model cannot be retrieved (the run stays
+/// [`RunError::MergeRetrieval`] when the merged model cannot be retrieved (the run stays
 /// `merge_failed`, and `train merge` retries).
 pub async fn merge(
     project: &Project,
@@ -312,12 +312,19 @@ async fn conclude(
                 return Ok(Outcome::Ended(record));
             }
             Err(error) => {
+                let reason = match error {
+                    RunError::Retrieval { reason, .. } => reason,
+                    other => return Err(other),
+                };
                 record.message = Some(format!(
-                    "the merge in `runs/{}/{dir_name}` succeeded; its result is pending retrieval: {error}",
-                    record.id
+                    "the merge in `runs/{}/{dir_name}` succeeded; its result is pending retrieval: {reason}; `overbrainer train merge {}` retries",
+                    record.id, record.id
                 ));
                 record.save(&runs_dir)?;
-                return Err(error);
+                return Err(RunError::MergeRetrieval {
+                    run_id: record.id.clone(),
+                    reason,
+                });
             }
         }
     }

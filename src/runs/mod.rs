@@ -107,6 +107,17 @@ pub enum RunError {
     /// A refusal before anything starts or changes, with its reason and fix.
     #[error("{0}")]
     Refused(String),
+    /// The merged model of `train merge` could not be retrieved or failed verification;
+    /// `train merge` retries.
+    #[error(
+        "retrieval of the merged model of run `{run_id}` failed: {reason}; `overbrainer train merge {run_id}` retries"
+    )]
+    MergeRetrieval {
+        /// Run ID.
+        run_id: String,
+        /// What failed.
+        reason: String,
+    },
     /// The results could not be retrieved or failed verification; `train attach` retries.
     #[error(
         "retrieval of run `{run_id}` failed: {reason}; `overbrainer train attach {run_id}` retries"

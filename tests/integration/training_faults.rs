@@ -293,6 +293,91 @@ fn an_interrupted_train_merge_leaves_the_merge_running_and_the_next_one_collects
 }
 
 #[test]
+fn a_merged_model_that_fails_verification_is_retried_by_the_next_train_merge() {
+    // A `sha256sum` first on the target's PATH that, while `corrupt-once` exists,
+    // changes a merge job's `job.log` right after hashing it, once: that file then
+    // differs from the manifest when it is downloaded.
+    let tools = tempfile::tempdir().unwrap();
+    let marker = tools.path().join("corrupt-once");
+    let wrapper = tools.path().join("sha256sum");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n/usr/bin/sha256sum \"$@\"\nrc=$?\nfor f in \"$@\"; do case \"$f\" in *merge-*/job.log) if [ -e '{m}' ]; then rm -f '{m}'; printf x >> \"$f\"; fi;; esac; done\nexit $rc\n",
+            m = marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let fake = tempfile::tempdir().unwrap();
+    let venv = stand_in_venv(fake.path());
+    std::fs::write(fake.path().join("fail-merge"), "").unwrap();
+    let training = Training::new(&Setup {
+        venv: Some(&venv),
+        ssh: Some(Options {
+            path_prefix: Some(tools.path().to_owned()),
+        }),
+        ..Setup::default()
+    });
+    let id = a_run_whose_merge_failed(&training);
+    std::fs::remove_file(fake.path().join("fail-merge")).unwrap();
+    std::fs::write(&marker, "").unwrap();
+    let output = training
+        .cmd()
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(!marker.exists(), "the stand-in never ran: {text}");
+    assert!(
+        text.contains(&format!(
+            "retrieval of the merged model of run `{id}` failed"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("does not match the target's manifest"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("`overbrainer train merge {id}` retries")),
+        "{text}"
+    );
+    let record = training.record(&id);
+    assert_eq!(record["state"], "merge_failed", "{record}");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap()
+            .contains("pending retrieval"),
+        "{record}"
+    );
+    let run = training.runs().join(&id);
+    assert!(
+        !run.join("output/merged").exists(),
+        "an unverified model came back"
+    );
+    let again = training
+        .cmd()
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", output_text(&again));
+    assert_eq!(training.record(&id)["state"], "succeeded");
+    assert_file(&run.join("output/merged/model.safetensors"));
+    assert_eq!(
+        calls(fake.path()),
+        ["train", "merge-lora", "merge-lora"],
+        "the merge ran again instead of being collected"
+    );
+}
+
+#[test]
 fn train_merge_refuses_a_run_whose_merge_did_not_fail() {
     let fake = tempfile::tempdir().unwrap();
     let venv = stand_in_venv(fake.path());
