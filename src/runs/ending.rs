@@ -4,7 +4,7 @@
 //! [`ending`] before it (it decides what is retrieved), [`unresumable`] after it, when
 //! the retrieved snapshot checkpoint lacks what a resume needs.
 //!
-//! Beyond the four terminal states of RUN-9 a run can end `merge_failed` [design]: the
+//! Beyond the four terminal states of RUN-9 a run can end `merge_failed` \[design\]: the
 //! job's last stage was `merge` (the job script writes that stage line only once
 //! `axolotl train` exited 0) and it exited non-zero. The adapter is then the usable
 //! result, retrieved as for a succeeded run except for the merge's partial

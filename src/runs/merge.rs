@@ -1,4 +1,4 @@
-//! `train merge RUN_ID` [design]: redoes `axolotl merge-lora axolotl.yaml` alone for a
+//! `train merge RUN_ID` \[design\]: redoes `axolotl merge-lora axolotl.yaml` alone for a
 //! `merge_failed` run (see [`super::ending`]), on the run's target and in its run
 //! directory, as the training job's merge stage did, without training again.
 //!

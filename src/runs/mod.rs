@@ -13,7 +13,7 @@
 //! - [`retrieve`]: results checked file by file against the target's manifest
 //!   (RUN-23..RUN-25);
 //! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42);
-//! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run [design].
+//! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\].
 //!
 //! Flows never print: they send [`RunEvent`]s on a channel that the front end renders.
 

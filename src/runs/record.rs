@@ -29,7 +29,7 @@ pub enum State {
     Stopped,
     /// Training succeeded and its adapter was retrieved, but `axolotl merge-lora`
     /// failed: the adapter in `output/` is the usable result, and `train merge` redoes
-    /// the merge alone [design].
+    /// the merge alone \[design\].
     #[serde(rename = "merge_failed")]
     MergeFailed,
 }
@@ -131,7 +131,7 @@ pub struct RunRecord {
     #[serde(default)]
     pub merge: bool,
     /// The job of the last `train merge` of a `merge_failed` run, once one started; its
-    /// run directory is `<dir>/merge-<n>` [design].
+    /// run directory is `<dir>/merge-<n>` \[design\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_job: Option<JobId>,
     /// Steps in all.
