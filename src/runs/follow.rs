@@ -376,9 +376,14 @@ pub async fn finish(
     }
     record.retrieved = true;
     record.state = end.state;
-    let pointer = end
-        .points_at_log
-        .then(|| log_pointer(&local_dir, &record.id, JOB_LOG));
+    let pointer = end.points_at_log.then(|| {
+        log_pointer(
+            &local_dir,
+            &record.id,
+            JOB_LOG,
+            state_after_training(end.state),
+        )
+    });
     record.message = end.message(pointer.as_deref());
     let state = end.state;
     if let (State::Stopped, Some((step, checkpoint))) = (state, &summary.snapshot) {
@@ -401,13 +406,25 @@ pub async fn finish(
     Ok(Outcome::Ended(record))
 }
 
+/// Whether a job that ended in `state` failed after its training succeeded, so the
+/// last root cause in its log is the one that counts.
+fn state_after_training(state: State) -> bool {
+    state == State::MergeFailed
+}
+
 /// The `; `-prefixed pointer into the log `log` (a path relative to the run directory
 /// `local_dir` of run `run_id`) at the lines that say why a job failed, see
-/// [`error_lines`].
+/// [`error_lines`]; with `last`, see [`last_error_lines`].
 #[must_use]
-pub fn log_pointer(local_dir: &std::path::Path, run_id: &str, log: &str) -> String {
+pub fn log_pointer(local_dir: &std::path::Path, run_id: &str, log: &str, last: bool) -> String {
     let text = std::fs::read(local_dir.join(log)).unwrap_or_default();
-    error_lines(&String::from_utf8_lossy(&text)).map_or_else(
+    let text = String::from_utf8_lossy(&text);
+    let lines = if last {
+        last_error_lines(&text)
+    } else {
+        error_lines(&text)
+    };
+    lines.map_or_else(
         || format!("; see `runs/{run_id}/{log}`"),
         |(first, last, text)| format!("; `runs/{run_id}/{log}` lines {first}-{last}: {text}"),
     )
@@ -446,6 +463,13 @@ fn is_wrapper_exception(line: &str) -> bool {
 /// The first traceback in `lines` whose exception is not a wrapper's, see
 /// [`error_lines`].
 fn root_traceback(lines: &[&str]) -> Option<(usize, usize, String)> {
+    root_tracebacks(lines).into_iter().next()
+}
+
+/// Every traceback in `lines` whose exception is not a wrapper's, in order: the first
+/// and last line numbers (1-based) and the exception line trimmed to 300 characters.
+fn root_tracebacks(lines: &[&str]) -> Vec<(usize, usize, String)> {
+    let mut found = Vec::new();
     let mut index = 0;
     while index < lines.len() {
         if !lines[index].starts_with("Traceback (most recent call last)") {
@@ -453,17 +477,31 @@ fn root_traceback(lines: &[&str]) -> Option<(usize, usize, String)> {
             continue;
         }
         let header = index;
-        let exception = lines[header + 1..]
+        let Some(exception) = lines[header + 1..]
             .iter()
             .position(|line| !line.is_empty() && !line.starts_with(char::is_whitespace))
-            .map(|offset| header + 1 + offset)?;
+            .map(|offset| header + 1 + offset)
+        else {
+            break;
+        };
         if !is_wrapper_exception(lines[exception]) {
             let text: String = lines[exception].trim().chars().take(300).collect();
-            return Some((header + 1, exception + 1, text));
+            found.push((header + 1, exception + 1, text));
         }
         index = exception + 1;
     }
-    None
+    found
+}
+
+/// Where the log of a job whose last command failed after earlier ones succeeded (a
+/// merge after training) says why: the last traceback whose exception is not a
+/// wrapper's (an earlier one did not stop the job), else as [`error_lines`].
+#[must_use]
+pub fn last_error_lines(log: &str) -> Option<(usize, usize, String)> {
+    let lines: Vec<&str> = log.lines().map(strip_rank).collect();
+    root_tracebacks(&lines)
+        .pop()
+        .or_else(|| last_error_line(&lines))
 }
 
 /// The last line of `lines` naming an error, and the traceback it ends if any.
@@ -597,6 +635,34 @@ mod tests {
                 267,
                 "pyarrow.lib.ArrowInvalid: JSON parse error: Missing a name for object member. in row 0".to_owned()
             ))
+        );
+    }
+
+    #[test]
+    fn a_failed_merge_points_at_its_own_traceback_not_an_earlier_one() {
+        let mut tail = vec![
+            "Traceback (most recent call last):",
+            "  File \"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 9",
+            "ResourceWarning: unclosed file",
+            "[INFO] training done",
+            "Traceback (most recent call last):",
+            "  File \"/venv/lib/python3.11/site-packages/axolotl/cli/merge_lora.py\", line 40",
+            "OSError: [Errno 28] No space left on device",
+        ];
+        tail.extend(ACCELERATE_WRAPPER);
+        let log = log_with(10, &tail);
+        assert_eq!(
+            last_error_lines(&log),
+            Some((
+                15,
+                17,
+                "OSError: [Errno 28] No space left on device".to_owned()
+            ))
+        );
+        assert_eq!(error_lines(&log).map(|(first, ..)| first), Some(11));
+        assert_eq!(
+            last_error_lines("a\nValueError: bad\n"),
+            Some((2, 2, "ValueError: bad".to_owned()))
         );
     }
 

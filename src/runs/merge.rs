@@ -346,7 +346,12 @@ async fn conclude(
             format!("the merge was lost: it ended without writing `{dir_name}/{EXIT_FILE}`")
         }
     };
-    let pointer = log_pointer(&local_dir, &record.id, &format!("{dir_name}/{JOB_LOG}"));
+    let pointer = log_pointer(
+        &local_dir,
+        &record.id,
+        &format!("{dir_name}/{JOB_LOG}"),
+        false,
+    );
     record.message = Some(format!(
         "`train merge` failed: {cause}{pointer}; {}",
         merge_hint(&record.id)
