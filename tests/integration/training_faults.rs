@@ -377,6 +377,101 @@ fn a_merged_model_that_fails_verification_is_retried_by_the_next_train_merge() {
     );
 }
 
+/// A stand-in `docker` in `dir` that records its arguments in `dir/engine-args` and
+/// plays Axolotl in the mounted run directory; its `merge-lora` fails while
+/// `dir/fail-merge` exists.
+fn stand_in_docker(dir: &Path) {
+    let script = format!(
+        r#"#!/bin/sh
+printf '%s\n' "$*" >> '{d}/engine-args'
+[ "$1" = run ] || exit 0
+run_dir=""
+prev=""
+for a in "$@"; do
+  case "$prev" in -v) case "$a" in *:/workspace/run) run_dir="${{a%:/workspace/run}}";; esac;; esac
+  prev="$a"
+done
+cd "$run_dir" || exit 9
+case "$*" in
+  *" train axolotl.yaml"*)
+    mkdir -p output
+    printf '{{"kind":"train","ts":1,"step":1,"max_steps":1,"epoch":1.0,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}}\n{{"kind":"end","ts":2,"step":1}}\n' >> metrics.jsonl
+    echo adapter > output/adapter_model.safetensors
+    echo '{{}}' > output/adapter_config.json ;;
+  *merge-lora*)
+    [ -e '{d}/fail-merge' ] && {{ echo 'RuntimeError: CUDA out of memory'; exit 1; }}
+    mkdir -p output/merged && echo merged > output/merged/model.safetensors ;;
+esac
+exit 0
+"#,
+        d = dir.display()
+    );
+    let path = dir.join("docker");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn train_merge_runs_the_merge_in_the_run_container_of_the_docker_runtime() {
+    let tools = tempfile::tempdir().unwrap();
+    stand_in_docker(tools.path());
+    std::fs::write(tools.path().join("fail-merge"), "").unwrap();
+    let training = Training::new(&Setup {
+        runtime: "docker",
+        ..Setup::default()
+    });
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = training
+        .cmd()
+        .env("PATH", &path)
+        .arg("train")
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    let id = training.run_ids().remove(0);
+    assert_eq!(training.record(&id)["state"], "merge_failed", "{text}");
+    std::fs::remove_file(tools.path().join("fail-merge")).unwrap();
+    let merged = training
+        .cmd()
+        .env("PATH", &path)
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&merged);
+    assert!(merged.status.success(), "{text}");
+    assert_eq!(training.record(&id)["state"], "succeeded");
+    assert_file(
+        &training
+            .runs()
+            .join(&id)
+            .join("output/merged/model.safetensors"),
+    );
+    let args = std::fs::read_to_string(tools.path().join("engine-args")).unwrap();
+    let merges: Vec<&str> = args.lines().filter(|l| l.contains("merge-lora")).collect();
+    assert_eq!(merges.len(), 2, "{args}");
+    let run_dir = std::fs::canonicalize(training.runs().join(&id)).unwrap();
+    for part in [
+        format!("--name overbrainer-{id}"),
+        format!("-v {}:/workspace/run", run_dir.display()),
+        "-w /workspace/run".to_owned(),
+        "-e PYTHONPATH=/workspace/run".to_owned(),
+        "axolotl merge-lora axolotl.yaml".to_owned(),
+    ] {
+        assert!(merges[1].contains(&part), "{part} not in {}", merges[1]);
+    }
+    assert_eq!(
+        args.lines()
+            .filter(|l| l.contains(" train axolotl.yaml"))
+            .count(),
+        1
+    );
+}
+
 #[test]
 fn train_merge_refuses_a_run_whose_merge_did_not_fail() {
     let fake = tempfile::tempdir().unwrap();
