@@ -452,8 +452,8 @@ fn train_merge_runs_the_merge_in_the_run_container_of_the_docker_runtime() {
             .join("output/merged/model.safetensors"),
     );
     let args = std::fs::read_to_string(tools.path().join("engine-args")).unwrap();
-    let merges: Vec<&str> = args.lines().filter(|l| l.contains("merge-lora")).collect();
-    assert_eq!(merges.len(), 2, "{args}");
+    let merge_calls: Vec<&str> = args.lines().filter(|l| l.contains("merge-lora")).collect();
+    assert_eq!(merge_calls.len(), 2, "{args}");
     let run_dir = std::fs::canonicalize(training.runs().join(&id)).unwrap();
     for part in [
         format!("--name overbrainer-{id}"),
@@ -462,7 +462,11 @@ fn train_merge_runs_the_merge_in_the_run_container_of_the_docker_runtime() {
         "-e PYTHONPATH=/workspace/run".to_owned(),
         "axolotl merge-lora axolotl.yaml".to_owned(),
     ] {
-        assert!(merges[1].contains(&part), "{part} not in {}", merges[1]);
+        assert!(
+            merge_calls[1].contains(&part),
+            "{part} not in {}",
+            merge_calls[1]
+        );
     }
     assert_eq!(
         args.lines()
