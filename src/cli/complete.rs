@@ -107,7 +107,22 @@ pub fn run_ids(current: &OsStr) -> Vec<CompletionCandidate> {
     matching(current, run_entries(&project_dir()))
 }
 
+/// Completes the run ID of `train merge` with the runs recorded `merge_failed`.
+#[must_use]
+pub fn merge_failed_run_ids(current: &OsStr) -> Vec<CompletionCandidate> {
+    matching(
+        current,
+        run_entries_in(&project_dir(), Some("merge_failed")),
+    )
+}
+
 fn run_entries(dir: &Path) -> Vec<(String, Option<String>)> {
+    run_entries_in(dir, None)
+}
+
+/// The runs under `dir/runs/`, each with its state and target; with `state`, only
+/// those recorded in that state.
+fn run_entries_in(dir: &Path, state: Option<&str>) -> Vec<(String, Option<String>)> {
     let Ok(entries) = std::fs::read_dir(dir.join("runs")) else {
         return Vec::new();
     };
@@ -118,7 +133,9 @@ fn run_entries(dir: &Path) -> Vec<(String, Option<String>)> {
             let id = e.file_name().into_string().ok()?;
             let json: Option<serde_json::Value> = std::fs::read(e.path().join("run.json"))
                 .ok()
-                .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+                .and_then(|bytes| {
+                    serde_json::from_slice(crate::dataset::jsonl::strip_bom(&bytes)).ok()
+                });
             let field = |name: &str| {
                 json.as_ref()
                     .and_then(|j| j.get(name))
@@ -126,6 +143,9 @@ fn run_entries(dir: &Path) -> Vec<(String, Option<String>)> {
                     .unwrap_or("?")
                     .to_owned()
             };
+            if state.is_some_and(|state| field("state") != state) {
+                return None;
+            }
             Some((
                 id,
                 Some(format!("{} on {}", field("state"), field("target"))),
@@ -189,6 +209,17 @@ mod tests {
             run_entries(dir.path()),
             vec![("r-1".to_owned(), Some("succeeded on box".to_owned()))]
         );
+        std::fs::create_dir_all(dir.path().join("runs/r-2")).unwrap();
+        std::fs::write(
+            dir.path().join("runs/r-2/run.json"),
+            r#"{"state": "merge_failed", "target": "box"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            run_entries_in(dir.path(), Some("merge_failed")),
+            vec![("r-2".to_owned(), Some("merge_failed on box".to_owned()))]
+        );
+        assert_eq!(run_entries(dir.path()).len(), 2);
         let names: Vec<String> = matching(OsStr::new("b"), topic_names(dir.path()))
             .iter()
             .map(|c| c.get_value().to_string_lossy().into_owned())

@@ -2,7 +2,9 @@
 //! secrets masked (CHK-1..CHK-6). Never takes the project lock; without `--resolve` it
 //! makes no network request. Each role's `reasoning` line says which reasoning rule its
 //! model falls under (`llm::reasoning::rule`): whether its reasoning or thinking blocks
-//! count as raw or as a summary, and why.
+//! count as raw or as a summary, and why. Once `data/train.jsonl` exists it also refuses Axolotl
+//! settings that need eval data when `data/eval.jsonl` is missing or empty, as `train`
+//! does.
 
 use std::process::ExitCode;
 
@@ -26,9 +28,12 @@ pub struct Args {
 /// When there is no project, the configuration is invalid (every problem listed), or with
 /// `--resolve` a secret cannot be resolved.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let (_project, loaded) = ctx.load()?;
+    let (project, loaded) = ctx.load()?;
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
+    }
+    if let Some(problem) = crate::runs::start::eval_data_problem(&project, &loaded.settings) {
+        anyhow::bail!("{problem}");
     }
     let resolved = if args.resolve {
         resolve_all(&loaded).await?

@@ -242,6 +242,13 @@ pub(crate) fn conclude(outcome: &Outcome) -> ExitCode {
                     stopped_lines(record);
                     ExitCode::FAILURE
                 }
+                State::MergeFailed => {
+                    outln!(
+                        "train: training succeeded; adapter in runs/{id}/output; redo the merge alone with: overbrainer train merge {id}",
+                        id = record.id
+                    );
+                    ExitCode::FAILURE
+                }
                 _ => ExitCode::FAILURE,
             }
         }

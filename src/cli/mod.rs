@@ -26,6 +26,7 @@ pub mod subtopics;
 pub mod train;
 pub mod train_attach;
 pub mod train_cancel;
+pub mod train_merge;
 pub mod train_stop;
 
 use std::path::PathBuf;
@@ -76,7 +77,7 @@ pub enum Command {
     /// Show stage totals, or every stage execution with `--all`.
     History(history::Args),
     /// Fine-tune the child with Axolotl on a target, follow the run and retrieve it; or
-    /// `attach`, `stop`, `cancel` an existing run.
+    /// `attach`, `stop`, `cancel`, `merge` an existing run.
     Train(train::Args),
     /// List runs, or print a run's job log.
     #[command(subcommand)]
@@ -177,7 +178,8 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Questions(args) => questions::run(ctx, &args).await,
         Command::Answers(args) => answers::run(ctx, &args).await,
         Command::Split(args) => split::run(ctx, &args).await,
-        Command::Run(args) => run::run(ctx, &args).await,
+        // Boxed: the whole pipeline and a training run make one large future.
+        Command::Run(args) => Box::pin(run::run(ctx, &args)).await,
         Command::History(args) => history::run(ctx, &args),
         Command::Train(args) => train::run(ctx, args).await,
         Command::Runs(command) => runs::run(ctx, &command),

@@ -100,7 +100,7 @@ fn table(records: &[RunRecord]) -> String {
                 notes.push(message.clone());
             }
         }
-        if record.state == State::Failed {
+        if matches!(record.state, State::Failed | State::MergeFailed) {
             if let Some(message) = &record.message {
                 notes.push(message.chars().take(120).collect());
             }

@@ -1,6 +1,6 @@
 //! `overbrainer train [--target NAME] [--resume-from RUN_ID]`: start a run, follow it to
-//! the end and retrieve its results; `train attach|stop|cancel RUN_ID` act on an existing
-//! run (spec/training.md, section 1). Takes the project lock.
+//! the end and retrieve its results; `train attach|stop|cancel|merge RUN_ID` act on an
+//! existing run (spec/training.md, section 1). Takes the project lock.
 
 use std::process::ExitCode;
 
@@ -26,7 +26,7 @@ pub struct Args {
     pub command: Option<TrainCommand>,
 }
 
-/// `train attach|stop|cancel`.
+/// `train attach|stop|cancel|merge`.
 #[derive(Debug, clap::Subcommand)]
 pub enum TrainCommand {
     /// Follow a run again, then retrieve its results.
@@ -35,6 +35,8 @@ pub enum TrainCommand {
     Stop(super::train_stop::Args),
     /// Stop a run's job, then retrieve its artifacts.
     Cancel(super::train_cancel::Args),
+    /// Redo the merge of a run whose merge failed, without training again.
+    Merge(super::train_merge::Args),
 }
 
 /// Runs `train`.
@@ -48,6 +50,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Some(TrainCommand::Attach(attach)) => return super::train_attach::run(ctx, &attach).await,
         Some(TrainCommand::Stop(stop)) => return super::train_stop::run(ctx, &stop).await,
         Some(TrainCommand::Cancel(cancel)) => return super::train_cancel::run(ctx, &cancel).await,
+        Some(TrainCommand::Merge(merge)) => return super::train_merge::run(ctx, &merge).await,
         None => {}
     }
     let cancel = follow::ctrl_c();

@@ -103,6 +103,7 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
     // type (they hold defaults, whose problems would be noise).
     let mut semantic = Vec::new();
     validate::validate(&settings, &declared, &mut semantic);
+    validate::combinations(&settings, &provenance, &mut semantic);
     problems.extend(semantic.into_iter().filter(|problem| {
         !failed
             .iter()

@@ -24,4 +24,6 @@ pub use layers::{Provenance, Source, extra_value, var_name};
 pub use load::{DOTENV_NAME, FILE_NAME, Loaded, dotenv_pairs, load};
 pub use show::{Entry, entries};
 pub use types::*;
-pub use validate::{AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, safe_path, valid_name};
+pub use validate::{
+    AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, axolotl_truthy, safe_path, valid_name,
+};

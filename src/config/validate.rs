@@ -572,6 +572,78 @@ fn check_volume(check: &mut Check<'_>, name: &str, runpod: &RunpodTarget) {
     }
 }
 
+/// Whether Axolotl reads the `axolotl_extra` value `value` as set (Python truthiness
+/// of the YAML value: `false`, `0`, `""` and empty collections are not).
+#[must_use]
+pub fn axolotl_truthy(value: &toml::Value) -> bool {
+    match value {
+        toml::Value::Boolean(b) => *b,
+        toml::Value::Integer(i) => *i != 0,
+        toml::Value::Float(f) => *f != 0.0,
+        toml::Value::String(s) => !s.is_empty(),
+        toml::Value::Array(a) => !a.is_empty(),
+        toml::Value::Table(t) => !t.is_empty(),
+        toml::Value::Datetime(_) => true,
+    }
+}
+
+/// Adds a problem for every pair of settings that Axolotl 0.19 refuses together
+/// (`check_evals`, `check_saves` and `check_warmup` in its
+/// `utils/schemas/validation.py`), naming both keys. A typed setting counts only when
+/// it is set (in `overbrainer.toml` or a variable): its default gives way to the
+/// `axolotl_extra` key instead (AXO-7). Whether there is eval data is checked where the
+/// data is known (`train::axolotl::eval_data_conflict`).
+pub(crate) fn combinations(
+    settings: &Settings,
+    provenance: &Provenance,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(training) = &settings.training else {
+        return;
+    };
+    let extra = &training.axolotl_extra;
+    let set = |key: &str| extra.get(key).filter(|v| axolotl_truthy(v));
+    let extra_key = |key: &str| format!("training.axolotl_extra.{key}");
+    let not_steps = |key: &str| set(key).filter(|v| v.as_str() != Some("steps"));
+    for (steps, per_epoch, strategy) in [
+        ("eval_steps", "training.evals_per_epoch", "eval_strategy"),
+        ("save_steps", "training.saves_per_epoch", "save_strategy"),
+    ] {
+        if set(steps).is_some() && provenance.is_set(per_epoch) {
+            problems.push(Problem::new(
+                extra_key(steps),
+                format!(
+                    "cannot be used with `{per_epoch}`: Axolotl refuses both together; remove one of them"
+                ),
+            ));
+        }
+        if not_steps(strategy).is_some() && set(steps).is_some() {
+            problems.push(Problem::new(
+                extra_key(strategy),
+                format!(
+                    "other than `steps` cannot be used with `{}`: Axolotl takes `{steps}` only with `{strategy} = \"steps\"`; set that or remove one of them",
+                    extra_key(steps)
+                ),
+            ));
+        }
+    }
+    if not_steps("eval_strategy").is_some() && provenance.is_set("training.evals_per_epoch") {
+        problems.push(Problem::new(
+            extra_key("eval_strategy"),
+            "other than `steps` cannot be used with `training.evals_per_epoch`: Axolotl takes `evals_per_epoch` only with `eval_strategy = \"steps\"` or none; remove one of them",
+        ));
+    }
+    if set("warmup_steps").is_some() && set("warmup_ratio").is_some() {
+        problems.push(Problem::new(
+            extra_key("warmup_steps"),
+            format!(
+                "cannot be used with `{}`: Axolotl refuses both together; remove one of them",
+                extra_key("warmup_ratio")
+            ),
+        ));
+    }
+}
+
 /// Notes for stderr: deprecated keys in use and keys ignored under a target's runtime
 /// (CHK-5, CFG-8).
 #[must_use]

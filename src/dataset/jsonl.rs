@@ -2,6 +2,9 @@
 //! them to disk before an item counts as done; readers keep a valid last line that lost
 //! its newline and skip, reporting file and line, a line that is not valid JSON (a torn
 //! write). Files are read as bytes so invalid UTF-8 in one line spoils only that line.
+//! Every reader skips a UTF-8 byte-order mark at the start of a line (editors on Windows
+//! write one at the start of a file; concatenated files carry one inside), so that
+//! record is read like any other; a file rewritten here loses the mark.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -42,6 +45,20 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Jsonl
         path,
         source,
     }
+}
+
+/// The UTF-8 byte-order mark.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `bytes` without a leading UTF-8 byte-order mark.
+#[must_use]
+pub fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
+}
+
+/// The lines of a file's `bytes`, split at `\n`, each without a leading byte-order mark.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes.split(|&b| b == b'\n').map(strip_bom)
 }
 
 /// A line that was skipped while reading, for the caller to warn about.
@@ -85,7 +102,7 @@ pub fn read_jsonl<T: DeserializeOwned>(
     };
     let mut records = Vec::new();
     let mut skipped = Vec::new();
-    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
+    for (index, line) in lines(&bytes).enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -210,7 +227,7 @@ pub fn retain_lines(
         Err(error) => return Err(io("read", path)(error)),
     };
     let mut kept = Vec::with_capacity(bytes.len());
-    for line in bytes.split(|&b| b == b'\n') {
+    for line in lines(&bytes) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -242,7 +259,7 @@ pub fn count_lines(
         Err(error) => return Err(io("read", path)(error)),
     };
     let mut counts = (0, 0);
-    for line in bytes.split(|&b| b == b'\n') {
+    for line in lines(&bytes) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -266,8 +283,7 @@ pub fn lines_after(path: &Path, old: usize) -> Result<Vec<serde_json::Value>, Js
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(error) => return Err(io("read", path)(error)),
     };
-    Ok(bytes
-        .split(|&b| b == b'\n')
+    Ok(lines(&bytes)
         .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
         .skip(old)
         .filter_map(|line| serde_json::from_slice(line).ok())
@@ -294,7 +310,7 @@ pub fn drop_old_lines(
     let mut kept = Vec::with_capacity(bytes.len());
     let mut index = 0;
     let mut dropped = 0;
-    for line in bytes.split(|&b| b == b'\n') {
+    for line in lines(&bytes) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -363,6 +379,38 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "{\"t\":\"b\"}\nnot json\n{\"new\":true,\"t\":\"a\"}\n"
         );
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_loses_no_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bom.jsonl");
+        let text = b"\xEF\xBB\xBF{\"t\":\"a\",\"n\":1}\r\n{\"t\":\"b\",\"n\":2}\n";
+        std::fs::write(&path, text).unwrap();
+        let (records, skipped) = read_jsonl::<Value>(&path).unwrap();
+        assert_eq!(
+            records,
+            vec![json!({"t": "a", "n": 1}), json!({"t": "b", "n": 2})]
+        );
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let is_a = |v: &Value| v["t"] == "a";
+        assert_eq!(count_lines(&path, is_a).unwrap(), (2, 1));
+        assert_eq!(lines_after(&path, 0).unwrap().len(), 2);
+        assert_eq!(drop_old_lines(&path, 2, is_a).unwrap(), 1);
+        assert_eq!(std::fs::read(&path).unwrap(), b"{\"t\":\"b\",\"n\":2}\n");
+        std::fs::write(&path, text).unwrap();
+        retain_lines(&path, |v| v["t"] == "a").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{\"t\":\"a\",\"n\":1}\r\n");
+        // Two files concatenated, each with its mark; a mark inside a line spoils it.
+        std::fs::write(
+            &path,
+            b"\xEF\xBB\xBF{\"n\":1}\n\xEF\xBB\xBF{\"n\":2}\n{\"n\":\xEF\xBB\xBF3}\n",
+        )
+        .unwrap();
+        let (records, skipped) = read_jsonl::<Value>(&path).unwrap();
+        assert_eq!(records, vec![json!({"n": 1}), json!({"n": 2})]);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].line, 3);
     }
 
     #[test]

@@ -239,7 +239,7 @@ async fn summary_of(executor: &AnyExecutor, record: &RunRecord) -> Summary {
             break;
         }
         for line in lines {
-            if let crate::train::metrics::Parsed::Line(line) = reader.parse(&line) {
+            if let Some(line) = reader.parse(&line).into_line() {
                 summary.observe(&line);
             }
         }

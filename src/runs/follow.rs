@@ -13,12 +13,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
+use super::ending::{JobEnd, ending, unresumable};
 use super::record::{RunRecord, Snapshot, SnapshotReason, State};
 use super::retrieve::retrieve;
 use super::start::error_chain;
 use super::{Events, RunError, RunEvent, emit};
 use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobStatus, MAX_TAIL_READ};
 use crate::project::Project;
+use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
 use crate::train::metrics::{METRICS_FILE, MetricLine, MetricReader, Parsed, Summary};
 use crate::train::phase::PhaseTracker;
 use crate::train::plugin::{SNAPSHOT_FILE, SNAPSHOT_REQUEST, SnapshotFile};
@@ -262,6 +264,10 @@ async fn drain(
     {
         match reader.parse_last(&rest) {
             Parsed::Line(line) => apply(&line, summary, tracker, events),
+            Parsed::Flagged(line, warning) => {
+                emit(events, RunEvent::Warning(warning));
+                apply(&line, summary, tracker, events);
+            }
             Parsed::Skipped(Some(warning)) => emit(events, RunEvent::Warning(warning)),
             Parsed::Skipped(None) => {}
         }
@@ -277,6 +283,10 @@ fn observe(
 ) {
     match reader.parse(line) {
         Parsed::Line(line) => apply(&line, summary, tracker, events),
+        Parsed::Flagged(line, warning) => {
+            emit(events, RunEvent::Warning(warning));
+            apply(&line, summary, tracker, events);
+        }
         Parsed::Skipped(Some(warning)) => emit(events, RunEvent::Warning(warning)),
         Parsed::Skipped(None) => {}
     }
@@ -318,66 +328,64 @@ pub async fn finish(
     if summary.snapshot.is_none() {
         let path = format!("{}/{SNAPSHOT_FILE}", record.dir);
         if let Ok(bytes) = executor.read_from(&path, 0, 4096).await {
-            if let Ok(file) = serde_json::from_slice::<SnapshotFile>(&bytes) {
+            let bytes = crate::dataset::jsonl::strip_bom(&bytes);
+            if let Ok(file) = serde_json::from_slice::<SnapshotFile>(bytes) {
                 summary.snapshot = Some((file.step, file.checkpoint));
             }
         }
     }
     record.set_summary(&summary);
-    let (state, message) = match status {
-        JobStatus::Cancelled => (State::Cancelled, "cancelled with `train cancel`".to_owned()),
-        JobStatus::Lost => (
-            State::Failed,
-            "the job was lost: it ended without an exit code (killed, or its run directory is gone)".to_owned(),
-        ),
-        JobStatus::Exited(0) if !summary.plugin_seen => (
-            State::Failed,
-            format!("the job wrote no metric line: Axolotl did not load the metrics plugin; see `runs/{}/job.log`", record.id),
-        ),
-        JobStatus::Exited(0) if summary.snapshot.is_some() => (State::Stopped, String::new()),
-        JobStatus::Exited(0) | JobStatus::Running => (State::Succeeded, String::new()),
-        JobStatus::Exited(code) => (State::Failed, format!("the job exited with code {code}")),
-    };
-    let checkpoint = match (&summary.snapshot, state) {
+    let mut end = ending(
+        &record.id,
+        &JobEnd {
+            status,
+            plugin_seen: summary.plugin_seen,
+            snapshot: summary.snapshot.as_ref().map(|(s, c)| (*s, c.as_str())),
+            last_stage: summary.last_stage,
+        },
+    );
+    let checkpoint = match (&summary.snapshot, end.state) {
         (Some((_, checkpoint)), State::Stopped) => Some(checkpoint.clone()),
         _ => None,
     };
-    if let Err(error) = retrieve(executor, &record, &local_dir, checkpoint.as_deref()).await {
+    // A failed merge's partial `output/merged/` is no result (see `ending`).
+    let skip: &[&str] = if end.state == State::MergeFailed {
+        &[MERGED_DIR]
+    } else {
+        &[]
+    };
+    if let Err(error) = retrieve(executor, &record, &local_dir, checkpoint.as_deref(), skip).await {
         record.state = State::Running;
         record.message = Some(format!(
             "the job ended ({}); results pending retrieval: {error}",
-            if message.is_empty() {
-                state.name().to_owned()
-            } else {
-                message.clone()
-            }
+            end.message(None)
+                .unwrap_or_else(|| end.state.name().to_owned())
         ));
         record.save(&runs_dir)?;
         return Err(error);
     }
-    record.retrieved = true;
-    record.state = state;
-    record.message = None;
-    if state == State::Failed {
-        let log = std::fs::read(local_dir.join(JOB_LOG)).unwrap_or_default();
-        let pointer = error_lines(&String::from_utf8_lossy(&log)).map_or_else(
-            || format!("; see `runs/{}/job.log`", record.id),
-            |(first, last, text)| {
-                format!(
-                    "; `runs/{}/job.log` lines {first}-{last}: {text}",
-                    record.id
-                )
-            },
-        );
-        let pointer = if message.contains("job.log") {
-            String::new()
-        } else {
-            pointer
-        };
-        record.message = Some(format!("{message}{pointer}"));
-    } else if !message.is_empty() {
-        record.message = Some(message);
+    if let (State::Stopped, Some((step, checkpoint))) = (end.state, &summary.snapshot) {
+        // RUN-30: never `stopped` with a checkpoint a resume cannot use.
+        let dir = local_dir.join(OUTPUT_DIR).join(checkpoint);
+        let missing = crate::train::checkpoint::missing(&dir)
+            .unwrap_or_else(|error| vec![format!("a readable directory ({error})")]);
+        if !missing.is_empty() {
+            end = unresumable(&record.id, *step, checkpoint, &missing);
+            record.last_step = Some(*step);
+        }
     }
+    record.retrieved = true;
+    record.state = end.state;
+    let pointer = end.points_at_log.then(|| {
+        log_pointer(
+            &local_dir,
+            &record.id,
+            JOB_LOG,
+            state_after_training(end.state),
+        )
+    });
+    record.message = end.message(pointer.as_deref());
+    let state = end.state;
     if let (State::Stopped, Some((step, checkpoint))) = (state, &summary.snapshot) {
         let reason = if record.snapshot.is_some() {
             record
@@ -396,6 +404,30 @@ pub async fn finish(
     }
     record.save(&runs_dir)?;
     Ok(Outcome::Ended(record))
+}
+
+/// Whether a job that ended in `state` failed after its training succeeded, so the
+/// last root cause in its log is the one that counts.
+fn state_after_training(state: State) -> bool {
+    state == State::MergeFailed
+}
+
+/// The `; `-prefixed pointer into the log `log` (a path relative to the run directory
+/// `local_dir` of run `run_id`) at the lines that say why a job failed, see
+/// [`error_lines`]; with `last`, see [`last_error_lines`].
+#[must_use]
+pub fn log_pointer(local_dir: &std::path::Path, run_id: &str, log: &str, last: bool) -> String {
+    let text = std::fs::read(local_dir.join(log)).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines = if last {
+        last_error_lines(&text)
+    } else {
+        error_lines(&text)
+    };
+    lines.map_or_else(
+        || format!("; see `runs/{run_id}/{log}`"),
+        |(first, last, text)| format!("; `runs/{run_id}/{log}` lines {first}-{last}: {text}"),
+    )
 }
 
 /// Where `job.log` says why the job failed: the first and last line numbers (1-based)
@@ -431,6 +463,13 @@ fn is_wrapper_exception(line: &str) -> bool {
 /// The first traceback in `lines` whose exception is not a wrapper's, see
 /// [`error_lines`].
 fn root_traceback(lines: &[&str]) -> Option<(usize, usize, String)> {
+    root_tracebacks(lines).into_iter().next()
+}
+
+/// Every traceback in `lines` whose exception is not a wrapper's, in order: the first
+/// and last line numbers (1-based) and the exception line trimmed to 300 characters.
+fn root_tracebacks(lines: &[&str]) -> Vec<(usize, usize, String)> {
+    let mut found = Vec::new();
     let mut index = 0;
     while index < lines.len() {
         if !lines[index].starts_with("Traceback (most recent call last)") {
@@ -438,17 +477,31 @@ fn root_traceback(lines: &[&str]) -> Option<(usize, usize, String)> {
             continue;
         }
         let header = index;
-        let exception = lines[header + 1..]
+        let Some(exception) = lines[header + 1..]
             .iter()
             .position(|line| !line.is_empty() && !line.starts_with(char::is_whitespace))
-            .map(|offset| header + 1 + offset)?;
+            .map(|offset| header + 1 + offset)
+        else {
+            break;
+        };
         if !is_wrapper_exception(lines[exception]) {
             let text: String = lines[exception].trim().chars().take(300).collect();
-            return Some((header + 1, exception + 1, text));
+            found.push((header + 1, exception + 1, text));
         }
         index = exception + 1;
     }
-    None
+    found
+}
+
+/// Where the log of a job whose last command failed after earlier ones succeeded (a
+/// merge after training) says why: the last traceback whose exception is not a
+/// wrapper's (an earlier one did not stop the job), else as [`error_lines`].
+#[must_use]
+pub fn last_error_lines(log: &str) -> Option<(usize, usize, String)> {
+    let lines: Vec<&str> = log.lines().map(strip_rank).collect();
+    root_tracebacks(&lines)
+        .pop()
+        .or_else(|| last_error_line(&lines))
 }
 
 /// The last line of `lines` naming an error, and the traceback it ends if any.
@@ -582,6 +635,34 @@ mod tests {
                 267,
                 "pyarrow.lib.ArrowInvalid: JSON parse error: Missing a name for object member. in row 0".to_owned()
             ))
+        );
+    }
+
+    #[test]
+    fn a_failed_merge_points_at_its_own_traceback_not_an_earlier_one() {
+        let mut tail = vec![
+            "Traceback (most recent call last):",
+            "  File \"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 9",
+            "ResourceWarning: unclosed file",
+            "[INFO] training done",
+            "Traceback (most recent call last):",
+            "  File \"/venv/lib/python3.11/site-packages/axolotl/cli/merge_lora.py\", line 40",
+            "OSError: [Errno 28] No space left on device",
+        ];
+        tail.extend(ACCELERATE_WRAPPER);
+        let log = log_with(10, &tail);
+        assert_eq!(
+            last_error_lines(&log),
+            Some((
+                15,
+                17,
+                "OSError: [Errno 28] No space left on device".to_owned()
+            ))
+        );
+        assert_eq!(error_lines(&log).map(|(first, ..)| first), Some(11));
+        assert_eq!(
+            last_error_lines("a\nValueError: bad\n"),
+            Some((2, 2, "ValueError: bad".to_owned()))
         );
     }
 

@@ -3,6 +3,7 @@
 //!
 //! - [`id`]: run IDs (RUN-1, RUN-2, RUN-5);
 //! - [`record`]: `run.json` and its states (RUN-8, RUN-9), listing (RUN-44);
+//! - [`ending`]: from the end of a job to the run's final state, pure (RUN-9);
 //! - [`target`]: from a `[targets.<name>]` entry to a connected executor and a runtime
 //!   (TGT-1..TGT-7);
 //! - [`start`]: the run directory, the claim, the upload and the job (RUN-6, RUN-10..RUN-15,
@@ -11,13 +12,16 @@
 //!   (RUN-16..RUN-21, MPL-4, MPL-7, SYS-1, SYS-5);
 //! - [`retrieve`]: results checked file by file against the target's manifest
 //!   (RUN-23..RUN-25);
-//! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42).
+//! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42);
+//! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\].
 //!
 //! Flows never print: they send [`RunEvent`]s on a channel that the front end renders.
 
 pub mod control;
+pub mod ending;
 pub mod follow;
 pub mod id;
+pub mod merge;
 pub mod record;
 pub mod retrieve;
 pub mod start;
@@ -103,6 +107,17 @@ pub enum RunError {
     /// A refusal before anything starts or changes, with its reason and fix.
     #[error("{0}")]
     Refused(String),
+    /// The merged model of `train merge` could not be retrieved or failed verification;
+    /// `train merge` retries.
+    #[error(
+        "retrieval of the merged model of run `{run_id}` failed: {reason}; `overbrainer train merge {run_id}` retries"
+    )]
+    MergeRetrieval {
+        /// Run ID.
+        run_id: String,
+        /// What failed.
+        reason: String,
+    },
     /// The results could not be retrieved or failed verification; `train attach` retries.
     #[error(
         "retrieval of run `{run_id}` failed: {reason}; `overbrainer train attach {run_id}` retries"

@@ -25,17 +25,22 @@ pub enum State {
     Failed,
     /// Cancelled by `train cancel`.
     Cancelled,
-    /// Ended at a snapshot whose checkpoint was retrieved.
+    /// Ended at a snapshot whose checkpoint was retrieved and is complete.
     Stopped,
+    /// Training succeeded and its adapter was retrieved, but `axolotl merge-lora`
+    /// failed: the adapter in `output/` is the usable result, and `train merge` redoes
+    /// the merge alone \[design\].
+    #[serde(rename = "merge_failed")]
+    MergeFailed,
 }
 
 impl State {
-    /// Whether the state is one of the four terminal ones.
+    /// Whether the state is a terminal one: the four of RUN-9 and `merge_failed`.
     #[must_use]
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            Self::Succeeded | Self::Failed | Self::Cancelled | Self::Stopped
+            Self::Succeeded | Self::Failed | Self::Cancelled | Self::Stopped | Self::MergeFailed
         )
     }
 
@@ -49,6 +54,7 @@ impl State {
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
             Self::Stopped => "stopped",
+            Self::MergeFailed => "merge_failed",
         }
     }
 }
@@ -124,6 +130,10 @@ pub struct RunRecord {
     /// Whether `merge = true` was in effect at start [design].
     #[serde(default)]
     pub merge: bool,
+    /// The job of the last `train merge` of a `merge_failed` run, once one started; its
+    /// run directory is `<dir>/merge-<n>` \[design\].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_job: Option<JobId>,
     /// Steps in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u64>,
@@ -178,7 +188,8 @@ impl RunRecord {
             }
             Err(source) => return Err(RunError::Io { path, source }),
         };
-        serde_json::from_slice(&text).map_err(|error| RunError::BadRecord {
+        let text = crate::dataset::jsonl::strip_bom(&text);
+        serde_json::from_slice(text).map_err(|error| RunError::BadRecord {
             path,
             reason: error.to_string(),
         })
@@ -270,6 +281,7 @@ mod tests {
             snapshot: None,
             resumed_from: None,
             merge: false,
+            merge_job: None,
             max_steps: None,
             last_step: None,
             epoch: None,
@@ -311,6 +323,17 @@ mod tests {
             RunRecord::load(dir.path(), "../x"),
             Err(RunError::BadRunId(_))
         ));
+    }
+
+    #[test]
+    fn merge_failed_is_terminal_and_recorded_by_its_name() {
+        let mut r = record("a", "2026-01-01T00:00:00Z");
+        r.state = State::MergeFailed;
+        assert!(r.state.is_terminal());
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"state\":\"merge_failed\""), "{text}");
+        assert_eq!(serde_json::from_str::<RunRecord>(&text).unwrap(), r);
+        assert_eq!(State::MergeFailed.name(), "merge_failed");
     }
 
     #[test]

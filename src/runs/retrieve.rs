@@ -15,7 +15,7 @@ use std::path::Path;
 use super::RunError;
 use super::record::{RunRecord, TargetKind};
 use crate::exec::{AnyExecutor, EXIT_FILE, Executor as _, FileDigest, JOB_LOG, sha256_file};
-use crate::train::axolotl::OUTPUT_DIR;
+use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
 use crate::train::metrics::METRICS_FILE;
 use crate::train::plugin::SNAPSHOT_FILE;
 
@@ -31,9 +31,9 @@ pub fn main_entries() -> Vec<String> {
         .collect()
 }
 
-/// Retrieves the run's results into `local_dir`: the main pass, then, with
-/// `checkpoint`, `output/<checkpoint>/` of a snapshot in a second pass checked the same
-/// way (RUN-24).
+/// Retrieves the run's results into `local_dir`: the main pass, leaving out names
+/// matching [`EXCLUDED`] and `skip` at any depth, then, with `checkpoint`,
+/// `output/<checkpoint>/` of a snapshot in a second pass checked the same way (RUN-24).
 ///
 /// # Errors
 ///
@@ -44,12 +44,17 @@ pub async fn retrieve(
     record: &RunRecord,
     local_dir: &Path,
     checkpoint: Option<&str>,
+    skip: &[&str],
 ) -> Result<(), RunError> {
-    let exclude: Vec<String> = EXCLUDED.iter().map(|s| (*s).to_owned()).collect();
-    pass(executor, record, local_dir, &main_entries(), &exclude).await?;
+    let exclude: Vec<String> = EXCLUDED
+        .iter()
+        .chain(skip)
+        .map(|s| (*s).to_owned())
+        .collect();
+    pass(executor, record, local_dir, &main_entries(), &exclude, &[]).await?;
     if let Some(checkpoint) = checkpoint {
         let entries = vec![format!("{OUTPUT_DIR}/{checkpoint}")];
-        let files = pass(executor, record, local_dir, &entries, &[]).await?;
+        let files = pass(executor, record, local_dir, &entries, &[], &[]).await?;
         if files == 0 {
             return Err(RunError::Retrieval {
                 run_id: record.id.clone(),
@@ -62,13 +67,43 @@ pub async fn retrieve(
     Ok(())
 }
 
-/// One checked pass; returns the number of files.
+/// Retrieves what `train merge` produced for the run of `record` into `local_dir`:
+/// the merge job's directory `merge_dir` (relative to the run directory) and, with
+/// `with_model`, `output/merged/`, checked against the target's manifest. Once the
+/// download is verified, the local `output/merged/` is replaced as a whole, so no file
+/// of an earlier, partial merge stays beside the new one.
+///
+/// # Errors
+///
+/// As [`retrieve`].
+pub async fn retrieve_merge(
+    executor: &AnyExecutor,
+    record: &RunRecord,
+    local_dir: &Path,
+    merge_dir: &str,
+    with_model: bool,
+) -> Result<(), RunError> {
+    let merged = format!("{OUTPUT_DIR}/{MERGED_DIR}");
+    let mut entries = vec![merge_dir.to_owned()];
+    let mut replace = Vec::new();
+    if with_model {
+        entries.push(merged.clone());
+        replace.push(merged);
+    }
+    pass(executor, record, local_dir, &entries, &[], &replace).await?;
+    Ok(())
+}
+
+/// One checked pass; returns the number of files. Each directory of `replace`
+/// (relative to `local_dir`) is removed once the download is verified, before the
+/// files are moved into place.
 async fn pass(
     executor: &AnyExecutor,
     record: &RunRecord,
     local_dir: &Path,
     entries: &[String],
     exclude: &[String],
+    replace: &[String],
 ) -> Result<usize, RunError> {
     let failed = |reason: String| RunError::Retrieval {
         run_id: record.id.clone(),
@@ -89,6 +124,14 @@ async fn pass(
             .await
             .map_err(|e| failed(format!("download: {}", super::start::error_chain(&e))))?;
         verify(&staging, &manifest).map_err(failed)?;
+        for dir in replace {
+            let dir = local_dir.join(dir);
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(RunError::Io { path: dir, source }),
+            }
+        }
         for file in &manifest {
             let from = staging.join(file.relative_path());
             let to = local_dir.join(file.relative_path());
@@ -285,7 +328,7 @@ mod tests {
         let local = root.path().join("runs/r1");
         std::fs::create_dir_all(&local).unwrap();
 
-        retrieve(&executor, &record, &local, None).await.unwrap();
+        retrieve(&executor, &record, &local, None, &[]).await.unwrap();
         let back = local.join(OUTPUT_DIR);
         assert_eq!(
             std::fs::read_link(back.join("latest")).unwrap(),
@@ -302,7 +345,7 @@ mod tests {
         assert!(!back.join("checkpoint-2").exists(), "checkpoints stay out");
 
         std::os::unix::fs::symlink("../../outside", output.join("escape")).unwrap();
-        let error = retrieve(&executor, &record, &local, None)
+        let error = retrieve(&executor, &record, &local, None, &[])
             .await
             .unwrap_err();
         let message = error.to_string();

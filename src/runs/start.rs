@@ -56,6 +56,24 @@ fn non_empty(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
 }
 
+/// Why `[training]` cannot run on the project's data: Axolotl settings that need eval
+/// data while `data/eval.jsonl` is missing or empty (see
+/// [`axolotl::eval_data_conflict`]). `None` before `data/train.jsonl` exists (the
+/// split decides then) and without a `[training]` section.
+#[must_use]
+pub fn eval_data_problem(project: &Project, settings: &Settings) -> Option<String> {
+    let training = settings.training.as_ref()?;
+    let data = project.data_dir();
+    if !non_empty(&data.join(TRAIN_DATA)) {
+        return None;
+    }
+    axolotl::eval_data_conflict(
+        training,
+        non_empty(&data.join(EVAL_DATA)),
+        &format!("data/{EVAL_DATA}"),
+    )
+}
+
 /// Where the run's train and eval data come from, and the resume checkpoint.
 struct Inputs {
     train: PathBuf,
@@ -63,7 +81,9 @@ struct Inputs {
     resume: Option<(String, PathBuf)>,
 }
 
-/// Checks a resume (RUN-35, RUN-36) and returns its inputs.
+/// Checks a resume (RUN-35, RUN-36): the run is stopped, its checkpoint is complete
+/// ([`crate::train::checkpoint::missing`]) and its settings may be resumed; returns its
+/// inputs.
 fn resume_inputs(
     project: &Project,
     training: &Training,
@@ -87,6 +107,19 @@ fn resume_inputs(
         return Err(RunError::Refused(format!(
             "the checkpoint of run `{from}` is not in `runs/{from}/{OUTPUT_DIR}/{}`; `overbrainer train attach {from}` retrieves it",
             snapshot.checkpoint
+        )));
+    }
+    // What a resume needs must be there before anything starts (Axolotl #1631).
+    let missing =
+        crate::train::checkpoint::missing(&checkpoint).map_err(|source| RunError::Io {
+            path: checkpoint.clone(),
+            source,
+        })?;
+    if !missing.is_empty() {
+        return Err(RunError::Refused(format!(
+            "run `{from}` cannot be resumed: its checkpoint `runs/{from}/{OUTPUT_DIR}/{}` lacks {}; start a new run with `overbrainer train`",
+            snapshot.checkpoint,
+            missing.join(", ")
         )));
     }
     let yaml_path = dir.join(AXOLOTL_YAML);
@@ -124,6 +157,19 @@ fn resume_inputs(
 /// anything else it starts [design].
 #[must_use]
 pub fn job_script(spec: &JobSpec, merge: bool) -> String {
+    let mut script = job_environment(spec);
+    let stages = Stages {
+        merge,
+        export: None,
+    };
+    script.push_str(&stages.script(spec));
+    script
+}
+
+/// The start of every job script of `spec`, run in the run directory: the runtime's
+/// environment, see [`job_script`].
+#[must_use]
+pub fn job_environment(spec: &JobSpec) -> String {
     let mut script = String::new();
     if let JobRuntime::Native { venv: Some(venv) } = &spec.runtime {
         let _ = writeln!(
@@ -134,12 +180,29 @@ pub fn job_script(spec: &JobSpec, merge: bool) -> String {
     }
     script.push_str("PYTHONPATH=\"$PWD${PYTHONPATH:+:$PYTHONPATH}\"; export PYTHONPATH\n");
     script.push_str(": \"${AXOLOTL_DO_NOT_TRACK:=1}\"; export AXOLOTL_DO_NOT_TRACK\n");
-    let stages = Stages {
-        merge,
-        export: None,
-    };
-    script.push_str(&stages.script(spec));
     script
+}
+
+/// The job's secret variables: `HF_TOKEN` when `OVERBRAINER_HF_TOKEN` is set
+/// (TGT-10), resolved now.
+///
+/// # Errors
+///
+/// [`RunError::Secret`] when the token cannot be resolved.
+pub async fn job_secrets(
+    settings: &Settings,
+    env: &EnvSnapshot,
+) -> Result<Vec<(String, SecretString)>, RunError> {
+    match &settings.hf_token {
+        Some(reference) => {
+            let value: SecretString = crate::secrets::Resolver::new(env)
+                .resolve("OVERBRAINER_HF_TOKEN", reference)
+                .await
+                .map_err(|e| RunError::Secret(Box::new(e)))?;
+            Ok(vec![("HF_TOKEN".to_owned(), value)])
+        }
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Copies the directory `from` to `to`, hard-linking files when the file system allows
@@ -223,6 +286,14 @@ fn check(
             resume: None,
         }
     };
+    let eval_file = match &options.resume_from {
+        Some(from) => format!("runs/{from}/{EVAL_DATA}"),
+        None => format!("data/{EVAL_DATA}"),
+    };
+    if let Some(problem) = axolotl::eval_data_conflict(training, inputs.eval.is_some(), &eval_file)
+    {
+        return Err(RunError::Refused(problem));
+    }
     let yaml = axolotl::render(
         training,
         inputs.resume.as_ref().map(|(name, _)| name.as_str()),
@@ -303,16 +374,7 @@ pub async fn start(
             ),
         );
     }
-    let secrets = match &settings.hf_token {
-        Some(reference) => {
-            let value: SecretString = crate::secrets::Resolver::new(env)
-                .resolve("OVERBRAINER_HF_TOKEN", reference)
-                .await
-                .map_err(|e| RunError::Secret(Box::new(e)))?;
-            vec![("HF_TOKEN".to_owned(), value)]
-        }
-        None => Vec::new(),
-    };
+    let secrets = job_secrets(settings, env).await?;
     let runs_dir = project.runs_dir();
     std::fs::create_dir_all(&runs_dir).map_err(|source| RunError::Io {
         path: runs_dir.clone(),
@@ -372,6 +434,7 @@ pub async fn start(
         snapshot: None,
         resumed_from: options.resume_from.clone(),
         merge,
+        merge_job: None,
         max_steps: None,
         last_step: None,
         epoch: None,

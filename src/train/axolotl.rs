@@ -7,7 +7,9 @@
 
 use super::plugin;
 use super::yaml::{self, Mapping, Yaml};
-use crate::config::{AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, AdapterKind, Training};
+use crate::config::{
+    AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, AdapterKind, Training, axolotl_truthy,
+};
 
 /// File name of the run's Axolotl configuration, in its run directory.
 pub const AXOLOTL_YAML: &str = "axolotl.yaml";
@@ -17,6 +19,8 @@ pub const TRAIN_DATA: &str = "train.jsonl";
 pub const EVAL_DATA: &str = "eval.jsonl";
 /// Axolotl's output directory, relative to the run directory.
 pub const OUTPUT_DIR: &str = "output";
+/// Where `axolotl merge-lora` writes the merged model, under [`OUTPUT_DIR`].
+pub const MERGED_DIR: &str = "merged";
 /// Where Axolotl keeps its tokenized datasets, relative to the run directory.
 pub const PREPARED_DIR: &str = "prepared";
 /// Where a resumed run finds the stopped run's checkpoint, relative to its run directory.
@@ -172,15 +176,52 @@ pub fn config(
     if let Some(hub) = &training.hub_model_id {
         c.insert("hub_model_id", Yaml::from(hub.as_str()));
     }
-    let extra = yaml::mapping_from_toml(&training.axolotl_extra);
-    if extra.contains_key("eval_steps") {
+    let raw = &training.axolotl_extra;
+    let extra = yaml::mapping_from_toml(raw);
+    // AXO-7, and what Axolotl refuses together (its `check_evals` and `check_warmup`):
+    // a generated value gives way to the `axolotl_extra` key it conflicts with.
+    let other_than_steps = |key: &str| {
+        raw.get(key)
+            .and_then(toml::Value::as_str)
+            .is_some_and(|v| !v.is_empty() && v != "steps")
+    };
+    if extra.contains_key("eval_steps") || other_than_steps("eval_strategy") {
         c.remove("evals_per_epoch");
     }
     if extra.contains_key("save_steps") {
         c.remove("saves_per_epoch");
     }
+    if extra.contains_key("warmup_steps") {
+        c.remove("warmup_ratio");
+    }
     c.merge(extra);
     Ok(c)
+}
+
+/// Why the `axolotl_extra` of `training` cannot run without eval data, when `has_eval`
+/// is false: Axolotl 0.19 refuses `eval_steps`, and an `eval_strategy` other than `no`,
+/// with `val_set_size: 0` and no `test_datasets` (its `check_evals`). The message names
+/// the key and `eval_file`, the file the eval data would come from.
+#[must_use]
+pub fn eval_data_conflict(training: &Training, has_eval: bool, eval_file: &str) -> Option<String> {
+    if has_eval {
+        return None;
+    }
+    let extra = &training.axolotl_extra;
+    let key = if extra.get("eval_steps").is_some_and(axolotl_truthy) {
+        "eval_steps"
+    } else if extra
+        .get("eval_strategy")
+        .and_then(toml::Value::as_str)
+        .is_some_and(|v| !v.is_empty() && v != "no")
+    {
+        "eval_strategy"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "`training.axolotl_extra.{key}` needs eval data, and `{eval_file}` is missing or empty: Axolotl refuses it without an eval set; remove the key, or write eval records (`overbrainer split` does)"
+    ))
 }
 
 /// The run's `axolotl.yaml` text (AXO-1).
@@ -351,6 +392,51 @@ mod tests {
             Some(&Yaml::from("tokenizer_default"))
         );
         assert!(matches!(c.get("special_tokens"), Some(Yaml::Map(_))));
+    }
+
+    #[test]
+    fn a_generated_value_gives_way_to_the_extra_key_axolotl_refuses_it_with() {
+        let c = config(
+            &training("eval_strategy = \"epoch\"\nwarmup_steps = 3"),
+            None,
+            true,
+        )
+        .unwrap();
+        assert!(c.get("evals_per_epoch").is_none());
+        assert!(c.get("warmup_ratio").is_none());
+        assert_eq!(c.get("warmup_steps"), Some(&Yaml::Int(3)));
+        let c = config(&training("eval_strategy = \"steps\""), None, true).unwrap();
+        assert_eq!(c.get("evals_per_epoch"), Some(&Yaml::Int(4)));
+    }
+
+    #[test]
+    fn eval_settings_without_eval_data_are_refused_naming_the_key() {
+        for (extra, key) in [
+            ("eval_steps = 5", Some("eval_steps")),
+            ("eval_strategy = \"epoch\"", Some("eval_strategy")),
+            ("eval_strategy = \"no\"", None),
+            ("eval_steps = 0", None),
+            ("save_steps = 5", None),
+        ] {
+            let t = training(extra);
+            let message = eval_data_conflict(&t, false, "data/eval.jsonl");
+            match key {
+                Some(key) => {
+                    let message = message.unwrap_or_else(|| panic!("{extra}: accepted"));
+                    assert!(
+                        message.contains(&format!("`training.axolotl_extra.{key}`")),
+                        "{message}"
+                    );
+                    assert!(message.contains("`data/eval.jsonl`"), "{message}");
+                }
+                None => assert_eq!(message, None, "{extra}"),
+            }
+            assert_eq!(
+                eval_data_conflict(&t, true, "data/eval.jsonl"),
+                None,
+                "{extra}"
+            );
+        }
     }
 
     #[test]

@@ -5,9 +5,15 @@
 //! `snapshot` lines; the job script writes `stage` lines (see `exec::Stages`). Every
 //! line has `kind` and `ts` (UTC seconds since the epoch). Non-finite numbers arrive as
 //! the strings `"nan"`, `"inf"` and `"-inf"` (JSON has no literal for them) and are
-//! kept as such. A line of an unknown kind is skipped with one warning per kind; a line
-//! that is not JSON is skipped with a warning (a torn last line is never handed to the
-//! reader while the file grows, since the tail only returns complete lines).
+//! kept as such. Another writer's bare `NaN`, `Infinity` and `-Infinity` (what Python's
+//! `json.dumps` writes, which is not JSON) are read the same way and flagged: the first
+//! line holding each comes back as [`Parsed::Flagged`] with a warning naming the line. A
+//! UTF-8 byte-order mark at the start of a line is skipped. A line of an unknown kind is
+//! skipped with one warning per kind; a line that is not JSON is skipped with a warning
+//! (a torn last line is never handed to the reader while the file grows, since the tail
+//! only returns complete lines).
+
+use std::borrow::Cow;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -153,6 +159,9 @@ const KNOWN_KINDS: [&str; 6] = ["stage", "train", "eval", "eval_progress", "end"
 pub enum Parsed {
     /// A known line.
     Line(MetricLine),
+    /// A known line read with a warning to show: it held a bare `NaN`, `Infinity` or
+    /// `-Infinity`, read as a non-finite value (once per token and reader).
+    Flagged(MetricLine, String),
     /// Skipped, with a warning to show (`None` when this kind was already warned about,
     /// or the line was blank).
     Skipped(Option<String>),
@@ -163,6 +172,67 @@ pub enum Parsed {
 pub struct MetricReader {
     line_number: u64,
     warned_kinds: BTreeSet<String>,
+    warned_tokens: BTreeSet<&'static str>,
+}
+
+impl Parsed {
+    /// The line, flagged or not.
+    #[must_use]
+    pub fn into_line(self) -> Option<MetricLine> {
+        match self {
+            Self::Line(line) | Self::Flagged(line, _) => Some(line),
+            Self::Skipped(_) => None,
+        }
+    }
+}
+
+/// Bare tokens some writers use for non-finite numbers, with the string this reader
+/// reads them as (see [`Value`]).
+const NON_STANDARD: [(&str, &str); 3] = [
+    ("-Infinity", "\"-inf\""),
+    ("Infinity", "\"inf\""),
+    ("NaN", "\"nan\""),
+];
+
+/// `line` with every bare `NaN`, `Infinity` and `-Infinity` outside strings replaced by
+/// the strings `"nan"`, `"inf"` and `"-inf"`, and the tokens found, in order of first
+/// appearance. Outside strings JSON has no other capital letters, so the tokens cannot
+/// be part of anything else.
+fn standardize_numbers(line: &str) -> (Cow<'_, str>, Vec<&'static str>) {
+    if !line.contains("NaN") && !line.contains("Infinity") {
+        return (Cow::Borrowed(line), Vec::new());
+    }
+    let mut out = String::with_capacity(line.len() + 8);
+    let mut found = Vec::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = line;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some((token, replacement)) = NON_STANDARD
+            .iter()
+            .find(|(token, _)| rest.starts_with(token))
+        {
+            out.push_str(replacement);
+            if !found.contains(token) {
+                found.push(*token);
+            }
+            rest = &rest[token.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    (Cow::Owned(out), found)
 }
 
 impl MetricReader {
@@ -175,11 +245,12 @@ impl MetricReader {
     /// Parses the next complete line of the file.
     pub fn parse(&mut self, line: &str) -> Parsed {
         self.line_number += 1;
-        let line = line.trim();
+        let line = line.trim_start_matches('\u{feff}').trim();
         if line.is_empty() {
             return Parsed::Skipped(None);
         }
-        let value: serde_json::Value = match serde_json::from_str(line) {
+        let (line, tokens) = standardize_numbers(line);
+        let value: serde_json::Value = match serde_json::from_str(&line) {
             Ok(value) => value,
             Err(error) => {
                 return Parsed::Skipped(Some(format!(
@@ -203,7 +274,24 @@ impl MetricReader {
             return Parsed::Skipped(None);
         }
         match serde_json::from_value(value) {
-            Ok(line) => Parsed::Line(line),
+            Ok(line) => {
+                let new: Vec<&str> = tokens
+                    .into_iter()
+                    .filter(|token| self.warned_tokens.insert(token))
+                    .collect();
+                if new.is_empty() {
+                    return Parsed::Line(line);
+                }
+                let names: Vec<String> = new.iter().map(|t| format!("`{t}`")).collect();
+                Parsed::Flagged(
+                    line,
+                    format!(
+                        "{METRICS_FILE} line {}: bare {} (not JSON) read as a non-finite value; later ones are read the same way",
+                        self.line_number,
+                        names.join(", ")
+                    ),
+                )
+            }
             Err(error) => Parsed::Skipped(Some(format!(
                 "{METRICS_FILE} line {}: bad `{kind}` line, skipped ({error})",
                 self.line_number
@@ -221,7 +309,10 @@ impl MetricReader {
         }
         match self.parse(&text) {
             Parsed::Skipped(Some(_))
-                if serde_json::from_str::<serde_json::Value>(text.trim()).is_err() =>
+                if serde_json::from_str::<serde_json::Value>(
+                    &standardize_numbers(text.trim_start_matches('\u{feff}').trim()).0,
+                )
+                .is_err() =>
             {
                 Parsed::Skipped(Some(format!(
                     "{METRICS_FILE} line {}: torn last line, skipped",
@@ -250,6 +341,10 @@ pub struct Summary {
     pub last_eval_loss: Option<f64>,
     /// Snapshot step and checkpoint, when one was saved.
     pub snapshot: Option<(u64, String)>,
+    /// The last stage the job script started (MPL-2): a job that failed in `merge`
+    /// finished its training.
+    #[serde(default)]
+    pub last_stage: Option<Stage>,
 }
 
 impl Summary {
@@ -280,7 +375,8 @@ impl Summary {
             MetricLine::Snapshot {
                 step, checkpoint, ..
             } => self.snapshot = Some((*step, checkpoint.clone())),
-            MetricLine::Stage { .. } | MetricLine::EvalProgress { .. } => {}
+            MetricLine::Stage { stage, .. } => self.last_stage = Some(*stage),
+            MetricLine::EvalProgress { .. } => {}
         }
     }
 }
@@ -292,7 +388,7 @@ mod tests {
     fn line(text: &str) -> MetricLine {
         match MetricReader::new().parse(text) {
             Parsed::Line(line) => line,
-            other @ Parsed::Skipped(_) => panic!("{other:?}"),
+            other => panic!("{other:?}"),
         }
     }
 
@@ -348,6 +444,65 @@ mod tests {
         assert!(train.loss.unwrap().0.is_nan());
         assert_eq!(train.grad_norm, Some(Value(f64::INFINITY)));
         assert_eq!(train.learning_rate, Some(Value(f64::NEG_INFINITY)));
+    }
+
+    #[test]
+    fn python_style_non_finite_numbers_are_read_and_flagged_not_dropped() {
+        let mut reader = MetricReader::new();
+        let Parsed::Flagged(MetricLine::Train(train), warning) = reader.parse(
+            r#"{"kind": "train", "ts": 1, "step": 1, "loss": NaN, "grad_norm": Infinity, "learning_rate": -Infinity}"#,
+        ) else {
+            panic!("not flagged")
+        };
+        assert!(train.loss.unwrap().0.is_nan());
+        assert_eq!(train.grad_norm, Some(Value(f64::INFINITY)));
+        assert_eq!(train.learning_rate, Some(Value(f64::NEG_INFINITY)));
+        assert!(warning.contains("line 1"), "{warning}");
+        for token in ["`NaN`", "`Infinity`", "`-Infinity`"] {
+            assert!(warning.contains(token), "{token}: {warning}");
+        }
+        // Each token is flagged once per reader; the values are still read.
+        let Parsed::Line(MetricLine::Train(again)) =
+            reader.parse(r#"{"kind":"train","ts":2,"step":2,"loss":NaN}"#)
+        else {
+            panic!("not read")
+        };
+        assert!(again.loss.unwrap().0.is_nan());
+        // Tokens inside strings are text, not numbers.
+        let MetricLine::Eval(eval) = line(
+            r#"{"kind":"eval","ts":1,"step":5,"eval_loss":1.5,"eval_note":"NaN or Infinity \" NaN"}"#,
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            eval.other.get("eval_note"),
+            Some(&serde_json::json!("NaN or Infinity \" NaN"))
+        );
+        // A bare token in a field that must be an integer skips the line, with a warning.
+        assert!(matches!(
+            reader.parse(r#"{"kind":"end","ts":1,"step":NaN}"#),
+            Parsed::Skipped(Some(w)) if w.contains("line 3") && w.contains("bad `end` line")
+        ));
+        assert!(matches!(
+            MetricReader::new().parse_last(br#"{"kind":"end","ts":1,"step":4,"x":NaN}"#),
+            Parsed::Flagged(MetricLine::End { step: 4, .. }, _)
+        ));
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_loses_no_metric_line() {
+        let mut reader = MetricReader::new();
+        assert!(matches!(
+            reader.parse("\u{feff}{\"kind\":\"stage\",\"stage\":\"train\",\"ts\":1}"),
+            Parsed::Line(MetricLine::Stage {
+                stage: Stage::Train,
+                ..
+            })
+        ));
+        assert!(matches!(
+            reader.parse_last("\u{feff}{\"kind\":\"end\",\"ts\":1,\"step\":2}".as_bytes()),
+            Parsed::Line(MetricLine::End { step: 2, .. })
+        ));
     }
 
     #[test]
@@ -407,5 +562,8 @@ mod tests {
         assert_eq!(summary.last_loss, Some(3.0));
         assert_eq!(summary.last_eval_loss, Some(2.5));
         assert_eq!(summary.snapshot, Some((2, "checkpoint-2".into())));
+        assert_eq!(summary.last_stage, Some(Stage::Train));
+        summary.observe(&line(r#"{"kind":"stage","stage":"merge","ts":2}"#));
+        assert_eq!(summary.last_stage, Some(Stage::Merge));
     }
 }

@@ -4,12 +4,14 @@
 //! - [`yaml`]: a YAML emitter that PyYAML (YAML 1.1) reads back exactly (AXO-1);
 //! - [`axolotl`]: the run's Axolotl configuration from `[training]` (AXO-2..AXO-9) and
 //!   the resume comparison (RUN-36);
+//! - [`checkpoint`]: whether a checkpoint holds what a resume needs (RUN-30, RUN-35);
 //! - [`plugin`]: the metrics plugin shipped in the binary (MPL-1, MPL-5);
 //! - [`metrics`]: the lines of `metrics.jsonl` and their tolerant reader (MPL-2, MPL-3);
 //! - [`phase`]: the follower's phase derived from those lines (MPL-7, RUN-18);
 //! - [`template`]: whether the chat template renders reasoning (TGT-12).
 
 pub mod axolotl;
+pub mod checkpoint;
 pub mod metrics;
 pub mod phase;
 pub mod plugin;

@@ -124,6 +124,32 @@ fn targets_and_run_ids_complete_from_the_project() {
 }
 
 #[test]
+fn train_merge_completes_only_the_runs_whose_merge_failed() {
+    let project = project();
+    project.write(
+        "runs/20260102-000000-beef/run.json",
+        "{\"state\": \"merge_failed\", \"target\": \"gpu_box\"}",
+    );
+    let ids = complete(
+        &project,
+        project.path(),
+        &["overbrainer", "train", "merge", ""],
+        3,
+    );
+    let runs = |ids: Vec<String>| -> Vec<String> {
+        ids.into_iter().filter(|i| !i.starts_with('-')).collect()
+    };
+    assert_eq!(runs(ids), ["20260102-000000-beef"]);
+    let all = complete(
+        &project,
+        project.path(),
+        &["overbrainer", "train", "attach", ""],
+        3,
+    );
+    assert_eq!(runs(all).len(), 2);
+}
+
+#[test]
 fn help_claims_only_what_this_build_does() {
     let project = TestProject::empty();
     let output = crate::util::overbrainer(&project.home())

@@ -34,3 +34,6 @@ mod pipeline_safety;
 // Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`; the
 // container runtime with a stand-in engine; refusals before a start.
 mod training;
+// Flows: runs that meet faults and the way back: an incomplete snapshot checkpoint, a
+// merge that fails after training (`train merge`), metric lines from another writer.
+mod training_faults;

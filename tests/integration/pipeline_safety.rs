@@ -1,8 +1,8 @@
 //! What the pipeline must never do, through the real binary against stand-in providers:
 //! show or store a key that a provider echoes back (SEC-5, LOG-4), lose output on disk
 //! when `--force` meets a stage that cannot start or stops early (PIPE-3, PIPE-15), start
-//! anything for a `--topic` that is not a topic of the project (PIPE-2), or panic when
-//! `history --all` writes into a pipe closed early.
+//! anything for a `--topic` that is not a topic of the project (PIPE-2), panic when
+//! `history --all` writes into a pipe closed early, or lose a record to a byte-order mark.
 
 use std::io::BufRead as _;
 use std::path::Path;
@@ -427,4 +427,28 @@ fn history_all_into_a_pipe_closed_after_the_first_line_ends_quietly() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+// Issue 8: a JSONL file that starts with a UTF-8 byte-order mark (editors on Windows
+// write one) lost its first record on read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_byte_order_mark_at_the_start_of_a_data_file_loses_no_record() {
+    let server = MockServer::start().await;
+    crate::pipeline::mount_parent(&server).await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    write_questions(&project, &["q1", "q2", "q3"]);
+    let answers = overbrainer(&project, &server, &["answers"]).await;
+    assert!(answers.status.success(), "{}", output_text(&answers));
+    for file in ["data/questions.jsonl", "data/answers.jsonl"] {
+        let text = project.read(file);
+        project.write(file, &format!("\u{feff}{text}"));
+    }
+    let output = overbrainer(&project, &server, &["split"]).await;
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        stdout(&output).contains("2 train, 1 eval, 0 excluded, 0 orphaned"),
+        "{text}"
+    );
+    assert!(!text.contains("skipped line"), "{text}");
 }

@@ -17,15 +17,15 @@ use crate::sshd::{Options, Sshd};
 use crate::util::{TestProject, output_text};
 
 /// How long a run may take to reach an awaited state on this small shared machine.
-const DEADLINE: Duration = Duration::from_secs(600);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(600);
 
 /// The Axolotl venv and the tiny model, from `scripts/training-env.sh`.
-struct TrainingEnv {
-    venv: PathBuf,
-    model: PathBuf,
+pub(crate) struct TrainingEnv {
+    pub(crate) venv: PathBuf,
+    pub(crate) model: PathBuf,
 }
 
-fn training_env() -> &'static TrainingEnv {
+pub(crate) fn training_env() -> &'static TrainingEnv {
     static ENV: OnceLock<TrainingEnv> = OnceLock::new();
     ENV.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/training-env.sh");
@@ -61,22 +61,22 @@ fn current_user() -> String {
 
 /// A training project: the demo data, a `local` target and, with an `sshd`, a `remote`
 /// target reaching it.
-struct Training {
-    project: TestProject,
+pub(crate) struct Training {
+    pub(crate) project: TestProject,
     extra_env: Vec<(String, String)>,
-    sshd: Option<Sshd>,
+    pub(crate) sshd: Option<Sshd>,
 }
 
 /// What a training project is made of.
-struct Setup<'a> {
-    max_steps: u32,
-    merge: bool,
-    base_model: Option<&'a str>,
-    venv: Option<&'a Path>,
-    ssh: Option<Options>,
-    runtime: &'a str,
-    engine: &'a str,
-    extra: &'a str,
+pub(crate) struct Setup<'a> {
+    pub(crate) max_steps: u32,
+    pub(crate) merge: bool,
+    pub(crate) base_model: Option<&'a str>,
+    pub(crate) venv: Option<&'a Path>,
+    pub(crate) ssh: Option<Options>,
+    pub(crate) runtime: &'a str,
+    pub(crate) engine: &'a str,
+    pub(crate) extra: &'a str,
 }
 
 impl Default for Setup<'_> {
@@ -95,7 +95,7 @@ impl Default for Setup<'_> {
 }
 
 impl Training {
-    fn new(setup: &Setup<'_>) -> Self {
+    pub(crate) fn new(setup: &Setup<'_>) -> Self {
         let env = training_env();
         let model = setup
             .base_model
@@ -195,7 +195,7 @@ engine = "{engine}"
     }
 
     /// `overbrainer -C <project>` for a CPU run.
-    fn cmd(&self) -> assert_cmd::Command {
+    pub(crate) fn cmd(&self) -> assert_cmd::Command {
         let mut cmd = self.project.cmd();
         cmd.env("CUDA_VISIBLE_DEVICES", "")
             .env("HF_HUB_OFFLINE", "1")
@@ -207,7 +207,7 @@ engine = "{engine}"
     }
 
     /// The same command as a background process.
-    fn spawn(&self, args: &[&str]) -> Child {
+    pub(crate) fn spawn(&self, args: &[&str]) -> Child {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_overbrainer"));
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -226,12 +226,12 @@ engine = "{engine}"
         cmd.spawn().expect("spawn overbrainer")
     }
 
-    fn runs(&self) -> PathBuf {
+    pub(crate) fn runs(&self) -> PathBuf {
         self.project.path().join("runs")
     }
 
     /// IDs of the runs, sorted.
-    fn run_ids(&self) -> Vec<String> {
+    pub(crate) fn run_ids(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.runs()) else {
             return Vec::new();
         };
@@ -244,13 +244,13 @@ engine = "{engine}"
         ids
     }
 
-    fn record(&self, id: &str) -> serde_json::Value {
+    pub(crate) fn record(&self, id: &str) -> serde_json::Value {
         let text = std::fs::read_to_string(self.runs().join(id).join("run.json")).unwrap();
         serde_json::from_str(&text).unwrap()
     }
 
     /// Waits for the only run to be recorded `running` with a job.
-    fn wait_running(&self, child: &mut Child) -> String {
+    pub(crate) fn wait_running(&self, child: &mut Child) -> String {
         let deadline = Instant::now() + DEADLINE;
         loop {
             if let Some(id) = self.run_ids().into_iter().next() {
@@ -277,7 +277,7 @@ fn finish(child: Child) -> std::process::Output {
     child.wait_with_output().expect("wait")
 }
 
-fn assert_file(path: &Path) {
+pub(crate) fn assert_file(path: &Path) {
     assert!(path.is_file(), "missing {}", path.display());
 }
 
@@ -917,6 +917,57 @@ fn bad_input_is_refused_before_anything_starts() {
     assert!(training.run_ids().is_empty());
 }
 
+#[test]
+fn eval_settings_without_eval_data_are_refused_at_config_check_and_train() {
+    let training = Training::new(&Setup {
+        extra: "eval_steps = 2\n",
+        ..Setup::default()
+    });
+    // Without `evals_per_epoch` set: `eval_steps` replaces its default (AXO-7).
+    let config = training.project.read("overbrainer.toml");
+    let without_per_epoch = config.replace("evals_per_epoch = 1\n", "");
+    assert_ne!(config, without_per_epoch);
+    training
+        .project
+        .write("overbrainer.toml", &without_per_epoch);
+    let eval = training.project.path().join("data/eval.jsonl");
+    std::fs::write(&eval, "").unwrap();
+    for args in [&["config", "check"][..], &["train"][..]] {
+        let output = training.cmd().args(args).output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{args:?}: {text}");
+        assert!(
+            text.contains("`training.axolotl_extra.eval_steps` needs eval data"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("`data/eval.jsonl`"), "{args:?}: {text}");
+        assert!(output.stdout.is_empty(), "{args:?}: {text}");
+    }
+    assert!(training.run_ids().is_empty());
+    // With eval data the same settings pass `config check`...
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/data/eval.jsonl"),
+        &eval,
+    )
+    .unwrap();
+    let output = training.cmd().args(["config", "check"]).output().unwrap();
+    assert!(output.status.success(), "{}", output_text(&output));
+    // ...but not the `evals_per_epoch` set beside it, which Axolotl refuses with it.
+    training.project.write("overbrainer.toml", &config);
+    for args in [&["config", "check"][..], &["train"][..]] {
+        let output = training.cmd().args(args).output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{args:?}: {text}");
+        assert!(
+            text.contains(
+                "`training.axolotl_extra.eval_steps`: cannot be used with `training.evals_per_epoch`"
+            ),
+            "{args:?}: {text}"
+        );
+    }
+    assert!(training.run_ids().is_empty());
+}
+
 /// A venv whose `bin/axolotl` plays a short training in the run directory: a metric
 /// line and an adapter, then it waits until `release` exists (so a test decides when
 /// the job ends). Returns the venv directory.
@@ -948,7 +999,7 @@ exit 0
 }
 
 /// Polls `condition` until it holds, failing after [`DEADLINE`].
-fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + DEADLINE;
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

@@ -1,0 +1,428 @@
+//! `train merge RUN_ID` \[design\]: redoes `axolotl merge-lora axolotl.yaml` alone for a
+//! `merge_failed` run (see [`super::ending`]), on the run's target and in its run
+//! directory, as the training job's merge stage did, without training again.
+//!
+//! The merge runs as a detached job of its own whose directory is a new `merge-<n>/`
+//! inside the run directory (claimed like a run directory, RUN-3), so the training
+//! job's `job.pid`, `exit_code` and `job.log` stay as they were. Its script changes to
+//! the run directory, sets the runtime's environment as the training job did, removes
+//! the failed merge's partial `output/merged/`, and runs the same stage command
+//! ([`crate::exec::stage_command`], so a container runtime works the same). The job is
+//! recorded as `merge_job` in `run.json`.
+//!
+//! The follower polls it like a training job. A Ctrl-C, or six failed reaches in a row,
+//! end the following only: the merge goes on and the next `train merge` follows it
+//! again. Once it exited 0, `output/merged/` and `merge-<n>/` are retrieved and checked
+//! against the target's manifest and the run is recorded `succeeded`; a merge that
+//! failed leaves the run `merge_failed`, its message pointing at `merge-<n>/job.log`.
+//! What to do on each call is the pure [`plan`].
+
+use std::fmt::Write as _;
+
+use tokio_util::sync::CancellationToken;
+
+use super::control::open;
+use super::ending::merge_hint;
+use super::follow::{MAX_FAILED_REACHES, Outcome, POLL_INTERVAL, log_pointer};
+use super::record::{RunRecord, State};
+use super::retrieve::retrieve_merge;
+use super::start::{error_chain, job_environment, job_secrets};
+use super::{Events, RunError, RunEvent, emit, target};
+use crate::config::{EnvSnapshot, Settings};
+use crate::exec::{
+    AnyExecutor, EXIT_FILE, Executor as _, JOB_LOG, JobCommand, JobId, JobSpec, JobStatus,
+    stage_command,
+};
+use crate::project::Project;
+use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
+use crate::train::phase::Phase;
+
+/// Prefix of the directories of merge jobs, inside the run directory.
+pub const MERGE_DIR_PREFIX: &str = "merge-";
+
+/// What `train merge` does with a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Refuse, with the reason and the fix.
+    Refuse(String),
+    /// Start a new merge job.
+    Start,
+    /// Follow the recorded merge job, which is still running.
+    Follow,
+    /// Retrieve the result of the recorded merge job, which exited 0.
+    Collect,
+}
+
+/// What `train merge` does with run `run_id` in `state`, whose recorded merge job
+/// (if any) reads `merge_job` now.
+#[must_use]
+pub fn plan(run_id: &str, state: State, merge: bool, merge_job: Option<JobStatus>) -> Plan {
+    match state {
+        State::MergeFailed => match merge_job {
+            Some(JobStatus::Running) => Plan::Follow,
+            Some(JobStatus::Exited(0)) => Plan::Collect,
+            Some(_) | None => Plan::Start,
+        },
+        State::Succeeded if merge => Plan::Refuse(format!(
+            "run `{run_id}` is already merged: the merged model is in `runs/{run_id}/{OUTPUT_DIR}/{MERGED_DIR}`"
+        )),
+        State::Starting | State::Running => Plan::Refuse(format!(
+            "run `{run_id}` is {}: only a run whose merge failed (`merge_failed`) is merged again; `overbrainer train attach {run_id}` follows it",
+            state.name()
+        )),
+        _ => Plan::Refuse(format!(
+            "run `{run_id}` is {}{}: only a run whose training succeeded and whose merge failed (`merge_failed`) is merged again",
+            state.name(),
+            if state == State::Succeeded {
+                " without a merge"
+            } else {
+                ""
+            }
+        )),
+    }
+}
+
+/// The script of a merge job of `spec`, run in its `merge-<n>/` directory.
+#[must_use]
+pub fn merge_script(spec: &JobSpec) -> String {
+    let mut script = String::from("cd .. || exit 1\n");
+    script.push_str(&job_environment(spec));
+    script.push_str("set -e\n");
+    let _ = writeln!(script, "rm -rf {OUTPUT_DIR}/{MERGED_DIR}");
+    script.push_str(&stage_command(spec, &["merge-lora", AXOLOTL_YAML]));
+    script.push('\n');
+    script
+}
+
+/// `train merge`: redoes the merge of run `run_id`, follows it and retrieves the merged
+/// model. Returns the run as it ended (`succeeded`, or `merge_failed` with the cause),
+/// or detached from a merge that goes on.
+///
+/// # Errors
+///
+/// A refusal for a run whose merge did not fail or whose adapter is no longer on its
+/// target; the errors of [`open`]; [`RunError::Exec`] when the merge cannot start;
+/// [`RunError::MergeRetrieval`] when the merged model cannot be retrieved (the run stays
+/// `merge_failed`, and `train merge` retries).
+pub async fn merge(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run_id: &str,
+    events: &Events,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
+    let record = RunRecord::load(&project.runs_dir(), run_id)?;
+    if record.state != State::MergeFailed {
+        if let Plan::Refuse(reason) = plan(run_id, record.state, record.merge, None) {
+            return Err(RunError::Refused(reason));
+        }
+    }
+    let (mut record, executor) = open(project, settings, env, run_id).await?;
+    let exec = |source| RunError::Exec {
+        target: record.target.clone(),
+        source: Box::new(source),
+    };
+    let status = match &record.merge_job {
+        Some(job) => Some(executor.status(job).await.map_err(exec)?),
+        None => None,
+    };
+    let job = match plan(run_id, record.state, record.merge, status) {
+        Plan::Refuse(reason) => return Err(RunError::Refused(reason)),
+        Plan::Follow | Plan::Collect => record
+            .merge_job
+            .clone()
+            .ok_or_else(|| RunError::Refused(format!("run `{run_id}` has no merge job")))?,
+        Plan::Start => {
+            let job = start(settings, env, &executor, &record).await?;
+            record.merge_job = Some(job.clone());
+            record.message = Some(format!(
+                "a merge started with `train merge` runs in `runs/{run_id}/{}`; `overbrainer train merge {run_id}` follows it",
+                merge_dir_name(&record, &job)
+            ));
+            record.save(&project.runs_dir())?;
+            job
+        }
+    };
+    emit(
+        events,
+        RunEvent::Following {
+            run_id: record.id.clone(),
+            target: record.target.clone(),
+        },
+    );
+    emit(events, RunEvent::Phase(Phase::Merging));
+    let status = match follow_job(&executor, &record, &job, events, cancel).await {
+        Ok(status) => status,
+        Err(reason) => return Ok(Outcome::Detached { record, reason }),
+    };
+    conclude(project, &executor, record, &job, status, events).await
+}
+
+/// The name of the merge job's directory inside the run directory.
+fn merge_dir_name(record: &RunRecord, job: &JobId) -> String {
+    job.dir
+        .strip_prefix(record.dir.trim_end_matches('/'))
+        .map_or_else(
+            || job.dir.clone(),
+            |rest| rest.trim_start_matches('/').to_owned(),
+        )
+}
+
+/// Checks that the adapter is still on the target, claims a new `merge-<n>/` and starts
+/// the merge job there.
+async fn start(
+    settings: &Settings,
+    env: &EnvSnapshot,
+    executor: &AnyExecutor,
+    record: &RunRecord,
+) -> Result<JobId, RunError> {
+    let exec = |source| RunError::Exec {
+        target: record.target.clone(),
+        source: Box::new(source),
+    };
+    let adapter = executor
+        .manifest(
+            &record.dir,
+            &[OUTPUT_DIR.to_owned()],
+            &["checkpoint-*".to_owned(), MERGED_DIR.to_owned()],
+        )
+        .await
+        .map_err(exec)?;
+    let has = |name: &str| {
+        adapter
+            .iter()
+            .any(|f| f.path == format!("{OUTPUT_DIR}/{name}"))
+    };
+    if !has("adapter_config.json")
+        || !(has("adapter_model.safetensors") || has("adapter_model.bin"))
+    {
+        return Err(RunError::Refused(format!(
+            "the adapter of run `{}` is no longer in `{}/{OUTPUT_DIR}` on target `{}`: the merge needs it there",
+            record.id, record.dir, record.target
+        )));
+    }
+    let resolved = target::resolve(settings, &record.target)?;
+    let secrets = job_secrets(settings, env).await?;
+    let spec = JobSpec {
+        run_id: record.id.clone(),
+        run_dir: record.dir.clone(),
+        hf_home: target::hf_home(executor),
+        runtime: resolved.runtime,
+        secret_names: secrets.iter().map(|(name, _)| name.clone()).collect(),
+    };
+    let owner = format!("{} {:016x}", std::process::id(), rand::random::<u64>());
+    let mut n = 1_u32;
+    let dir = loop {
+        let dir = format!("{}/{MERGE_DIR_PREFIX}{n}", record.dir.trim_end_matches('/'));
+        if executor.claim(&dir, &owner).await.map_err(exec)? {
+            break dir;
+        }
+        n += 1;
+    };
+    let job = JobCommand {
+        dir,
+        script: merge_script(&spec),
+        secrets,
+        container: spec.container(),
+    };
+    executor.spawn(&job).await.map_err(exec)
+}
+
+/// Polls the merge job until it ends; `Err` with the reason when the following stops
+/// first (Ctrl-C, or the target unreachable [`MAX_FAILED_REACHES`] times in a row).
+async fn follow_job(
+    executor: &AnyExecutor,
+    record: &RunRecord,
+    job: &JobId,
+    events: &Events,
+    cancel: &CancellationToken,
+) -> Result<JobStatus, String> {
+    let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
+    let mut failures = 0;
+    loop {
+        if let Ok(lines) = log.poll().await {
+            for line in lines {
+                emit(events, RunEvent::JobLog(line));
+            }
+        }
+        match executor.status(job).await {
+            Ok(status) if status.is_finished() => return Ok(status),
+            Ok(_) => failures = 0,
+            Err(error) => {
+                failures += 1;
+                emit(
+                    events,
+                    RunEvent::Warning(format!(
+                        "cannot reach target `{}` ({failures}/{MAX_FAILED_REACHES}): {}",
+                        record.target,
+                        error_chain(&error)
+                    )),
+                );
+                if failures >= MAX_FAILED_REACHES {
+                    return Err(format!(
+                        "target `{}` could not be reached {MAX_FAILED_REACHES} times in a row",
+                        record.target
+                    ));
+                }
+            }
+        }
+        tokio::select! {
+            () = cancel.cancelled() => return Err("interrupted".to_owned()),
+            () = tokio::time::sleep(POLL_INTERVAL) => {}
+        }
+    }
+}
+
+/// Records how the merge job ended: retrieves the merged model and records the run
+/// `succeeded`, or keeps it `merge_failed` with the cause.
+async fn conclude(
+    project: &Project,
+    executor: &AnyExecutor,
+    mut record: RunRecord,
+    job: &JobId,
+    status: JobStatus,
+    events: &Events,
+) -> Result<Outcome, RunError> {
+    let runs_dir = project.runs_dir();
+    let local_dir = project.run_dir(&record.id);
+    let dir_name = merge_dir_name(&record, job);
+    emit(events, RunEvent::Phase(Phase::Retrieving));
+    if status == JobStatus::Exited(0) {
+        let retrieved = retrieve_merge(executor, &record, &local_dir, &dir_name, true).await;
+        let merged = local_dir.join(OUTPUT_DIR).join(MERGED_DIR);
+        let produced = std::fs::read_dir(&merged).is_ok_and(|mut d| d.next().is_some());
+        match retrieved {
+            Ok(()) if produced => {
+                record.state = State::Succeeded;
+                record.message = None;
+                record.merge_job = None;
+                record.save(&runs_dir)?;
+                return Ok(Outcome::Ended(record));
+            }
+            Ok(()) => {
+                record.message = Some(format!(
+                    "the merge in `runs/{}/{dir_name}` exited 0 but wrote nothing in `{OUTPUT_DIR}/{MERGED_DIR}`; see `runs/{}/{dir_name}/{JOB_LOG}`; {}",
+                    record.id,
+                    record.id,
+                    merge_hint(&record.id)
+                ));
+                record.merge_job = None;
+                record.save(&runs_dir)?;
+                return Ok(Outcome::Ended(record));
+            }
+            Err(error) => {
+                let reason = match error {
+                    RunError::Retrieval { reason, .. } => reason,
+                    other => return Err(other),
+                };
+                record.message = Some(format!(
+                    "the merge in `runs/{}/{dir_name}` succeeded; its result is pending retrieval: {reason}; `overbrainer train merge {}` retries",
+                    record.id, record.id
+                ));
+                record.save(&runs_dir)?;
+                return Err(RunError::MergeRetrieval {
+                    run_id: record.id.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+    // The merge failed: its log, for the message (best effort: the run stays
+    // `merge_failed` either way).
+    if let Err(error) = retrieve_merge(executor, &record, &local_dir, &dir_name, false).await {
+        emit(
+            events,
+            RunEvent::Warning(format!(
+                "cannot retrieve `{dir_name}/{JOB_LOG}` of run `{}`: {error}",
+                record.id
+            )),
+        );
+    }
+    let cause = match status {
+        JobStatus::Exited(code) => format!("`axolotl merge-lora` exited with code {code}"),
+        JobStatus::Cancelled => "the merge was cancelled".to_owned(),
+        JobStatus::Lost | JobStatus::Running => {
+            format!("the merge was lost: it ended without writing `{dir_name}/{EXIT_FILE}`")
+        }
+    };
+    let pointer = log_pointer(
+        &local_dir,
+        &record.id,
+        &format!("{dir_name}/{JOB_LOG}"),
+        false,
+    );
+    record.message = Some(format!(
+        "`train merge` failed: {cause}{pointer}; {}",
+        merge_hint(&record.id)
+    ));
+    record.save(&runs_dir)?;
+    Ok(Outcome::Ended(record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::JobRuntime;
+
+    #[test]
+    fn each_run_state_and_merge_job_gives_its_plan() {
+        use JobStatus::{Cancelled, Exited, Lost, Running};
+        let cases: Vec<(State, bool, Option<JobStatus>, Plan)> = vec![
+            (State::MergeFailed, true, None, Plan::Start),
+            (State::MergeFailed, true, Some(Running), Plan::Follow),
+            (State::MergeFailed, true, Some(Exited(0)), Plan::Collect),
+            (State::MergeFailed, true, Some(Exited(1)), Plan::Start),
+            (State::MergeFailed, true, Some(Cancelled), Plan::Start),
+            (State::MergeFailed, true, Some(Lost), Plan::Start),
+        ];
+        for (state, merge, job, expected) in cases {
+            assert_eq!(
+                plan("r_1", state, merge, job),
+                expected,
+                "{state:?} {job:?}"
+            );
+        }
+        for (state, merge, reason) in [
+            (State::Succeeded, true, "already merged"),
+            (State::Succeeded, false, "succeeded without a merge"),
+            (State::Running, true, "`overbrainer train attach r_1`"),
+            (State::Starting, true, "is starting"),
+            (State::Failed, true, "is failed"),
+            (State::Stopped, true, "is stopped"),
+            (State::Cancelled, true, "is cancelled"),
+        ] {
+            let Plan::Refuse(text) = plan("r_1", state, merge, Some(JobStatus::Running)) else {
+                panic!("{state:?} not refused");
+            };
+            assert!(text.contains(reason), "{state:?}: {text}");
+        }
+    }
+
+    #[test]
+    fn the_merge_script_runs_merge_lora_alone_in_the_run_directory() {
+        let spec = JobSpec {
+            run_id: "r_1".into(),
+            run_dir: "/w/r_1".into(),
+            hf_home: "/w/.hf-cache".into(),
+            runtime: JobRuntime::Native {
+                venv: Some("/opt/venv".into()),
+            },
+            secret_names: vec![],
+        };
+        let script = merge_script(&spec);
+        assert!(
+            script.starts_with("cd .. || exit 1\nPATH='/opt/venv'/bin"),
+            "{script}"
+        );
+        assert!(script.contains("PYTHONPATH=\"$PWD"), "{script}");
+        assert!(script.contains("rm -rf output/merged\n"), "{script}");
+        assert!(
+            script.contains("'/opt/venv'/bin/axolotl 'merge-lora' 'axolotl.yaml'"),
+            "{script}"
+        );
+        assert!(!script.contains("'train'"), "{script}");
+        let at_merge = script.find("merge-lora").unwrap();
+        assert!(script.find("rm -rf").unwrap() < at_merge, "{script}");
+    }
+}
