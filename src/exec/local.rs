@@ -17,7 +17,7 @@ use super::digest::{self, FileDigest};
 use super::script::{self, cancel_script, claim_script, job_script, status_script};
 use super::{
     CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, Executor, JobCommand, JobId, JobStatus,
-    PID_FILE, Pid, check_job_env, tar,
+    LEFTOVERS_FILE, PID_FILE, Pid, check_job_env, tar,
 };
 
 /// Prefixes of the environment variables a local job never inherits: overbrainer's
@@ -175,7 +175,9 @@ pub(crate) const STALE_FILES: &[&str] = &[
     EXIT_FILE,
     CANCELLING_FILE,
     CANCEL_FILE,
+    LEFTOVERS_FILE,
     script::START_FILE,
+    script::MARKER_FILE,
 ];
 
 impl Executor for LocalExecutor {
@@ -284,12 +286,13 @@ impl Executor for LocalExecutor {
     }
 
     async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
-        self.checked(
-            "cancel",
-            &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
-        )
-        .await
-        .map(drop)
+        let output = self
+            .checked(
+                "cancel",
+                &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
+            )
+            .await?;
+        script::parse_cancel(&String::from_utf8_lossy(&output))
     }
 
     async fn download(
