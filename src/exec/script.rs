@@ -309,7 +309,8 @@ if job_alive "$d" "$p"; then echo running; else echo lost; fi
 /// whatever the job's state, so a container that outlived its wrapper is stopped
 /// too), then: prints `cancelled` and does nothing more when [`CANCEL_FILE`] exists
 /// without [`LEFTOVERS_FILE`], and `exited` when the job already exited by itself
-/// and none of its processes lives. Otherwise it writes [`CANCELLING_FILE`], sends
+/// and none of its processes lives, or none does once the wrapper had the time to
+/// stop what was left ([`REAP_GRACE_SECONDS`] and two more). Otherwise it writes [`CANCELLING_FILE`], sends
 /// `SIGTERM` to the job's processes (its process group when the group is the job's,
 /// and every process carrying its run marker, see [`GROUP_SIGNAL`]), waits up to
 /// [`CANCEL_GRACE_SECONDS`], sends `SIGKILL` to those left and waits as long again.
@@ -348,7 +349,7 @@ ob_again=
 if [ -e "$d/{cancelled}" ]; then
   if [ -s "$d/{leftovers}" ]; then ob_again=1; else echo cancelled; exit 0; fi
 fi
-if [ -z "$ob_again" ] && [ ! -e "$d/{cancelling}" ] && [ -e "$d/{exit}" ] && ! job_alive "$d" "$p"; then
+if [ -z "$ob_again" ] && [ ! -e "$d/{cancelling}" ] && [ -e "$d/{exit}" ] && ob_wait_gone {settle_ticks}; then
   {stop}  echo exited; exit 0
 fi
 [ -n "$ob_again" ] || : > "$d/{cancelling}"
@@ -375,6 +376,7 @@ if [ -n "$ob_left" ]; then echo "leftovers $ob_left"; else echo cancelled; fi
         leftovers = LEFTOVERS_FILE,
         exit = EXIT_FILE,
         grace_ticks = CANCEL_GRACE_SECONDS * 5,
+        settle_ticks = (REAP_GRACE_SECONDS + 2) * 5,
     )
 }
 

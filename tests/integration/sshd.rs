@@ -28,6 +28,12 @@ pub struct Options {
     /// Directory put in front of `PATH` in every session (sshd's `SetEnv`), for
     /// stand-in programs.
     pub path_prefix: Option<PathBuf>,
+    /// Run the server in a PID namespace of its own (`unshare --pid --fork
+    /// --mount-proc`) whose `PID 1` is a `sleep` that never reaps orphans, as in a
+    /// container whose entrypoint is a plain shell script: a job's dead processes
+    /// stay there as zombies. Process IDs of the target are then those of the
+    /// namespace; look at them through the executor (`probe`).
+    pub pid_namespace: bool,
 }
 
 /// A running `sshd`, stopped when dropped.
@@ -81,10 +87,17 @@ impl Sshd {
             }
             std::fs::write(root.join("sshd_config"), config).expect("sshd_config");
             let log = std::fs::File::create(root.join("sshd.log")).expect("sshd.log");
-            let mut child = Command::new(SSHD)
-                .arg("-D")
-                .arg("-e")
-                .arg("-f")
+            let mut command = if options.pid_namespace {
+                let mut command = unshare_pid_namespace();
+                command.args(["sh", "-c", "\"$0\" -D -e -f \"$1\" & exec sleep 100000"]);
+                command.arg(SSHD);
+                command
+            } else {
+                let mut command = Command::new(SSHD);
+                command.arg("-D").arg("-e").arg("-f");
+                command
+            };
+            let mut child = command
                 .arg(root.join("sshd_config"))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -221,6 +234,28 @@ fn children_of(parent: u32) -> Vec<u32> {
             })
         })
         .collect()
+}
+
+/// `unshare --pid --fork --mount-proc --kill-child`, to be given the program that
+/// becomes `PID 1` of a new PID namespace; it dies with the returned command's
+/// process.
+///
+/// # Panics
+///
+/// When `unshare` is missing (the message says to install `util-linux`).
+pub fn unshare_pid_namespace() -> Command {
+    let found = Command::new("sh")
+        .args(["-c", "command -v unshare"])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(
+        found,
+        "`unshare` is missing: run `apt-get install util-linux`"
+    );
+    let mut command = Command::new("unshare");
+    command.args(["--pid", "--fork", "--mount-proc", "--kill-child"]);
+    command
 }
 
 fn keygen(path: &Path) {

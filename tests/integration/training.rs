@@ -697,6 +697,7 @@ fn a_corrupted_download_is_refused_then_retried_by_attach() {
         merge: false,
         ssh: Some(Options {
             path_prefix: Some(tools.path().to_owned()),
+            ..Options::default()
         }),
         ..Setup::default()
     });
