@@ -79,6 +79,15 @@ pub async fn follow(
             record.id
         )));
     };
+    // LCK-9: a `train cancel` from another terminal sees that this process follows
+    // the run and records its end; it then only cancels the job on the target.
+    let _following = match project.follow_lock(&record.id) {
+        Ok(lock) => Some(lock),
+        Err(error) => {
+            tracing::debug!("run `{}` not marked as followed: {error}", record.id);
+            None
+        }
+    };
     emit(
         events,
         RunEvent::Following {
@@ -324,7 +333,28 @@ pub async fn finish(
         }
     }
     record.set_summary(&summary);
+    let leftovers = if status == JobStatus::Cancelled {
+        match record.job.as_ref() {
+            Some(job) => executor.leftovers(job).await.unwrap_or_else(|error| {
+                emit(
+                    events,
+                    RunEvent::Warning(format!(
+                        "cannot read what the cancel of run `{}` left behind: {}",
+                        record.id,
+                        error_chain(&error)
+                    )),
+                );
+                Vec::new()
+            }),
+            None => Vec::new(),
+        }
+    } else {
+        Vec::new()
+    };
     let (state, message) = match status {
+        JobStatus::Cancelled if !leftovers.is_empty() => {
+            (State::Cancelled, leftovers_message(&record.id, &leftovers))
+        }
         JobStatus::Cancelled => (State::Cancelled, "cancelled with `train cancel`".to_owned()),
         JobStatus::Lost => (
             State::Failed,
@@ -396,6 +426,18 @@ pub async fn finish(
     }
     record.save(&runs_dir)?;
     Ok(Outcome::Ended(record))
+}
+
+/// How a run's record begins its message when its cancel left processes behind.
+pub const LEFTOVERS_PREFIX: &str = "cancelled with leftovers: ";
+
+/// The message of a run whose cancel left the processes `pids` alive on its target.
+#[must_use]
+pub fn leftovers_message(run_id: &str, pids: &[u32]) -> String {
+    format!(
+        "{LEFTOVERS_PREFIX}{}; these processes of the job outlived SIGKILL on the target (stuck in the kernel, such as a GPU driver, or owned by another user): stop them there, or run `overbrainer train cancel {run_id}` again",
+        crate::exec::pid_list(pids)
+    )
 }
 
 /// Where `job.log` says why the job failed: the first and last line numbers (1-based)
