@@ -15,6 +15,7 @@ use overbrainer::exec::{
 };
 use secrecy::SecretString;
 
+use crate::freezer::Frozen;
 use crate::sshd::{Options, Sshd};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -802,55 +803,6 @@ async fn escaped_children_are_cancelled_ssh() -> TestResult {
     let root = tempfile::tempdir()?;
     let sshd = Sshd::start();
     check_escaped_children(&ssh(&sshd, root.path()).await).await
-}
-
-/// The cgroup v1 freezer, where a frozen process stays through `SIGKILL` (in
-/// uninterruptible sleep, state `D`) until it is thawed: a real process that a
-/// cancel cannot stop, as one stuck in a GPU driver. Thawed and removed when
-/// dropped.
-struct Frozen {
-    dir: PathBuf,
-}
-
-impl Frozen {
-    /// Freezes process `pid` in a cgroup of its own.
-    fn freeze(pid: u32) -> Self {
-        let root = Path::new("/sys/fs/cgroup/freezer");
-        assert!(
-            root.join("cgroup.procs").exists(),
-            "this test needs the cgroup v1 freezer mounted at {} and root rights \
-             (`mount -t cgroup -o freezer freezer {}`)",
-            root.display(),
-            root.display()
-        );
-        let dir = root.join(format!("overbrainer-test-{pid}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("freezer cgroup");
-        let frozen = Self { dir };
-        std::fs::write(frozen.dir.join("cgroup.procs"), pid.to_string()).expect("move");
-        std::fs::write(frozen.dir.join("freezer.state"), "FROZEN").expect("freeze");
-        let deadline = Instant::now() + DEADLINE;
-        while std::fs::read_to_string(frozen.dir.join("freezer.state")).unwrap_or_default()
-            != "FROZEN\n"
-        {
-            assert!(Instant::now() < deadline, "the freezer never froze {pid}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        frozen
-    }
-
-    fn thaw(&self) {
-        let _ = std::fs::write(self.dir.join("freezer.state"), "THAWED");
-    }
-}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        self.thaw();
-        let deadline = Instant::now() + DEADLINE;
-        while std::fs::remove_dir(&self.dir).is_err() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }
 
 /// A process of the job that survives `SIGKILL` is reported, never a clean cancel:

@@ -1131,6 +1131,106 @@ fn a_cancel_while_a_process_that_does_not_follow_the_run_holds_the_project_is_re
     assert_eq!(training.record(&id)["state"], "cancelled");
 }
 
+/// A venv whose `bin/axolotl` plays a short training that starts a worker leaving the
+/// job's process group (`setsid`, as some data loaders do), writes its PID to
+/// `worker.pid` in the run directory, and waits for ever.
+fn worker_venv(dir: &Path) -> PathBuf {
+    let venv = dir.join("venv");
+    let bin = venv.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = r#"#!/bin/sh
+case "$1" in
+  train)
+    mkdir -p output
+    printf '{"kind":"train","ts":1,"step":1,"max_steps":2,"epoch":1.0,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}\n' >> metrics.jsonl
+    echo adapter > output/adapter_model.safetensors
+    setsid sleep 300 &
+    echo $! > worker.pid.tmp && mv worker.pid.tmp worker.pid
+    while :; do sleep 0.05; done ;;
+esac
+exit 0
+"#;
+    let axolotl = bin.join("axolotl");
+    std::fs::write(&axolotl, script).unwrap();
+    std::fs::set_permissions(
+        &axolotl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    venv
+}
+
+/// Whether process `pid` lives; a zombie does not.
+fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
+}
+
+// Issue 8: a process of the job that outlives SIGKILL is named, never a clean cancel;
+// a later cancel signals it again and, once it is gone, records a clean cancel.
+#[test]
+fn a_cancel_that_leaves_a_process_behind_names_it_and_a_second_cancel_stops_it() {
+    let fake = tempfile::tempdir().unwrap();
+    let venv = worker_venv(fake.path());
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let (id, pid) = an_unfollowed_job(&training);
+    let dir = PathBuf::from(training.record(&id)["dir"].as_str().unwrap());
+    let worker_file = dir.join("worker.pid");
+    wait_for("the worker", || worker_file.exists());
+    let worker: u32 = std::fs::read_to_string(&worker_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let frozen = crate::freezer::Frozen::freeze(worker);
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&cancel);
+    assert!(!cancel.status.success(), "{text}");
+    assert!(
+        String::from_utf8_lossy(&cancel.stdout)
+            .contains(&format!("cancelled with leftovers: {worker}")),
+        "{text}"
+    );
+    assert!(!group_alive(pid), "the job's process group is still alive");
+    assert!(process_alive(worker));
+    let record = training.record(&id);
+    assert_eq!(record["state"], "cancelled", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+    let message = record["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!("cancelled with leftovers: {worker};")),
+        "{record}"
+    );
+    assert!(
+        message.contains(&format!("overbrainer train cancel {id}")),
+        "{record}"
+    );
+
+    frozen.thaw();
+    let again = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&again);
+    assert!(again.status.success(), "{text}");
+    assert!(!process_alive(worker), "the worker outlived the second cancel");
+    let record = training.record(&id);
+    assert_eq!(record["state"], "cancelled", "{record}");
+    assert_eq!(record["message"], "cancelled with `train cancel`", "{record}");
+    drop(frozen);
+}
+
 // RUN-42: a cancel that stopped the job is reported even when run.json cannot be updated.
 #[test]
 fn a_cancel_that_cannot_update_run_json_is_still_reported() {
