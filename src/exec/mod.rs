@@ -332,15 +332,16 @@ pub trait Executor: Send + Sync {
         skip: &[String],
     ) -> impl Future<Output = Result<(), ExecError>> + Send;
 
-    /// Starts `job` detached and returns its handle. Neither this process exiting nor
-    /// a lost connection stops the job.
+    /// Starts `job` detached and returns its handle, once the job's wrapper recorded
+    /// its identity and process ID in the run directory. Neither this process exiting
+    /// nor a lost connection stops the job.
     ///
     /// The job's base environment is the target's (TGT-7). Locally it is
     /// overbrainer's own environment without the variables named `OVERBRAINER_*` or
     /// `VAULT_*` (see [`LocalExecutor`]). Over SSH it is what `sshd` gives a
     /// non-interactive `sh -c` for that user, with no login shell and no startup
     /// file read (see [`SshExecutor`]). The secrets are added to that environment
-    /// only. An `axolotl` that depends on shell setup (a conda activation, a `PATH`
+    /// only, and the wrapper adds the job's run marker ([`RUN_MARKER_VAR`]). An `axolotl` that depends on shell setup (a conda activation, a `PATH`
     /// entry from a profile) may therefore be found locally and not over SSH.
     ///
     /// # Errors

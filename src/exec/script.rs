@@ -271,11 +271,13 @@ done
 /// Precedence, first match wins:
 /// 1. `dir` is missing: `lost`.
 /// 2. [`CANCEL_FILE`] exists: `cancelled`.
-/// 3. [`CANCELLING_FILE`] exists: `running` while the group lives, else the exit
-///    code when [`EXIT_FILE`] holds one, else `cancelled`.
+/// 3. [`CANCELLING_FILE`] exists: `running` while a process of the job lives,
+///    else the exit code when [`EXIT_FILE`] holds one, else `cancelled`.
 /// 4. [`EXIT_FILE`] exists: `exited <code>`.
-/// 5. The group lives (and is the job's, see [`GROUP_SIGNAL`]): `running`.
-/// 6. Otherwise `lost`.
+/// 5. A process of the job lives (`job_alive` of [`GROUP_SIGNAL`]: a process with
+///    its run marker, or a live member of its group whose leader's identity
+///    matches [`START_FILE`]; zombies do not count): `running`.
+/// 6. Otherwise `lost`, which includes a job whose identity cannot be established.
 #[must_use]
 pub fn status_script(dir: &str, pid: u32) -> String {
     format!(
@@ -524,6 +526,95 @@ mod tests {
         ] {
             assert!(parse_status(text).is_err(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn parse_cancel_reads_what_the_script_prints() {
+        for done in ["cancelled\n", "exited\n", " gone "] {
+            assert!(parse_cancel(done).is_ok(), "{done:?}");
+        }
+        match parse_cancel("leftovers 42 7 42 \n") {
+            Err(ExecError::Leftovers { pids }) => assert_eq!(pids, [7, 42]),
+            other => panic!("{other:?}"),
+        }
+        let error = parse_cancel("leftovers 9").unwrap_err();
+        assert_eq!(error.to_string(), "cancelled with leftovers: 9");
+        for garbage in [
+            "",
+            "leftovers",
+            "leftovers ",
+            "leftovers x",
+            "leftovers -1",
+            "Cancelled",
+        ] {
+            assert!(
+                matches!(parse_cancel(garbage), Err(ExecError::Protocol(_))),
+                "{garbage:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parse_pids_sorts_dedups_and_refuses_words() {
+        assert_eq!(parse_pids("3\n1 3\n"), Some(vec![1, 3]));
+        assert_eq!(parse_pids(""), Some(vec![]));
+        assert_eq!(parse_pids("1 x"), None);
+    }
+
+    #[test]
+    fn the_shell_functions_use_the_files_and_variable_of_this_module() {
+        for name in [START_FILE, MARKER_FILE] {
+            assert!(GROUP_SIGNAL.contains(&format!("/{name}\"")), "{name}");
+        }
+        assert!(GROUP_SIGNAL.contains(&format!("{RUN_MARKER_VAR}=$ob_m")));
+        let wrapper = job_script("/w/r1", "true");
+        assert!(wrapper.contains(&format!("export {RUN_MARKER_VAR}")));
+    }
+
+    /// Runs the shell functions with `body` in a scratch directory `dir`.
+    fn run_functions(dir: &std::path::Path, body: &str) -> (bool, String) {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{GROUP_SIGNAL}{body}"))
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    }
+
+    #[test]
+    fn ob_leader_tells_the_job_from_another_process_and_a_gone_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // This very shell, recorded by its own identity: the leader.
+        let (_, out) = run_functions(
+            d,
+            "ob_identity $$ > job.start; ob_leader . $$; echo \"rc $?\"",
+        );
+        assert_eq!(out.trim(), "rc 0");
+        // Legacy form: the bare start time.
+        let (_, out) = run_functions(
+            d,
+            "ob_identity $$ | { read -r k b t; echo \"$t\"; } > job.start; ob_leader . $$; echo \"rc $?\"",
+        );
+        assert_eq!(out.trim(), "rc 0");
+        // Another identity, then none recorded: not the job.
+        std::fs::write(d.join("job.start"), "proc - 1\n").unwrap();
+        let (_, out) = run_functions(d, "ob_leader . $$; echo \"rc $?\"");
+        assert_eq!(out.trim(), "rc 1");
+        std::fs::remove_file(d.join("job.start")).unwrap();
+        let (_, out) = run_functions(d, "ob_leader . $$; echo \"rc $?\"");
+        assert_eq!(out.trim(), "rc 1");
+        // A process ID no process has: the leader is gone.
+        std::fs::write(d.join("job.start"), "proc - 1\n").unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let (_, out) = run_functions(d, &format!("ob_leader . {gone}; echo \"rc $?\""));
+        assert_eq!(out.trim(), "rc 2");
     }
 
     #[test]

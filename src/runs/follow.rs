@@ -334,20 +334,7 @@ pub async fn finish(
     }
     record.set_summary(&summary);
     let leftovers = if status == JobStatus::Cancelled {
-        match record.job.as_ref() {
-            Some(job) => executor.leftovers(job).await.unwrap_or_else(|error| {
-                emit(
-                    events,
-                    RunEvent::Warning(format!(
-                        "cannot read what the cancel of run `{}` left behind: {}",
-                        record.id,
-                        error_chain(&error)
-                    )),
-                );
-                Vec::new()
-            }),
-            None => Vec::new(),
-        }
+        leftovers_of(executor, &record, events).await
     } else {
         Vec::new()
     };
@@ -426,6 +413,25 @@ pub async fn finish(
     }
     record.save(&runs_dir)?;
     Ok(Outcome::Ended(record))
+}
+
+/// The processes that the cancel of `record`'s job left on the target; none (with a
+/// warning event) when that cannot be read.
+async fn leftovers_of(executor: &AnyExecutor, record: &RunRecord, events: &Events) -> Vec<u32> {
+    let Some(job) = record.job.as_ref() else {
+        return Vec::new();
+    };
+    executor.leftovers(job).await.unwrap_or_else(|error| {
+        emit(
+            events,
+            RunEvent::Warning(format!(
+                "cannot read what the cancel of run `{}` left behind: {}",
+                record.id,
+                error_chain(&error)
+            )),
+        );
+        Vec::new()
+    })
 }
 
 /// How a run's record begins its message when its cancel left processes behind.

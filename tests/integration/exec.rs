@@ -325,7 +325,11 @@ async fn read_pid(path: &Path) -> u32 {
         {
             return pid;
         }
-        assert!(Instant::now() < deadline, "{} never written", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -359,7 +363,11 @@ async fn check_leftovers_stopped(executor: &impl Executor) -> TestResult {
         .trim()
         .parse()?;
     let escaped = read_pid(&Path::new(&dir).join("escaped.pid")).await;
-    assert_ne!(pgid_of(escaped), Some(started.pid.get()), "it left the group");
+    assert_ne!(
+        pgid_of(escaped),
+        Some(started.pid.get()),
+        "it left the group"
+    );
     let pgid = started.pid.get();
     let deadline = Instant::now() + DEADLINE;
     while group_has_live_member(pgid) || alive(escaped) {
@@ -775,7 +783,11 @@ async fn check_escaped_children(executor: &impl Executor) -> TestResult {
     wait_for_log(executor, &dir, "ready").await;
     let worker = read_pid(&Path::new(&dir).join("worker.pid")).await;
     assert!(alive(worker));
-    assert_ne!(pgid_of(worker), Some(started.pid.get()), "it left the group");
+    assert_ne!(
+        pgid_of(worker),
+        Some(started.pid.get()),
+        "it left the group"
+    );
     let environ = std::fs::read(format!("/proc/{worker}/environ"))?;
     assert!(
         environ
@@ -784,7 +796,10 @@ async fn check_escaped_children(executor: &impl Executor) -> TestResult {
         "the worker carries the run marker"
     );
     executor.cancel(&started).await?;
-    assert!(!alive(worker), "the escaped worker {worker} outlived the cancel");
+    assert!(
+        !alive(worker),
+        "the escaped worker {worker} outlived the cancel"
+    );
     assert!(!group_has_live_member(started.pid.get()));
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
     assert!(executor.leftovers(&started).await?.is_empty());
@@ -832,7 +847,10 @@ async fn check_leftovers_reported(executor: &impl Executor) -> TestResult {
         format!("cancelled with leftovers: {worker}")
     );
     assert!(alive(worker));
-    assert!(!group_has_live_member(started.pid.get()), "the group is gone");
+    assert!(
+        !group_has_live_member(started.pid.get()),
+        "the group is gone"
+    );
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
     assert_eq!(executor.leftovers(&started).await?, vec![worker]);
 
@@ -865,13 +883,15 @@ async fn leftovers_of_a_cancel_are_reported_ssh() -> TestResult {
 async fn check_identity(executor: &impl Executor) -> TestResult {
     // A real job whose identity record and run marker are gone.
     let dir = format!("{}/run-identity", executor.workdir());
-    let started = executor
-        .spawn(&job(&dir, "echo ready\nsleep 300"))
-        .await?;
+    let started = executor.spawn(&job(&dir, "echo ready\nsleep 300")).await?;
     wait_for_log(executor, &dir, "ready").await;
     let start = Path::new(&dir).join("job.start");
     let recorded = std::fs::read_to_string(&start)?;
-    assert_eq!(recorded, identity_of(started.pid.get()), "the recorded form");
+    assert_eq!(
+        recorded,
+        identity_of(started.pid.get()),
+        "the recorded form"
+    );
     assert!(Path::new(&dir).join("job.marker").exists());
     assert_eq!(executor.status(&started).await?, JobStatus::Running);
     std::fs::remove_file(Path::new(&dir).join("job.marker"))?;
@@ -897,10 +917,17 @@ async fn check_identity(executor: &impl Executor) -> TestResult {
     for (case, identity) in [
         ("none", None),
         ("another start", Some("proc - 1\n".to_owned())),
-        ("another form", Some("ps Thu Jan  1 00:00:00 1970\n".to_owned())),
+        (
+            "another form",
+            Some("ps Thu Jan  1 00:00:00 1970\n".to_owned()),
+        ),
         ("legacy", Some("1\n".to_owned())),
     ] {
-        let dir = format!("{}/unrelated-{}", executor.workdir(), case.replace(' ', "-"));
+        let dir = format!(
+            "{}/unrelated-{}",
+            executor.workdir(),
+            case.replace(' ', "-")
+        );
         std::fs::create_dir_all(&dir)?;
         std::fs::write(Path::new(&dir).join(PID_FILE), format!("{}\n", other.pid()))?;
         if let Some(identity) = identity {
@@ -913,7 +940,10 @@ async fn check_identity(executor: &impl Executor) -> TestResult {
         };
         assert_eq!(executor.status(&id).await?, JobStatus::Lost, "{case}");
         executor.cancel(&id).await?;
-        assert!(alive(other.pid()), "{case}: the cancel signalled another process");
+        assert!(
+            alive(other.pid()),
+            "{case}: the cancel signalled another process"
+        );
     }
     Ok(())
 }
@@ -959,15 +989,13 @@ async fn check_zombies(executor: &impl Executor) -> TestResult {
     let started = executor.spawn(&job(&dir, script)).await?;
     wait_for_log(executor, &dir, "ready").await;
     let pgid = started.pid.get();
-    executor
-        .probe(&format!("kill -s KILL -- -{pgid}"))
-        .await?;
+    executor.probe(&format!("kill -s KILL -- -{pgid}")).await?;
     let status = wait_status(executor, &started, JobStatus::is_finished).await;
     assert_eq!(status, JobStatus::Lost);
-    let states = member_states(executor, pgid).await;
+    let members = member_states(executor, pgid).await;
     assert!(
-        !states.is_empty() && states.iter().all(|state| state == "Z"),
-        "the group holds zombies only: {states:?}"
+        !members.is_empty() && members.iter().all(|state| state == "Z"),
+        "the group holds zombies only: {members:?}"
     );
     // Cancelled: its processes die as zombies, and the cancel is clean.
     let dir = format!("{}/run-zombie-cancel", executor.workdir());
@@ -975,10 +1003,10 @@ async fn check_zombies(executor: &impl Executor) -> TestResult {
     wait_for_log(executor, &dir, "ready").await;
     executor.cancel(&started).await?;
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
-    let states = member_states(executor, started.pid.get()).await;
+    let members = member_states(executor, started.pid.get()).await;
     assert!(
-        !states.is_empty() && states.iter().all(|state| state == "Z"),
-        "the group holds zombies only: {states:?}"
+        !members.is_empty() && members.iter().all(|state| state == "Z"),
+        "the group holds zombies only: {members:?}"
     );
     Ok(())
 }

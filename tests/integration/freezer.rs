@@ -57,4 +57,3 @@ impl Drop for Frozen {
         }
     }
 }
-

@@ -1116,7 +1116,10 @@ fn a_cancel_while_a_process_that_does_not_follow_the_run_holds_the_project_is_re
     let text = output_text(&refused);
     assert!(!refused.status.success(), "{text}");
     assert!(text.contains(&format!("PID {}", holder.id())), "{text}");
-    assert!(text.contains(&format!("does not follow run `{id}`")), "{text}");
+    assert!(
+        text.contains(&format!("does not follow run `{id}`")),
+        "{text}"
+    );
     assert!(group_alive(pid), "a refused cancel stopped the job");
     assert_eq!(training.record(&id)["state"], "running");
     holder.kill().unwrap();
@@ -1224,10 +1227,16 @@ fn a_cancel_that_leaves_a_process_behind_names_it_and_a_second_cancel_stops_it()
         .unwrap();
     let text = output_text(&again);
     assert!(again.status.success(), "{text}");
-    assert!(!process_alive(worker), "the worker outlived the second cancel");
+    assert!(
+        !process_alive(worker),
+        "the worker outlived the second cancel"
+    );
     let record = training.record(&id);
     assert_eq!(record["state"], "cancelled", "{record}");
-    assert_eq!(record["message"], "cancelled with `train cancel`", "{record}");
+    assert_eq!(
+        record["message"], "cancelled with `train cancel`",
+        "{record}"
+    );
     drop(frozen);
 }
 
