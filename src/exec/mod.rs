@@ -79,7 +79,7 @@ pub const EXIT_FILE: &str = "exit_code";
 /// that later ended normally would wrongly read as cancelled.
 pub const CANCELLING_FILE: &str = "cancelling";
 /// The marker [`Executor::cancel`] creates in the run directory last, after it saw
-/// the process group gone. From then on [`Executor::status`] says
+/// the job's processes gone or wrote those left to [`LEFTOVERS_FILE`]. From then on [`Executor::status`] says
 /// [`JobStatus::Cancelled`] whatever else is there: an [`EXIT_FILE`] written during
 /// the cancel, or a live process that reuses the job's process ID.
 pub const CANCEL_FILE: &str = "cancelled";
@@ -389,8 +389,9 @@ pub trait Executor: Send + Sync {
     /// is created before the first signal, so [`Executor::status`] says
     /// [`JobStatus::Running`] while the group is being stopped and
     /// [`JobStatus::Cancelled`] (never [`JobStatus::Lost`]) as soon as it is gone.
-    /// [`CANCEL_FILE`] comes last, once the group is seen gone, and from then on
-    /// overrides everything. A second cancel of a cancelled job changes nothing.
+    /// [`CANCEL_FILE`] comes last, once the job's processes are seen gone (or the
+    /// survivors are written to [`LEFTOVERS_FILE`]), and from then on overrides
+    /// everything. A second cancel of a cleanly cancelled job changes nothing.
     ///
     /// For a container job the status can briefly be wrong: between the moment the
     /// engine's `stop` lets the wrapper write [`EXIT_FILE`] and the moment the group
