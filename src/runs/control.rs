@@ -343,3 +343,71 @@ async fn summary_of(executor: &AnyExecutor, record: &RunRecord) -> Summary {
     }
     summary
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runs::record::TargetKind;
+
+    fn record(state: State, message: Option<&str>) -> RunRecord {
+        RunRecord {
+            id: "r_1".into(),
+            created: "2026-01-02T00:00:00Z".parse().unwrap(),
+            target: "local".into(),
+            target_kind: TargetKind::Local,
+            dir: "/w/r_1".into(),
+            owner: "o".into(),
+            job: Some(JobId {
+                dir: "/w/r_1".into(),
+                pid: crate::exec::Pid::new(42).unwrap(),
+                container: None,
+            }),
+            state,
+            message: message.map(str::to_owned),
+            snapshots: true,
+            snapshot: None,
+            resumed_from: None,
+            merge: false,
+            max_steps: None,
+            last_step: None,
+            epoch: None,
+            last_loss: None,
+            last_eval_loss: None,
+            retrieved: true,
+        }
+    }
+
+    #[test]
+    fn only_a_cancel_that_left_processes_behind_can_be_cancelled_again() {
+        let with_leftovers = follow::leftovers_message("r_1", &[7, 9]);
+        assert!(with_leftovers.starts_with("cancelled with leftovers: 7 9;"));
+        let cases = [
+            (State::Cancelled, Some(with_leftovers.as_str()), true),
+            (
+                State::Cancelled,
+                Some("cancelled with `train cancel`"),
+                false,
+            ),
+            (State::Cancelled, None, false),
+            (State::Failed, Some(with_leftovers.as_str()), false),
+            (State::Running, None, false),
+        ];
+        for (state, message, again) in cases {
+            let record = record(state, message);
+            assert_eq!(has_leftovers(&record), again, "{state:?} {message:?}");
+            let refused = cancellable(&record, "r_1").is_err();
+            assert_eq!(
+                refused,
+                state == State::Cancelled && !again,
+                "{state:?} {message:?}"
+            );
+        }
+        let mut never_started = record(State::Running, None);
+        never_started.job = None;
+        let error = cancellable(&never_started, "r_1").unwrap_err();
+        assert!(
+            error.to_string().contains("has not started a job"),
+            "{error}"
+        );
+    }
+}
