@@ -1046,6 +1046,71 @@ async fn zombies_are_not_alive_ssh() -> TestResult {
     check_zombies(&ssh(&sshd, root.path()).await).await
 }
 
+/// Where `/proc` is missing (macOS, the BSDs) the shell functions read `ps`: the
+/// leader's identity is its `ps -o lstart=` start time and a group's zombies (state
+/// `Z`) do not count. Checked here in a mount namespace whose `/proc` is an empty
+/// directory, with a `ps` in front of `PATH` that answers as a BSD `ps` would for
+/// one real process.
+#[test]
+fn without_proc_the_identity_and_the_members_come_from_ps() -> TestResult {
+    let scratch = tempfile::tempdir()?;
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let other = Group::start();
+    let pid = other.pid();
+    let dead = dead_pid();
+    std::fs::write(
+        bin.join("ps"),
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n\
+             '-o lstart= -p {pid}') echo 'Tue Dec  1 09:36:33 2026' ;;\n\
+             '-o lstart= -p '*) exit 1 ;;\n\
+             '-A -o pid= -o pgid= -o stat=') printf '%s\\n' '  {pid}  {pid} Ss' ' 77 {pid} Z+' ' 78 5 S' ;;\n\
+             esac\n"
+        ),
+    )?;
+    std::fs::set_permissions(
+        bin.join("ps"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )?;
+    let body = format!(
+        r#"mount -t tmpfs none /proc || exit 9
+[ -d /proc/self ] && exit 8
+PATH={bin}:$PATH
+cd {dir} || exit 7
+echo "identity $(ob_identity {pid})"
+ob_identity {dead} || echo "no identity for the dead"
+echo 'ps Tue Dec 1 09:36:33 2026' > job.start
+ob_leader . {pid}; echo "matching $?"
+echo 'ps Wed Dec 2 09:36:33 2026' > job.start
+ob_leader . {pid}; echo "other $?"
+ob_leader . {dead}; echo "gone $?"
+echo "members $(ob_members {pid} | tr '\n' ' ')"
+"#,
+        bin = bin.display(),
+        dir = scratch.path().display(),
+    );
+    let output = crate::sshd::unshare_mount_namespace()
+        .args(["sh", "-c"])
+        .arg(format!("{}{body}", overbrainer::exec::GROUP_SIGNAL))
+        .output()?;
+    let text = crate::util::output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "identity ps Tue Dec 1 09:36:33 2026",
+            "no identity for the dead",
+            "matching 0",
+            "other 1",
+            "gone 2",
+            &format!("members {pid} "),
+        ],
+        "{text}"
+    );
+    Ok(())
+}
+
 // ---------------------------------------------------------------- SSH only
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -244,6 +244,25 @@ fn children_of(parent: u32) -> Vec<u32> {
 ///
 /// When `unshare` is missing (the message says to install `util-linux`).
 pub fn unshare_pid_namespace() -> Command {
+    let mut command = unshare();
+    command.args(["--pid", "--fork", "--mount-proc", "--kill-child"]);
+    command
+}
+
+/// `unshare --mount --propagation private`, to be given the program to run in a new
+/// mount namespace whose mounts stay there.
+///
+/// # Panics
+///
+/// When `unshare` is missing (the message says to install `util-linux`).
+pub fn unshare_mount_namespace() -> Command {
+    let mut command = unshare();
+    command.args(["--mount", "--propagation", "private"]);
+    command
+}
+
+/// `unshare`, which must be installed.
+fn unshare() -> Command {
     let found = Command::new("sh")
         .args(["-c", "command -v unshare"])
         .stdout(Stdio::null())
@@ -253,9 +272,7 @@ pub fn unshare_pid_namespace() -> Command {
         found,
         "`unshare` is missing: run `apt-get install util-linux`"
     );
-    let mut command = Command::new("unshare");
-    command.args(["--pid", "--fork", "--mount-proc", "--kill-child"]);
-    command
+    Command::new("unshare")
 }
 
 fn keygen(path: &Path) {
