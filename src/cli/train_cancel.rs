@@ -1,14 +1,19 @@
 //! `overbrainer train cancel RUN_ID`: stop a run's job, retrieve its artifacts and
-//! record it cancelled (RUN-37..RUN-42). Takes the project lock (LCK-1): while another
-//! overbrainer process holds it (a follower of the run, say) the cancel fails at once
-//! naming that process (LCK-2) and says how to cancel anyway.
+//! record it cancelled (RUN-37..RUN-42). Takes the project lock (LCK-1). While another
+//! overbrainer process holds it and follows that run, only the job on the target is
+//! cancelled and that process retrieves and records the run (LCK-9); any other holder
+//! makes the cancel fail at once naming that process (LCK-2).
+//!
+//! A cancel that leaves processes of the job alive on the target (they outlived
+//! `SIGKILL`) says `cancelled with leftovers: <pids>` and exits non-zero.
 
 use std::process::ExitCode;
 
 use super::Context;
 use super::follow;
+use crate::exec::pid_list;
 use crate::project::LockError;
-use crate::runs::control::{CancelOutcome, cancel};
+use crate::runs::control::{CancelOutcome, cancel, cancel_followed};
 
 /// Arguments of `train cancel`.
 #[derive(Debug, clap::Args)]
@@ -23,7 +28,8 @@ pub struct Args {
 /// # Errors
 ///
 /// For an invalid or unknown run ID, a run already cancelled or never started, a
-/// project lock held by another process, or an unreachable target.
+/// project lock held by a process that does not follow the run, or an unreachable
+/// target.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let (project, loaded) = ctx.load()?;
     if loaded.settings.training.is_none() {
@@ -31,32 +37,65 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             "`overbrainer.toml` has no `[training]` section, which `train cancel` needs to retrieve artifacts"
         );
     }
-    let _lock = match project.lock() {
-        Ok(lock) => lock,
+    let (lock, holder) = match project.lock() {
+        Ok(lock) => (Some(lock), None),
+        Err(LockError::Held { pid, .. })
+            if crate::runs::id::is_valid(&args.run_id) && project.is_followed(&args.run_id) =>
+        {
+            (None, pid)
+        }
         Err(error @ LockError::Held { .. }) => {
             anyhow::bail!(
-                "{error}; to cancel run `{id}` now, stop that process with Ctrl-C where it runs (the job goes on) and run `overbrainer train cancel {id}` again, or cancel from that session",
+                "{error}; it does not follow run `{id}`: run `overbrainer train cancel {id}` again once it ended",
                 id = args.run_id
             );
         }
         Err(error) => return Err(error.into()),
     };
     let (events, mut receiver) = follow::channel();
-    let outcome = follow::drive(
-        &mut receiver,
-        cancel(
-            &project,
-            &loaded.settings,
-            &loaded.env,
-            &args.run_id,
-            &events,
-        ),
-    )
-    .await?;
+    let outcome = if lock.is_some() {
+        follow::drive(
+            &mut receiver,
+            cancel(
+                &project,
+                &loaded.settings,
+                &loaded.env,
+                &args.run_id,
+                &events,
+            ),
+        )
+        .await?
+    } else {
+        follow::drive(
+            &mut receiver,
+            cancel_followed(&project, &loaded.settings, &loaded.env, &args.run_id),
+        )
+        .await?
+    };
+    drop(lock);
     match outcome {
-        CancelOutcome::Cancelled(record) => {
+        CancelOutcome::Cancelled { record, leftovers } => {
             outln!("{}", follow::summary_line(&record));
-            Ok(ExitCode::SUCCESS)
+            Ok(leftovers_status(&leftovers))
+        }
+        CancelOutcome::OnTarget { record, leftovers } => {
+            let holder = holder.map_or_else(
+                || "another overbrainer process".to_owned(),
+                |pid| format!("overbrainer process {pid}"),
+            );
+            if leftovers.is_empty() {
+                outln!(
+                    "train: the job of run {} was cancelled on the target; {holder} follows the run and records it",
+                    record.id
+                );
+            } else {
+                outln!(
+                    "train: run {} cancelled with leftovers: {} (they outlived SIGKILL on the target); {holder} follows the run and records it",
+                    record.id,
+                    pid_list(&leftovers)
+                );
+            }
+            Ok(leftovers_status(&leftovers))
         }
         CancelOutcome::AlreadyEnded { record, found } => {
             outln!(
@@ -66,5 +105,14 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// Success for a clean cancel, failure when processes were left behind.
+fn leftovers_status(leftovers: &[u32]) -> ExitCode {
+    if leftovers.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

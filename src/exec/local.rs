@@ -17,7 +17,7 @@ use super::digest::{self, FileDigest};
 use super::script::{self, cancel_script, claim_script, job_script, status_script};
 use super::{
     CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, Executor, JobCommand, JobId, JobStatus,
-    PID_FILE, Pid, check_job_env, tar,
+    LEFTOVERS_FILE, PID_FILE, Pid, check_job_env, tar,
 };
 
 /// Prefixes of the environment variables a local job never inherits: overbrainer's
@@ -175,7 +175,9 @@ pub(crate) const STALE_FILES: &[&str] = &[
     EXIT_FILE,
     CANCELLING_FILE,
     CANCEL_FILE,
+    LEFTOVERS_FILE,
     script::START_FILE,
+    script::MARKER_FILE,
 ];
 
 impl Executor for LocalExecutor {
@@ -247,9 +249,12 @@ impl Executor for LocalExecutor {
         }
         let mut child = command.spawn().map_err(spawn_error)?;
         let pid = Pid::new(child.id())?;
-        // Reap the job when it ends so it never lingers as a zombie of this process,
-        // which would keep its process group alive.
+        // As over SSH, the job is started once its wrapper recorded its identity and
+        // process ID: until then its status would read `lost`.
+        let recorded = wait_recorded(&mut child, &dir.join(PID_FILE)).await;
+        // Reap the job when it ends so it never lingers as a zombie of this process.
         std::thread::spawn(move || child.wait());
+        recorded?;
         Ok(JobId {
             dir: job.dir.clone(),
             pid,
@@ -284,12 +289,13 @@ impl Executor for LocalExecutor {
     }
 
     async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
-        self.checked(
-            "cancel",
-            &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
-        )
-        .await
-        .map(drop)
+        let output = self
+            .checked(
+                "cancel",
+                &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
+            )
+            .await?;
+        script::parse_cancel(&String::from_utf8_lossy(&output))
     }
 
     async fn download(
@@ -350,6 +356,37 @@ impl Executor for LocalExecutor {
                 path: target,
                 source: std::io::Error::other(error.to_string()),
             })?
+    }
+}
+
+/// Most time a job's wrapper has to write [`PID_FILE`] once started, as over SSH.
+const RECORD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Waits until the wrapper `child` wrote the non-empty `pid_file` (it writes its
+/// identity and marker before), polling every 10 ms.
+///
+/// # Errors
+///
+/// [`ExecError::Command`] with action `spawn` when the wrapper ended first, or did
+/// not write it within [`RECORD_TIMEOUT`].
+async fn wait_recorded(child: &mut std::process::Child, pid_file: &Path) -> Result<(), ExecError> {
+    let deadline = std::time::Instant::now() + RECORD_TIMEOUT;
+    loop {
+        if std::fs::metadata(pid_file).is_ok_and(|meta| meta.len() > 0) {
+            return Ok(());
+        }
+        let ended = child.try_wait().map_err(spawn_error)?;
+        if ended.is_some() || std::time::Instant::now() > deadline {
+            let why = ended.map_or_else(
+                || format!("within {} s", RECORD_TIMEOUT.as_secs()),
+                |status| format!("before it ended ({status})"),
+            );
+            return Err(ExecError::Command {
+                action: "spawn",
+                message: format!("the job did not write {PID_FILE} {why}"),
+            });
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
 

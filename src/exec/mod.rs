@@ -5,9 +5,19 @@
 //! Jobs do not depend on the overbrainer process that started them. Each job is the
 //! leader of its own process group (a local process group, or a new session from
 //! `setsid nohup` over SSH) and keeps its whole state in its run directory: its
-//! output in [`JOB_LOG`], its process ID in [`PID_FILE`], and its exit code in
-//! [`EXIT_FILE`] once it ends. Any later overbrainer process, given only that
-//! directory and the [`JobId`], can ask its status, follow its files or cancel it.
+//! output in [`JOB_LOG`], its process ID in [`PID_FILE`], its leader's identity in
+//! `job.start`, its run marker in `job.marker`, and its exit code in [`EXIT_FILE`]
+//! once it ends. Any later overbrainer process, given only that directory and the
+//! [`JobId`], can ask its status, follow its files or cancel it.
+//!
+//! The job's processes are its process group, when the group's leader is the
+//! recorded one (boot ID and start time from `/proc`, or `ps -o lstart=` where
+//! `/proc` is missing), and every process whose environment carries its run marker
+//! ([`RUN_MARKER_VAR`], found through `/proc/<pid>/environ`), which catches workers
+//! that left the group with `setsid`. Zombies are not processes of the job: a group
+//! left with zombies only, under a `PID 1` that does not reap them, is gone. Without
+//! a recorded identity the group is never the job's, so a process ID that names
+//! another process is never read as the job nor signalled.
 //!
 //! Files of this module: `script.rs` (the POSIX shell scripts every target runs),
 //! `digest.rs` (SHA-256 manifests), `lines.rs` (following a file line by line),
@@ -41,7 +51,8 @@ pub use runtime::{
     TOOLS_ENV, shell_path, stage_command,
 };
 pub use script::{
-    GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_status, quote, status_script,
+    GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_cancel, parse_status, quote,
+    status_script,
 };
 pub use ssh::{
     CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, PodEndpoint, REQUIRED_TOOLS,
@@ -71,10 +82,21 @@ pub const EXIT_FILE: &str = "exit_code";
 /// that later ended normally would wrongly read as cancelled.
 pub const CANCELLING_FILE: &str = "cancelling";
 /// The marker [`Executor::cancel`] creates in the run directory last, after it saw
-/// the process group gone. From then on [`Executor::status`] says
+/// the job's processes gone or wrote those left to [`LEFTOVERS_FILE`]. From then on [`Executor::status`] says
 /// [`JobStatus::Cancelled`] whatever else is there: an [`EXIT_FILE`] written during
 /// the cancel, or a live process that reuses the job's process ID.
 pub const CANCEL_FILE: &str = "cancelled";
+/// The run directory's file that [`Executor::cancel`] writes, one process ID a line,
+/// when some of the job's processes were still there after `SIGKILL` (a process in
+/// uninterruptible sleep, such as one stuck in a GPU driver or frozen by a cgroup
+/// freezer, or one owned by another user). It is written before [`CANCEL_FILE`] and
+/// removed by a later cancel that finds none left; [`Executor::leftovers`] reads it.
+pub const LEFTOVERS_FILE: &str = "cancel.leftovers";
+/// The environment variable that holds a job's run marker in every process of the
+/// job, set by the job's wrapper itself (the local executor strips `OVERBRAINER_*`
+/// from what it passes on). A process that clears its environment, or a container
+/// started through an engine's daemon, does not carry it.
+pub const RUN_MARKER_VAR: &str = "OVERBRAINER_RUN_MARKER";
 /// The marker [`Executor::claim`] creates with exclusive creation in a new run
 /// directory on the target. Its one line is the owner value of the run that owns
 /// the directory.
@@ -133,6 +155,23 @@ pub enum ExecError {
     /// its directory, an invalid process ID).
     #[error("unexpected answer from the target: {0}")]
     Protocol(String),
+    /// [`Executor::cancel`] stopped the job, but these processes of the job were
+    /// still there after `SIGKILL` (see [`LEFTOVERS_FILE`]). Never a clean cancel:
+    /// the job reads [`JobStatus::Cancelled`] and [`Executor::leftovers`] names them.
+    #[error("cancelled with leftovers: {}", pid_list(.pids))]
+    Leftovers {
+        /// The survivors' process IDs, sorted.
+        pids: Vec<u32>,
+    },
+}
+
+/// Process IDs separated by blanks.
+#[must_use]
+pub fn pid_list(pids: &[u32]) -> String {
+    pids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `text`, or the word `empty` in its place.
@@ -237,14 +276,16 @@ pub struct JobId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobStatus {
-    /// The process group is alive.
+    /// A process of the job is alive (a zombie is not).
     Running,
     /// The job ended by itself with this exit code.
     Exited(i32),
     /// [`Executor::cancel`] stopped it.
     Cancelled,
     /// Gone without an exit code and without a cancel (killed from outside, the
-    /// machine rebooted), or its run directory no longer exists.
+    /// machine rebooted), its run directory no longer exists, or its identity
+    /// cannot be established (no `job.start`, as on a run directory of an older
+    /// layout, or one that names another process).
     Lost,
 }
 
@@ -294,15 +335,16 @@ pub trait Executor: Send + Sync {
         skip: &[String],
     ) -> impl Future<Output = Result<(), ExecError>> + Send;
 
-    /// Starts `job` detached and returns its handle. Neither this process exiting nor
-    /// a lost connection stops the job.
+    /// Starts `job` detached and returns its handle, once the job's wrapper recorded
+    /// its identity and process ID in the run directory. Neither this process exiting
+    /// nor a lost connection stops the job.
     ///
     /// The job's base environment is the target's (TGT-7). Locally it is
     /// overbrainer's own environment without the variables named `OVERBRAINER_*` or
     /// `VAULT_*` (see [`LocalExecutor`]). Over SSH it is what `sshd` gives a
     /// non-interactive `sh -c` for that user, with no login shell and no startup
     /// file read (see [`SshExecutor`]). The secrets are added to that environment
-    /// only. An `axolotl` that depends on shell setup (a conda activation, a `PATH`
+    /// only, and the wrapper adds the job's run marker ([`RUN_MARKER_VAR`]). An `axolotl` that depends on shell setup (a conda activation, a `PATH`
     /// entry from a profile) may therefore be found locally and not over SSH.
     ///
     /// # Errors
@@ -336,16 +378,23 @@ pub trait Executor: Send + Sync {
     fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send;
 
     /// Stops `job`: first its container through the engine (`<engine> stop -t 30`),
-    /// then its whole process group with `SIGTERM`, and `SIGKILL` when the group
-    /// still lives 10 seconds later.
+    /// then its processes (its whole process group, and every process carrying its
+    /// run marker, such as a worker that left the group with `setsid`) with
+    /// `SIGTERM`, and `SIGKILL` to those still alive 10 seconds later. Processes of
+    /// the job still there 10 seconds after `SIGKILL` are leftovers: they are
+    /// written to [`LEFTOVERS_FILE`], [`CANCEL_FILE`] is written all the same, and
+    /// the cancel fails with [`ExecError::Leftovers`] naming them. A later cancel
+    /// signals the leftovers still there again. When the job's identity cannot be
+    /// established (see [`JobStatus::Lost`]) nothing is signalled.
     ///
     /// A job that already ended by itself is not touched: it stays
     /// [`JobStatus::Exited`] and no marker is written. Otherwise [`CANCELLING_FILE`]
     /// is created before the first signal, so [`Executor::status`] says
     /// [`JobStatus::Running`] while the group is being stopped and
     /// [`JobStatus::Cancelled`] (never [`JobStatus::Lost`]) as soon as it is gone.
-    /// [`CANCEL_FILE`] comes last, once the group is seen gone, and from then on
-    /// overrides everything. A second cancel of a cancelled job changes nothing.
+    /// [`CANCEL_FILE`] comes last, once the job's processes are seen gone (or the
+    /// survivors are written to [`LEFTOVERS_FILE`]), and from then on overrides
+    /// everything. A second cancel of a cleanly cancelled job changes nothing.
     ///
     /// For a container job the status can briefly be wrong: between the moment the
     /// engine's `stop` lets the wrapper write [`EXIT_FILE`] and the moment the group
@@ -360,9 +409,28 @@ pub trait Executor: Send + Sync {
     ///
     /// # Errors
     ///
-    /// An [`ExecError`] when the target is unreachable, or the group outlived
-    /// `SIGKILL`.
+    /// [`ExecError::Leftovers`] when processes of the job outlived `SIGKILL`;
+    /// another [`ExecError`] when the target is unreachable.
     fn cancel(&self, job: &JobId) -> impl Future<Output = Result<(), ExecError>> + Send;
+
+    /// The processes of `job` that its last cancel left behind, as recorded in
+    /// [`LEFTOVERS_FILE`]: empty after a clean cancel or when the job was never
+    /// cancelled. A follower in another process reads them when the job turns
+    /// [`JobStatus::Cancelled`].
+    ///
+    /// # Errors
+    ///
+    /// An [`ExecError`] when the file cannot be read, holds anything but process
+    /// IDs, or the target is unreachable.
+    fn leftovers(&self, job: &JobId) -> impl Future<Output = Result<Vec<u32>, ExecError>> + Send {
+        let path = format!("{}/{LEFTOVERS_FILE}", job.dir);
+        async move {
+            let bytes = self.read_from(&path, 0, 64 * 1024).await?;
+            script::parse_pids(&String::from_utf8_lossy(&bytes)).ok_or_else(|| {
+                ExecError::Protocol(format!("`{path}` holds something else than process IDs"))
+            })
+        }
+    }
 
     /// Copies `entries` (files or directories, paths relative to the target directory
     /// `remote`) into the local directory `local`, keeping their relative paths.

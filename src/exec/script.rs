@@ -8,36 +8,72 @@
 
 use super::{
     CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, JOB_LOG, JobStatus,
-    PID_FILE,
+    LEFTOVERS_FILE, PID_FILE, RUN_MARKER_VAR,
 };
 
-/// File in the run directory holding the start time of the job's leader, in clock
-/// ticks since boot (field 22 of Linux `/proc/<pid>/stat`, see `proc(5)`). It tells
-/// the job from an unrelated process that got the same process ID after the job
-/// ended. Absent on a target without `/proc`.
+/// File in the run directory holding the identity of the job's leader, one line,
+/// written by [`job_script`] before [`PID_FILE`]. It tells the job from an unrelated
+/// process that got the same process ID later (after the job ended, or after a
+/// reboot). Two forms, one per kind of target:
+///
+/// - `proc <boot-id> <start>` where `/proc` exists (Linux): the kernel's boot ID
+///   (`/proc/sys/kernel/random/boot_id`, `-` when unreadable) and the leader's start
+///   time in clock ticks since boot (field 22 of `/proc/<pid>/stat`, see `proc(5)`);
+/// - `ps <lstart>` where it does not (macOS, the BSDs): the start time as
+///   `LC_ALL=C ps -o lstart= -p <pid>` prints it, blanks collapsed.
+///
+/// A run directory of an older layout may hold the bare start time in ticks; it is
+/// compared with the start time of a `proc` identity. Without this file (or with one
+/// that cannot be read) the job's identity cannot be established: the job reads as
+/// gone and [`cancel_script`] signals nothing (see [`GROUP_SIGNAL`]).
 pub(crate) const START_FILE: &str = "job.start";
 
-/// Seconds [`cancel_script`] waits between `SIGTERM` and `SIGKILL`.
+/// File in the run directory holding the job's run marker: 32 lowercase hexadecimal
+/// digits drawn from `/dev/urandom` by [`job_script`], which exports it as
+/// [`RUN_MARKER_VAR`] before it starts the job. Every program the job runs inherits
+/// it, including workers that leave the job's process group with `setsid`, so the
+/// scripts find the job's processes through `/proc/<pid>/environ` as well as through
+/// the group. Absent where `/dev/urandom` cannot be read.
+pub(crate) const MARKER_FILE: &str = "job.marker";
+
+/// Seconds [`cancel_script`] waits between `SIGTERM` and `SIGKILL`, and again after
+/// `SIGKILL` before it names the processes still there as leftovers.
 pub(crate) const CANCEL_GRACE_SECONDS: u32 = 10;
 
 /// Seconds [`job_script`] waits, once the job's command has ended, between sending
-/// `SIGTERM` to what is left of its process group and sending `SIGKILL`. Shorter
+/// `SIGTERM` to what is left of the job's processes and sending `SIGKILL`. Shorter
 /// than [`CANCEL_GRACE_SECONDS`], so a cancel racing the wrapper's own clean-up
 /// never has to escalate because of the wrapper.
 pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 
-/// POSIX shell functions shared by the status and cancel scripts.
+/// POSIX shell functions shared by the wrapper, status and cancel scripts. Where
+/// `/proc` exists they read `/proc` only; elsewhere they use `ps`.
 ///
-/// - `job_alive DIR PID` succeeds while the process group `PID` lives and is the
-///   job's: when `/proc/PID/stat` and `DIR/job.start` both exist, the leader's start
-///   time must match the recorded one, so a recycled process ID never reads as the
-///   job.
-/// - `group_signal SIGNAL PID` sends `SIGNAL` (a name such as `TERM`) to the whole
-///   process group `PID` and ignores a group that is already gone.
-///
-/// A process group ID is never reused while any member of the group lives (Linux
-/// `alloc_pid` keeps it reserved), so a live group without its leader is still the
-/// job's.
+/// - `ob_identity PID` prints the identity of process `PID` in the form of
+///   [`START_FILE`], and fails when no process has that ID or its identity cannot
+///   be read.
+/// - `ob_leader DIR PID` compares the identity of `PID` with the one recorded in
+///   `DIR/job.start`: `0` when they match, `2` when no process has that ID (the
+///   leader is gone), `1` otherwise, which includes a missing or unreadable
+///   `job.start` and a process whose identity cannot be read.
+/// - `ob_members PGID` prints the live members of process group `PGID`: zombies
+///   (state `Z`) do not count, so a group left with zombies under a `PID 1` that
+///   does not reap them is gone.
+/// - `ob_marked DIR` prints the live processes whose environment holds the job's
+///   run marker ([`MARKER_FILE`]), from `/proc/<pid>/environ`; none without `/proc`.
+/// - `ob_group_ours DIR PID` succeeds when the process group `PID` is the job's:
+///   its leader's identity matches, or the leader is gone while `DIR/job.start`
+///   exists. A process group ID is never reused while any member of the group lives
+///   (Linux `alloc_pid` keeps it reserved), so a live group without its leader is
+///   still the job's.
+/// - `job_alive DIR PID` succeeds while any of the job's processes lives: a marked
+///   process, or a live member of its group when the group is the job's.
+/// - `ob_survivors DIR PID` prints those processes, one ID a line.
+/// - `ob_signal SIGNAL DIR PID` sends `SIGNAL` (a name such as `TERM`) to the
+///   job's group (`kill -s SIGNAL -- -PID`, only when the group is the job's) and to
+///   every marked process.
+/// - `group_signal SIGNAL PID` sends `SIGNAL` to the whole process group `PID` and
+///   ignores a group that is already gone.
 pub const GROUP_SIGNAL: &str = r#"start_of() {
   [ -r "/proc/$1/stat" ] || return 1
   IFS= read -r ob_stat < "/proc/$1/stat" || return 1
@@ -49,16 +85,97 @@ pub const GROUP_SIGNAL: &str = r#"start_of() {
   [ "$#" -ge 20 ] || return 1
   eval "printf '%s\n' \"\${20}\""
 }
-job_alive() {
-  kill -s 0 -- "-$2" 2>/dev/null || return 1
-  if [ -r "$1/job.start" ] && ob_now=$(start_of "$2"); then
-    IFS= read -r ob_then < "$1/job.start" || return 0
-    [ "$ob_now" = "$ob_then" ] || return 1
+ob_identity() {
+  if [ -d /proc/self ]; then
+    ob_t=$(start_of "$1") || return 1
+    ob_b=-
+    if [ -r /proc/sys/kernel/random/boot_id ]; then
+      IFS= read -r ob_b < /proc/sys/kernel/random/boot_id || ob_b=-
+      [ -n "$ob_b" ] || ob_b=-
+    fi
+    printf 'proc %s %s\n' "$ob_b" "$ob_t"
+  else
+    ob_l=$(LC_ALL=C ps -o lstart= -p "$1" 2>/dev/null) || return 1
+    set -f
+    # shellcheck disable=SC2086
+    set -- $ob_l
+    set +f
+    [ "$#" -gt 0 ] || return 1
+    printf 'ps %s\n' "$*"
+  fi
+}
+ob_leader() {
+  [ -r "$1/job.start" ] || return 1
+  ob_then=
+  IFS= read -r ob_then < "$1/job.start" || [ -n "$ob_then" ] || return 1
+  if ob_now=$(ob_identity "$2"); then
+    case $ob_then in
+      'proc '*|'ps '*) [ "$ob_now" = "$ob_then" ] && return 0 ;;
+      ''|*[!0-9]*) ;;
+      *) case $ob_now in 'proc '*) [ "${ob_now##* }" = "$ob_then" ] && return 0 ;; esac ;;
+    esac
+    return 1
+  fi
+  kill -s 0 "$2" 2>/dev/null && return 1
+  [ -d /proc/self ] && [ -e "/proc/$2" ] && return 1
+  return 2
+}
+ob_members() {
+  kill -s 0 -- "-$1" 2>/dev/null || return 0
+  ob_g=$1
+  if [ -d /proc/self ]; then
+    for ob_f in /proc/[0-9]*/stat; do
+      { IFS= read -r ob_s < "$ob_f"; } 2>/dev/null || continue
+      ob_pid=${ob_f#/proc/}
+      ob_pid=${ob_pid%/stat}
+      ob_s=${ob_s##*) }
+      set -f
+      # shellcheck disable=SC2086
+      set -- $ob_s
+      set +f
+      [ "$#" -ge 3 ] && [ "$3" = "$ob_g" ] && [ "$1" != Z ] && [ "$1" != X ] && printf '%s\n' "$ob_pid"
+    done
+  else
+    LC_ALL=C ps -A -o pid= -o pgid= -o stat= 2>/dev/null |
+      awk -v g="$ob_g" '$2 == g && $3 !~ /^Z/ { print $1 }'
   fi
   return 0
 }
+ob_marked() {
+  [ -d /proc/self ] && [ -r "$1/job.marker" ] || return 0
+  ob_m=
+  IFS= read -r ob_m < "$1/job.marker" || [ -n "$ob_m" ] || return 0
+  case $ob_m in ''|*[!0-9a-f]*) return 0 ;; esac
+  grep -l -z -x -F -e "OVERBRAINER_RUN_MARKER=$ob_m" /proc/[0-9]*/environ 2>/dev/null |
+    while IFS= read -r ob_e; do
+      ob_pid=${ob_e#/proc/}
+      ob_pid=${ob_pid%/environ}
+      [ "$ob_pid" = "$$" ] && continue
+      { IFS= read -r ob_s < "/proc/$ob_pid/stat"; } 2>/dev/null || continue
+      ob_s=${ob_s##*) }
+      case $ob_s in Z*|X*) continue ;; esac
+      printf '%s\n' "$ob_pid"
+    done
+  return 0
+}
+ob_group_ours() {
+  ob_leader "$1" "$2"
+  [ "$?" -ne 1 ]
+}
+ob_survivors() {
+  { ob_marked "$1"; if ob_group_ours "$1" "$2"; then ob_members "$2"; fi; } | awk '!ob_seen[$0]++'
+}
+job_alive() {
+  [ -n "$(ob_marked "$1")" ] && return 0
+  ob_group_ours "$1" "$2" || return 1
+  [ -n "$(ob_members "$2")" ]
+}
 group_signal() {
   kill -s "$1" -- "-$2" 2>/dev/null || true
+}
+ob_signal() {
+  if ob_group_ours "$2" "$3"; then group_signal "$1" "$3"; fi
+  for ob_q in $(ob_marked "$2"); do kill -s "$1" "$ob_q" 2>/dev/null || true; done
 }
 "#;
 
@@ -82,57 +199,64 @@ pub fn quote(text: &str) -> String {
 
 /// The wrapper that runs a job's `script` in the run directory `dir`.
 ///
-/// It changes to `dir`, records its own process ID in [`PID_FILE`] (and its start
-/// time in `job.start` where `/proc` exists), both through a rename, runs `script` in
-/// a subshell with standard output and error appended to [`JOB_LOG`] and standard
-/// input from `/dev/null`, then writes the script's exit code to [`EXIT_FILE`]
-/// through a rename. A wrapper killed by a signal writes no exit code. The caller
-/// starts it in its own process group (the wrapper is the group's leader) with the
-/// job's environment already set.
+/// It changes to `dir`, draws the job's run marker from `/dev/urandom`, exports it
+/// as [`RUN_MARKER_VAR`] and records it in [`MARKER_FILE`], records its own identity
+/// in [`START_FILE`] and its process ID in [`PID_FILE`] (each through a rename, the
+/// process ID last), runs `script` in a subshell with standard output and error
+/// appended to [`JOB_LOG`] and standard input from `/dev/null`, then writes the
+/// script's exit code to [`EXIT_FILE`] through a rename. A wrapper killed by a
+/// signal writes no exit code. The caller starts it in its own process group (the
+/// wrapper is the group's leader) with the job's environment already set; the
+/// marker is set here, after the local executor filtered `OVERBRAINER_*` out.
 ///
-/// Once [`EXIT_FILE`] is written the wrapper stops what is left of its own process
-/// group, such as data-loader workers of a main process that the OOM killer took:
-/// it ignores `SIGTERM` itself, sends `SIGTERM` to the group, waits up to
-/// [`REAP_GRACE_SECONDS`] for every other live member (`/proc/*/stat` field 5,
-/// the process group, see `proc(5)`; zombies do not count) to be gone, and sends
-/// `SIGKILL` to the group (itself included, its exit code being written) when any
-/// is left or when the target has no `/proc` to tell. [`status_script`] reads such
-/// a job as exited throughout: [`EXIT_FILE`] wins over a live group when no cancel
+/// Once [`EXIT_FILE`] is written the wrapper stops what is left of the job: the
+/// other live members of its process group, such as data-loader workers of a main
+/// process that the OOM killer took, and every process that carries the run marker,
+/// such as a worker that left the group with `setsid`. It ignores `SIGTERM` itself,
+/// sends `SIGTERM` to them, waits up to [`REAP_GRACE_SECONDS`] for them to be gone
+/// (zombies do not count), and sends `SIGKILL` to those left (to the group last,
+/// itself included, its exit code being written). [`status_script`] reads such a
+/// job as exited throughout: [`EXIT_FILE`] wins over live processes when no cancel
 /// marker exists.
 #[must_use]
 pub fn job_script(dir: &str, script: &str) -> String {
     format!(
         r#"cd {dir} || exit 1
-{GROUP_SIGNAL}if ob_start=$(start_of $$); then printf '%s\n' "$ob_start" > {start}.tmp && mv -f {start}.tmp {start}; fi
+{GROUP_SIGNAL}ob_marker=$(od -A n -N 16 -t x1 /dev/urandom 2>/dev/null | tr -d ' \n')
+case $ob_marker in
+  *[!0-9a-f]*) ob_marker= ;;
+  ????????????????????????????????) {var}=$ob_marker; export {var}
+    printf '%s\n' "$ob_marker" > {marker}.tmp && mv -f {marker}.tmp {marker} ;;
+  *) ob_marker= ;;
+esac
+if ob_id=$(ob_identity $$); then printf '%s\n' "$ob_id" > {start}.tmp && mv -f {start}.tmp {start}; fi
 printf '%s\n' $$ > {pid}.tmp && mv -f {pid}.tmp {pid}
 ( {script}
 ) >> {log} 2>&1 < /dev/null
 ob_code=$?
 printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}
 ob_others() {{
-  [ -r "/proc/$$/stat" ] || return 0
-  for ob_f in /proc/[0-9]*/stat; do
-    [ "$ob_f" = "/proc/$$/stat" ] && continue
-    {{ IFS= read -r ob_s < "$ob_f"; }} 2>/dev/null || continue
-    ob_r=${{ob_s##*) }}
-    set -f
-    # shellcheck disable=SC2086
-    set -- $ob_r
-    set +f
-    [ "$#" -ge 3 ] && [ "$3" = "$$" ] && [ "$1" != Z ] && return 0
+  for ob_o in $(ob_marked .; ob_members $$); do
+    [ "$ob_o" = "$$" ] || return 0
   done
   return 1
 }}
+ob_stop() {{
+  for ob_q in $(ob_marked .); do kill -s "$1" "$ob_q" 2>/dev/null || true; done
+  group_signal "$1" $$
+}}
 trap '' TERM
-group_signal TERM $$
+ob_stop TERM
 ob_i=0
 while ob_others; do
-  if [ "$ob_i" -ge {reap_ticks} ]; then group_signal KILL $$; break; fi
+  if [ "$ob_i" -ge {reap_ticks} ]; then ob_stop KILL; break; fi
   sleep 0.2 2>/dev/null || sleep 1
   ob_i=$((ob_i + 1))
 done
 "#,
         dir = quote(dir),
+        var = RUN_MARKER_VAR,
+        marker = MARKER_FILE,
         start = START_FILE,
         pid = PID_FILE,
         log = JOB_LOG,
@@ -147,11 +271,13 @@ done
 /// Precedence, first match wins:
 /// 1. `dir` is missing: `lost`.
 /// 2. [`CANCEL_FILE`] exists: `cancelled`.
-/// 3. [`CANCELLING_FILE`] exists: `running` while the group lives, else the exit
-///    code when [`EXIT_FILE`] holds one, else `cancelled`.
+/// 3. [`CANCELLING_FILE`] exists: `running` while a process of the job lives,
+///    else the exit code when [`EXIT_FILE`] holds one, else `cancelled`.
 /// 4. [`EXIT_FILE`] exists: `exited <code>`.
-/// 5. The group lives (and is the job's, see [`GROUP_SIGNAL`]): `running`.
-/// 6. Otherwise `lost`.
+/// 5. A process of the job lives (`job_alive` of [`GROUP_SIGNAL`]: a process with
+///    its run marker, or a live member of its group whose leader's identity
+///    matches [`START_FILE`]; zombies do not count): `running`.
+/// 6. Otherwise `lost`, which includes a job whose identity cannot be established.
 #[must_use]
 pub fn status_script(dir: &str, pid: u32) -> String {
     format!(
@@ -179,15 +305,26 @@ if job_alive "$d" "$p"; then echo running; else echo lost; fi
 }
 
 /// A script that cancels the job `pid` in `dir`, following the contract of
-/// [`super::Executor::cancel`].
+/// [`super::Executor::cancel`], and prints one line that [`parse_cancel`] reads.
 ///
 /// It stops `container` first when there is one (`<engine> stop -t 30 <name>`,
 /// whatever the job's state, so a container that outlived its wrapper is stopped
-/// too), then: does nothing more when [`CANCEL_FILE`] exists or when the job
-/// already exited by itself; otherwise writes [`CANCELLING_FILE`], sends `SIGTERM`
-/// to the group, waits up to 10 seconds, sends `SIGKILL` if it still lives, and
-/// once the group is gone writes [`CANCEL_FILE`]. It exits 3 when the group
-/// survives `SIGKILL` for 10 more seconds.
+/// too), then: prints `cancelled` and does nothing more when [`CANCEL_FILE`] exists
+/// without [`LEFTOVERS_FILE`], and `exited` when the job already exited by itself
+/// and none of its processes lives, or none does once the wrapper had the time to
+/// stop what was left ([`REAP_GRACE_SECONDS`] and two more). Otherwise it writes [`CANCELLING_FILE`], sends
+/// `SIGTERM` to the job's processes (its process group when the group is the job's,
+/// and every process carrying its run marker, see [`GROUP_SIGNAL`]), waits up to
+/// [`CANCEL_GRACE_SECONDS`], sends `SIGKILL` to those left and waits as long again.
+/// Processes still there then (zombies do not count) are written to
+/// [`LEFTOVERS_FILE`], one ID a line, and printed as `leftovers <pid>...`;
+/// [`CANCEL_FILE`] is written in either case and the answer is `cancelled` when
+/// none is left. A later cancel of a job with leftovers signals what is still
+/// there again and rewrites [`LEFTOVERS_FILE`] (removing it when none is left).
+///
+/// When the job's identity cannot be established ([`START_FILE`] is missing or
+/// names another process, and no process carries the marker) nothing is
+/// signalled.
 #[must_use]
 pub fn cancel_script(dir: &str, pid: u32, container: Option<&Container>) -> String {
     let stop = container.map_or_else(String::new, |container| {
@@ -210,26 +347,38 @@ ob_wait_gone() {{
   return 0
 }}
 [ -d "$d" ] || {{ echo gone; exit 0; }}
-if [ -e "$d/{cancelled}" ]; then echo cancelled; exit 0; fi
-if [ ! -e "$d/{cancelling}" ] && [ -e "$d/{exit}" ] && ! job_alive "$d" "$p"; then
+ob_again=
+if [ -e "$d/{cancelled}" ]; then
+  if [ -s "$d/{leftovers}" ]; then ob_again=1; else echo cancelled; exit 0; fi
+fi
+if [ -z "$ob_again" ] && [ ! -e "$d/{cancelling}" ] && [ -e "$d/{exit}" ] && ob_wait_gone {settle_ticks}; then
   {stop}  echo exited; exit 0
 fi
-: > "$d/{cancelling}"
+[ -n "$ob_again" ] || : > "$d/{cancelling}"
 {stop}if job_alive "$d" "$p"; then
-  group_signal TERM "$p"
+  ob_signal TERM "$d" "$p"
   if ! ob_wait_gone {grace_ticks}; then
-    group_signal KILL "$p"
-    if ! ob_wait_gone 50; then echo "process group $p survived SIGKILL" >&2; exit 3; fi
+    ob_signal KILL "$d" "$p"
+    ob_wait_gone {grace_ticks} || true
   fi
 fi
-: > "$d/{cancelled}"
-echo cancelled
+ob_left=$(ob_survivors "$d" "$p" | tr '\n' ' ')
+if [ -n "$ob_left" ]; then
+  # shellcheck disable=SC2086
+  printf '%s\n' $ob_left > "$d/{leftovers}.tmp" && mv -f "$d/{leftovers}.tmp" "$d/{leftovers}"
+else
+  rm -f "$d/{leftovers}"
+fi
+[ -e "$d/{cancelled}" ] || : > "$d/{cancelled}"
+if [ -n "$ob_left" ]; then echo "leftovers $ob_left"; else echo cancelled; fi
 "#,
         dir = quote(dir),
         cancelled = CANCEL_FILE,
         cancelling = CANCELLING_FILE,
+        leftovers = LEFTOVERS_FILE,
         exit = EXIT_FILE,
         grace_ticks = CANCEL_GRACE_SECONDS * 5,
+        settle_ticks = (REAP_GRACE_SECONDS + 2) * 5,
     )
 }
 
@@ -272,6 +421,45 @@ pub fn parse_status(output: &str) -> Result<JobStatus, ExecError> {
             .map(JobStatus::Exited)
             .ok_or_else(|| ExecError::Protocol(format!("job status `{}`", truncate(line, 80)))),
     }
+}
+
+/// Reads the one-line answer of [`cancel_script`]: `cancelled`, `exited` (the job
+/// had ended by itself) and `gone` (no run directory) are a finished cancel;
+/// `leftovers <pid>...` is [`ExecError::Leftovers`] with those process IDs.
+///
+/// # Errors
+///
+/// [`ExecError::Leftovers`] as said, and [`ExecError::Protocol`] for anything else.
+pub fn parse_cancel(output: &str) -> Result<(), ExecError> {
+    let line = output.trim();
+    match line {
+        "cancelled" | "exited" | "gone" => Ok(()),
+        _ => {
+            let pids = line
+                .strip_prefix("leftovers ")
+                .map(parse_pids)
+                .filter(|pids| pids.as_ref().is_some_and(|pids| !pids.is_empty()));
+            match pids {
+                Some(Some(pids)) => Err(ExecError::Leftovers { pids }),
+                _ => Err(ExecError::Protocol(format!(
+                    "cancel answer `{}`",
+                    truncate(line, 80)
+                ))),
+            }
+        }
+    }
+}
+
+/// Process IDs separated by blanks or line breaks, sorted without duplicates; `None`
+/// when any word is not a decimal `u32`.
+pub(crate) fn parse_pids(text: &str) -> Option<Vec<u32>> {
+    let mut pids = text
+        .split_whitespace()
+        .map(|word| word.parse::<u32>().ok())
+        .collect::<Option<Vec<u32>>>()?;
+    pids.sort_unstable();
+    pids.dedup();
+    Some(pids)
 }
 
 /// The first `max` characters of `text`.
@@ -338,6 +526,95 @@ mod tests {
         ] {
             assert!(parse_status(text).is_err(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn parse_cancel_reads_what_the_script_prints() {
+        for done in ["cancelled\n", "exited\n", " gone "] {
+            assert!(parse_cancel(done).is_ok(), "{done:?}");
+        }
+        match parse_cancel("leftovers 42 7 42 \n") {
+            Err(ExecError::Leftovers { pids }) => assert_eq!(pids, [7, 42]),
+            other => panic!("{other:?}"),
+        }
+        let error = parse_cancel("leftovers 9").unwrap_err();
+        assert_eq!(error.to_string(), "cancelled with leftovers: 9");
+        for garbage in [
+            "",
+            "leftovers",
+            "leftovers ",
+            "leftovers x",
+            "leftovers -1",
+            "Cancelled",
+        ] {
+            assert!(
+                matches!(parse_cancel(garbage), Err(ExecError::Protocol(_))),
+                "{garbage:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parse_pids_sorts_dedups_and_refuses_words() {
+        assert_eq!(parse_pids("3\n1 3\n"), Some(vec![1, 3]));
+        assert_eq!(parse_pids(""), Some(vec![]));
+        assert_eq!(parse_pids("1 x"), None);
+    }
+
+    #[test]
+    fn the_shell_functions_use_the_files_and_variable_of_this_module() {
+        for name in [START_FILE, MARKER_FILE] {
+            assert!(GROUP_SIGNAL.contains(&format!("/{name}\"")), "{name}");
+        }
+        assert!(GROUP_SIGNAL.contains(&format!("{RUN_MARKER_VAR}=$ob_m")));
+        let wrapper = job_script("/w/r1", "true");
+        assert!(wrapper.contains(&format!("export {RUN_MARKER_VAR}")));
+    }
+
+    /// Runs the shell functions with `body` in a scratch directory `dir`.
+    fn run_functions(dir: &std::path::Path, body: &str) -> (bool, String) {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{GROUP_SIGNAL}{body}"))
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    }
+
+    #[test]
+    fn ob_leader_tells_the_job_from_another_process_and_a_gone_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // This very shell, recorded by its own identity: the leader.
+        let (_, out) = run_functions(
+            d,
+            "ob_identity $$ > job.start; ob_leader . $$; echo \"rc $?\"",
+        );
+        assert_eq!(out.trim(), "rc 0");
+        // Legacy form: the bare start time.
+        let (_, out) = run_functions(
+            d,
+            "ob_identity $$ | { read -r k b t; echo \"$t\"; } > job.start; ob_leader . $$; echo \"rc $?\"",
+        );
+        assert_eq!(out.trim(), "rc 0");
+        // Another identity, then none recorded: not the job.
+        std::fs::write(d.join("job.start"), "proc - 1\n").unwrap();
+        let (_, out) = run_functions(d, "ob_leader . $$; echo \"rc $?\"");
+        assert_eq!(out.trim(), "rc 1");
+        std::fs::remove_file(d.join("job.start")).unwrap();
+        let (_, out) = run_functions(d, "ob_leader . $$; echo \"rc $?\"");
+        assert_eq!(out.trim(), "rc 1");
+        // A process ID no process has: the leader is gone.
+        std::fs::write(d.join("job.start"), "proc - 1\n").unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let (_, out) = run_functions(d, &format!("ob_leader . {gone}; echo \"rc $?\""));
+        assert_eq!(out.trim(), "rc 2");
     }
 
     #[test]

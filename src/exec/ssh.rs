@@ -489,13 +489,14 @@ impl Executor for SshExecutor {
     }
 
     async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
-        self.checked(
-            "cancel",
-            &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
-            &[],
-        )
-        .await
-        .map(drop)
+        let output = self
+            .checked(
+                "cancel",
+                &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
+                &[],
+            )
+            .await?;
+        script::parse_cancel(&String::from_utf8_lossy(&output))
     }
 
     async fn download(

@@ -88,6 +88,73 @@ impl Drop for ProjectLock {
     }
 }
 
+/// The directory inside `.overbrainer/` holding one lock file per followed run.
+pub const FOLLOW_DIR: &str = "follow";
+
+/// Held while this process follows a run and will record its end (LCK-9): an
+/// advisory `flock` on `.overbrainer/follow/<run-id>`, released when dropped or when
+/// the process ends. `train cancel` looks for it when the project lock is held, to
+/// tell a follower of that run (which records the cancel) from any other holder.
+#[derive(Debug)]
+pub struct FollowLock {
+    file: File,
+}
+
+impl FollowLock {
+    pub(super) fn acquire(state_dir: &Path, run_id: &str) -> Result<Self, LockError> {
+        let unavailable = |what, source| LockError::Unavailable {
+            dir: state_dir.to_owned(),
+            what,
+            source,
+        };
+        if !is_file_name(run_id) {
+            return Err(unavailable(
+                "a run ID names one file",
+                std::io::Error::from(std::io::ErrorKind::InvalidInput),
+            ));
+        }
+        let dir = state_dir.join(FOLLOW_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| unavailable("cannot create `.overbrainer/follow/`", e))?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(run_id))
+            .map_err(|e| unavailable("cannot open the follow lock", e))?;
+        match FileExt::try_lock_exclusive(&file) {
+            Ok(true) => Ok(Self { file }),
+            Ok(false) => Err(LockError::Held {
+                pid: None,
+                dir: state_dir.to_owned(),
+            }),
+            Err(e) => Err(unavailable("the file system refused the lock", e)),
+        }
+    }
+
+    /// Whether another process holds the follow lock of `run_id` now.
+    pub(super) fn held(state_dir: &Path, run_id: &str) -> bool {
+        if !is_file_name(run_id) {
+            return false;
+        }
+        let Ok(file) = File::open(state_dir.join(FOLLOW_DIR).join(run_id)) else {
+            return false;
+        };
+        matches!(FileExt::try_lock_shared(&file), Ok(false))
+    }
+}
+
+impl Drop for FollowLock {
+    fn drop(&mut self) {
+        let _ = FileExt::unlock(&self.file);
+    }
+}
+
+/// Whether `name` is one plain file name (no separator, not `.` or `..`).
+fn is_file_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
 fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
@@ -108,6 +175,22 @@ mod tests {
         std::fs::write(dir.path().join("overbrainer.toml"), "").unwrap();
         let project = Project::open(dir.path()).unwrap();
         (dir, project)
+    }
+
+    #[test]
+    fn a_follow_lock_is_seen_while_held_and_gone_once_dropped() {
+        let (_dir, project) = project();
+        assert!(!project.is_followed("r1"));
+        let held = project.follow_lock("r1").unwrap();
+        // flock locks belong to the open file: another descriptor sees it held.
+        assert!(project.is_followed("r1"));
+        assert!(!project.is_followed("r2"));
+        assert!(matches!(
+            project.follow_lock("r1"),
+            Err(LockError::Held { .. })
+        ));
+        drop(held);
+        assert!(!project.is_followed("r1"));
     }
 
     #[test]

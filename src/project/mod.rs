@@ -9,7 +9,7 @@ mod lock;
 
 use std::path::{Path, PathBuf};
 
-pub use lock::{LockError, ProjectLock};
+pub use lock::{FollowLock, LockError, ProjectLock};
 
 use crate::config::FILE_NAME;
 
@@ -131,6 +131,24 @@ impl Project {
     /// [`LockError::Unavailable`] when it cannot be taken for another reason (LCK-6).
     pub fn lock(&self) -> Result<ProjectLock, LockError> {
         ProjectLock::acquire(&self.root, &self.state_dir())
+    }
+
+    /// Marks run `run_id` as followed by this process for as long as the returned
+    /// guard lives (LCK-9). `run_id` must be a valid run ID.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Held`] when another process follows it, [`LockError::Unavailable`]
+    /// when the lock file cannot be created or locked.
+    pub fn follow_lock(&self, run_id: &str) -> Result<FollowLock, LockError> {
+        FollowLock::acquire(&self.state_dir(), run_id)
+    }
+
+    /// Whether another process follows run `run_id` now (holds its
+    /// [`Project::follow_lock`]).
+    #[must_use]
+    pub fn is_followed(&self, run_id: &str) -> bool {
+        FollowLock::held(&self.state_dir(), run_id)
     }
 }
 

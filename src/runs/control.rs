@@ -8,7 +8,7 @@ use super::follow::{self, Outcome};
 use super::record::{RUN_JSON, RunRecord, State};
 use super::{Events, RunError, RunEvent, emit, target};
 use crate::config::{EnvSnapshot, Settings};
-use crate::exec::{AnyExecutor, Executor as _, JobStatus};
+use crate::exec::{AnyExecutor, ExecError, Executor as _, JobId, JobStatus};
 use crate::project::Project;
 use crate::train::metrics::Summary;
 use crate::train::phase::PhaseTracker;
@@ -130,7 +130,22 @@ fn status_text(status: JobStatus) -> String {
 #[derive(Debug)]
 pub enum CancelOutcome {
     /// The job was stopped, its artifacts retrieved and the run recorded `cancelled`.
-    Cancelled(RunRecord),
+    Cancelled {
+        /// The run, as recorded.
+        record: RunRecord,
+        /// Processes of the job that outlived `SIGKILL` on the target; a cancel
+        /// with any is never a clean one (the record's message names them).
+        leftovers: Vec<u32>,
+    },
+    /// Another overbrainer process follows the run (LCK-9): the job was cancelled on
+    /// the target and that process retrieves and records the run; nothing was
+    /// written here.
+    OnTarget {
+        /// The run, as it was read.
+        record: RunRecord,
+        /// As for [`CancelOutcome::Cancelled`].
+        leftovers: Vec<u32>,
+    },
     /// The job had already ended and was not signalled (RUN-40).
     AlreadyEnded {
         /// The run.
@@ -140,7 +155,42 @@ pub enum CancelOutcome {
     },
 }
 
-/// `train cancel` (RUN-37..RUN-42).
+/// Whether `record` is a cancelled run whose cancel left processes behind: another
+/// `train cancel` signals them again instead of refusing (RUN-41).
+fn has_leftovers(record: &RunRecord) -> bool {
+    record.state == State::Cancelled
+        && record
+            .message
+            .as_deref()
+            .is_some_and(|message| message.starts_with(follow::LEFTOVERS_PREFIX))
+}
+
+/// The executor's cancel of `job`, with the processes that outlived `SIGKILL` as a
+/// value.
+async fn cancel_job(executor: &AnyExecutor, job: &JobId) -> Result<Vec<u32>, ExecError> {
+    match executor.cancel(job).await {
+        Ok(()) => Ok(Vec::new()),
+        Err(ExecError::Leftovers { pids }) => Ok(pids),
+        Err(error) => Err(error),
+    }
+}
+
+/// The refusals of RUN-41 and the job of run `run_id`.
+fn cancellable(record: &RunRecord, run_id: &str) -> Result<JobId, RunError> {
+    if record.state == State::Cancelled && !has_leftovers(record) {
+        return Err(RunError::Refused(format!(
+            "run `{run_id}` already ended as cancelled"
+        )));
+    }
+    record
+        .job
+        .clone()
+        .ok_or_else(|| RunError::Refused(format!("run `{run_id}` has not started a job")))
+}
+
+/// `train cancel` (RUN-37..RUN-42). A run recorded `cancelled` whose cancel left
+/// processes behind is cancelled again: its leftovers are signalled and the record
+/// says what is still left.
 ///
 /// # Errors
 ///
@@ -156,17 +206,9 @@ pub async fn cancel(
     events: &Events,
 ) -> Result<CancelOutcome, RunError> {
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
-    if record.state == State::Cancelled {
-        return Err(RunError::Refused(format!(
-            "run `{run_id}` already ended as cancelled"
-        )));
-    }
-    let Some(job) = record.job.clone() else {
-        return Err(RunError::Refused(format!(
-            "run `{run_id}` has not started a job"
-        )));
-    };
-    if record.state.is_terminal() {
+    let job = cancellable(&record, run_id)?;
+    let again = has_leftovers(&record);
+    if record.state.is_terminal() && !again {
         emit(
             events,
             RunEvent::Warning(format!(
@@ -175,23 +217,33 @@ pub async fn cancel(
             )),
         );
     }
-    let (record, executor) = open(project, settings, env, run_id).await?;
+    let (mut record, executor) = open(project, settings, env, run_id).await?;
     let exec = |source| RunError::Exec {
         target: record.target.clone(),
         source: Box::new(source),
     };
+    if again {
+        let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
+        record.message = Some(if leftovers.is_empty() {
+            "cancelled with `train cancel`".to_owned()
+        } else {
+            follow::leftovers_message(run_id, &leftovers)
+        });
+        record.save(&project.runs_dir())?;
+        return Ok(CancelOutcome::Cancelled { record, leftovers });
+    }
     let status = executor.status(&job).await.map_err(exec)?;
     if status != JobStatus::Running {
         if job.container.is_some() {
             // TGT-6: a container may have outlived its wrapper.
-            executor.cancel(&job).await.map_err(exec)?;
+            cancel_job(&executor, &job).await.map_err(exec)?;
         }
         return Ok(CancelOutcome::AlreadyEnded {
             record,
             found: status_text(status),
         });
     }
-    executor.cancel(&job).await.map_err(exec)?;
+    let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
     let mut tracker = PhaseTracker::new();
     let summary = summary_of(&executor, &record).await;
     let run_json = project.runs_dir().join(&record.id).join(RUN_JSON);
@@ -209,7 +261,7 @@ pub async fn cancel(
     .await
     {
         Ok(Outcome::Ended(record) | Outcome::Detached { record, .. }) => {
-            Ok(CancelOutcome::Cancelled(record))
+            Ok(CancelOutcome::Cancelled { record, leftovers })
         }
         // RUN-42: the job is stopped; only the record could not say so.
         Err(RunError::Io { path, source }) if path == run_json => {
@@ -221,11 +273,56 @@ pub async fn cancel(
                 )),
             );
             unrecorded.state = State::Cancelled;
-            unrecorded.message = Some("cancelled with `train cancel`; not recorded".to_owned());
-            Ok(CancelOutcome::Cancelled(unrecorded))
+            unrecorded.message = Some(if leftovers.is_empty() {
+                "cancelled with `train cancel`; not recorded".to_owned()
+            } else {
+                format!(
+                    "{}; not recorded",
+                    follow::leftovers_message(run_id, &leftovers)
+                )
+            });
+            Ok(CancelOutcome::Cancelled {
+                record: unrecorded,
+                leftovers,
+            })
         }
         Err(error) => Err(error),
     }
+}
+
+/// `train cancel` while another overbrainer process holds the project and follows
+/// run `run_id` (LCK-9): cancels the job on the target from the run's record alone
+/// and leaves the retrieval and the record to that process. Writes nothing in the
+/// project.
+///
+/// # Errors
+///
+/// As [`cancel`], without the retrieval.
+pub async fn cancel_followed(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run_id: &str,
+) -> Result<CancelOutcome, RunError> {
+    let record = RunRecord::load(&project.runs_dir(), run_id)?;
+    let job = cancellable(&record, run_id)?;
+    let (record, executor) = open(project, settings, env, run_id).await?;
+    let exec = |source| RunError::Exec {
+        target: record.target.clone(),
+        source: Box::new(source),
+    };
+    let status = executor.status(&job).await.map_err(exec)?;
+    if status != JobStatus::Running {
+        if job.container.is_some() {
+            cancel_job(&executor, &job).await.map_err(exec)?;
+        }
+        return Ok(CancelOutcome::AlreadyEnded {
+            record,
+            found: status_text(status),
+        });
+    }
+    let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
+    Ok(CancelOutcome::OnTarget { record, leftovers })
 }
 
 /// The metric summary of a run, read from its `metrics.jsonl` on the target.
@@ -245,4 +342,73 @@ async fn summary_of(executor: &AnyExecutor, record: &RunRecord) -> Summary {
         }
     }
     summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runs::record::TargetKind;
+
+    fn record(state: State, message: Option<&str>) -> RunRecord {
+        RunRecord {
+            id: "r_1".into(),
+            created: "2026-01-02T00:00:00Z".parse().unwrap(),
+            target: "local".into(),
+            target_kind: TargetKind::Local,
+            dir: "/w/r_1".into(),
+            owner: "o".into(),
+            job: Some(JobId {
+                dir: "/w/r_1".into(),
+                pid: crate::exec::Pid::new(42).unwrap(),
+                container: None,
+            }),
+            state,
+            message: message.map(str::to_owned),
+            snapshots: true,
+            snapshot: None,
+            resumed_from: None,
+            merge: false,
+            max_steps: None,
+            last_step: None,
+            epoch: None,
+            last_loss: None,
+            last_eval_loss: None,
+            retrieved: true,
+            merge_job: None,
+        }
+    }
+
+    #[test]
+    fn only_a_cancel_that_left_processes_behind_can_be_cancelled_again() {
+        let with_leftovers = follow::leftovers_message("r_1", &[7, 9]);
+        assert!(with_leftovers.starts_with("cancelled with leftovers: 7 9;"));
+        let cases = [
+            (State::Cancelled, Some(with_leftovers.as_str()), true),
+            (
+                State::Cancelled,
+                Some("cancelled with `train cancel`"),
+                false,
+            ),
+            (State::Cancelled, None, false),
+            (State::Failed, Some(with_leftovers.as_str()), false),
+            (State::Running, None, false),
+        ];
+        for (state, message, again) in cases {
+            let record = record(state, message);
+            assert_eq!(has_leftovers(&record), again, "{state:?} {message:?}");
+            let refused = cancellable(&record, "r_1").is_err();
+            assert_eq!(
+                refused,
+                state == State::Cancelled && !again,
+                "{state:?} {message:?}"
+            );
+        }
+        let mut never_started = record(State::Running, None);
+        never_started.job = None;
+        let error = cancellable(&never_started, "r_1").unwrap_err();
+        assert!(
+            error.to_string().contains("has not started a job"),
+            "{error}"
+        );
+    }
 }

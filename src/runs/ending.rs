@@ -29,6 +29,9 @@ pub struct JobEnd<'a> {
     pub snapshot: Option<(u64, &'a str)>,
     /// The last stage the job script started (MPL-2).
     pub last_stage: Option<Stage>,
+    /// The processes a cancel left alive on the target (see
+    /// [`crate::exec::Executor::leftovers`]); empty for none.
+    pub leftovers: &'a [u32],
 }
 
 /// A run's final state and the parts of its message.
@@ -88,6 +91,9 @@ impl Ending {
 #[must_use]
 pub fn ending(run_id: &str, end: &JobEnd<'_>) -> Ending {
     match end.status {
+        JobStatus::Cancelled if !end.leftovers.is_empty() => {
+            Ending::new(State::Cancelled, leftovers_message(run_id, end.leftovers))
+        }
         JobStatus::Cancelled => Ending::new(State::Cancelled, "cancelled with `train cancel`"),
         JobStatus::Lost => Ending::new(
             State::Failed,
@@ -116,6 +122,19 @@ pub fn ending(run_id: &str, end: &JobEnd<'_>) -> Ending {
             Ending::new(State::Failed, format!("the job exited with code {code}")).pointing()
         }
     }
+}
+
+/// How a run's record begins its message when its cancel left processes behind: never
+/// a clean cancel.
+pub const LEFTOVERS_PREFIX: &str = "cancelled with leftovers: ";
+
+/// The message of a run whose cancel left the processes `pids` alive on its target.
+#[must_use]
+pub fn leftovers_message(run_id: &str, pids: &[u32]) -> String {
+    format!(
+        "{LEFTOVERS_PREFIX}{}; these processes of the job outlived SIGKILL on the target (stuck in the kernel, such as a GPU driver, or owned by another user): stop them there, or run `overbrainer train cancel {run_id}` again",
+        crate::exec::pid_list(pids)
+    )
 }
 
 /// What a `merge_failed` run's message ends with.
@@ -158,6 +177,7 @@ mod tests {
             plugin_seen,
             snapshot: snapshot.then_some((3, "checkpoint-3")),
             last_stage: stage,
+            leftovers: &[],
         }
     }
 
@@ -244,6 +264,15 @@ mod tests {
                 State::Failed,
                 Some("the job was lost"),
                 true,
+            ),
+            (
+                JobEnd {
+                    leftovers: &[41, 42],
+                    ..end(Cancelled, true, false, Some(Train))
+                },
+                State::Cancelled,
+                Some("cancelled with leftovers: 41"),
+                false,
             ),
         ];
         for (job, state, cause, points) in cases {

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 use super::ending::{JobEnd, ending, unresumable};
+pub use super::ending::{LEFTOVERS_PREFIX, leftovers_message};
 use super::record::{RunRecord, Snapshot, SnapshotReason, State};
 use super::retrieve::retrieve;
 use super::start::error_chain;
@@ -80,6 +81,15 @@ pub async fn follow(
             "run `{}` has not started a job",
             record.id
         )));
+    };
+    // LCK-9: a `train cancel` from another terminal sees that this process follows
+    // the run and records its end; it then only cancels the job on the target.
+    let _following = match project.follow_lock(&record.id) {
+        Ok(lock) => Some(lock),
+        Err(error) => {
+            tracing::debug!("run `{}` not marked as followed: {error}", record.id);
+            None
+        }
     };
     emit(
         events,
@@ -335,6 +345,11 @@ pub async fn finish(
         }
     }
     record.set_summary(&summary);
+    let leftovers = if status == JobStatus::Cancelled {
+        leftovers_of(executor, &record, events).await
+    } else {
+        Vec::new()
+    };
     let mut end = ending(
         &record.id,
         &JobEnd {
@@ -342,6 +357,7 @@ pub async fn finish(
             plugin_seen: summary.plugin_seen,
             snapshot: summary.snapshot.as_ref().map(|(s, c)| (*s, c.as_str())),
             last_stage: summary.last_stage,
+            leftovers: &leftovers,
         },
     );
     let checkpoint = match (&summary.snapshot, end.state) {
@@ -428,6 +444,25 @@ pub fn log_pointer(local_dir: &std::path::Path, run_id: &str, log: &str, last: b
         || format!("; see `runs/{run_id}/{log}`"),
         |(first, last, text)| format!("; `runs/{run_id}/{log}` lines {first}-{last}: {text}"),
     )
+}
+
+/// The processes that the cancel of `record`'s job left on the target; none (with a
+/// warning event) when that cannot be read.
+async fn leftovers_of(executor: &AnyExecutor, record: &RunRecord, events: &Events) -> Vec<u32> {
+    let Some(job) = record.job.as_ref() else {
+        return Vec::new();
+    };
+    executor.leftovers(job).await.unwrap_or_else(|error| {
+        emit(
+            events,
+            RunEvent::Warning(format!(
+                "cannot read what the cancel of run `{}` left behind: {}",
+                record.id,
+                error_chain(&error)
+            )),
+        );
+        Vec::new()
+    })
 }
 
 /// Where `job.log` says why the job failed: the first and last line numbers (1-based)

@@ -328,7 +328,9 @@ mod tests {
         let local = root.path().join("runs/r1");
         std::fs::create_dir_all(&local).unwrap();
 
-        retrieve(&executor, &record, &local, None, &[]).await.unwrap();
+        retrieve(&executor, &record, &local, None, &[])
+            .await
+            .unwrap();
         let back = local.join(OUTPUT_DIR);
         assert_eq!(
             std::fs::read_link(back.join("latest")).unwrap(),

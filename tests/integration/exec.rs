@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 use overbrainer::config::Engine;
 use overbrainer::exec::{
     CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, Executor,
-    FileDigest, JOB_LOG, JobCommand, JobId, JobStatus, LocalExecutor, MAX_CONTROL_PATH,
-    MAX_TAIL_READ, PID_FILE, Pid, SshError, SshExecutor, SshTimeouts, local_manifest,
+    FileDigest, JOB_LOG, JobCommand, JobId, JobStatus, LEFTOVERS_FILE, LocalExecutor,
+    MAX_CONTROL_PATH, MAX_TAIL_READ, PID_FILE, Pid, RUN_MARKER_VAR, SshError, SshExecutor,
+    SshTimeouts, local_manifest,
 };
 use secrecy::SecretString;
 
+use crate::freezer::Frozen;
 use crate::sshd::{Options, Sshd};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -430,22 +432,79 @@ fn group_has_live_member(pgid: u32) -> bool {
     })
 }
 
+/// The fields of `/proc/<pid>/stat` after the command name, from the state on.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// Whether process `pid` lives on this machine; a zombie does not.
+fn alive(pid: u32) -> bool {
+    stat_fields(pid).is_some_and(|fields| fields.first().is_some_and(|s| s != "Z" && s != "X"))
+}
+
+/// The process group of `pid` on this machine.
+fn pgid_of(pid: u32) -> Option<u32> {
+    stat_fields(pid)?.get(2)?.parse().ok()
+}
+
+/// The process ID a job wrote to `path`, once it is there.
+async fn read_pid(path: &Path) -> u32 {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The identity line of `job.start` for process `pid` of this machine: boot ID and
+/// start time in clock ticks (field 22 of `/proc/<pid>/stat`), or a line that names
+/// no process when `pid` has none.
+fn identity_of(pid: u32) -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map_or_else(|_| "-".to_owned(), |text| text.trim().to_owned());
+    let start = stat_fields(pid)
+        .and_then(|fields| fields.get(19).cloned())
+        .unwrap_or_else(|| "1".to_owned());
+    format!("proc {boot} {start}\n")
+}
+
 /// A job whose main command exits while a background child it started still
 /// sleeps: the wrapper stops the leftover child, so once the job reads as exited
 /// its process group empties, and the status stays `Exited` meanwhile.
 async fn check_leftovers_stopped(executor: &impl Executor) -> TestResult {
     let dir = format!("{}/run-leftover", executor.workdir());
     let started = executor
-        .spawn(&job(&dir, "sleep 300 &\necho $! > child.pid\nexit 4"))
+        .spawn(&job(
+            &dir,
+            "sleep 300 &\necho $! > child.pid\nsetsid sleep 300 &\necho $! > escaped.pid\nexit 4",
+        ))
         .await?;
     let status = wait_status(executor, &started, JobStatus::is_finished).await;
     assert_eq!(status, JobStatus::Exited(4));
     let child: u32 = std::fs::read_to_string(Path::new(&dir).join("child.pid"))?
         .trim()
         .parse()?;
+    let escaped = read_pid(&Path::new(&dir).join("escaped.pid")).await;
+    assert_ne!(
+        pgid_of(escaped),
+        Some(started.pid.get()),
+        "it left the group"
+    );
     let pgid = started.pid.get();
     let deadline = Instant::now() + DEADLINE;
-    while group_has_live_member(pgid) {
+    while group_has_live_member(pgid) || alive(escaped) {
         assert_eq!(executor.status(&started).await?, JobStatus::Exited(4));
         assert!(
             Instant::now() < deadline,
@@ -656,6 +715,8 @@ async fn check_status_table(executor: &impl Executor) -> TestResult {
                         std::fs::write(path.join(CANCEL_FILE), "")?;
                     }
                     let pid = if alive { group.pid() } else { dead };
+                    // The job's identity is recorded, as the wrapper does.
+                    std::fs::write(path.join("job.start"), identity_of(pid))?;
                     let id = JobId {
                         dir: dir.clone(),
                         pid: Pid::new(pid)?,
@@ -835,8 +896,353 @@ async fn cancel_ssh() -> TestResult {
     stand_in_engine(&bin, &calls)?;
     let sshd = Sshd::start_with(&Options {
         path_prefix: Some(bin.clone()),
+        ..Options::default()
     });
     check_cancel(&ssh(&sshd, root.path()).await, &calls).await
+}
+
+// ---------------------------------------------------------------- processes
+
+/// A job whose worker leaves the job's process group with `setsid`, as some data
+/// loaders and launchers do: the cancel finds it by the run marker in its
+/// environment and stops it too, and the cancel is clean.
+async fn check_escaped_children(executor: &impl Executor) -> TestResult {
+    let dir = format!("{}/run-escaped", executor.workdir());
+    let started = executor
+        .spawn(&job(
+            &dir,
+            "setsid sleep 300 &\necho $! > worker.pid\necho ready\nsleep 300",
+        ))
+        .await?;
+    wait_for_log(executor, &dir, "ready").await;
+    let worker = read_pid(&Path::new(&dir).join("worker.pid")).await;
+    assert!(alive(worker));
+    assert_ne!(
+        pgid_of(worker),
+        Some(started.pid.get()),
+        "it left the group"
+    );
+    let environ = std::fs::read(format!("/proc/{worker}/environ"))?;
+    assert!(
+        environ
+            .split(|byte| *byte == 0)
+            .any(|entry| entry.starts_with(format!("{RUN_MARKER_VAR}=").as_bytes())),
+        "the worker carries the run marker"
+    );
+    executor.cancel(&started).await?;
+    assert!(
+        !alive(worker),
+        "the escaped worker {worker} outlived the cancel"
+    );
+    assert!(!group_has_live_member(started.pid.get()));
+    assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
+    assert!(executor.leftovers(&started).await?.is_empty());
+    assert!(!Path::new(&dir).join(LEFTOVERS_FILE).exists());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escaped_children_are_cancelled_local() -> TestResult {
+    let root = tempfile::tempdir()?;
+    check_escaped_children(&local(root.path())).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escaped_children_are_cancelled_ssh() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    check_escaped_children(&ssh(&sshd, root.path()).await).await
+}
+
+/// A process of the job that survives `SIGKILL` is reported, never a clean cancel:
+/// the cancel fails with its ID, `cancel.leftovers` names it, and a later cancel
+/// once it can die is clean and removes the file.
+async fn check_leftovers_reported(executor: &impl Executor) -> TestResult {
+    let dir = format!("{}/run-stuck", executor.workdir());
+    let started = executor
+        .spawn(&job(
+            &dir,
+            "setsid sleep 300 &\necho $! > worker.pid\necho ready\nsleep 300",
+        ))
+        .await?;
+    wait_for_log(executor, &dir, "ready").await;
+    let worker = read_pid(&Path::new(&dir).join("worker.pid")).await;
+    let frozen = Frozen::freeze(worker);
+    let error = executor
+        .cancel(&started)
+        .await
+        .expect_err("a frozen worker survives");
+    assert!(
+        matches!(&error, ExecError::Leftovers { pids } if pids == &[worker]),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("cancelled with leftovers: {worker}")
+    );
+    assert!(alive(worker));
+    assert!(
+        !group_has_live_member(started.pid.get()),
+        "the group is gone"
+    );
+    assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
+    assert_eq!(executor.leftovers(&started).await?, vec![worker]);
+
+    frozen.thaw();
+    executor.cancel(&started).await?;
+    assert!(!alive(worker));
+    assert!(executor.leftovers(&started).await?.is_empty());
+    assert!(!Path::new(&dir).join(LEFTOVERS_FILE).exists());
+    assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
+    drop(frozen);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftovers_of_a_cancel_are_reported_local() -> TestResult {
+    let root = tempfile::tempdir()?;
+    check_leftovers_reported(&local(root.path())).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftovers_of_a_cancel_are_reported_ssh() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    check_leftovers_reported(&ssh(&sshd, root.path()).await).await
+}
+
+/// Without a recorded identity (`job.start` missing, as on a target without `/proc`
+/// before this layout, or naming another process) a live process at the recorded
+/// PID is not the job: the status is `lost` and a cancel signals nothing.
+async fn check_identity(executor: &impl Executor) -> TestResult {
+    // A real job whose identity record and run marker are gone.
+    let dir = format!("{}/run-identity", executor.workdir());
+    let started = executor.spawn(&job(&dir, "echo ready\nsleep 300")).await?;
+    wait_for_log(executor, &dir, "ready").await;
+    let start = Path::new(&dir).join("job.start");
+    let recorded = std::fs::read_to_string(&start)?;
+    assert_eq!(
+        recorded,
+        identity_of(started.pid.get()),
+        "the recorded form"
+    );
+    assert!(Path::new(&dir).join("job.marker").exists());
+    assert_eq!(executor.status(&started).await?, JobStatus::Running);
+    std::fs::remove_file(Path::new(&dir).join("job.marker"))?;
+    assert_eq!(executor.status(&started).await?, JobStatus::Running);
+    std::fs::remove_file(&start)?;
+    assert_eq!(executor.status(&started).await?, JobStatus::Lost);
+    // Another boot, same start time.
+    let ticks = recorded.trim_end().rsplit(' ').next().unwrap_or_default();
+    std::fs::write(
+        &start,
+        format!("proc 00000000-0000-4000-8000-000000000000 {ticks}\n"),
+    )?;
+    assert_eq!(executor.status(&started).await?, JobStatus::Lost);
+    // The older layout's bare start time still identifies it.
+    std::fs::write(&start, format!("{ticks}\n"))?;
+    assert_eq!(executor.status(&started).await?, JobStatus::Running);
+    std::fs::write(&start, &recorded)?;
+    executor.cancel(&started).await?;
+    assert!(!group_has_live_member(started.pid.get()));
+
+    // An unrelated process at the recorded PID, with no identity or another one.
+    let other = Group::start();
+    for (case, identity) in [
+        ("none", None),
+        ("another start", Some("proc - 1\n".to_owned())),
+        (
+            "another form",
+            Some("ps Thu Jan  1 00:00:00 1970\n".to_owned()),
+        ),
+        ("legacy", Some("1\n".to_owned())),
+    ] {
+        let dir = format!(
+            "{}/unrelated-{}",
+            executor.workdir(),
+            case.replace(' ', "-")
+        );
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(Path::new(&dir).join(PID_FILE), format!("{}\n", other.pid()))?;
+        if let Some(identity) = identity {
+            std::fs::write(Path::new(&dir).join("job.start"), identity)?;
+        }
+        let id = JobId {
+            dir: dir.clone(),
+            pid: Pid::new(other.pid())?,
+            container: None,
+        };
+        assert_eq!(executor.status(&id).await?, JobStatus::Lost, "{case}");
+        executor.cancel(&id).await?;
+        assert!(
+            alive(other.pid()),
+            "{case}: the cancel signalled another process"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pid_without_the_jobs_identity_is_lost_and_never_signalled_local() -> TestResult {
+    let root = tempfile::tempdir()?;
+    check_identity(&local(root.path())).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pid_without_the_jobs_identity_is_lost_and_never_signalled_ssh() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    check_identity(&ssh(&sshd, root.path()).await).await
+}
+
+/// The states of the members of process group `pgid` on the target, through the
+/// executor (the target may be in a PID namespace of its own).
+async fn member_states(executor: &impl Executor, pgid: u32) -> Vec<String> {
+    let script = format!(
+        r#"for f in /proc/[0-9]*/stat; do
+  {{ IFS= read -r s < "$f"; }} 2>/dev/null || continue
+  s=${{s##*) }}
+  set -- $s
+  [ "$3" = {pgid} ] && echo "$1"
+done
+exit 0"#
+    );
+    let output = executor.probe(&script).await.expect("probe");
+    String::from_utf8_lossy(&output)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Under a `PID 1` that never reaps orphans, a job's dead processes stay as
+/// zombies in its process group: the job is still gone for status and cancel.
+async fn check_zombies(executor: &impl Executor) -> TestResult {
+    let script = "sleep 300 &\nsleep 300 &\necho ready\nwait";
+    // Killed from outside: lost, not running.
+    let dir = format!("{}/run-zombie-lost", executor.workdir());
+    let started = executor.spawn(&job(&dir, script)).await?;
+    wait_for_log(executor, &dir, "ready").await;
+    let pgid = started.pid.get();
+    executor.probe(&format!("kill -s KILL -- -{pgid}")).await?;
+    let status = wait_status(executor, &started, JobStatus::is_finished).await;
+    assert_eq!(status, JobStatus::Lost);
+    let members = member_states(executor, pgid).await;
+    assert!(
+        !members.is_empty() && members.iter().all(|state| state == "Z"),
+        "the group holds zombies only: {members:?}"
+    );
+    // Cancelled: its processes die as zombies, and the cancel is clean.
+    let dir = format!("{}/run-zombie-cancel", executor.workdir());
+    let started = executor.spawn(&job(&dir, script)).await?;
+    wait_for_log(executor, &dir, "ready").await;
+    executor.cancel(&started).await?;
+    assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
+    let members = member_states(executor, started.pid.get()).await;
+    assert!(
+        !members.is_empty() && members.iter().all(|state| state == "Z"),
+        "the group holds zombies only: {members:?}"
+    );
+    Ok(())
+}
+
+/// Set in the environment of this test binary when it runs again as `PID 1` of a
+/// PID namespace of its own.
+const INSIDE_PID_NAMESPACE: &str = "OVERBRAINER_TEST_INSIDE_PID_NAMESPACE";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zombies_are_not_alive_local() -> TestResult {
+    let name = "exec::zombies_are_not_alive_local";
+    if std::env::var_os(INSIDE_PID_NAMESPACE).is_none() {
+        // This very test again, as PID 1 of a new PID namespace: the test binary
+        // never reaps orphans.
+        let output = crate::sshd::unshare_pid_namespace()
+            .arg(std::env::current_exe()?)
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(INSIDE_PID_NAMESPACE, "1")
+            .output()?;
+        let text = crate::util::output_text(&output);
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "{text}");
+        return Ok(());
+    }
+    assert_eq!(std::process::id(), 1, "PID 1 of its namespace");
+    let root = tempfile::tempdir()?;
+    check_zombies(&local(root.path())).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zombies_are_not_alive_ssh() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start_with(&Options {
+        pid_namespace: true,
+        ..Options::default()
+    });
+    check_zombies(&ssh(&sshd, root.path()).await).await
+}
+
+/// Where `/proc` is missing (macOS, the BSDs) the shell functions read `ps`: the
+/// leader's identity is its `ps -o lstart=` start time and a group's zombies (state
+/// `Z`) do not count. Checked here in a mount namespace whose `/proc` is an empty
+/// directory, with a `ps` in front of `PATH` that answers as a BSD `ps` would for
+/// one real process.
+#[test]
+fn without_proc_the_identity_and_the_members_come_from_ps() -> TestResult {
+    let scratch = tempfile::tempdir()?;
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let other = Group::start();
+    let pid = other.pid();
+    let dead = dead_pid();
+    std::fs::write(
+        bin.join("ps"),
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n\
+             '-o lstart= -p {pid}') echo 'Tue Dec  1 09:36:33 2026' ;;\n\
+             '-o lstart= -p '*) exit 1 ;;\n\
+             '-A -o pid= -o pgid= -o stat=') printf '%s\\n' '  {pid}  {pid} Ss' ' 77 {pid} Z+' ' 78 5 S' ;;\n\
+             esac\n"
+        ),
+    )?;
+    std::fs::set_permissions(
+        bin.join("ps"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )?;
+    let body = format!(
+        r#"mount -t tmpfs none /proc || exit 9
+[ -d /proc/self ] && exit 8
+PATH={bin}:$PATH
+cd {dir} || exit 7
+echo "identity $(ob_identity {pid})"
+ob_identity {dead} || echo "no identity for the dead"
+echo 'ps Tue Dec 1 09:36:33 2026' > job.start
+ob_leader . {pid}; echo "matching $?"
+echo 'ps Wed Dec 2 09:36:33 2026' > job.start
+ob_leader . {pid}; echo "other $?"
+ob_leader . {dead}; echo "gone $?"
+echo "members $(ob_members {pid} | tr '\n' ' ')"
+"#,
+        bin = bin.display(),
+        dir = scratch.path().display(),
+    );
+    let output = crate::sshd::unshare_mount_namespace()
+        .args(["sh", "-c"])
+        .arg(format!("{}{body}", overbrainer::exec::GROUP_SIGNAL))
+        .output()?;
+    let text = crate::util::output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "identity ps Tue Dec 1 09:36:33 2026",
+            "no identity for the dead",
+            "matching 0",
+            "other 1",
+            "gone 2",
+            &format!("members {pid} "),
+        ],
+        "{text}"
+    );
+    Ok(())
 }
 
 // ---------------------------------------------------------------- SSH only
@@ -1146,6 +1552,7 @@ async fn hostile_streams_ssh() -> TestResult {
     hostile_tar(&bin, &root.path().join("stream.tar"))?;
     let sshd = Sshd::start_with(&Options {
         path_prefix: Some(bin.clone()),
+        ..Options::default()
     });
     check_hostile_streams(&ssh(&sshd, root.path()).await, root.path()).await
 }

@@ -8,6 +8,8 @@
 mod util;
 // A real OpenSSH server on 127.0.0.1 for tests of SSH targets (reusable by every area).
 mod sshd;
+// A process that survives SIGKILL (the cgroup freezer), for what a cancel leaves behind.
+mod freezer;
 
 // Ground: settings, `.env`, environment layering, secrets, `init`, `config check`.
 mod config;
@@ -22,7 +24,8 @@ mod lock;
 // Ground: key files others could read (`.env` at mode 644 warned about, `init`'s advice).
 mod key_files;
 // Execution: one executor conformance suite on the local target and on a real `sshd`:
-// claim, transfers, jobs and files, secrets, the status table, cancel, survival.
+// claim, transfers, jobs and files, secrets, the status table, cancel, survival, and the
+// job's processes: escaped setsid workers, leftovers, identity, zombies.
 mod exec;
 // Flows: the dataset pipeline against stand-in providers (openai and anthropic protocols).
 mod pipeline;

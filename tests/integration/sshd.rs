@@ -28,6 +28,12 @@ pub struct Options {
     /// Directory put in front of `PATH` in every session (sshd's `SetEnv`), for
     /// stand-in programs.
     pub path_prefix: Option<PathBuf>,
+    /// Run the server in a PID namespace of its own (`unshare --pid --fork
+    /// --mount-proc`) whose `PID 1` is a `sleep` that never reaps orphans, as in a
+    /// container whose entrypoint is a plain shell script: a job's dead processes
+    /// stay there as zombies. Process IDs of the target are then those of the
+    /// namespace; look at them through the executor (`probe`).
+    pub pid_namespace: bool,
 }
 
 /// A running `sshd`, stopped when dropped.
@@ -81,10 +87,17 @@ impl Sshd {
             }
             std::fs::write(root.join("sshd_config"), config).expect("sshd_config");
             let log = std::fs::File::create(root.join("sshd.log")).expect("sshd.log");
-            let mut child = Command::new(SSHD)
-                .arg("-D")
-                .arg("-e")
-                .arg("-f")
+            let mut command = if options.pid_namespace {
+                let mut command = unshare_pid_namespace();
+                command.args(["sh", "-c", "\"$0\" -D -e -f \"$1\" & exec sleep 100000"]);
+                command.arg(SSHD);
+                command
+            } else {
+                let mut command = Command::new(SSHD);
+                command.arg("-D").arg("-e").arg("-f");
+                command
+            };
+            let mut child = command
                 .arg(root.join("sshd_config"))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -248,6 +261,45 @@ pub fn signal(pid: u32, name: &str) {
         .args(["-s", name, &pid.to_string()])
         .stderr(Stdio::null())
         .status();
+}
+
+/// `unshare --pid --fork --mount-proc --kill-child`, to be given the program that
+/// becomes `PID 1` of a new PID namespace; it dies with the returned command's
+/// process.
+///
+/// # Panics
+///
+/// When `unshare` is missing (the message says to install `util-linux`).
+pub fn unshare_pid_namespace() -> Command {
+    let mut command = unshare();
+    command.args(["--pid", "--fork", "--mount-proc", "--kill-child"]);
+    command
+}
+
+/// `unshare --mount --propagation private`, to be given the program to run in a new
+/// mount namespace whose mounts stay there.
+///
+/// # Panics
+///
+/// When `unshare` is missing (the message says to install `util-linux`).
+pub fn unshare_mount_namespace() -> Command {
+    let mut command = unshare();
+    command.args(["--mount", "--propagation", "private"]);
+    command
+}
+
+/// `unshare`, which must be installed.
+fn unshare() -> Command {
+    let found = Command::new("sh")
+        .args(["-c", "command -v unshare"])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(
+        found,
+        "`unshare` is missing: run `apt-get install util-linux`"
+    );
+    Command::new("unshare")
 }
 
 fn keygen(path: &Path) {

@@ -295,13 +295,22 @@ fn assert_merged_run(training: &Training, id: &str) {
     assert!(record["last_loss"].is_f64(), "{record}");
 }
 
-/// Whether a process group is still alive.
+/// Whether a process group still has a live member; zombies, which a cancel leaves
+/// to be reaped by their parent or `init`, do not count.
 fn group_alive(pid: u32) -> bool {
-    std::process::Command::new("kill")
-        .args(["-0", "--", &format!("-{pid}")])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            return false;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.len() >= 3 && fields[0] != "Z" && fields[2] == pid.to_string()
+    })
 }
 
 // Issue 4, test 1.
@@ -499,24 +508,9 @@ fn a_cancelled_run_leaves_no_process_and_keeps_its_artifacts() {
     let pid = training.record(&id)["job"]["pid"].as_u64().unwrap();
     let pid = u32::try_from(pid).unwrap();
     assert!(group_alive(pid));
-    // The follower holds the project (LCK-1): a cancel fails at once, names it and says
-    // how to cancel anyway (LCK-2), and changes nothing.
-    let refused = training
-        .cmd()
-        .args(["train", "cancel", &id])
-        .output()
-        .unwrap();
-    let text = output_text(&refused);
-    assert!(!refused.status.success(), "{text}");
-    assert!(text.contains(&format!("PID {}", follower.id())), "{text}");
-    assert!(text.contains("Ctrl-C"), "{text}");
-    assert!(
-        text.contains(&format!("overbrainer train cancel {id}")),
-        "{text}"
-    );
-    assert!(group_alive(pid), "a refused cancel stopped the job");
-    assert_eq!(training.record(&id)["state"], "running");
-    // Ctrl-C detaches the follower; the job goes on and the cancel now proceeds.
+    // (A cancel while the follower runs is LCK-9's test below.)
+    // Ctrl-C detaches the follower; the job goes on and the cancel, which takes the
+    // project lock itself, stops it and records the run.
     let interrupt = std::process::Command::new("kill")
         .args(["-INT", &follower.id().to_string()])
         .status()
@@ -697,6 +691,7 @@ fn a_corrupted_download_is_refused_then_retried_by_attach() {
         merge: false,
         ssh: Some(Options {
             path_prefix: Some(tools.path().to_owned()),
+            ..Options::default()
         }),
         ..Setup::default()
     });
@@ -1072,6 +1067,228 @@ fn a_cancel_of_a_job_that_already_ended_leaves_the_run_as_it_is() {
     let record = training.record(&id);
     assert_eq!(record["state"], "succeeded", "{record}");
     assert_eq!(record["retrieved"], true, "{record}");
+}
+
+// LCK-9: `train cancel` from another terminal while a follower holds the project
+// cancels the job on the target; the follower sees it cancelled, retrieves and records.
+#[test]
+fn a_cancel_from_another_terminal_stops_the_job_and_the_follower_records_it() {
+    let fake = tempfile::tempdir().unwrap();
+    let release = fake.path().join("never");
+    let venv = held_venv(fake.path(), &release);
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let mut follower = training.spawn(&["train"]);
+    let id = training.wait_running(&mut follower);
+    let pid = u32::try_from(training.record(&id)["job"]["pid"].as_u64().unwrap()).unwrap();
+    assert!(group_alive(pid));
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&cancel);
+    assert!(cancel.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("the job of run {id} was cancelled on the target")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("overbrainer process {} follows", follower.id())),
+        "{text}"
+    );
+    assert!(!group_alive(pid), "the job's process group is still alive");
+    let output = finish(follower);
+    let text = output_text(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains(&format!("train: {id} cancelled")),
+        "{text}"
+    );
+    let record = training.record(&id);
+    assert_eq!(record["state"], "cancelled", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+    assert_file(&training.runs().join(&id).join("job.log"));
+    assert_file(
+        &training
+            .runs()
+            .join(&id)
+            .join("output/adapter_model.safetensors"),
+    );
+    // A second cancel, without a follower now, changes nothing and says why.
+    let again = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(output_text(&again).contains("already ended as cancelled"));
+}
+
+// LCK-2, LCK-9: a holder of the project that does not follow the run still refuses
+// the cancel, which then signals nothing.
+#[test]
+fn a_cancel_while_a_process_that_does_not_follow_the_run_holds_the_project_is_refused() {
+    let fake = tempfile::tempdir().unwrap();
+    let release = fake.path().join("never");
+    let venv = held_venv(fake.path(), &release);
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let (id, pid) = an_unfollowed_job(&training);
+    let helper = crate::util::build_dir().join("examples/hold_lock");
+    assert!(
+        helper.is_file(),
+        "{} is missing; `cargo test` builds it (run the whole suite, or `cargo build --examples`)",
+        helper.display()
+    );
+    let mut holder = std::process::Command::new(&helper)
+        .arg(training.project.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), format!("locked {}", holder.id()));
+    let refused = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&refused);
+    assert!(!refused.status.success(), "{text}");
+    assert!(text.contains(&format!("PID {}", holder.id())), "{text}");
+    assert!(
+        text.contains(&format!("does not follow run `{id}`")),
+        "{text}"
+    );
+    assert!(group_alive(pid), "a refused cancel stopped the job");
+    assert_eq!(training.record(&id)["state"], "running");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    assert!(cancel.status.success(), "{}", output_text(&cancel));
+    assert!(!group_alive(pid));
+    assert_eq!(training.record(&id)["state"], "cancelled");
+}
+
+/// A venv whose `bin/axolotl` plays a short training that starts a worker leaving the
+/// job's process group (`setsid`, as some data loaders do), writes its PID to
+/// `worker.pid` in the run directory, and waits for ever.
+fn worker_venv(dir: &Path) -> PathBuf {
+    let venv = dir.join("venv");
+    let bin = venv.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = r#"#!/bin/sh
+case "$1" in
+  train)
+    mkdir -p output
+    printf '{"kind":"train","ts":1,"step":1,"max_steps":2,"epoch":1.0,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}\n' >> metrics.jsonl
+    echo adapter > output/adapter_model.safetensors
+    setsid sleep 300 &
+    echo $! > worker.pid.tmp && mv worker.pid.tmp worker.pid
+    while :; do sleep 0.05; done ;;
+esac
+exit 0
+"#;
+    let axolotl = bin.join("axolotl");
+    std::fs::write(&axolotl, script).unwrap();
+    std::fs::set_permissions(
+        &axolotl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    venv
+}
+
+/// Whether process `pid` lives; a zombie does not.
+fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
+}
+
+// Issue 8: a process of the job that outlives SIGKILL is named, never a clean cancel;
+// a later cancel signals it again and, once it is gone, records a clean cancel.
+#[test]
+fn a_cancel_that_leaves_a_process_behind_names_it_and_a_second_cancel_stops_it() {
+    let fake = tempfile::tempdir().unwrap();
+    let venv = worker_venv(fake.path());
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let (id, pid) = an_unfollowed_job(&training);
+    let dir = PathBuf::from(training.record(&id)["dir"].as_str().unwrap());
+    let worker_file = dir.join("worker.pid");
+    wait_for("the worker", || worker_file.exists());
+    let worker: u32 = std::fs::read_to_string(&worker_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let frozen = crate::freezer::Frozen::freeze(worker);
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&cancel);
+    assert!(!cancel.status.success(), "{text}");
+    assert!(
+        String::from_utf8_lossy(&cancel.stdout)
+            .contains(&format!("cancelled with leftovers: {worker}")),
+        "{text}"
+    );
+    assert!(!group_alive(pid), "the job's process group is still alive");
+    assert!(process_alive(worker));
+    let record = training.record(&id);
+    assert_eq!(record["state"], "cancelled", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+    let message = record["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!("cancelled with leftovers: {worker};")),
+        "{record}"
+    );
+    assert!(
+        message.contains(&format!("overbrainer train cancel {id}")),
+        "{record}"
+    );
+
+    frozen.thaw();
+    let again = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&again);
+    assert!(again.status.success(), "{text}");
+    assert!(
+        !process_alive(worker),
+        "the worker outlived the second cancel"
+    );
+    let record = training.record(&id);
+    assert_eq!(record["state"], "cancelled", "{record}");
+    assert_eq!(
+        record["message"], "cancelled with `train cancel`",
+        "{record}"
+    );
+    drop(frozen);
 }
 
 // RUN-42: a cancel that stopped the job is reported even when run.json cannot be updated.

@@ -320,6 +320,7 @@ fn a_merged_model_that_fails_verification_is_retried_by_the_next_train_merge() {
         venv: Some(&venv),
         ssh: Some(Options {
             path_prefix: Some(tools.path().to_owned()),
+            ..Options::default()
         }),
         ..Setup::default()
     });
