@@ -19,13 +19,13 @@ pub struct DotenvExposed {
 impl std::fmt::Display for DotenvExposed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let who = match (self.mode & 0o040 != 0, self.mode & 0o004 != 0) {
-            (true, true) => "its group and every other user",
-            (true, false) => "its group",
-            _ => "every other user",
+            (true, true) => "the members of its group and every other user of this machine",
+            (true, false) => "the members of its group",
+            _ => "every other user of this machine",
         };
         write!(
             f,
-            "`{}` holds secrets and {who} of this machine can read it (mode {:03o}); run `chmod 600 {}`",
+            "`{}` holds secrets and {who} can read it (mode {:03o}); run `chmod 600 {}`",
             self.path.display(),
             self.mode,
             self.path.display()
@@ -122,7 +122,7 @@ mod tests {
             dotenv_exposed(group.path())
                 .unwrap()
                 .to_string()
-                .contains("its group ")
+                .contains("the members of its group can read it")
         );
     }
 

@@ -106,7 +106,7 @@ pub fn human_duration(wait: Duration) -> String {
 /// Whether a 429's message says the single request exceeds the tokens-per-minute limit,
 /// with the limit and the request's size when it names them. Only the explicit shapes
 /// count: "request too large" about tokens per minute, or `Limit N, Requested M` with
-/// M > N. A limit that this request only shares with others ("Rate limit reached … Used
+/// M > N; numbers that say the request fits (M <= N) win over the wording. A limit that this request only shares with others ("Rate limit reached … Used
 /// 29000, Requested 2000", Anthropic's "would exceed the rate limit") is an ordinary rate
 /// limit that a wait fixes.
 pub(crate) fn exceeds_limit_alone(message: &str) -> Option<(Option<u64>, Option<u64>)> {
@@ -118,8 +118,11 @@ pub(crate) fn exceeds_limit_alone(message: &str) -> Option<(Option<u64>, Option<
     }
     let limit = number_after(&lower, "limit ");
     let requested = number_after(&lower, "requested ");
-    let larger = matches!((limit, requested), (Some(l), Some(r)) if r > l);
-    (lower.contains("request too large") || larger).then_some((limit, requested))
+    let alone = match (limit, requested) {
+        (Some(limit), Some(requested)) => requested > limit,
+        _ => lower.contains("request too large"),
+    };
+    alone.then_some((limit, requested))
 }
 
 /// The integer (digits and thousands commas) right after the first `label` in `text` that
@@ -296,6 +299,8 @@ mod tests {
             "This request would exceed the rate limit for your organization of 20,000 input tokens per minute.",
             "Rate limit reached for requests",
             "Rate limit reached on tokens per min (TPM): Limit 100, Used 90, Requested 20.",
+            // The wording says too large, the numbers say it fits: a wait can fix it.
+            "Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 2000.",
             "",
         ] {
             assert_eq!(exceeds_limit_alone(passing), None, "{passing}");

@@ -63,7 +63,10 @@ fn regression_a_dotenv_readable_by_others_is_warned_once_by_every_command() {
     // Only what the group may read counts, and the fix silences it.
     set_mode(&project, 0o640);
     let (_, stderr) = run(&project, &["config", "check"]);
-    assert!(stderr.contains("its group of this machine"), "{stderr}");
+    assert!(
+        stderr.contains("the members of its group can read it (mode 640)"),
+        "{stderr}"
+    );
     set_mode(&project, 0o600);
     let (output, stderr) = run(&project, &["config", "check"]);
     assert!(output.status.success());
