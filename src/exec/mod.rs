@@ -35,7 +35,7 @@ pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
 pub use runtime::{
     CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
-    TOOLS_ENV, shell_path, stage_command,
+    TOOLS_ENV, container_prelude, container_stop, shell_path, stage_command,
 };
 pub use script::{
     GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_status, quote, status_script,

@@ -110,14 +110,18 @@ pub fn shell_path(path: &str) -> String {
 ///
 /// - Native: `env HF_HOME=<hf_home> <TOOLS_ENV> <venv>/bin/axolotl <args>` (or
 ///   `axolotl` from `PATH`).
-/// - Container: `<engine> run --rm --name overbrainer-<run-id>` with all GPUs
-///   (`--gpus all` for Docker, `--device nvidia.com/gpu=all` for Podman), `--ipc
-///   host`, the run directory at [`CONTAINER_RUN_DIR`] as working directory, the
-///   Hugging Face cache at [`CONTAINER_HF_HOME`] with `HF_HOME` pointing there, the
+/// - Container: `<engine> run --rm --name overbrainer-<run-id>` with the GPUs that
+///   [`container_prelude`] detected (`--gpus all` for Docker, `--device
+///   nvidia.com/gpu=all` for Podman, nothing where the target has no NVIDIA device),
+///   `--ipc host`, the run directory at [`CONTAINER_RUN_DIR`] as working directory,
+///   the Hugging Face cache at [`CONTAINER_HF_HOME`] with `HF_HOME` pointing there, the
 ///   tools cache when set, `PYTHONPATH` set to [`CONTAINER_RUN_DIR`] (so Axolotl
 ///   imports the metrics plugin from the run directory, as the native job script
 ///   does), [`TOOLS_ENV`], `-e NAME` for each secret name, then the image and
-///   `axolotl <args>`.
+///   `axolotl <args>`. When the engine itself fails (exit 125..127) after GPUs were
+///   requested, a line in the job's log says what the engine needs for them. The
+///   command needs [`container_prelude`] earlier in the same script
+///   ([`Stages::script`] puts it there).
 ///
 /// Arguments are quoted; a path argument relative to the run directory (such as
 /// `axolotl.yaml`) works in both runtimes.
@@ -146,12 +150,8 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
             image,
             tools_cache,
         } => {
-            let gpus = match engine {
-                Engine::Docker => "--gpus all",
-                Engine::Podman => "--device nvidia.com/gpu=all",
-            };
             let mut command = format!(
-                "{} run --rm --name {} {gpus} --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
+                "{} run --rm --name {} $ob_gpus --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
                 engine.program(),
                 quote(&spec.container_name()),
                 shell_path(&spec.run_dir),
@@ -173,9 +173,84 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
                 command.push_str(" -e ");
                 command.push_str(&quote(name));
             }
-            format!("{command} {} axolotl {args}", quote(image))
+            format!(
+                "{command} {} axolotl {args} || ob_engine_failed $?",
+                quote(image)
+            )
         }
     }
+}
+
+/// The GPU flags of `engine`'s `run` (TGT-4).
+fn gpu_flags(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Docker => "--gpus all",
+        Engine::Podman => "--device nvidia.com/gpu=all",
+    }
+}
+
+/// What a container job script defines before its first [`stage_command`]:
+///
+/// - `ob_gpus`: [`gpu_flags`] of `engine` when the target has an NVIDIA device
+///   (`/dev/nvidia0`, `/dev/nvidia1`, ...), else empty. Both engines refuse the
+///   flags on a machine without one (Docker: no NVIDIA Container Toolkit, "could not
+///   select device driver"; Podman: "unresolvable CDI devices"), so a CPU-only
+///   target runs the container without them.
+/// - `ob_engine_failed CODE`: exits with `CODE`; first, when `CODE` is one of the
+///   engine's own (125 the engine failed, 126 and 127 the command could not be run)
+///   and GPUs were requested, prints what the engine needs to give them.
+#[must_use]
+pub fn container_prelude(engine: Engine) -> String {
+    let needs = match engine {
+        Engine::Docker => {
+            "Docker needs the NVIDIA Container Toolkit (nvidia-ctk runtime configure --runtime=docker)"
+        }
+        Engine::Podman => {
+            "Podman needs a CDI spec (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)"
+        }
+    };
+    format!(
+        r#"ob_gpus=
+for ob_dev in /dev/nvidia[0-9]*; do
+  if [ -e "$ob_dev" ]; then ob_gpus={flags}; break; fi
+done
+ob_engine_failed() {{
+  case "$1" in
+    125|126|127)
+      if [ -n "$ob_gpus" ]; then
+        echo "overbrainer: {program} could not start the container (exit $1) with the GPUs ($ob_gpus): {needs}" >&2
+      fi ;;
+  esac
+  exit "$1"
+}}
+"#,
+        flags = quote(gpu_flags(engine)),
+        program = engine.program(),
+    )
+}
+
+/// The shell commands that stop and remove `container` (TGT-6), whatever it is
+/// doing: `<engine> stop -t 30` (its main process gets `SIGTERM`, then `SIGKILL`
+/// after 30 seconds; a main process that is the container's PID 1 and does not
+/// handle `SIGTERM` always waits those out), then `<engine> rm -f` (a container
+/// started with `--rm` is usually being removed already), then up to 30 seconds
+/// for `<engine> container inspect` to stop finding it. Errors of the engine are
+/// ignored: no engine, or no such container, means nothing to stop. Used first by
+/// [`super::cancel_script`].
+#[must_use]
+pub fn container_stop(container: &Container) -> String {
+    let program = container.engine.program();
+    let name = quote(&container.name);
+    format!(
+        r#"{program} stop -t 30 {name} >/dev/null 2>&1 || true
+{program} rm -f {name} >/dev/null 2>&1 || true
+ob_c=0
+while {program} container inspect {name} >/dev/null 2>&1 && [ "$ob_c" -lt 150 ]; do
+  sleep 0.2 2>/dev/null || sleep 1
+  ob_c=$((ob_c + 1))
+done
+"#
+    )
 }
 
 /// The stages of a training job after `axolotl train axolotl.yaml` (RUN-15).
@@ -198,6 +273,9 @@ impl Stages {
     #[must_use]
     pub fn script(&self, spec: &JobSpec) -> String {
         let mut script = String::from("set -e\nmkdir -p output\n");
+        if let JobRuntime::Container { engine, .. } = &spec.runtime {
+            script.push_str(&container_prelude(*engine));
+        }
         script.push_str(&stage_line("train"));
         script.push_str(&stage_command(spec, &["train", "axolotl.yaml"]));
         script.push('\n');
@@ -286,6 +364,119 @@ mod tests {
         assert!(command.contains(" axolotl 'train'"), "{command}");
     }
 
+    /// Runs `script` under `sh` with a stand-in engine (shell functions `docker` and
+    /// `podman`, which win over `PATH`) that prints its arguments and exits with
+    /// `exit`, and with `/dev/nvidia*` as this machine has it. Returns (exit code,
+    /// output).
+    fn run_with_engine(script: &str, exit: u8) -> (i32, String) {
+        let engines = format!(
+            "docker() {{ printf '%s|' \"$@\"; echo; return {exit}; }}\npodman() {{ docker \"$@\"; }}\n"
+        );
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{engines}{script}"))
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    fn has_nvidia_device() -> bool {
+        std::fs::read_dir("/dev").is_ok_and(|entries| {
+            entries.filter_map(Result::ok).any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_prefix("nvidia")
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+        })
+    }
+
+    // Issue 11: both engines refuse the GPU flags on a machine without an NVIDIA
+    // device, so they are passed only where one exists; an engine failure with them
+    // says what the engine needs.
+    #[test]
+    fn gpu_flags_only_where_an_nvidia_device_exists_and_engine_failures_say_why() {
+        let gpu = has_nvidia_device();
+        for (engine, flags) in [
+            (Engine::Docker, "--gpus|all|"),
+            (Engine::Podman, "--device|nvidia.com/gpu=all|"),
+        ] {
+            let spec = spec(JobRuntime::Container {
+                engine,
+                image: "img".into(),
+                tools_cache: None,
+            });
+            let script = format!(
+                "{}{}",
+                container_prelude(engine),
+                stage_command(&spec, &["train", "axolotl.yaml"])
+            );
+            let (code, text) = run_with_engine(&script, 0);
+            assert_eq!(code, 0, "{text}");
+            assert!(
+                text.starts_with("run|--rm|--name|overbrainer-r1|"),
+                "{text}"
+            );
+            assert_eq!(text.contains(flags), gpu, "{engine:?}: {text}");
+            assert!(text.contains("|img|axolotl|train|axolotl.yaml|"), "{text}");
+            // The job's own exit code passes through, without a word from us.
+            let (code, text) = run_with_engine(&script, 3);
+            assert_eq!(code, 3, "{text}");
+            assert!(!text.contains("overbrainer:"), "{text}");
+            // The engine's own failure: explained only when GPUs were asked for.
+            let (code, text) = run_with_engine(&script, 125);
+            assert_eq!(code, 125, "{text}");
+            assert_eq!(
+                text.contains("could not start the container"),
+                gpu,
+                "{text}"
+            );
+            // With a device forced: the flags, and the explanation.
+            let forced = script.replace("/dev/nvidia[0-9]*", "/dev/null");
+            let (code, text) = run_with_engine(&forced, 125);
+            assert_eq!(code, 125, "{text}");
+            assert!(text.contains(flags), "{text}");
+            let needs = match engine {
+                Engine::Docker => "NVIDIA Container Toolkit",
+                Engine::Podman => "CDI spec",
+            };
+            assert!(text.contains(needs), "{text}");
+        }
+    }
+
+    // Issue 11: cancel stops the container, removes it and waits until the engine no
+    // longer knows it.
+    #[test]
+    fn container_stop_stops_removes_and_waits_for_the_container_to_be_gone() {
+        let container = Container {
+            engine: Engine::Podman,
+            name: "overbrainer-r 1".into(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let calls = dir.path().join("calls");
+        // A stand-in Podman whose container is still listed by the first two
+        // `container inspect` calls.
+        let engine = format!(
+            "podman() {{ printf '%s\\n' \"$*\" >> '{calls}'; [ \"$1\" = container ] || return 0; [ \"$(grep -c '^container' '{calls}')\" -lt 3 ]; }}\n",
+            calls = calls.display()
+        );
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{engine}{}", container_stop(&container)))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            std::fs::read_to_string(&calls).unwrap(),
+            "stop -t 30 overbrainer-r 1\nrm -f overbrainer-r 1\ncontainer inspect overbrainer-r 1\n\
+             container inspect overbrainer-r 1\ncontainer inspect overbrainer-r 1\n"
+        );
+    }
+
     #[test]
     fn container_has_gpus_ipc_mounts_and_secret_names() {
         for (engine, gpus) in [
@@ -299,8 +490,12 @@ mod tests {
             });
             let command = stage_command(&spec, &["train", "axolotl.yaml"]);
             assert!(command.starts_with(engine.program()), "{command}");
+            assert!(
+                container_prelude(engine).contains(&format!("ob_gpus='{gpus}'")),
+                "{engine:?}"
+            );
             for part in [
-                gpus,
+                "$ob_gpus",
                 "--name 'overbrainer-r1'",
                 "--ipc host",
                 "-v '/w/r1':/workspace/run -w /workspace/run",

@@ -181,22 +181,16 @@ if job_alive "$d" "$p"; then echo running; else echo lost; fi
 /// A script that cancels the job `pid` in `dir`, following the contract of
 /// [`super::Executor::cancel`].
 ///
-/// It stops `container` first when there is one (`<engine> stop -t 30 <name>`,
-/// whatever the job's state, so a container that outlived its wrapper is stopped
-/// too), then: does nothing more when [`CANCEL_FILE`] exists or when the job
+/// It stops and removes `container` first when there is one
+/// ([`super::runtime::container_stop`], whatever the job's state, so a container
+/// that outlived its wrapper is stopped too), then: does nothing more when [`CANCEL_FILE`] exists or when the job
 /// already exited by itself; otherwise writes [`CANCELLING_FILE`], sends `SIGTERM`
 /// to the group, waits up to 10 seconds, sends `SIGKILL` if it still lives, and
 /// once the group is gone writes [`CANCEL_FILE`]. It exits 3 when the group
 /// survives `SIGKILL` for 10 more seconds.
 #[must_use]
 pub fn cancel_script(dir: &str, pid: u32, container: Option<&Container>) -> String {
-    let stop = container.map_or_else(String::new, |container| {
-        format!(
-            "{} stop -t 30 {} >/dev/null 2>&1 || true\n",
-            container.engine.program(),
-            quote(&container.name)
-        )
-    });
+    let stop = container.map_or_else(String::new, super::runtime::container_stop);
     format!(
         r#"{GROUP_SIGNAL}d={dir}
 p={pid}
