@@ -121,7 +121,7 @@ start_dockerd() {
 }
 
 # ---------------------------------------------------------------- images
-# import IMAGE CHANGES... < tar: into both engines, unless already there.
+# import IMAGE CHANGES... < tar: into both engines, unless already there (dockerd running).
 import_image() {
     local image=$1; shift
     local changes=()
@@ -129,15 +129,14 @@ import_image() {
     local tar="$base/image.tar"
     cat > "$tar"
     podman image exists "$image" || podman import -q "${changes[@]}" "$tar" "$image" >/dev/null
-    start_dockerd
     docker_cmd image inspect "$image" >/dev/null 2>&1 || docker_cmd import "${changes[@]}" "$tar" "$image" >/dev/null
     rm -f "$tar"
 }
 has_image() {
-    podman image exists "$1" || return 1
-    start_dockerd
-    docker_cmd image inspect "$1" >/dev/null 2>&1
+    podman image exists "$1" && docker_cmd image inspect "$1" >/dev/null 2>&1
 }
+# Started here, not in import_image: that runs in a pipeline's subshell.
+start_dockerd
 
 # The shell image: busybox and its applets.
 shell_key=$(sha256sum /bin/busybox | cut -c1-12)
@@ -188,6 +187,25 @@ if ! has_image "$axolotl_image"; then
 fi
 stop_dockerd
 
+# Shims for tests that drive an executor directly, whose scripts see this process's
+# environment: each sets the configuration variables above and runs the real engine.
+shims="$base/shims"
+mkdir -p "$shims"
+write_if_changed "$shims/podman" <<EOF
+#!/bin/sh
+# Written by scripts/container-env.sh: the real Podman with the test configuration.
+export CONTAINERS_CONF='$CONTAINERS_CONF' CONTAINERS_STORAGE_CONF='$CONTAINERS_STORAGE_CONF'
+exec $(command -v podman) "\$@"
+EOF
+write_if_changed "$shims/docker" <<EOF
+#!/bin/sh
+# Written by scripts/container-env.sh: the real Docker client, on the test's daemon.
+export DOCKER_HOST='unix://$docker_sock'
+exec $(command -v docker) "\$@"
+EOF
+chmod 755 "$shims/podman" "$shims/docker"
+
+echo "SHIMS=$shims"
 echo "CONTAINERS_CONF=$CONTAINERS_CONF"
 echo "CONTAINERS_STORAGE_CONF=$CONTAINERS_STORAGE_CONF"
 echo "PODMAN_EVENTS=$podman_dir/events.log"

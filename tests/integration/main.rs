@@ -8,6 +8,8 @@
 mod util;
 // A real OpenSSH server on 127.0.0.1 for tests of SSH targets (reusable by every area).
 mod sshd;
+// Real container engines (Podman, a private Docker daemon) and their local images.
+mod engines;
 
 // Ground: settings, `.env`, environment layering, secrets, `init`, `config check`.
 mod config;
