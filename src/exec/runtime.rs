@@ -65,8 +65,12 @@ pub struct JobSpec {
     /// How Axolotl runs.
     pub runtime: JobRuntime,
     /// Names of the job's secret variables (for example `HF_TOKEN`) that must reach
-    /// the tools. A container gets them as `-e NAME`, which copies the value from
-    /// the job's environment without putting it on a command line.
+    /// the tools. A container gets them on its standard input, one line each, read
+    /// into its main process's environment by `sh` in the image (see
+    /// [`stage_command`]): never on a command line, and never in the engine's own
+    /// records of the container (`-e NAME` would put the value there, and Docker's
+    /// containerd keeps it in its metadata database even after the container is
+    /// removed).
     pub secret_names: Vec<String>,
 }
 
@@ -117,11 +121,15 @@ pub fn shell_path(path: &str) -> String {
 ///   the Hugging Face cache at [`CONTAINER_HF_HOME`] with `HF_HOME` pointing there, the
 ///   tools cache when set, `PYTHONPATH` set to [`CONTAINER_RUN_DIR`] (so Axolotl
 ///   imports the metrics plugin from the run directory, as the native job script
-///   does), [`TOOLS_ENV`], `-e NAME` for each secret name, then the image and
-///   `axolotl <args>`. When the engine itself fails (exit 125..127) after GPUs were
-///   requested, a line in the job's log says what the engine needs for them. The
-///   command needs [`container_prelude`] earlier in the same script
-///   ([`Stages::script`] puts it there).
+///   does), [`TOOLS_ENV`], then the image and `axolotl <args>`. With secret names,
+///   the values are piped into `<engine> run -i` (`printf`, a shell builtin, so
+///   they reach no command line) and the image's `sh` runs `IFS= read -r NAME &&
+///   export NAME` for each before it `exec`s `axolotl <args>`: the image needs
+///   `/bin/sh`, and a value must be one line (the executor refuses others). When
+///   the engine itself fails (exit 125..127) after GPUs were requested, a line in
+///   the job's log says what the engine needs for them. The command needs
+///   [`container_prelude`] earlier in the same script ([`Stages::script`] puts it
+///   there).
 ///
 /// Arguments are quoted; a path argument relative to the run directory (such as
 /// `axolotl.yaml`) works in both runtimes.
@@ -169,13 +177,28 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
                 command.push_str(" -e ");
                 command.push_str(env);
             }
-            for name in &spec.secret_names {
-                command.push_str(" -e ");
-                command.push_str(&quote(name));
+            if spec.secret_names.is_empty() {
+                return format!(
+                    "{command} {} axolotl {args} || ob_engine_failed $?",
+                    quote(image)
+                );
             }
+            let values: Vec<String> = spec
+                .secret_names
+                .iter()
+                .map(|name| format!("\"${{{name}}}\""))
+                .collect();
+            let reads: Vec<String> = spec
+                .secret_names
+                .iter()
+                .map(|name| format!("IFS= read -r {name} && export {name}"))
+                .collect();
+            let inner = format!("{} && exec axolotl \"$@\"", reads.join(" && "));
             format!(
-                "{command} {} axolotl {args} || ob_engine_failed $?",
-                quote(image)
+                "printf '%s\\n' {} | {command} -i {} sh -c {} sh {args} || ob_engine_failed $?",
+                values.join(" "),
+                quote(image),
+                quote(&inner)
             )
         }
     }
@@ -273,8 +296,21 @@ impl Stages {
     #[must_use]
     pub fn script(&self, spec: &JobSpec) -> String {
         let mut script = String::from("set -e\nmkdir -p output\n");
-        if let JobRuntime::Container { engine, .. } = &spec.runtime {
+        if let JobRuntime::Container {
+            engine,
+            tools_cache,
+            ..
+        } = &spec.runtime
+        {
             script.push_str(&container_prelude(*engine));
+            // Podman refuses a bind mount whose source is missing (Docker creates it).
+            script.push_str("mkdir -p ");
+            script.push_str(&shell_path(&spec.hf_home));
+            if let Some(cache) = tools_cache {
+                script.push(' ');
+                script.push_str(&shell_path(cache));
+            }
+            script.push('\n');
         }
         script.push_str(&stage_line("train"));
         script.push_str(&stage_command(spec, &["train", "axolotl.yaml"]));
@@ -405,11 +441,12 @@ mod tests {
             (Engine::Docker, "--gpus|all|"),
             (Engine::Podman, "--device|nvidia.com/gpu=all|"),
         ] {
-            let spec = spec(JobRuntime::Container {
+            let mut spec = spec(JobRuntime::Container {
                 engine,
                 image: "img".into(),
                 tools_cache: None,
             });
+            spec.secret_names.clear();
             let script = format!(
                 "{}{}",
                 container_prelude(engine),
@@ -446,6 +483,39 @@ mod tests {
             };
             assert!(text.contains(needs), "{text}");
         }
+    }
+
+    // Issue 11: a secret reaches the container's main process through its standard
+    // input and `sh` in the image, whatever its characters, and no command line.
+    #[test]
+    fn secrets_reach_the_container_on_its_standard_input() {
+        let spec = spec(JobRuntime::Container {
+            engine: Engine::Podman,
+            image: "img".into(),
+            tools_cache: None,
+        });
+        let command = stage_command(&spec, &["train", "axolotl.yaml"]);
+        let value = "s3cr3t 'with' \"quotes\" $HOME `x` \\n end";
+        // A stand-in engine that runs what follows the image, with `axolotl` replaced
+        // by a program printing the variable, and its arguments.
+        let engine = r#"podman() {
+  while [ "$1" != img ]; do shift; done; shift
+  [ "$1" = sh ] && [ "$2" = -c ] || return 9
+  inner=$(printf '%s' "$3" | sed 's/exec axolotl/exec printenv HF_TOKEN; echo/')
+  shift 3
+  sh -c "$inner" "$@"
+}
+"#;
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{}{engine}{command}", container_prelude(Engine::Podman)))
+            .env("HF_TOKEN", value)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{value}\n"));
+        assert!(!command.contains("-e 'HF_TOKEN'"), "{command}");
+        assert!(!command.contains("-e HF_TOKEN"), "{command}");
     }
 
     // Issue 11: cancel stops the container, removes it and waits until the engine no
@@ -489,7 +559,13 @@ mod tests {
                 tools_cache: Some("/w/.cache".into()),
             });
             let command = stage_command(&spec, &["train", "axolotl.yaml"]);
-            assert!(command.starts_with(engine.program()), "{command}");
+            assert!(
+                command.starts_with(&format!(
+                    "printf '%s\\n' \"${{HF_TOKEN}}\" | {} run ",
+                    engine.program()
+                )),
+                "{command}"
+            );
             assert!(
                 container_prelude(engine).contains(&format!("ob_gpus='{gpus}'")),
                 "{engine:?}"
@@ -504,8 +580,8 @@ mod tests {
                 "-e PYTHONPATH=/workspace/run",
                 "-e AXOLOTL_DO_NOT_TRACK='1'",
                 "-e PYTHONUNBUFFERED='1'",
-                "-e 'HF_TOKEN'",
-                "'img@sha256:1' axolotl 'train' 'axolotl.yaml'",
+                "printf '%s\\n' \"${HF_TOKEN}\" | ",
+                " -i 'img@sha256:1' sh -c 'IFS= read -r HF_TOKEN && export HF_TOKEN && exec axolotl \"$@\"' sh 'train' 'axolotl.yaml'",
             ] {
                 assert!(command.contains(part), "{part} in {command}");
             }

@@ -183,11 +183,13 @@ if job_alive "$d" "$p"; then echo running; else echo lost; fi
 ///
 /// It stops and removes `container` first when there is one
 /// ([`super::runtime::container_stop`], whatever the job's state, so a container
-/// that outlived its wrapper is stopped too), then: does nothing more when [`CANCEL_FILE`] exists or when the job
-/// already exited by itself; otherwise writes [`CANCELLING_FILE`], sends `SIGTERM`
-/// to the group, waits up to 10 seconds, sends `SIGKILL` if it still lives, and
-/// once the group is gone writes [`CANCEL_FILE`]. It exits 3 when the group
-/// survives `SIGKILL` for 10 more seconds.
+/// that outlived its wrapper is stopped too), then: does nothing more when
+/// [`CANCEL_FILE`] exists or when the job already exited by itself; otherwise writes
+/// [`CANCELLING_FILE`], sends `SIGTERM` to the group, waits up to 10 seconds, sends
+/// `SIGKILL` if it still lives, and once the group is gone stops `container` again
+/// (the job's script may have started its next stage's container, under the same
+/// name, between the first stop and the group's end) and writes [`CANCEL_FILE`]. It
+/// exits 3 when the group survives `SIGKILL` for 10 more seconds.
 #[must_use]
 pub fn cancel_script(dir: &str, pid: u32, container: Option<&Container>) -> String {
     let stop = container.map_or_else(String::new, super::runtime::container_stop);
@@ -216,7 +218,7 @@ fi
     if ! ob_wait_gone 50; then echo "process group $p survived SIGKILL" >&2; exit 3; fi
   fi
 fi
-: > "$d/{cancelled}"
+{stop}: > "$d/{cancelled}"
 echo cancelled
 "#,
         dir = quote(dir),

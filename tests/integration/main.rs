@@ -33,6 +33,8 @@ mod providers;
 // Flows: what the pipeline must never do (show an echoed key, lose output under `--force`,
 // start for an unknown topic) and `history --all` into a closed pipe.
 mod pipeline_safety;
-// Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`; the
-// container runtime with a stand-in engine; refusals before a start.
+// Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`;
+// refusals before a start.
 mod training;
+// Flows: the `docker` runtime on real Podman and Docker with real Axolotl (issue 11).
+mod training_containers;

@@ -1,7 +1,8 @@
 //! Training runs end to end with the real stack: real Axolotl 0.19 on the CPU training the
 //! demo's tiny model, the real `overbrainer` binary, a local target and an SSH target
 //! served by a real `sshd` on 127.0.0.1 (spec/training.md; issue 4, tests 1..7), plus the
-//! container runtime with a stand-in engine on `PATH` and the refusals before a start.
+//! refusals before a start. The container runtime on real Podman and Docker is in
+//! `training_containers`.
 //!
 //! The Axolotl venv and the tiny model come from `scripts/training-env.sh` (what `make
 //! test` runs first): it builds them once per machine, outside the checkout. Each run is a
@@ -17,7 +18,7 @@ use crate::sshd::{Options, Sshd};
 use crate::util::{TestProject, output_text};
 
 /// How long a run may take to reach an awaited state on this small shared machine.
-const DEADLINE: Duration = Duration::from_secs(600);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(600);
 
 /// The Axolotl venv and the tiny model, from `scripts/training-env.sh`.
 struct TrainingEnv {
@@ -61,22 +62,24 @@ fn current_user() -> String {
 
 /// A training project: the demo data, a `local` target and, with an `sshd`, a `remote`
 /// target reaching it.
-struct Training {
-    project: TestProject,
-    extra_env: Vec<(String, String)>,
+pub(crate) struct Training {
+    pub(crate) project: TestProject,
+    pub(crate) extra_env: Vec<(String, String)>,
     sshd: Option<Sshd>,
 }
 
 /// What a training project is made of.
-struct Setup<'a> {
-    max_steps: u32,
-    merge: bool,
-    base_model: Option<&'a str>,
-    venv: Option<&'a Path>,
-    ssh: Option<Options>,
-    runtime: &'a str,
-    engine: &'a str,
-    extra: &'a str,
+pub(crate) struct Setup<'a> {
+    pub(crate) max_steps: u32,
+    pub(crate) merge: bool,
+    pub(crate) base_model: Option<&'a str>,
+    pub(crate) venv: Option<&'a Path>,
+    pub(crate) ssh: Option<Options>,
+    pub(crate) runtime: &'a str,
+    pub(crate) engine: &'a str,
+    /// The target's `image`, when set.
+    pub(crate) image: Option<&'a str>,
+    pub(crate) extra: &'a str,
 }
 
 impl Default for Setup<'_> {
@@ -89,13 +92,14 @@ impl Default for Setup<'_> {
             ssh: None,
             runtime: "native",
             engine: "docker",
+            image: None,
             extra: "",
         }
     }
 }
 
 impl Training {
-    fn new(setup: &Setup<'_>) -> Self {
+    pub(crate) fn new(setup: &Setup<'_>) -> Self {
         let env = training_env();
         let model = setup
             .base_model
@@ -140,11 +144,14 @@ kind = "local"
 runtime = "{runtime}"
 venv = "{venv}"
 engine = "{engine}"
-"#,
+{image}"#,
             merge = setup.merge,
             max_steps = setup.max_steps,
             runtime = setup.runtime,
             engine = setup.engine,
+            image = setup
+                .image
+                .map_or_else(String::new, |image| format!("image = \"{image}\"\n")),
             extra = setup.extra,
         );
         let mut extra_env = Vec::new();
@@ -195,7 +202,7 @@ engine = "{engine}"
     }
 
     /// `overbrainer -C <project>` for a CPU run.
-    fn cmd(&self) -> assert_cmd::Command {
+    pub(crate) fn cmd(&self) -> assert_cmd::Command {
         let mut cmd = self.project.cmd();
         cmd.env("CUDA_VISIBLE_DEVICES", "")
             .env("HF_HUB_OFFLINE", "1")
@@ -207,7 +214,7 @@ engine = "{engine}"
     }
 
     /// The same command as a background process.
-    fn spawn(&self, args: &[&str]) -> Child {
+    pub(crate) fn spawn(&self, args: &[&str]) -> Child {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_overbrainer"));
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -226,12 +233,12 @@ engine = "{engine}"
         cmd.spawn().expect("spawn overbrainer")
     }
 
-    fn runs(&self) -> PathBuf {
+    pub(crate) fn runs(&self) -> PathBuf {
         self.project.path().join("runs")
     }
 
     /// IDs of the runs, sorted.
-    fn run_ids(&self) -> Vec<String> {
+    pub(crate) fn run_ids(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.runs()) else {
             return Vec::new();
         };
@@ -244,13 +251,13 @@ engine = "{engine}"
         ids
     }
 
-    fn record(&self, id: &str) -> serde_json::Value {
+    pub(crate) fn record(&self, id: &str) -> serde_json::Value {
         let text = std::fs::read_to_string(self.runs().join(id).join("run.json")).unwrap();
         serde_json::from_str(&text).unwrap()
     }
 
     /// Waits for the only run to be recorded `running` with a job.
-    fn wait_running(&self, child: &mut Child) -> String {
+    pub(crate) fn wait_running(&self, child: &mut Child) -> String {
         let deadline = Instant::now() + DEADLINE;
         loop {
             if let Some(id) = self.run_ids().into_iter().next() {
@@ -273,15 +280,15 @@ engine = "{engine}"
 }
 
 /// Waits for a background command and returns its output.
-fn finish(child: Child) -> std::process::Output {
+pub(crate) fn finish(child: Child) -> std::process::Output {
     child.wait_with_output().expect("wait")
 }
 
-fn assert_file(path: &Path) {
+pub(crate) fn assert_file(path: &Path) {
     assert!(path.is_file(), "missing {}", path.display());
 }
 
-fn assert_merged_run(training: &Training, id: &str) {
+pub(crate) fn assert_merged_run(training: &Training, id: &str) {
     let run = training.runs().join(id);
     assert_file(&run.join("output/adapter_model.safetensors"));
     assert_file(&run.join("output/adapter_config.json"));
@@ -296,7 +303,7 @@ fn assert_merged_run(training: &Training, id: &str) {
 }
 
 /// Whether a process group is still alive.
-fn group_alive(pid: u32) -> bool {
+pub(crate) fn group_alive(pid: u32) -> bool {
     std::process::Command::new("kill")
         .args(["-0", "--", &format!("-{pid}")])
         .stderr(Stdio::null())
@@ -739,94 +746,6 @@ fn a_corrupted_download_is_refused_then_retried_by_attach() {
     );
 }
 
-/// A stand-in container engine: records its arguments, then plays Axolotl in the
-/// mounted run directory (a metric line, an adapter, a merged model).
-fn stand_in_engine(dir: &Path, name: &str) -> PathBuf {
-    let args = dir.join("engine-args");
-    let script = format!(
-        r#"#!/bin/sh
-printf '%s\n' "$*" >> '{args}'
-[ "$1" = run ] || exit 0
-run_dir=""
-prev=""
-for a in "$@"; do
-  case "$prev" in -v) case "$a" in *:/workspace/run) run_dir="${{a%:/workspace/run}}";; esac;; esac
-  prev="$a"
-done
-cd "$run_dir" || exit 9
-case "$*" in
-  *" train axolotl.yaml"*)
-    mkdir -p output
-    printf '{{"kind":"train","ts":1,"step":1,"max_steps":1,"epoch":1.0,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}}\n{{"kind":"end","ts":2,"step":1}}\n' >> metrics.jsonl
-    echo adapter > output/adapter_model.safetensors ;;
-  *merge-lora*) mkdir -p output/merged && echo merged > output/merged/model.safetensors ;;
-esac
-exit 0
-"#,
-        args = args.display()
-    );
-    let path = dir.join(name);
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    args
-}
-
-#[test]
-fn the_container_runtime_runs_each_stage_in_a_named_container() {
-    for (engine, gpus) in [
-        ("docker", "--gpus all"),
-        ("podman", "--device nvidia.com/gpu=all"),
-    ] {
-        let tools = tempfile::tempdir().unwrap();
-        let args_file = stand_in_engine(tools.path(), engine);
-        let training = Training::new(&Setup {
-            runtime: "docker",
-            engine,
-            ..Setup::default()
-        });
-        let path = format!(
-            "{}:{}",
-            tools.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let output = training
-            .cmd()
-            .env("PATH", &path)
-            .arg("train")
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{engine}: {}",
-            output_text(&output)
-        );
-        let id = &training.run_ids()[0];
-        let args = std::fs::read_to_string(&args_file).unwrap();
-        let run_dir = std::fs::canonicalize(training.runs().join(id)).unwrap();
-        for part in [
-            gpus.to_owned(),
-            format!("--name overbrainer-{id}"),
-            format!("-v {}:/workspace/run", run_dir.display()),
-            "-w /workspace/run".to_owned(),
-            // The plugin is imported from the run directory, and Axolotl's telemetry
-            // stays off, inside the container too.
-            "-e PYTHONPATH=/workspace/run".to_owned(),
-            "-e AXOLOTL_DO_NOT_TRACK=1".to_owned(),
-            "axolotl train axolotl.yaml".to_owned(),
-            "axolotl merge-lora axolotl.yaml".to_owned(),
-        ] {
-            assert!(args.contains(&part), "{engine}: {part} not in {args}");
-        }
-        assert_eq!(training.record(id)["state"], "succeeded");
-        assert_file(
-            &training
-                .runs()
-                .join(id)
-                .join("output/merged/model.safetensors"),
-        );
-    }
-}
-
 #[test]
 fn a_broken_data_line_is_refused_before_a_run_exists() {
     let training = Training::new(&Setup::default());
@@ -948,7 +867,7 @@ exit 0
 }
 
 /// Polls `condition` until it holds, failing after [`DEADLINE`].
-fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + DEADLINE;
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
