@@ -508,7 +508,10 @@ mod tests {
 "#;
         let out = std::process::Command::new("sh")
             .arg("-c")
-            .arg(format!("{}{engine}{command}", container_prelude(Engine::Podman)))
+            .arg(format!(
+                "{}{engine}{command}",
+                container_prelude(Engine::Podman)
+            ))
             .env("HF_TOKEN", value)
             .output()
             .unwrap();

@@ -143,10 +143,21 @@ fn a_container_run_keeps_its_secret_survives_a_killed_follower_and_attach_collec
     // directory, the merged model written through the mount).
     assert_merged_run(&training, &id);
     let record = training.record(&id);
-    assert_eq!(record["job"]["container"]["name"], name.as_str(), "{record}");
-    assert_eq!(record["job"]["container"]["engine"], engine.name(), "{record}");
+    assert_eq!(
+        record["job"]["container"]["name"],
+        name.as_str(),
+        "{record}"
+    );
+    assert_eq!(
+        record["job"]["container"]["engine"],
+        engine.name(),
+        "{record}"
+    );
     let log = std::fs::read_to_string(training.runs().join(&id).join("job.log")).unwrap();
-    assert!(!log.contains(&token), "{engine:?}: the secret is in job.log");
+    assert!(
+        !log.contains(&token),
+        "{engine:?}: the secret is in job.log"
+    );
     assert_nothing_left(&training, engine, &id, &token, since);
 }
 
@@ -167,15 +178,15 @@ fn a_container_run_keeps_its_secret_survives_a_killed_follower_and_attach_collec
 // Issue 11: `train stop` with a snapshot, `--resume-from` in a new container, then
 // `train cancel` of the resumed run while it trains: its container is stopped and
 // removed, and nothing of the job is left on the host.
-fn a_container_run_stops_at_a_snapshot_resumes_and_its_cancel_leaves_nothing(
-    engine: TestEngine,
-) {
+fn a_container_run_stops_at_a_snapshot_resumes_and_its_cancel_leaves_nothing(engine: TestEngine) {
     let since = SystemTime::now();
     let token = crate::engines::canary();
     let training = container_training(
         engine,
         Setup {
-            max_steps: 400,
+            // Far more steps than the test waits for: the resumed run is cancelled
+            // while it trains.
+            max_steps: 5000,
             ..Setup::default()
         },
         &token,
@@ -210,8 +221,20 @@ fn a_container_run_stops_at_a_snapshot_resumes_and_its_cancel_leaves_nothing(
     );
 
     let mut resumed = training.spawn(&["train", "--resume-from", &id]);
-    let new_id = training.wait_running(&mut resumed);
-    assert_ne!(new_id, id);
+    let mut new_id = String::new();
+    wait_for("the resumed run to run", || {
+        if let Ok(Some(status)) = resumed.try_wait() {
+            panic!("{engine:?}: the resumed run ended early ({status})");
+        }
+        training.run_ids().into_iter().any(|other| {
+            let record = training.record(&other);
+            let found = other != id && record["state"] == "running" && !record["job"].is_null();
+            if found {
+                new_id = other;
+            }
+            found
+        })
+    });
     // It trains on from the snapshot's next step, in its own container.
     let metrics = training.runs().join(&new_id).join("metrics.jsonl");
     let first_step = || {
@@ -288,7 +311,10 @@ fn a_container_job_that_exits_non_zero_fails_pointing_at_its_log(engine: TestEng
         .trim()
         .parse()
         .unwrap();
-    assert!(code != 0 && !(125..=127).contains(&code), "{engine:?}: {code}");
+    assert!(
+        code != 0 && !(125..=127).contains(&code),
+        "{engine:?}: {code}"
+    );
     let message = record["message"].as_str().unwrap();
     assert!(
         message.contains(&format!("exited with code {code}")),
