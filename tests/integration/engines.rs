@@ -26,11 +26,10 @@ pub struct ContainerEnv {
 impl ContainerEnv {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> &str {
-        self.values
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or_else(|| panic!("scripts/container-env.sh printed no {key}"))
+        match self.values.iter().find(|(k, _)| k == key) {
+            Some((_, value)) => value,
+            None => panic!("scripts/container-env.sh printed no {key}"),
+        }
     }
 
     /// The busybox image (shell-only jobs).
@@ -338,6 +337,9 @@ pub fn canary() -> String {
     let mut bytes = [0_u8; 24];
     let file = std::fs::File::open("/dev/urandom").expect("/dev/urandom");
     std::io::Read::read_exact(&mut &file, &mut bytes).expect("random bytes");
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("canary{hex}")
+    let mut token = String::from("canary");
+    for byte in bytes {
+        let _ = std::fmt::Write::write_fmt(&mut token, format_args!("{byte:02x}"));
+    }
+    token
 }
