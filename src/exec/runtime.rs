@@ -252,27 +252,53 @@ ob_engine_failed() {{
     )
 }
 
+/// Seconds [`container_stop`] lets one call of the engine run where `timeout`
+/// exists: `stop -t 30` and a margin.
+pub(crate) const ENGINE_CALL_SECONDS: u32 = 45;
+
 /// The shell commands that stop and remove `container` (TGT-6), whatever it is
 /// doing: `<engine> stop -t 30` (its main process gets `SIGTERM`, then `SIGKILL`
 /// after 30 seconds; a main process that is the container's PID 1 and does not
 /// handle `SIGTERM` always waits those out), then `<engine> rm -f` (a container
 /// started with `--rm` is usually being removed already), then up to 30 seconds
 /// for `<engine> container inspect` to stop finding it. Errors of the engine are
-/// ignored: no engine, or no such container, means nothing to stop. Used first by
+/// ignored: no engine, or no such container, means nothing to stop.
+///
+/// Each call of the engine runs under `timeout -s KILL` where the target has
+/// `timeout`, for at most [`ENGINE_CALL_SECONDS`]: an engine that does not answer
+/// (a hung daemon) cannot hold the cancel for ever. The first call that runs out
+/// prints, on standard error, the command and that the container may still run,
+/// sets `ob_stop_rc=4`, and no later engine call is made. Used by
 /// [`super::cancel_script`].
 #[must_use]
 pub fn container_stop(container: &Container) -> String {
     let program = container.engine.program();
     let name = quote(&container.name);
     format!(
-        r#"{program} stop -t 30 {name} >/dev/null 2>&1 || true
-{program} rm -f {name} >/dev/null 2>&1 || true
+        r#"ob_to=
+if command -v timeout >/dev/null 2>&1; then ob_to="timeout -s KILL"; fi
+ob_engine() {{
+  [ -z "${{ob_stop_rc:-}}" ] || return 2
+  if [ -z "$ob_to" ]; then "$@" >/dev/null 2>&1; return; fi
+  # shellcheck disable=SC2086
+  $ob_to {limit} "$@" >/dev/null 2>&1
+  ob_r=$?
+  if [ "$ob_r" -eq 137 ]; then
+    echo "\`$*\` did not return within {limit} seconds: the container may still run" >&2
+    ob_stop_rc=4
+    return 2
+  fi
+  return "$ob_r"
+}}
+ob_engine {program} stop -t 30 {name} || true
+ob_engine {program} rm -f {name} || true
 ob_c=0
-while {program} container inspect {name} >/dev/null 2>&1 && [ "$ob_c" -lt 150 ]; do
+while ob_engine {program} container inspect {name} && [ "$ob_c" -lt 150 ]; do
   sleep 0.2 2>/dev/null || sleep 1
   ob_c=$((ob_c + 1))
 done
-"#
+"#,
+        limit = ENGINE_CALL_SECONDS,
     )
 }
 

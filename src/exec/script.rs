@@ -181,21 +181,25 @@ if job_alive "$d" "$p"; then echo running; else echo lost; fi
 /// A script that cancels the job `pid` in `dir`, following the contract of
 /// [`super::Executor::cancel`].
 ///
-/// It stops and removes `container` first when there is one
-/// ([`super::runtime::container_stop`], whatever the job's state, so a container
-/// that outlived its wrapper is stopped too), then: does nothing more when
-/// [`CANCEL_FILE`] exists or when the job already exited by itself; otherwise writes
-/// [`CANCELLING_FILE`], sends `SIGTERM` to the group, waits up to 10 seconds, sends
-/// `SIGKILL` if it still lives, and once the group is gone stops `container` again
-/// (the job's script may have started its next stage's container, under the same
-/// name, between the first stop and the group's end) and writes [`CANCEL_FILE`]. It
-/// exits 3 when the group survives `SIGKILL` for 10 more seconds.
+/// When there is a `container`, it is stopped and removed
+/// ([`super::runtime::container_stop`]) whatever the job's state, so a container
+/// that outlived its wrapper is stopped too: at once when the run directory is
+/// gone, [`CANCEL_FILE`] exists or the job already exited by itself (then nothing
+/// more is done). Otherwise the script writes [`CANCELLING_FILE`], stops the
+/// container, sends `SIGTERM` to the group, waits up to 10 seconds, sends `SIGKILL`
+/// if it still lives, and once the group is gone stops the container again (the
+/// job's script may have started its next stage's container, under the same name,
+/// between the first stop and the group's end) and writes [`CANCEL_FILE`]. It exits
+/// 3 when the group survives `SIGKILL` for 10 more seconds, and 4, after doing the
+/// rest, when the engine did not answer (the message names the command).
 #[must_use]
 pub fn cancel_script(dir: &str, pid: u32, container: Option<&Container>) -> String {
-    let stop = container.map_or_else(String::new, super::runtime::container_stop);
+    let stop = container.map_or_else(|| ":\n".to_owned(), super::runtime::container_stop);
     format!(
         r#"{GROUP_SIGNAL}d={dir}
 p={pid}
+ob_stop_container() {{
+{stop}}}
 ob_wait_gone() {{
   ob_i=0
   while job_alive "$d" "$p"; do
@@ -205,21 +209,24 @@ ob_wait_gone() {{
   done
   return 0
 }}
-[ -d "$d" ] || {{ echo gone; exit 0; }}
-if [ -e "$d/{cancelled}" ]; then echo cancelled; exit 0; fi
+[ -d "$d" ] || {{ ob_stop_container; echo gone; exit "${{ob_stop_rc:-0}}"; }}
+if [ -e "$d/{cancelled}" ]; then ob_stop_container; echo cancelled; exit "${{ob_stop_rc:-0}}"; fi
 if [ ! -e "$d/{cancelling}" ] && [ -e "$d/{exit}" ] && ! job_alive "$d" "$p"; then
-  {stop}  echo exited; exit 0
+  ob_stop_container; echo exited; exit "${{ob_stop_rc:-0}}"
 fi
 : > "$d/{cancelling}"
-{stop}if job_alive "$d" "$p"; then
+ob_stop_container
+if job_alive "$d" "$p"; then
   group_signal TERM "$p"
   if ! ob_wait_gone {grace_ticks}; then
     group_signal KILL "$p"
     if ! ob_wait_gone 50; then echo "process group $p survived SIGKILL" >&2; exit 3; fi
   fi
 fi
-{stop}: > "$d/{cancelled}"
+ob_stop_container
+: > "$d/{cancelled}"
 echo cancelled
+exit "${{ob_stop_rc:-0}}"
 "#,
         dir = quote(dir),
         cancelled = CANCEL_FILE,

@@ -821,6 +821,54 @@ async fn a_container_job_is_stopped_first_and_an_orphaned_container_is_found_by_
     Ok(())
 }
 
+// Stand-in engine: a real engine cannot be made to hang on `stop`. The cancel cuts the
+// call short, still stops the job's group, records the job cancelled, and fails naming
+// the engine command (the container may still run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stand_in_engine_whose_stop_hangs_cannot_hold_the_cancel_local() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let calls = root.path().join("calls");
+    let podman = bin.join("podman");
+    std::fs::write(
+        &podman,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\n[ \"$1\" = stop ] || exit 1\nwhile :; do sleep 1; done\n",
+            calls.display()
+        ),
+    )?;
+    std::fs::set_permissions(&podman, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let executor = local(root.path()).with_path_prefix(&bin);
+    let dir = format!("{}/run-hung", executor.workdir());
+    let mut command = job(&dir, "echo ready\nsleep 300");
+    command.container = Some(Container {
+        engine: overbrainer::config::Engine::Podman,
+        name: "overbrainer-run-hung".to_owned(),
+    });
+    let started = executor.spawn(&command).await?;
+    wait_for_log(&executor, &dir, "ready").await;
+    let result = executor.cancel(&started).await;
+    let Err(ExecError::Command { action, message }) = result else {
+        panic!("a hung engine went unreported: {result:?}");
+    };
+    assert_eq!(action, "cancel");
+    assert!(
+        message
+            .contains("`podman stop -t 30 overbrainer-run-hung` did not return within 45 seconds"),
+        "{message}"
+    );
+    assert!(message.contains("may still run"), "{message}");
+    assert!(!group_alive(started.pid.get()));
+    assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
+    // One stop, and no engine call after it ran out.
+    assert_eq!(
+        std::fs::read_to_string(&calls)?,
+        "stop -t 30 overbrainer-run-hung\n"
+    );
+    Ok(())
+}
+
 // ---------------------------------------------------------------- SSH only
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
