@@ -159,7 +159,7 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
             tools_cache,
         } => {
             let mut command = format!(
-                "{} run --rm --name {} $ob_gpus --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
+                "{} run --rm --name {} ${{ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}} --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
                 engine.program(),
                 quote(&spec.container_name()),
                 shell_path(&spec.run_dir),
@@ -204,18 +204,18 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
     }
 }
 
-/// The GPU flags of `engine`'s `run` (TGT-4).
-fn gpu_flags(engine: Engine) -> &'static str {
+/// The GPU option of `engine`'s `run` and its value (TGT-4).
+fn gpu_flags(engine: Engine) -> (&'static str, &'static str) {
     match engine {
-        Engine::Docker => "--gpus all",
-        Engine::Podman => "--device nvidia.com/gpu=all",
+        Engine::Docker => ("--gpus", "all"),
+        Engine::Podman => ("--device", "nvidia.com/gpu=all"),
     }
 }
 
 /// What a container job script defines before its first [`stage_command`]:
 ///
-/// - `ob_gpus`: [`gpu_flags`] of `engine` when the target has an NVIDIA device
-///   (`/dev/nvidia0`, `/dev/nvidia1`, ...), else empty. Both engines refuse the
+/// - `ob_gpu_flag` and `ob_gpu_value`: [`gpu_flags`] of `engine` when the target
+///   has an NVIDIA device (`/dev/nvidia0`, `/dev/nvidia1`, ...), else empty. Both engines refuse the
 ///   flags on a machine without one (Docker: no NVIDIA Container Toolkit, "could not
 ///   select device driver"; Podman: "unresolvable CDI devices"), so a CPU-only
 ///   target runs the container without them.
@@ -233,21 +233,23 @@ pub fn container_prelude(engine: Engine) -> String {
         }
     };
     format!(
-        r#"ob_gpus=
+        r#"ob_gpu_flag=
+ob_gpu_value=
 for ob_dev in /dev/nvidia[0-9]*; do
-  if [ -e "$ob_dev" ]; then ob_gpus={flags}; break; fi
+  if [ -e "$ob_dev" ]; then ob_gpu_flag={flag}; ob_gpu_value={value}; break; fi
 done
 ob_engine_failed() {{
   case "$1" in
     125|126|127)
-      if [ -n "$ob_gpus" ]; then
-        echo "overbrainer: {program} could not start the container (exit $1) with the GPUs ($ob_gpus): {needs}" >&2
+      if [ -n "$ob_gpu_flag" ]; then
+        echo "overbrainer: {program} could not start the container (exit $1) with the GPUs ($ob_gpu_flag $ob_gpu_value): {needs}" >&2
       fi ;;
   esac
   exit "$1"
 }}
 "#,
-        flags = quote(gpu_flags(engine)),
+        flag = quote(gpu_flags(engine).0),
+        value = quote(gpu_flags(engine).1),
         program = engine.program(),
     )
 }
@@ -511,6 +513,48 @@ mod tests {
         }
     }
 
+    #[test]
+    fn container_job_scripts_pass_shellcheck() {
+        let shellcheck = std::path::Path::new("/usr/bin/shellcheck");
+        assert!(
+            shellcheck.exists(),
+            "shellcheck is missing: run `apt-get install shellcheck` (make test does)"
+        );
+        for engine in [Engine::Docker, Engine::Podman] {
+            let spec = spec(JobRuntime::Container {
+                engine,
+                image: "img".into(),
+                tools_cache: Some("/w/.cache".into()),
+            });
+            let stages = Stages {
+                merge: true,
+                export: Some("echo export".into()),
+            };
+            let container = Container {
+                engine,
+                name: "overbrainer-r1".into(),
+            };
+            for script in [stages.script(&spec), container_stop(&container)] {
+                let out = std::process::Command::new(shellcheck)
+                    .args(["-s", "sh", "-e", "SC2016", "-"])
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .and_then(|mut child| {
+                        use std::io::Write;
+                        child.stdin.take().unwrap().write_all(script.as_bytes())?;
+                        child.wait_with_output()
+                    })
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{script}\n{}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+            }
+        }
+    }
+
     // Issue 11: a secret reaches the container's main process through its standard
     // input and `sh` in the image, whatever its characters, and no command line.
     #[test]
@@ -551,28 +595,71 @@ mod tests {
     // longer knows it.
     #[test]
     fn container_stop_stops_removes_and_waits_for_the_container_to_be_gone() {
-        let container = Container {
-            engine: Engine::Podman,
-            name: "overbrainer-r 1".into(),
-        };
         let dir = tempfile::tempdir().unwrap();
         let calls = dir.path().join("calls");
         // A stand-in Podman whose container is still listed by the first two
-        // `container inspect` calls.
+        // `container inspect` calls, behind a stand-in `timeout` that runs it.
         let engine = format!(
-            "podman() {{ printf '%s\\n' \"$*\" >> '{calls}'; [ \"$1\" = container ] || return 0; [ \"$(grep -c '^container' '{calls}')\" -lt 3 ]; }}\n",
+            "timeout() {{ shift 3; \"$@\"; }}\n\
+             podman() {{ printf '%s\\n' \"$*\" >> '{calls}'; [ \"$1\" = container ] || return 0; [ \"$(grep -c '^container' '{calls}')\" -lt 3 ]; }}\n",
             calls = calls.display()
         );
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("{engine}{}", container_stop(&container)))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
+        let (code, stderr) = run_stop(&engine);
+        assert_eq!(code, 0, "{stderr}");
         assert_eq!(
             std::fs::read_to_string(&calls).unwrap(),
             "stop -t 30 overbrainer-r 1\nrm -f overbrainer-r 1\ncontainer inspect overbrainer-r 1\n\
              container inspect overbrainer-r 1\ncontainer inspect overbrainer-r 1\n"
+        );
+        assert!(stderr.is_empty(), "{stderr}");
+    }
+
+    /// Runs [`container_stop`] of `overbrainer-r 1` on Podman after `stand_ins` (shell
+    /// functions, which must cover `timeout` and `podman`: the real ones are never
+    /// run), then prints `ob_stop_rc`. Returns (that code, standard error).
+    fn run_stop(stand_ins: &str) -> (i32, String) {
+        let container = Container {
+            engine: Engine::Podman,
+            name: "overbrainer-r 1".into(),
+        };
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{stand_ins}{}printf %s \"${{ob_stop_rc:-0}}\"",
+                container_stop(&container)
+            ))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        (
+            String::from_utf8_lossy(&out.stdout).parse().unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    // Issue 11: an engine that does not answer cannot hold a cancel for ever; the
+    // first call that runs out is named, and no later call is made.
+    #[test]
+    fn a_hung_engine_call_is_cut_short_named_and_not_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = dir.path().join("calls");
+        // A stand-in `timeout` that reports the engine killed, as `timeout -s KILL`
+        // does when its time runs out.
+        let stand_ins = format!(
+            "timeout() {{ printf '%s\\n' \"$*\" >> '{calls}'; return 137; }}\npodman() {{ return 0; }}\n",
+            calls = calls.display()
+        );
+        let (code, stderr) = run_stop(&stand_ins);
+        assert_eq!(code, 4, "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(&calls).unwrap(),
+            format!("-s KILL {ENGINE_CALL_SECONDS} podman stop -t 30 overbrainer-r 1\n")
+        );
+        assert!(
+            stderr.contains(&format!(
+                "`podman stop -t 30 overbrainer-r 1` did not return within {ENGINE_CALL_SECONDS} seconds"
+            )),
+            "{stderr}"
         );
     }
 
@@ -596,11 +683,15 @@ mod tests {
                 "{command}"
             );
             assert!(
-                container_prelude(engine).contains(&format!("ob_gpus='{gpus}'")),
+                container_prelude(engine).contains(&format!(
+                    "ob_gpu_flag='{}'; ob_gpu_value='{}'",
+                    gpus.split(' ').next().unwrap_or_default(),
+                    gpus.split(' ').nth(1).unwrap_or_default()
+                )),
                 "{engine:?}"
             );
             for part in [
-                "$ob_gpus",
+                "${ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}",
                 "--name 'overbrainer-r1'",
                 "--ipc host",
                 "-v '/w/r1':/workspace/run -w /workspace/run",
