@@ -283,10 +283,10 @@ ob_engine() {{
   [ -z "${{ob_stop_rc:-}}" ] || return 2
   if [ -z "$ob_to" ]; then "$@" >/dev/null 2>&1; return; fi
   # shellcheck disable=SC2086
-  $ob_to {limit} "$@" >/dev/null 2>&1
+  $ob_to {ENGINE_CALL_SECONDS} "$@" >/dev/null 2>&1
   ob_r=$?
   if [ "$ob_r" -eq 137 ]; then
-    echo "\`$*\` did not return within {limit} seconds: the container may still run" >&2
+    echo "\`$*\` did not return within {ENGINE_CALL_SECONDS} seconds: the container may still run" >&2
     ob_stop_rc=4
     return 2
   fi
@@ -299,8 +299,7 @@ while ob_engine {program} container inspect {name} && [ "$ob_c" -lt 150 ]; do
   sleep 0.2 2>/dev/null || sleep 1
   ob_c=$((ob_c + 1))
 done
-"#,
-        limit = ENGINE_CALL_SECONDS,
+"#
     )
 }
 
