@@ -332,9 +332,14 @@ pub trait Executor: Send + Sync {
     /// An [`ExecError`] when the target is unreachable or answers nonsense.
     fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send;
 
-    /// Stops `job`: first its container through the engine (`<engine> stop -t 30`),
-    /// then its whole process group with `SIGTERM`, and `SIGKILL` when the group
-    /// still lives 10 seconds later.
+    /// Stops `job`: first its container through the engine (`<engine> stop -t 30`,
+    /// then `rm -f`, until the engine no longer knows it), then its whole process
+    /// group with `SIGTERM`, and `SIGKILL` when the group still lives 10 seconds
+    /// later, then the container once more (the script may have started its next
+    /// stage meanwhile). The container is stopped whatever the job's state, also for
+    /// a job that already ended or was cancelled: it may have outlived its wrapper
+    /// (TGT-6). Each engine call is bounded (45 seconds, where the target has
+    /// `timeout`; see [`container_stop`]).
     ///
     /// A job that already ended by itself is not touched: it stays
     /// [`JobStatus::Exited`] and no marker is written. Otherwise [`CANCELLING_FILE`]
@@ -358,7 +363,9 @@ pub trait Executor: Send + Sync {
     /// # Errors
     ///
     /// An [`ExecError`] when the target is unreachable, or the group outlived
-    /// `SIGKILL`.
+    /// `SIGKILL`; [`ExecError::Command`] naming the engine command when the engine
+    /// did not answer in time (the group is stopped and the job marked cancelled
+    /// all the same, but the container may still run).
     fn cancel(&self, job: &JobId) -> impl Future<Output = Result<(), ExecError>> + Send;
 
     /// Copies `entries` (files or directories, paths relative to the target directory
