@@ -117,6 +117,9 @@ pub fn shell_path(path: &str) -> String {
 /// - Container: `<engine> run --rm --name overbrainer-<run-id>` with the GPUs that
 ///   [`container_prelude`] detected (`--gpus all` for Docker, `--device
 ///   nvidia.com/gpu=all` for Podman, nothing where the target has no NVIDIA device),
+///   `--stop-signal SIGINT` (Axolotl is the container's PID 1, where Python
+///   ignores `SIGTERM` but turns `SIGINT` into `KeyboardInterrupt`: `<engine> stop`
+///   then ends it at once instead of waiting out its timeout and killing it),
 ///   `--ipc host`, the run directory at [`CONTAINER_RUN_DIR`] as working directory,
 ///   the Hugging Face cache at [`CONTAINER_HF_HOME`] with `HF_HOME` pointing there, the
 ///   tools cache when set, `PYTHONPATH` set to [`CONTAINER_RUN_DIR`] (so Axolotl
@@ -159,7 +162,7 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
             tools_cache,
         } => {
             let mut command = format!(
-                "{} run --rm --name {} ${{ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}} --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
+                "{} run --rm --name {} --stop-signal SIGINT ${{ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}} --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
                 engine.program(),
                 quote(&spec.container_name()),
                 shell_path(&spec.run_dir),
@@ -260,8 +263,8 @@ pub(crate) const ENGINE_CALL_SECONDS: u32 = 45;
 
 /// The shell commands that stop and remove `container` (TGT-6), whatever it is
 /// doing: `<engine> stop -t 30` (its main process gets `SIGTERM`, then `SIGKILL`
-/// after 30 seconds; a main process that is the container's PID 1 and does not
-/// handle `SIGTERM` always waits those out), then `<engine> rm -f` (a container
+/// after 30 seconds, or the container's own stop signal: `SIGINT` for the
+/// containers of [`stage_command`]), then `<engine> rm -f` (a container
 /// started with `--rm` is usually being removed already), then up to 30 seconds
 /// for `<engine> container inspect` to stop finding it. Errors of the engine are
 /// ignored: no engine, or no such container, means nothing to stop.
@@ -691,7 +694,7 @@ mod tests {
             );
             for part in [
                 "${ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}",
-                "--name 'overbrainer-r1'",
+                "--name 'overbrainer-r1' --stop-signal SIGINT ",
                 "--ipc host",
                 "-v '/w/r1':/workspace/run -w /workspace/run",
                 "-e HF_HOME=/workspace/hf-cache",
