@@ -4,7 +4,7 @@
 CARGO ?= cargo
 BIN := target/debug/overbrainer
 
-.PHONY: all build test test-deps training-env demo lint
+.PHONY: all build test test-deps training-env container-env demo lint
 
 all: build
 
@@ -18,9 +18,14 @@ test-deps:
 training-env:
 	@scripts/training-env.sh >/dev/null
 
+# Podman and Docker, their test configuration and the local test images (issue 11), in the
+# user's cache, built only when missing (scripts/container-env.sh; as root).
+container-env: training-env
+	@scripts/container-env.sh >/dev/null
+
 # `cargo test` builds the library, the binary, the examples (the lock tests run one) and
 # runs unit, integration and doc tests.
-test: test-deps training-env
+test: test-deps training-env container-env
 	$(CARGO) test
 
 lint:

@@ -48,7 +48,7 @@ pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
 pub use master::{MAX_CONTROL_PATH, SshTimeouts, control_dirs};
 pub use runtime::{
     CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
-    TOOLS_ENV, shell_path, stage_command,
+    TOOLS_ENV, container_prelude, container_stop, shell_path, stage_command,
 };
 pub use script::{
     GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_cancel, parse_status, quote,
@@ -377,15 +377,20 @@ pub trait Executor: Send + Sync {
     /// An [`ExecError`] when the target is unreachable or answers nonsense.
     fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send;
 
-    /// Stops `job`: first its container through the engine (`<engine> stop -t 30`),
-    /// then its processes (its whole process group, and every process carrying its
-    /// run marker, such as a worker that left the group with `setsid`) with
-    /// `SIGTERM`, and `SIGKILL` to those still alive 10 seconds later. Processes of
-    /// the job still there 10 seconds after `SIGKILL` are leftovers: they are
-    /// written to [`LEFTOVERS_FILE`], [`CANCEL_FILE`] is written all the same, and
-    /// the cancel fails with [`ExecError::Leftovers`] naming them. A later cancel
-    /// signals the leftovers still there again. When the job's identity cannot be
-    /// established (see [`JobStatus::Lost`]) nothing is signalled.
+    /// Stops `job`: first its container through the engine (`<engine> stop -t 30`,
+    /// then `rm -f`, until the engine no longer knows it), then its processes (its
+    /// whole process group, and every process carrying its run marker, such as a
+    /// worker that left the group with `setsid`) with `SIGTERM`, and `SIGKILL` to
+    /// those still alive 10 seconds later, then the container once more (the script
+    /// may have started its next stage meanwhile). Processes of the job still there
+    /// 10 seconds after `SIGKILL` are leftovers: they are written to
+    /// [`LEFTOVERS_FILE`], [`CANCEL_FILE`] is written all the same, and the cancel
+    /// fails with [`ExecError::Leftovers`] naming them. A later cancel signals the
+    /// leftovers still there again. When the job's identity cannot be established
+    /// (see [`JobStatus::Lost`]) nothing is signalled. The container is stopped
+    /// whatever the job's state, also for a job that already ended or was
+    /// cancelled: it may have outlived its wrapper (TGT-6). Each engine call is
+    /// bounded (45 seconds, where the target has `timeout`; see [`container_stop`]).
     ///
     /// A job that already ended by itself is not touched: it stays
     /// [`JobStatus::Exited`] and no marker is written. Otherwise [`CANCELLING_FILE`]
@@ -410,7 +415,11 @@ pub trait Executor: Send + Sync {
     /// # Errors
     ///
     /// [`ExecError::Leftovers`] when processes of the job outlived `SIGKILL`;
-    /// another [`ExecError`] when the target is unreachable.
+    /// [`ExecError::Command`] naming the engine command when the engine did not
+    /// answer in time (the processes are stopped and the job marked cancelled all
+    /// the same, but the container may still run; leftovers, if any, are then read
+    /// with [`Executor::leftovers`]); another [`ExecError`] when the target is
+    /// unreachable.
     fn cancel(&self, job: &JobId) -> impl Future<Output = Result<(), ExecError>> + Send;
 
     /// The processes of `job` that its last cancel left behind, as recorded in

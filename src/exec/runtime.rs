@@ -65,8 +65,12 @@ pub struct JobSpec {
     /// How Axolotl runs.
     pub runtime: JobRuntime,
     /// Names of the job's secret variables (for example `HF_TOKEN`) that must reach
-    /// the tools. A container gets them as `-e NAME`, which copies the value from
-    /// the job's environment without putting it on a command line.
+    /// the tools. A container gets them on its standard input, one line each, read
+    /// into its main process's environment by `sh` in the image (see
+    /// [`stage_command`]): never on a command line, and never in the engine's own
+    /// records of the container (`-e NAME` would put the value there, and Docker's
+    /// containerd keeps it in its metadata database even after the container is
+    /// removed).
     pub secret_names: Vec<String>,
 }
 
@@ -110,14 +114,25 @@ pub fn shell_path(path: &str) -> String {
 ///
 /// - Native: `env HF_HOME=<hf_home> <TOOLS_ENV> <venv>/bin/axolotl <args>` (or
 ///   `axolotl` from `PATH`).
-/// - Container: `<engine> run --rm --name overbrainer-<run-id>` with all GPUs
-///   (`--gpus all` for Docker, `--device nvidia.com/gpu=all` for Podman), `--ipc
-///   host`, the run directory at [`CONTAINER_RUN_DIR`] as working directory, the
-///   Hugging Face cache at [`CONTAINER_HF_HOME`] with `HF_HOME` pointing there, the
+/// - Container: `<engine> run --rm --name overbrainer-<run-id>` with the GPUs that
+///   [`container_prelude`] detected (`--gpus all` for Docker, `--device
+///   nvidia.com/gpu=all` for Podman, nothing where the target has no NVIDIA device),
+///   `--stop-signal SIGINT` (Axolotl is the container's PID 1, where Python
+///   ignores `SIGTERM` but turns `SIGINT` into `KeyboardInterrupt`: `<engine> stop`
+///   then ends it at once instead of waiting out its timeout and killing it),
+///   `--ipc host`, the run directory at [`CONTAINER_RUN_DIR`] as working directory,
+///   the Hugging Face cache at [`CONTAINER_HF_HOME`] with `HF_HOME` pointing there, the
 ///   tools cache when set, `PYTHONPATH` set to [`CONTAINER_RUN_DIR`] (so Axolotl
 ///   imports the metrics plugin from the run directory, as the native job script
-///   does), [`TOOLS_ENV`], `-e NAME` for each secret name, then the image and
-///   `axolotl <args>`.
+///   does), [`TOOLS_ENV`], then the image and `axolotl <args>`. With secret names,
+///   the values are piped into `<engine> run -i` (`printf`, a shell builtin, so
+///   they reach no command line) and the image's `sh` runs `IFS= read -r NAME &&
+///   export NAME` for each before it `exec`s `axolotl <args>`: the image needs
+///   `/bin/sh`, and a value must be one line (the executor refuses others). When
+///   the engine itself fails (exit 125..127) after GPUs were requested, a line in
+///   the job's log says what the engine needs for them. The command needs
+///   [`container_prelude`] earlier in the same script ([`Stages::script`] puts it
+///   there).
 ///
 /// Arguments are quoted; a path argument relative to the run directory (such as
 /// `axolotl.yaml`) works in both runtimes.
@@ -146,12 +161,8 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
             image,
             tools_cache,
         } => {
-            let gpus = match engine {
-                Engine::Docker => "--gpus all",
-                Engine::Podman => "--device nvidia.com/gpu=all",
-            };
             let mut command = format!(
-                "{} run --rm --name {} {gpus} --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
+                "{} run --rm --name {} --stop-signal SIGINT ${{ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}} --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
                 engine.program(),
                 quote(&spec.container_name()),
                 shell_path(&spec.run_dir),
@@ -169,13 +180,130 @@ pub fn stage_command(spec: &JobSpec, args: &[&str]) -> String {
                 command.push_str(" -e ");
                 command.push_str(env);
             }
-            for name in &spec.secret_names {
-                command.push_str(" -e ");
-                command.push_str(&quote(name));
+            if spec.secret_names.is_empty() {
+                return format!(
+                    "{command} {} axolotl {args} || ob_engine_failed $?",
+                    quote(image)
+                );
             }
-            format!("{command} {} axolotl {args}", quote(image))
+            let values: Vec<String> = spec
+                .secret_names
+                .iter()
+                .map(|name| format!("\"${{{name}}}\""))
+                .collect();
+            let reads: Vec<String> = spec
+                .secret_names
+                .iter()
+                .map(|name| format!("IFS= read -r {name} && export {name}"))
+                .collect();
+            let inner = format!("{} && exec axolotl \"$@\"", reads.join(" && "));
+            format!(
+                "printf '%s\\n' {} | {command} -i {} sh -c {} sh {args} || ob_engine_failed $?",
+                values.join(" "),
+                quote(image),
+                quote(&inner)
+            )
         }
     }
+}
+
+/// The GPU option of `engine`'s `run` and its value (TGT-4).
+fn gpu_flags(engine: Engine) -> (&'static str, &'static str) {
+    match engine {
+        Engine::Docker => ("--gpus", "all"),
+        Engine::Podman => ("--device", "nvidia.com/gpu=all"),
+    }
+}
+
+/// What a container job script defines before its first [`stage_command`]:
+///
+/// - `ob_gpu_flag` and `ob_gpu_value`: [`gpu_flags`] of `engine` when the target
+///   has an NVIDIA device (`/dev/nvidia0`, `/dev/nvidia1`, ...), else empty. Both engines refuse the
+///   flags on a machine without one (Docker: no NVIDIA Container Toolkit, "could not
+///   select device driver"; Podman: "unresolvable CDI devices"), so a CPU-only
+///   target runs the container without them.
+/// - `ob_engine_failed CODE`: exits with `CODE`; first, when `CODE` is one of the
+///   engine's own (125 the engine failed, 126 and 127 the command could not be run)
+///   and GPUs were requested, prints what the engine needs to give them.
+#[must_use]
+pub fn container_prelude(engine: Engine) -> String {
+    let needs = match engine {
+        Engine::Docker => {
+            "Docker needs the NVIDIA Container Toolkit (nvidia-ctk runtime configure --runtime=docker)"
+        }
+        Engine::Podman => {
+            "Podman needs a CDI spec (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)"
+        }
+    };
+    format!(
+        r#"ob_gpu_flag=
+ob_gpu_value=
+for ob_dev in /dev/nvidia[0-9]*; do
+  if [ -e "$ob_dev" ]; then ob_gpu_flag={flag}; ob_gpu_value={value}; break; fi
+done
+ob_engine_failed() {{
+  case "$1" in
+    125|126|127)
+      if [ -n "$ob_gpu_flag" ]; then
+        echo "overbrainer: {program} could not start the container (exit $1) with the GPUs ($ob_gpu_flag $ob_gpu_value): {needs}" >&2
+      fi ;;
+  esac
+  exit "$1"
+}}
+"#,
+        flag = quote(gpu_flags(engine).0),
+        value = quote(gpu_flags(engine).1),
+        program = engine.program(),
+    )
+}
+
+/// Seconds [`container_stop`] lets one call of the engine run where `timeout`
+/// exists: `stop -t 30` and a margin.
+pub(crate) const ENGINE_CALL_SECONDS: u32 = 45;
+
+/// The shell commands that stop and remove `container` (TGT-6), whatever it is
+/// doing: `<engine> stop -t 30` (its main process gets `SIGTERM`, then `SIGKILL`
+/// after 30 seconds, or the container's own stop signal: `SIGINT` for the
+/// containers of [`stage_command`]), then `<engine> rm -f` (a container
+/// started with `--rm` is usually being removed already), then up to 30 seconds
+/// for `<engine> container inspect` to stop finding it. Errors of the engine are
+/// ignored: no engine, or no such container, means nothing to stop.
+///
+/// Each call of the engine runs under `timeout -s KILL` where the target has
+/// `timeout`, for at most [`ENGINE_CALL_SECONDS`]: an engine that does not answer
+/// (a hung daemon) cannot hold the cancel for ever. The first call that runs out
+/// prints, on standard error, the command and that the container may still run,
+/// sets `ob_stop_rc=4`, and no later engine call is made. Used by
+/// [`super::cancel_script`].
+#[must_use]
+pub fn container_stop(container: &Container) -> String {
+    let program = container.engine.program();
+    let name = quote(&container.name);
+    format!(
+        r#"ob_to=
+if command -v timeout >/dev/null 2>&1; then ob_to="timeout -s KILL"; fi
+ob_engine() {{
+  [ -z "${{ob_stop_rc:-}}" ] || return 2
+  if [ -z "$ob_to" ]; then "$@" >/dev/null 2>&1; return; fi
+  # shellcheck disable=SC2086
+  $ob_to {ENGINE_CALL_SECONDS} "$@" >/dev/null 2>&1
+  ob_r=$?
+  if [ "$ob_r" -eq 137 ]; then
+    echo "\`$*\` did not return within {ENGINE_CALL_SECONDS} seconds: the container may still run" >&2
+    ob_stop_rc=4
+    return 2
+  fi
+  return "$ob_r"
+}}
+ob_engine {program} stop -t 30 {name} || true
+ob_engine {program} rm -f {name} || true
+ob_c=0
+while ob_engine {program} container inspect {name} && [ "$ob_c" -lt 150 ]; do
+  sleep 0.2 2>/dev/null || sleep 1
+  ob_c=$((ob_c + 1))
+done
+"#
+    )
 }
 
 /// The stages of a training job after `axolotl train axolotl.yaml` (RUN-15).
@@ -198,6 +326,22 @@ impl Stages {
     #[must_use]
     pub fn script(&self, spec: &JobSpec) -> String {
         let mut script = String::from("set -e\nmkdir -p output\n");
+        if let JobRuntime::Container {
+            engine,
+            tools_cache,
+            ..
+        } = &spec.runtime
+        {
+            script.push_str(&container_prelude(*engine));
+            // Podman refuses a bind mount whose source is missing (Docker creates it).
+            script.push_str("mkdir -p ");
+            script.push_str(&shell_path(&spec.hf_home));
+            if let Some(cache) = tools_cache {
+                script.push(' ');
+                script.push_str(&shell_path(cache));
+            }
+            script.push('\n');
+        }
         script.push_str(&stage_line("train"));
         script.push_str(&stage_command(spec, &["train", "axolotl.yaml"]));
         script.push('\n');
@@ -286,6 +430,241 @@ mod tests {
         assert!(command.contains(" axolotl 'train'"), "{command}");
     }
 
+    /// Runs `script` under `sh` with a stand-in engine (shell functions `docker` and
+    /// `podman`, which win over `PATH`) that prints its arguments and exits with
+    /// `exit`, and with `/dev/nvidia*` as this machine has it. Returns (exit code,
+    /// output).
+    fn run_with_engine(script: &str, exit: u8) -> (i32, String) {
+        let engines = format!(
+            "docker() {{ printf '%s|' \"$@\"; echo; return {exit}; }}\npodman() {{ docker \"$@\"; }}\n"
+        );
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{engines}{script}"))
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    fn has_nvidia_device() -> bool {
+        std::fs::read_dir("/dev").is_ok_and(|entries| {
+            entries.filter_map(Result::ok).any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_prefix("nvidia")
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+        })
+    }
+
+    // Issue 11: both engines refuse the GPU flags on a machine without an NVIDIA
+    // device, so they are passed only where one exists; an engine failure with them
+    // says what the engine needs.
+    #[test]
+    fn gpu_flags_only_where_an_nvidia_device_exists_and_engine_failures_say_why() {
+        let gpu = has_nvidia_device();
+        for (engine, flags) in [
+            (Engine::Docker, "--gpus|all|"),
+            (Engine::Podman, "--device|nvidia.com/gpu=all|"),
+        ] {
+            let mut spec = spec(JobRuntime::Container {
+                engine,
+                image: "img".into(),
+                tools_cache: None,
+            });
+            spec.secret_names.clear();
+            let script = format!(
+                "{}{}",
+                container_prelude(engine),
+                stage_command(&spec, &["train", "axolotl.yaml"])
+            );
+            let (code, text) = run_with_engine(&script, 0);
+            assert_eq!(code, 0, "{text}");
+            assert!(
+                text.starts_with("run|--rm|--name|overbrainer-r1|"),
+                "{text}"
+            );
+            assert_eq!(text.contains(flags), gpu, "{engine:?}: {text}");
+            assert!(text.contains("|img|axolotl|train|axolotl.yaml|"), "{text}");
+            // The job's own exit code passes through, without a word from us.
+            let (code, text) = run_with_engine(&script, 3);
+            assert_eq!(code, 3, "{text}");
+            assert!(!text.contains("overbrainer:"), "{text}");
+            // The engine's own failure: explained only when GPUs were asked for.
+            let (code, text) = run_with_engine(&script, 125);
+            assert_eq!(code, 125, "{text}");
+            assert_eq!(
+                text.contains("could not start the container"),
+                gpu,
+                "{text}"
+            );
+            // With a device forced: the flags, and the explanation.
+            let forced = script.replace("/dev/nvidia[0-9]*", "/dev/null");
+            let (code, text) = run_with_engine(&forced, 125);
+            assert_eq!(code, 125, "{text}");
+            assert!(text.contains(flags), "{text}");
+            let needs = match engine {
+                Engine::Docker => "NVIDIA Container Toolkit",
+                Engine::Podman => "CDI spec",
+            };
+            assert!(text.contains(needs), "{text}");
+        }
+    }
+
+    #[test]
+    fn container_job_scripts_pass_shellcheck() {
+        let shellcheck = std::path::Path::new("/usr/bin/shellcheck");
+        assert!(
+            shellcheck.exists(),
+            "shellcheck is missing: run `apt-get install shellcheck` (make test does)"
+        );
+        for engine in [Engine::Docker, Engine::Podman] {
+            let spec = spec(JobRuntime::Container {
+                engine,
+                image: "img".into(),
+                tools_cache: Some("/w/.cache".into()),
+            });
+            let stages = Stages {
+                merge: true,
+                export: Some("echo export".into()),
+            };
+            let container = Container {
+                engine,
+                name: "overbrainer-r1".into(),
+            };
+            for script in [stages.script(&spec), container_stop(&container)] {
+                let out = std::process::Command::new(shellcheck)
+                    .args(["-s", "sh", "-e", "SC2016", "-"])
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .and_then(|mut child| {
+                        use std::io::Write;
+                        child.stdin.take().unwrap().write_all(script.as_bytes())?;
+                        child.wait_with_output()
+                    })
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{script}\n{}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+            }
+        }
+    }
+
+    // Issue 11: a secret reaches the container's main process through its standard
+    // input and `sh` in the image, whatever its characters, and no command line.
+    #[test]
+    fn secrets_reach_the_container_on_its_standard_input() {
+        let spec = spec(JobRuntime::Container {
+            engine: Engine::Podman,
+            image: "img".into(),
+            tools_cache: None,
+        });
+        let command = stage_command(&spec, &["train", "axolotl.yaml"]);
+        let value = "s3cr3t 'with' \"quotes\" $HOME `x` \\n end";
+        // A stand-in engine that runs what follows the image, with `axolotl` replaced
+        // by a program printing the variable, and its arguments.
+        let engine = r#"podman() {
+  while [ "$1" != img ]; do shift; done; shift
+  [ "$1" = sh ] && [ "$2" = -c ] || return 9
+  inner=$(printf '%s' "$3" | sed 's/exec axolotl/exec printenv HF_TOKEN; echo/')
+  shift 3
+  sh -c "$inner" "$@"
+}
+"#;
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{}{engine}{command}",
+                container_prelude(Engine::Podman)
+            ))
+            .env("HF_TOKEN", value)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{value}\n"));
+        assert!(!command.contains("-e 'HF_TOKEN'"), "{command}");
+        assert!(!command.contains("-e HF_TOKEN"), "{command}");
+    }
+
+    // Issue 11: cancel stops the container, removes it and waits until the engine no
+    // longer knows it.
+    #[test]
+    fn container_stop_stops_removes_and_waits_for_the_container_to_be_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = dir.path().join("calls");
+        // A stand-in Podman whose container is still listed by the first two
+        // `container inspect` calls, behind a stand-in `timeout` that runs it.
+        let engine = format!(
+            "timeout() {{ shift 3; \"$@\"; }}\n\
+             podman() {{ printf '%s\\n' \"$*\" >> '{calls}'; [ \"$1\" = container ] || return 0; [ \"$(grep -c '^container' '{calls}')\" -lt 3 ]; }}\n",
+            calls = calls.display()
+        );
+        let (code, stderr) = run_stop(&engine);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(&calls).unwrap(),
+            "stop -t 30 overbrainer-r 1\nrm -f overbrainer-r 1\ncontainer inspect overbrainer-r 1\n\
+             container inspect overbrainer-r 1\ncontainer inspect overbrainer-r 1\n"
+        );
+        assert!(stderr.is_empty(), "{stderr}");
+    }
+
+    /// Runs [`container_stop`] of `overbrainer-r 1` on Podman after `stand_ins` (shell
+    /// functions, which must cover `timeout` and `podman`: the real ones are never
+    /// run), then prints `ob_stop_rc`. Returns (that code, standard error).
+    fn run_stop(stand_ins: &str) -> (i32, String) {
+        let container = Container {
+            engine: Engine::Podman,
+            name: "overbrainer-r 1".into(),
+        };
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{stand_ins}{}printf %s \"${{ob_stop_rc:-0}}\"",
+                container_stop(&container)
+            ))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        (
+            String::from_utf8_lossy(&out.stdout).parse().unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    // Issue 11: an engine that does not answer cannot hold a cancel for ever; the
+    // first call that runs out is named, and no later call is made.
+    #[test]
+    fn a_hung_engine_call_is_cut_short_named_and_not_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = dir.path().join("calls");
+        // A stand-in `timeout` that reports the engine killed, as `timeout -s KILL`
+        // does when its time runs out.
+        let stand_ins = format!(
+            "timeout() {{ printf '%s\\n' \"$*\" >> '{calls}'; return 137; }}\npodman() {{ return 0; }}\n",
+            calls = calls.display()
+        );
+        let (code, stderr) = run_stop(&stand_ins);
+        assert_eq!(code, 4, "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(&calls).unwrap(),
+            format!("-s KILL {ENGINE_CALL_SECONDS} podman stop -t 30 overbrainer-r 1\n")
+        );
+        assert!(
+            stderr.contains(&format!(
+                "`podman stop -t 30 overbrainer-r 1` did not return within {ENGINE_CALL_SECONDS} seconds"
+            )),
+            "{stderr}"
+        );
+    }
+
     #[test]
     fn container_has_gpus_ipc_mounts_and_secret_names() {
         for (engine, gpus) in [
@@ -298,10 +677,24 @@ mod tests {
                 tools_cache: Some("/w/.cache".into()),
             });
             let command = stage_command(&spec, &["train", "axolotl.yaml"]);
-            assert!(command.starts_with(engine.program()), "{command}");
+            assert!(
+                command.starts_with(&format!(
+                    "printf '%s\\n' \"${{HF_TOKEN}}\" | {} run ",
+                    engine.program()
+                )),
+                "{command}"
+            );
+            assert!(
+                container_prelude(engine).contains(&format!(
+                    "ob_gpu_flag='{}'; ob_gpu_value='{}'",
+                    gpus.split(' ').next().unwrap_or_default(),
+                    gpus.split(' ').nth(1).unwrap_or_default()
+                )),
+                "{engine:?}"
+            );
             for part in [
-                gpus,
-                "--name 'overbrainer-r1'",
+                "${ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}",
+                "--name 'overbrainer-r1' --stop-signal SIGINT ",
                 "--ipc host",
                 "-v '/w/r1':/workspace/run -w /workspace/run",
                 "-e HF_HOME=/workspace/hf-cache",
@@ -309,8 +702,8 @@ mod tests {
                 "-e PYTHONPATH=/workspace/run",
                 "-e AXOLOTL_DO_NOT_TRACK='1'",
                 "-e PYTHONUNBUFFERED='1'",
-                "-e 'HF_TOKEN'",
-                "'img@sha256:1' axolotl 'train' 'axolotl.yaml'",
+                "printf '%s\\n' \"${HF_TOKEN}\" | ",
+                " -i 'img@sha256:1' sh -c 'IFS= read -r HF_TOKEN && export HF_TOKEN && exec axolotl \"$@\"' sh 'train' 'axolotl.yaml'",
             ] {
                 assert!(command.contains(part), "{part} in {command}");
             }

@@ -307,36 +307,37 @@ if job_alive "$d" "$p"; then echo running; else echo lost; fi
 /// A script that cancels the job `pid` in `dir`, following the contract of
 /// [`super::Executor::cancel`], and prints one line that [`parse_cancel`] reads.
 ///
-/// It stops `container` first when there is one (`<engine> stop -t 30 <name>`,
-/// whatever the job's state, so a container that outlived its wrapper is stopped
-/// too), then: prints `cancelled` and does nothing more when [`CANCEL_FILE`] exists
-/// without [`LEFTOVERS_FILE`], and `exited` when the job already exited by itself
-/// and none of its processes lives, or none does once the wrapper had the time to
-/// stop what was left ([`REAP_GRACE_SECONDS`] and two more). Otherwise it writes [`CANCELLING_FILE`], sends
-/// `SIGTERM` to the job's processes (its process group when the group is the job's,
-/// and every process carrying its run marker, see [`GROUP_SIGNAL`]), waits up to
-/// [`CANCEL_GRACE_SECONDS`], sends `SIGKILL` to those left and waits as long again.
-/// Processes still there then (zombies do not count) are written to
-/// [`LEFTOVERS_FILE`], one ID a line, and printed as `leftovers <pid>...`;
-/// [`CANCEL_FILE`] is written in either case and the answer is `cancelled` when
-/// none is left. A later cancel of a job with leftovers signals what is still
-/// there again and rewrites [`LEFTOVERS_FILE`] (removing it when none is left).
+/// When there is a `container`, it is stopped and removed
+/// ([`super::runtime::container_stop`]) whatever the job's state, so a container
+/// that outlived its wrapper is stopped too, and once more after the processes are
+/// gone (the job's script may have started its next stage's container, under the
+/// same name, between the first stop and the group's end). Then the script prints
+/// `gone` when the run directory is gone, `cancelled` and does nothing more when
+/// [`CANCEL_FILE`] exists without [`LEFTOVERS_FILE`], and `exited` when the job
+/// already exited by itself and none of its processes lives, or none does once the
+/// wrapper had the time to stop what was left ([`REAP_GRACE_SECONDS`] and two more).
+/// Otherwise it writes [`CANCELLING_FILE`], sends `SIGTERM` to the job's processes
+/// (its process group when the group is the job's, and every process carrying its
+/// run marker, see [`GROUP_SIGNAL`]), waits up to [`CANCEL_GRACE_SECONDS`], sends
+/// `SIGKILL` to those left and waits as long again. Processes still there then
+/// (zombies do not count) are written to [`LEFTOVERS_FILE`], one ID a line, and
+/// printed as `leftovers <pid>...`; [`CANCEL_FILE`] is written in either case and
+/// the answer is `cancelled` when none is left. A later cancel of a job with
+/// leftovers signals what is still there again and rewrites [`LEFTOVERS_FILE`]
+/// (removing it when none is left).
 ///
 /// When the job's identity cannot be established ([`START_FILE`] is missing or
 /// names another process, and no process carries the marker) nothing is
-/// signalled.
+/// signalled. The script exits 4, after doing all the rest, when the engine did not
+/// answer in time (its standard error names the command).
 #[must_use]
 pub fn cancel_script(dir: &str, pid: u32, container: Option<&Container>) -> String {
-    let stop = container.map_or_else(String::new, |container| {
-        format!(
-            "{} stop -t 30 {} >/dev/null 2>&1 || true\n",
-            container.engine.program(),
-            quote(&container.name)
-        )
-    });
+    let stop = container.map_or_else(|| ":\n".to_owned(), super::runtime::container_stop);
     format!(
         r#"{GROUP_SIGNAL}d={dir}
 p={pid}
+ob_stop_container() {{
+{stop}}}
 ob_wait_gone() {{
   ob_i=0
   while job_alive "$d" "$p"; do
@@ -346,22 +347,28 @@ ob_wait_gone() {{
   done
   return 0
 }}
-[ -d "$d" ] || {{ echo gone; exit 0; }}
+[ -d "$d" ] || {{ ob_stop_container; echo gone; exit "${{ob_stop_rc:-0}}"; }}
 ob_again=
 if [ -e "$d/{cancelled}" ]; then
-  if [ -s "$d/{leftovers}" ]; then ob_again=1; else echo cancelled; exit 0; fi
+  if [ -s "$d/{leftovers}" ]; then
+    ob_again=1
+  else
+    ob_stop_container; echo cancelled; exit "${{ob_stop_rc:-0}}"
+  fi
 fi
 if [ -z "$ob_again" ] && [ ! -e "$d/{cancelling}" ] && [ -e "$d/{exit}" ] && ob_wait_gone {settle_ticks}; then
-  {stop}  echo exited; exit 0
+  ob_stop_container; echo exited; exit "${{ob_stop_rc:-0}}"
 fi
 [ -n "$ob_again" ] || : > "$d/{cancelling}"
-{stop}if job_alive "$d" "$p"; then
+ob_stop_container
+if job_alive "$d" "$p"; then
   ob_signal TERM "$d" "$p"
   if ! ob_wait_gone {grace_ticks}; then
     ob_signal KILL "$d" "$p"
     ob_wait_gone {grace_ticks} || true
   fi
 fi
+ob_stop_container
 ob_left=$(ob_survivors "$d" "$p" | tr '\n' ' ')
 if [ -n "$ob_left" ]; then
   # shellcheck disable=SC2086
@@ -371,6 +378,7 @@ else
 fi
 [ -e "$d/{cancelled}" ] || : > "$d/{cancelled}"
 if [ -n "$ob_left" ]; then echo "leftovers $ob_left"; else echo cancelled; fi
+exit "${{ob_stop_rc:-0}}"
 "#,
         dir = quote(dir),
         cancelled = CANCEL_FILE,

@@ -7,7 +7,6 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use overbrainer::config::Engine;
 use overbrainer::exec::{
     CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, Executor,
     FileDigest, JOB_LOG, JobCommand, JobId, JobStatus, LEFTOVERS_FILE, LocalExecutor,
@@ -16,6 +15,7 @@ use overbrainer::exec::{
 };
 use secrecy::SecretString;
 
+use crate::engines::{TestEngine, container_env, processes_with_env};
 use crate::freezer::Frozen;
 use crate::sshd::{Options, Sshd};
 
@@ -793,7 +793,7 @@ async fn a_recycled_pid_of_a_real_job_is_not_running() -> TestResult {
 
 // ---------------------------------------------------------------- cancel
 
-async fn check_cancel(executor: &impl Executor, calls: &Path) -> TestResult {
+async fn check_cancel(executor: &impl Executor) -> TestResult {
     // A job that ignores SIGTERM is killed after the grace period.
     let dir = format!("{}/run-stubborn", executor.workdir());
     let started = executor
@@ -827,22 +827,6 @@ async fn check_cancel(executor: &impl Executor, calls: &Path) -> TestResult {
     assert!(!Path::new(&dir).join(CANCEL_FILE).exists());
     assert!(!Path::new(&dir).join(CANCELLING_FILE).exists());
 
-    // A container job: the engine's `stop` comes first, while the group lives.
-    let dir = format!("{}/run-container", executor.workdir());
-    let mut command = job(&dir, "echo ready\nsleep 120");
-    command.container = Some(Container {
-        engine: Engine::Docker,
-        name: "overbrainer-run-container".to_owned(),
-    });
-    let boxed = executor.spawn(&command).await?;
-    wait_for_log(executor, &dir, "ready").await;
-    executor.cancel(&boxed).await?;
-    assert_eq!(executor.status(&boxed).await?, JobStatus::Cancelled);
-    let recorded = std::fs::read_to_string(calls)?;
-    assert_eq!(
-        recorded, "stop -t 30 overbrainer-run-container group alive\n",
-        "engine calls"
-    );
     Ok(())
 }
 
@@ -856,49 +840,228 @@ async fn wait_for_log(executor: &impl Executor, dir: &str, text: &str) {
         if String::from_utf8_lossy(&log).contains(text) {
             return;
         }
-        assert!(Instant::now() < deadline, "`{text}` never logged");
+        assert!(
+            Instant::now() < deadline,
+            "`{text}` never logged in {dir}/{JOB_LOG}: {}",
+            String::from_utf8_lossy(&log)
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// A stand-in `docker` that records its arguments and whether the job's group
-/// still lived when it was called, in `calls`.
-fn stand_in_engine(bin: &Path, calls: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(bin)?;
-    let script = format!(
-        "#!/bin/sh\nd=$(dirname \"$(dirname \"$0\")\")\nstate=gone\n\
-         for pidfile in {work}/*/run-container/job.pid; do\n\
-           [ -r \"$pidfile\" ] && kill -s 0 -- -\"$(cat \"$pidfile\")\" 2>/dev/null && state='group alive'\n\
-         done\n\
-         echo \"$* $state\" >> '{calls}'\n",
-        work = bin.parent().map(path_str).unwrap_or_default(),
-        calls = calls.display()
-    );
-    let path = bin.join("docker");
-    std::fs::write(&path, script)?;
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_local() -> TestResult {
     let root = tempfile::tempdir()?;
-    let bin = root.path().join("bin");
-    let calls = root.path().join("calls");
-    stand_in_engine(&bin, &calls)?;
-    check_cancel(&local(root.path()).with_path_prefix(&bin), &calls).await
+    check_cancel(&local(root.path())).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_ssh() -> TestResult {
     let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    check_cancel(&ssh(&sshd, root.path()).await).await
+}
+
+// ---------------------------------------------------------------- containers
+
+/// A job whose script runs `body` in a container `name` of the shell image on
+/// `engine` (the engine's client in the background, its process ID in `client.pid`),
+/// with `OB_CANARY=<canary>` in the container's environment. The script traps
+/// `SIGTERM` and says so; it says how the engine's client ended.
+fn container_job(
+    dir: &str,
+    engine: TestEngine,
+    name: &str,
+    canary: &str,
+    body: &str,
+) -> JobCommand {
+    let script = format!(
+        "trap 'echo script got TERM' TERM\n\
+         {engine} run --rm --name {name} -e OB_CANARY={canary} {image} sh -c {body} &\n\
+         echo $! > client.pid\n\
+         wait $!\n\
+         echo \"engine client ended $?\"\n",
+        engine = engine.name(),
+        image = container_env().shell_image(),
+        body = overbrainer::exec::quote(body),
+    );
+    JobCommand {
+        dir: dir.to_owned(),
+        script,
+        secrets: Vec::new(),
+        container: Some(Container {
+            engine: engine.config(),
+            name: name.to_owned(),
+        }),
+    }
+}
+
+/// A container body that says `ready`, then waits until it gets `SIGTERM`.
+const TRAPPING_BODY: &str =
+    "trap 'echo container got TERM; exit 0' TERM; echo ready; while :; do sleep 1; done";
+
+// Issue 11, on real engines (was a stand-in `docker` that recorded its calls).
+async fn check_container_cancel(
+    executor: &impl Executor,
+    engine: TestEngine,
+    tag: &str,
+) -> TestResult {
+    engine.start();
+    let log = |dir: &str| std::fs::read_to_string(Path::new(dir).join(JOB_LOG));
+
+    // The engine's `stop` comes first, while the group lives: the container gets
+    // SIGTERM, its client ends by itself, and the script never sees a signal.
+    let dir = format!("{}/run-container", executor.workdir());
+    let name = format!("overbrainer-exec-{tag}-{}", engine.name());
+    let canary = crate::engines::canary();
+    let job_id = executor
+        .spawn(&container_job(&dir, engine, &name, &canary, TRAPPING_BODY))
+        .await?;
+    wait_for_log(executor, &dir, "ready").await;
+    assert!(engine.is_running(&name), "{engine:?}: {}", log(&dir)?);
+    assert!(!processes_with_env(&canary).is_empty(), "{engine:?}");
+    executor.cancel(&job_id).await?;
+    assert_eq!(executor.status(&job_id).await?, JobStatus::Cancelled);
+    let text = log(&dir)?;
+    assert!(text.contains("container got TERM"), "{engine:?}: {text}");
+    assert!(text.contains("engine client ended 0"), "{engine:?}: {text}");
+    assert!(!text.contains("script got TERM"), "{engine:?}: {text}");
+    assert!(
+        !engine.containers().contains(&name),
+        "{engine:?}: the container is left after cancel"
+    );
+    assert_eq!(processes_with_env(&canary), Vec::<u32>::new(), "{engine:?}");
+    assert!(!group_alive(job_id.pid.get()), "{engine:?}");
+
+    // A container that outlived its engine client (killed with SIGKILL, as a logout
+    // might): the job ends by itself with the client, the container runs on, and
+    // cancel finds it by name and stops it, leaving the job's status as it was.
+    let dir = format!("{}/run-orphan", executor.workdir());
+    let name = format!("overbrainer-exec-orphan-{tag}-{}", engine.name());
+    let canary = crate::engines::canary();
+    let job_id = executor
+        .spawn(&container_job(&dir, engine, &name, &canary, TRAPPING_BODY))
+        .await?;
+    wait_for_log(executor, &dir, "ready").await;
+    let client: u32 = std::fs::read_to_string(Path::new(&dir).join("client.pid"))?
+        .trim()
+        .parse()?;
+    let killed = std::process::Command::new("kill")
+        .args(["-s", "KILL", &client.to_string()])
+        .status()?;
+    assert!(killed.success());
+    let status = wait_status(executor, &job_id, JobStatus::is_finished).await;
+    assert_eq!(status, JobStatus::Exited(0), "{engine:?}: {}", log(&dir)?);
+    assert!(
+        log(&dir)?.contains("engine client ended 137"),
+        "{}",
+        log(&dir)?
+    );
+    // The wrapper stops what is left of its group once the exit code is written.
+    let deadline = Instant::now() + DEADLINE;
+    while group_alive(job_id.pid.get()) {
+        assert!(
+            Instant::now() < deadline,
+            "{engine:?}: the group outlived its job"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        engine.is_running(&name),
+        "{engine:?}: the container ended with its client"
+    );
+    assert!(!processes_with_env(&canary).is_empty(), "{engine:?}");
+    executor.cancel(&job_id).await?;
+    assert!(
+        !engine.containers().contains(&name),
+        "{engine:?}: cancel left the orphaned container"
+    );
+    assert_eq!(processes_with_env(&canary), Vec::<u32>::new(), "{engine:?}");
+    assert_eq!(executor.status(&job_id).await?, JobStatus::Exited(0));
+    assert!(!Path::new(&dir).join(CANCEL_FILE).exists());
+    Ok(())
+}
+
+/// Whether the process group `pgid` has a member.
+fn group_alive(pgid: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-s", "0", "--", &format!("-{pgid}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_job_is_stopped_first_and_an_orphaned_container_is_found_by_cancel_local()
+-> TestResult {
+    for engine in TestEngine::ALL {
+        let root = tempfile::tempdir()?;
+        let executor = local(root.path()).with_path_prefix(&container_env().shims());
+        check_container_cancel(&executor, engine, "local").await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_job_is_stopped_first_and_an_orphaned_container_is_found_by_cancel_ssh()
+-> TestResult {
+    for engine in TestEngine::ALL {
+        let root = tempfile::tempdir()?;
+        let sshd = Sshd::start_with(&Options {
+            path_prefix: Some(container_env().shims()),
+            ..Options::default()
+        });
+        check_container_cancel(&ssh(&sshd, root.path()).await, engine, "ssh").await?;
+    }
+    Ok(())
+}
+
+// Stand-in engine: a real engine cannot be made to hang on `stop`. The cancel cuts the
+// call short, still stops the job's group, records the job cancelled, and fails naming
+// the engine command (the container may still run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stand_in_engine_whose_stop_hangs_cannot_hold_the_cancel_local() -> TestResult {
+    let root = tempfile::tempdir()?;
     let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin)?;
     let calls = root.path().join("calls");
-    stand_in_engine(&bin, &calls)?;
-    let sshd = Sshd::start_with(&Options {
-        path_prefix: Some(bin.clone()),
-        ..Options::default()
+    let podman = bin.join("podman");
+    std::fs::write(
+        &podman,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\n[ \"$1\" = stop ] || exit 1\nwhile :; do sleep 1; done\n",
+            calls.display()
+        ),
+    )?;
+    std::fs::set_permissions(&podman, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let executor = local(root.path()).with_path_prefix(&bin);
+    let dir = format!("{}/run-hung", executor.workdir());
+    let mut command = job(&dir, "echo ready\nsleep 300");
+    command.container = Some(Container {
+        engine: overbrainer::config::Engine::Podman,
+        name: "overbrainer-run-hung".to_owned(),
     });
-    check_cancel(&ssh(&sshd, root.path()).await, &calls).await
+    let started = executor.spawn(&command).await?;
+    wait_for_log(&executor, &dir, "ready").await;
+    let result = executor.cancel(&started).await;
+    let Err(ExecError::Command { action, message }) = result else {
+        panic!("a hung engine went unreported: {result:?}");
+    };
+    assert_eq!(action, "cancel");
+    assert!(
+        message
+            .contains("`podman stop -t 30 overbrainer-run-hung` did not return within 45 seconds"),
+        "{message}"
+    );
+    assert!(message.contains("may still run"), "{message}");
+    assert!(!group_alive(started.pid.get()));
+    assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
+    // One stop, and no engine call after it ran out.
+    assert_eq!(
+        std::fs::read_to_string(&calls)?,
+        "stop -t 30 overbrainer-run-hung\n"
+    );
+    Ok(())
 }
 
 // ---------------------------------------------------------------- processes

@@ -10,6 +10,8 @@ mod util;
 mod sshd;
 // A process that survives SIGKILL (the cgroup freezer), for what a cancel leaves behind.
 mod freezer;
+// Real container engines (Podman, a private Docker daemon) and their local images.
+mod engines;
 
 // Ground: settings, `.env`, environment layering, secrets, `init`, `config check`.
 mod config;
@@ -34,9 +36,11 @@ mod providers;
 // Flows: what the pipeline must never do (show an echoed key, lose output under `--force`,
 // start for an unknown topic) and `history --all` into a closed pipe.
 mod pipeline_safety;
-// Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`; the
-// container runtime with a stand-in engine; refusals before a start.
+// Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`;
+// refusals before a start.
 mod training;
 // Flows: runs that meet faults and the way back: an incomplete snapshot checkpoint, a
 // merge that fails after training (`train merge`), metric lines from another writer.
 mod training_faults;
+// Flows: the `docker` runtime on real Podman and Docker with real Axolotl (issue 11).
+mod training_containers;

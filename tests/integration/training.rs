@@ -1,7 +1,8 @@
 //! Training runs end to end with the real stack: real Axolotl 0.19 on the CPU training the
 //! demo's tiny model, the real `overbrainer` binary, a local target and an SSH target
 //! served by a real `sshd` on 127.0.0.1 (spec/training.md; issue 4, tests 1..7), plus the
-//! container runtime with a stand-in engine on `PATH` and the refusals before a start.
+//! refusals before a start. The container runtime on real Podman and Docker is in
+//! `training_containers`.
 //!
 //! The Axolotl venv and the tiny model come from `scripts/training-env.sh` (what `make
 //! test` runs first): it builds them once per machine, outside the checkout. Each run is a
@@ -63,7 +64,7 @@ fn current_user() -> String {
 /// target reaching it.
 pub(crate) struct Training {
     pub(crate) project: TestProject,
-    extra_env: Vec<(String, String)>,
+    pub(crate) extra_env: Vec<(String, String)>,
     pub(crate) sshd: Option<Sshd>,
 }
 
@@ -76,6 +77,8 @@ pub(crate) struct Setup<'a> {
     pub(crate) ssh: Option<Options>,
     pub(crate) runtime: &'a str,
     pub(crate) engine: &'a str,
+    /// The target's `image`, when set.
+    pub(crate) image: Option<&'a str>,
     pub(crate) extra: &'a str,
 }
 
@@ -89,6 +92,7 @@ impl Default for Setup<'_> {
             ssh: None,
             runtime: "native",
             engine: "docker",
+            image: None,
             extra: "",
         }
     }
@@ -140,11 +144,14 @@ kind = "local"
 runtime = "{runtime}"
 venv = "{venv}"
 engine = "{engine}"
-"#,
+{image}"#,
             merge = setup.merge,
             max_steps = setup.max_steps,
             runtime = setup.runtime,
             engine = setup.engine,
+            image = setup
+                .image
+                .map_or_else(String::new, |image| format!("image = \"{image}\"\n")),
             extra = setup.extra,
         );
         let mut extra_env = Vec::new();
@@ -273,7 +280,7 @@ engine = "{engine}"
 }
 
 /// Waits for a background command and returns its output.
-fn finish(child: Child) -> std::process::Output {
+pub(crate) fn finish(child: Child) -> std::process::Output {
     child.wait_with_output().expect("wait")
 }
 
@@ -281,7 +288,7 @@ pub(crate) fn assert_file(path: &Path) {
     assert!(path.is_file(), "missing {}", path.display());
 }
 
-fn assert_merged_run(training: &Training, id: &str) {
+pub(crate) fn assert_merged_run(training: &Training, id: &str) {
     let run = training.runs().join(id);
     assert_file(&run.join("output/adapter_model.safetensors"));
     assert_file(&run.join("output/adapter_config.json"));
@@ -297,7 +304,7 @@ fn assert_merged_run(training: &Training, id: &str) {
 
 /// Whether a process group still has a live member; zombies, which a cancel leaves
 /// to be reaped by their parent or `init`, do not count.
-fn group_alive(pid: u32) -> bool {
+pub(crate) fn group_alive(pid: u32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
@@ -732,94 +739,6 @@ fn a_corrupted_download_is_refused_then_retried_by_attach() {
             .unwrap()
             .ends_with('x')
     );
-}
-
-/// A stand-in container engine: records its arguments, then plays Axolotl in the
-/// mounted run directory (a metric line, an adapter, a merged model).
-fn stand_in_engine(dir: &Path, name: &str) -> PathBuf {
-    let args = dir.join("engine-args");
-    let script = format!(
-        r#"#!/bin/sh
-printf '%s\n' "$*" >> '{args}'
-[ "$1" = run ] || exit 0
-run_dir=""
-prev=""
-for a in "$@"; do
-  case "$prev" in -v) case "$a" in *:/workspace/run) run_dir="${{a%:/workspace/run}}";; esac;; esac
-  prev="$a"
-done
-cd "$run_dir" || exit 9
-case "$*" in
-  *" train axolotl.yaml"*)
-    mkdir -p output
-    printf '{{"kind":"train","ts":1,"step":1,"max_steps":1,"epoch":1.0,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}}\n{{"kind":"end","ts":2,"step":1}}\n' >> metrics.jsonl
-    echo adapter > output/adapter_model.safetensors ;;
-  *merge-lora*) mkdir -p output/merged && echo merged > output/merged/model.safetensors ;;
-esac
-exit 0
-"#,
-        args = args.display()
-    );
-    let path = dir.join(name);
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    args
-}
-
-#[test]
-fn the_container_runtime_runs_each_stage_in_a_named_container() {
-    for (engine, gpus) in [
-        ("docker", "--gpus all"),
-        ("podman", "--device nvidia.com/gpu=all"),
-    ] {
-        let tools = tempfile::tempdir().unwrap();
-        let args_file = stand_in_engine(tools.path(), engine);
-        let training = Training::new(&Setup {
-            runtime: "docker",
-            engine,
-            ..Setup::default()
-        });
-        let path = format!(
-            "{}:{}",
-            tools.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let output = training
-            .cmd()
-            .env("PATH", &path)
-            .arg("train")
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{engine}: {}",
-            output_text(&output)
-        );
-        let id = &training.run_ids()[0];
-        let args = std::fs::read_to_string(&args_file).unwrap();
-        let run_dir = std::fs::canonicalize(training.runs().join(id)).unwrap();
-        for part in [
-            gpus.to_owned(),
-            format!("--name overbrainer-{id}"),
-            format!("-v {}:/workspace/run", run_dir.display()),
-            "-w /workspace/run".to_owned(),
-            // The plugin is imported from the run directory, and Axolotl's telemetry
-            // stays off, inside the container too.
-            "-e PYTHONPATH=/workspace/run".to_owned(),
-            "-e AXOLOTL_DO_NOT_TRACK=1".to_owned(),
-            "axolotl train axolotl.yaml".to_owned(),
-            "axolotl merge-lora axolotl.yaml".to_owned(),
-        ] {
-            assert!(args.contains(&part), "{engine}: {part} not in {args}");
-        }
-        assert_eq!(training.record(id)["state"], "succeeded");
-        assert_file(
-            &training
-                .runs()
-                .join(id)
-                .join("output/merged/model.safetensors"),
-        );
-    }
 }
 
 #[test]

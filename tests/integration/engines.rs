@@ -1,0 +1,345 @@
+//! Real container engines for the tests of the `docker` runtime (issue 11): rootful
+//! Podman with a private configuration and graph root, and a private Docker daemon
+//! (its own data root, exec root and socket) that this test process starts and that
+//! stops with it. `scripts/container-env.sh` (run by `make test`) installs both,
+//! writes the configuration and builds the two local images; nothing is ever pulled.
+//!
+//! Overbrainer itself gets the configuration the way a user's shell would hand it:
+//! `CONTAINERS_CONF` and `CONTAINERS_STORAGE_CONF` for Podman, `DOCKER_HOST` for
+//! Docker ([`TestEngine::env`]). Tests that drive an executor directly put
+//! [`ContainerEnv::shims`] first on the target's `PATH` instead: two-line scripts that
+//! set those same variables and run the real engine.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// What `scripts/container-env.sh` printed.
+pub struct ContainerEnv {
+    /// Its `KEY=VALUE` lines.
+    values: Vec<(String, String)>,
+}
+
+impl ContainerEnv {
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> &str {
+        match self.values.iter().find(|(k, _)| k == key) {
+            Some((_, value)) => value,
+            None => panic!("scripts/container-env.sh printed no {key}"),
+        }
+    }
+
+    /// The busybox image (shell-only jobs).
+    pub fn shell_image(&self) -> &str {
+        self.get("SHELL_IMAGE")
+    }
+
+    /// The image holding the Axolotl venv, its Python and the tiny model.
+    pub fn axolotl_image(&self) -> &str {
+        self.get("AXOLOTL_IMAGE")
+    }
+
+    /// Directory of the `podman` and `docker` shims.
+    pub fn shims(&self) -> PathBuf {
+        PathBuf::from(self.get("SHIMS"))
+    }
+}
+
+/// Runs `scripts/container-env.sh` once for this test process.
+///
+/// # Panics
+///
+/// When the script fails: the message says to run it (or `make test`) as root.
+pub fn container_env() -> &'static ContainerEnv {
+    static ENV: OnceLock<ContainerEnv> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/container-env.sh");
+        let output = Command::new(&script)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("scripts/container-env.sh");
+        assert!(
+            output.status.success(),
+            "scripts/container-env.sh failed: run `make test` (as root), which installs Podman \
+             and Docker (`apt-get install --no-install-recommends podman runc docker.io \
+             debootstrap busybox-static`) and builds the test images"
+        );
+        let values = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        ContainerEnv { values }
+    })
+}
+
+/// One of the two real engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestEngine {
+    Podman,
+    Docker,
+}
+
+impl TestEngine {
+    /// Both engines.
+    pub const ALL: [Self; 2] = [Self::Podman, Self::Docker];
+
+    /// The program, and the `engine` value of a target.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Podman => "podman",
+            Self::Docker => "docker",
+        }
+    }
+
+    /// The engine as the executor names it.
+    pub fn config(self) -> overbrainer::config::Engine {
+        match self {
+            Self::Podman => overbrainer::config::Engine::Podman,
+            Self::Docker => overbrainer::config::Engine::Docker,
+        }
+    }
+
+    /// The variables that point this engine's client at the test's engine, as a user
+    /// would export them. For Docker, the test's daemon is started first.
+    pub fn env(self) -> Vec<(String, String)> {
+        let env = container_env();
+        match self {
+            Self::Podman => vec![
+                (
+                    "CONTAINERS_CONF".to_owned(),
+                    env.get("CONTAINERS_CONF").to_owned(),
+                ),
+                (
+                    "CONTAINERS_STORAGE_CONF".to_owned(),
+                    env.get("CONTAINERS_STORAGE_CONF").to_owned(),
+                ),
+            ],
+            Self::Docker => {
+                docker_daemon();
+                vec![("DOCKER_HOST".to_owned(), env.get("DOCKER_HOST").to_owned())]
+            }
+        }
+    }
+
+    /// Makes sure the engine answers: starts the test's Docker daemon for Docker
+    /// (Podman has no daemon).
+    pub fn start(self) {
+        if self == Self::Docker {
+            docker_daemon();
+        }
+    }
+
+    /// The engine's client, configured for the test's engine.
+    pub fn command(self) -> Command {
+        let mut command = Command::new(self.name());
+        command.envs(self.env());
+        command
+    }
+
+    /// Names of every container the engine knows, running or not.
+    pub fn containers(self) -> Vec<String> {
+        let output = self
+            .command()
+            .args(["ps", "-a", "--format", "{{.Names}}"])
+            .output()
+            .expect("engine ps");
+        assert!(output.status.success(), "{} ps -a failed", self.name());
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Whether the container `name` exists and runs.
+    pub fn is_running(self, name: &str) -> bool {
+        let output = self
+            .command()
+            .args([
+                "container",
+                "inspect",
+                "--format",
+                "{{.State.Running}}",
+                name,
+            ])
+            .output()
+            .expect("engine inspect");
+        output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "true"
+    }
+
+    /// Polls until the container `name` runs, failing after `deadline`.
+    pub fn wait_running(self, name: &str, deadline: Duration) {
+        let end = Instant::now() + deadline;
+        while !self.is_running(name) {
+            assert!(
+                Instant::now() < end,
+                "{}: container {name} never ran",
+                self.name()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Removes the container `name` if it is left (clean-up after a failed test).
+    pub fn remove(self, name: &str) {
+        let _ = self
+            .command()
+            .args(["rm", "-f", name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Starts the test's Docker daemon once for this test process: `dockerd` on its
+/// private socket, data root and exec root, as a child of a thread that lives as long
+/// as the process, with `SIGTERM` as its parent-death signal (`setpriv --pdeathsig`),
+/// so it stops with the tests. A daemon already answering on the socket (another
+/// test process) is used as it is.
+fn docker_daemon() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let env = container_env();
+        let host = env.get("DOCKER_HOST").to_owned();
+        let answers = || {
+            Command::new("docker")
+                .args(["-H", &host, "info"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if answers() {
+            return;
+        }
+        let args: Vec<String> = env
+            .get("DOCKERD_ARGS")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        let log_path = PathBuf::from(env.get("DOCKER_DIR")).join("dockerd.log");
+        let log = std::fs::File::create(&log_path).expect("dockerd.log");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let child = Command::new("setpriv")
+                .args(["--pdeathsig", "TERM", "dockerd"])
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("log"))
+                .stderr(log)
+                .spawn();
+            match child {
+                Ok(mut child) => {
+                    let _ = sender.send(None);
+                    let status = child.wait();
+                    // The daemon ended on its own: keep this thread (its parent-death
+                    // signal's owner) as it is, and let the tests fail on the socket.
+                    let _ = status;
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                Err(error) => {
+                    let _ = sender.send(Some(error.to_string()));
+                }
+            }
+        });
+        if let Ok(Some(error)) = receiver.recv() {
+            panic!("cannot start dockerd ({error}): run `apt-get install docker.io`");
+        }
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !answers() {
+            assert!(
+                Instant::now() < deadline,
+                "dockerd never answered on {host}; its log: {}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+}
+
+/// Process IDs of the processes on this machine whose environment holds `needle`
+/// (container processes included: they are host processes too).
+pub fn processes_with_env(needle: &str) -> Vec<u32> {
+    processes_with(needle, "environ")
+}
+
+/// Process IDs of the processes on this machine whose command line holds `needle`.
+pub fn processes_with_cmdline(needle: &str) -> Vec<u32> {
+    processes_with(needle, "cmdline")
+}
+
+fn processes_with(needle: &str, file: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Ok(bytes) = std::fs::read(entry.path().join(file))
+            && bytes
+                .windows(needle.len())
+                .any(|window| window == needle.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Files under `root` changed since `since` whose content holds `needle` (symbolic
+/// links not followed; unreadable entries skipped). Older files, such as the layers
+/// of the images, cannot hold a canary made after them and are not read.
+pub fn files_holding(root: &Path, needle: &str, since: std::time::SystemTime) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file()
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|modified| modified >= since)
+                && let Ok(bytes) = std::fs::read(&path)
+                && bytes
+                    .windows(needle.len())
+                    .any(|window| window == needle.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// A long random token, for canaries.
+pub fn canary() -> String {
+    let mut bytes = [0_u8; 24];
+    let file = std::fs::File::open("/dev/urandom").expect("/dev/urandom");
+    std::io::Read::read_exact(&mut &file, &mut bytes).expect("random bytes");
+    let mut token = String::from("canary");
+    for byte in bytes {
+        let _ = std::fmt::Write::write_fmt(&mut token, format_args!("{byte:02x}"));
+    }
+    token
+}
