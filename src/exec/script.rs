@@ -30,8 +30,9 @@ pub(crate) const START_FILE: &str = "job.start";
 
 /// File in the run directory holding the job's run marker: 32 lowercase hexadecimal
 /// digits drawn from `/dev/urandom` by [`job_script`], which exports it as
-/// [`RUN_MARKER_VAR`] before it starts the job. Every program the job runs inherits
-/// it, including workers that leave the job's process group with `setsid`, so the
+/// [`RUN_MARKER_VAR`] in the job's subshell only (the wrapper's own helpers, such as
+/// the command substitutions of its clean-up, must not carry it, or the clean-up
+/// would wait for itself). Every program the job runs inherits it, including workers that leave the job's process group with `setsid`, so the
 /// scripts find the job's processes through `/proc/<pid>/environ` as well as through
 /// the group. Absent where `/dev/urandom` cannot be read.
 pub(crate) const MARKER_FILE: &str = "job.marker";
@@ -199,8 +200,8 @@ pub fn quote(text: &str) -> String {
 
 /// The wrapper that runs a job's `script` in the run directory `dir`.
 ///
-/// It changes to `dir`, draws the job's run marker from `/dev/urandom`, exports it
-/// as [`RUN_MARKER_VAR`] and records it in [`MARKER_FILE`], records its own identity
+/// It changes to `dir`, draws the job's run marker from `/dev/urandom`, records it in
+/// [`MARKER_FILE`] (and exports it as [`RUN_MARKER_VAR`] in the job's subshell), records its own identity
 /// in [`START_FILE`] and its process ID in [`PID_FILE`] (each through a rename, the
 /// process ID last), runs `script` in a subshell with standard output and error
 /// appended to [`JOB_LOG`] and standard input from `/dev/null`, then writes the
@@ -225,19 +226,29 @@ pub fn job_script(dir: &str, script: &str) -> String {
 {GROUP_SIGNAL}ob_marker=$(od -A n -N 16 -t x1 /dev/urandom 2>/dev/null | tr -d ' \n')
 case $ob_marker in
   *[!0-9a-f]*) ob_marker= ;;
-  ????????????????????????????????) {var}=$ob_marker; export {var}
+  ????????????????????????????????)
     printf '%s\n' "$ob_marker" > {marker}.tmp && mv -f {marker}.tmp {marker} ;;
   *) ob_marker= ;;
 esac
 if ob_id=$(ob_identity $$); then printf '%s\n' "$ob_id" > {start}.tmp && mv -f {start}.tmp {start}; fi
 printf '%s\n' $$ > {pid}.tmp && mv -f {pid}.tmp {pid}
-( {script}
+( if [ -n "$ob_marker" ]; then {var}=$ob_marker; export {var}; fi
+{script}
 ) >> {log} 2>&1 < /dev/null
 ob_code=$?
 printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}
 ob_others() {{
-  for ob_o in $(ob_marked .; ob_members $$); do
-    [ "$ob_o" = "$$" ] || return 0
+  [ -z "$(ob_marked .)" ] || return 0
+  [ -d /proc/self ] || {{ [ -n "$(ob_members $$)" ]; return; }}
+  for ob_f in /proc/[0-9]*/stat; do
+    [ "$ob_f" = "/proc/$$/stat" ] && continue
+    {{ IFS= read -r ob_s < "$ob_f"; }} 2>/dev/null || continue
+    ob_s=${{ob_s##*) }}
+    set -f
+    # shellcheck disable=SC2086
+    set -- $ob_s
+    set +f
+    [ "$#" -ge 3 ] && [ "$3" = "$$" ] && [ "$1" != Z ] && [ "$1" != X ] && return 0
   done
   return 1
 }}
@@ -577,6 +588,36 @@ mod tests {
         assert!(GROUP_SIGNAL.contains(&format!("{RUN_MARKER_VAR}=$ob_m")));
         let wrapper = job_script("/w/r1", "true");
         assert!(wrapper.contains(&format!("export {RUN_MARKER_VAR}")));
+    }
+
+    /// The wrapper's clean-up must not count its own helpers (the command
+    /// substitutions it scans `/proc` from) as what is left of the job: a job that
+    /// leaves nothing behind ends its wrapper at once, by itself, never through the
+    /// `SIGKILL` that ends a clean-up whose grace ran out.
+    #[test]
+    fn regression_a_wrapper_whose_job_left_nothing_exits_without_killing_itself() {
+        use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(job_script(path, "echo done"))
+            .process_group(0)
+            .status()
+            .unwrap();
+        assert_eq!(
+            (status.signal(), status.code()),
+            (None, Some(0)),
+            "the wrapper waited out its grace and killed its own group"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(EXIT_FILE)).unwrap(),
+            "0\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(JOB_LOG)).unwrap(),
+            "done\n"
+        );
     }
 
     /// Runs the shell functions with `body` in a scratch directory `dir`.

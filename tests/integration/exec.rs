@@ -982,13 +982,10 @@ async fn check_container_cancel(
     Ok(())
 }
 
-/// Whether the process group `pgid` has a member.
+/// Whether the process group `pgid` has a live member; zombies, which wait for their
+/// parent or `init` to reap them, do not count (as the executor's scripts count them).
 fn group_alive(pgid: u32) -> bool {
-    std::process::Command::new("kill")
-        .args(["-s", "0", "--", &format!("-{pgid}")])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    crate::training::group_alive(pgid)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
