@@ -15,7 +15,7 @@ use secrecy::SecretString;
 use tokio::sync::Mutex;
 
 use super::{SecretRef, VaultRef};
-use crate::config::EnvSnapshot;
+use crate::env::EnvSnapshot;
 
 /// How long one request to Vault may take, in seconds.
 const REQUEST_TIMEOUT_SECS: u64 = 30;

@@ -1,13 +1,11 @@
 //! The process environment, read once at start (STYLE: read the environment in one place).
+//! A ground module of its own, below `config` and `secrets`, which both read it.
 //!
 //! Every setting, the Vault address and token, `NO_COLOR` and the log filter are looked up
 //! in an [`EnvSnapshot`] rather than in `std::env`, so tests can hand in their own and a
 //! reload (RLD-5) can layer a new `.env` over the same start-up environment.
 
 use std::collections::BTreeMap;
-
-/// The prefix of every variable that sets a configuration key (ENV-1).
-pub const PREFIX: &str = "OVERBRAINER_";
 
 /// A copy of environment variables, by name. Variables whose name or value is not valid
 /// UTF-8 are left out.
