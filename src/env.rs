@@ -17,6 +17,10 @@ pub struct EnvSnapshot {
 impl EnvSnapshot {
     /// The environment of this process, now.
     #[must_use]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the one place that reads the environment"
+    )]
     pub fn capture() -> Self {
         Self {
             vars: std::env::vars_os()

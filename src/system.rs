@@ -428,6 +428,10 @@ fn parse_df(rest: &str) -> Option<Disk> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

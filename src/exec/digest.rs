@@ -474,6 +474,10 @@ fn unescape(name: &[u8]) -> Option<Vec<u8>> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

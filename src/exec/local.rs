@@ -76,6 +76,10 @@ impl LocalExecutor {
     }
 
     /// `PATH` with the prefix in front, when one is set.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the job inherits this process's `PATH`, with the prefix in front"
+    )]
     fn path(&self) -> Option<std::ffi::OsString> {
         let prefix = self.path_prefix.as_ref()?;
         let mut dirs = vec![prefix.clone()];
@@ -86,6 +90,10 @@ impl LocalExecutor {
     }
 
     /// `sh -c script` in its own process group, not killed when dropped.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "exec/ is where processes are spawned"
+    )]
     fn shell(&self, script: &str) -> tokio::process::Command {
         let mut command = tokio::process::Command::new("sh");
         command
@@ -208,6 +216,10 @@ impl Executor for LocalExecutor {
         fed
     }
 
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "exec/ spawns; the job's environment is this process's, less what `inherited` drops"
+    )]
     async fn spawn(&self, job: &JobCommand) -> Result<JobId, ExecError> {
         check_job_env(&job.secrets)?;
         let dir = PathBuf::from(&job.dir);
@@ -424,6 +436,10 @@ fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use std::ffi::OsStr;

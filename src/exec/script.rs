@@ -468,6 +468,10 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

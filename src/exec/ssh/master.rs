@@ -20,6 +20,10 @@ const MASTER_LOG_TAIL: usize = 400;
 
 /// The bounds the configuration of `destination` sets, from `ssh -G`; none when it
 /// fails.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "exec/ is where processes are spawned"
+)]
 async fn configured(destination: &SshDestination) -> Configured {
     let mut command = tokio::process::Command::new("ssh");
     command.arg("-G");
@@ -103,6 +107,10 @@ fn master_args(
 /// control directory fits, [`SshError::Connect`] when `ssh` fails (its log in the
 /// source), [`SshError::Unresponsive`] when it neither connects nor fails in time;
 /// [`ExecError::MasterDied`] when the master is gone right after it started.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "exec/ is where processes are spawned"
+)]
 pub(super) async fn open(destination: &SshDestination) -> Result<Session, ExecError> {
     let dir = control_dir(&destination.control_dirs)?;
     let timeouts = if destination.always_default_keepalive {
