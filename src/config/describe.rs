@@ -4,7 +4,26 @@
 use figment::error::{Actual, Kind};
 
 use super::error::Problem;
-use super::typer::{Expected, expected_kind};
+
+/// What serde expected, by kind: the conversions of environment text and the words of a
+/// problem both go by it.
+pub(super) enum Expected {
+    Unsigned,
+    Signed,
+    Float,
+    Bool,
+    Other,
+}
+
+pub(super) fn expected_kind(expected: &str) -> Expected {
+    match expected {
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => Expected::Unsigned,
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => Expected::Signed,
+        "f32" | "f64" => Expected::Float,
+        "a boolean" => Expected::Bool,
+        _ => Expected::Other,
+    }
+}
 
 /// Words for serde's expectation strings, never a value.
 fn expected_words(expected: &str) -> String {

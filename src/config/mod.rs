@@ -5,7 +5,7 @@
 //!   its top-level keys; it runs every section's rules.
 //! - one file per section, its types, defaults and rules side by side: `project`
 //!   (`[project]`, `[[topics]]`), `providers`, `roles`, `pipeline`, `training`, `targets`,
-//!   `runpod` (a Runpod target's keys and the account), `export`, `hub`, `compare`,
+//!   `runpod` (a Runpod target's keys and the account), `ssh_client`, `export`, `hub`, `compare`,
 //!   `metrics`; `rules`: what their rules share.
 //! - `provenance`: where each value came from ([`Source`], [`Provenance`]).
 //! - `layers`: the file, `.env` and variables as one tree.
@@ -35,6 +35,7 @@ mod rules;
 mod runpod;
 mod settings;
 mod show;
+mod ssh_client;
 mod targets;
 mod training;
 mod typer;
@@ -54,12 +55,13 @@ pub use provenance::{Provenance, Source};
 pub use providers::{Protocol, Provider};
 pub use roles::{ReasoningEffort, Role, Roles};
 pub use rules::{safe_path, valid_name};
-pub use runpod::{DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, RunpodAccount, RunpodTarget};
+pub use runpod::{
+    DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, ListOrAuto, RunpodAccount, RunpodTarget,
+};
 pub use settings::{SECTIONS, Settings};
 pub use show::{Entry, entries};
-pub use targets::{
-    DEFAULT_IMAGE, Engine, ListOrAuto, LocalTarget, Runtime, SshClient, SshTarget, Target,
-};
+pub use ssh_client::SshClient;
+pub use targets::{DEFAULT_IMAGE, Engine, LocalTarget, Runtime, SshTarget, Target};
 pub use training::{
     AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, AdapterKind, ExtraRefusal, Training, axolotl_truthy,
     refused_extra,

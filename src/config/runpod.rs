@@ -4,11 +4,21 @@
 use serde::{Deserialize, Serialize};
 
 use super::rules::{Check, url_problem};
-use super::targets::{ListOrAuto, SshClient};
+use super::ssh_client::SshClient;
 use crate::secrets::SecretRef;
 
 /// Default image of Runpod targets (spec/runpod.md, POD-1).
 pub const DEFAULT_RUNPOD_IMAGE: &str = "axolotlai/axolotl-cloud-term:0.19.0-py3.12-cu130-2.12.1@sha256:f7b94da82913920a003e28e091d8528f57f76da7360fca87e95faf62fa32a680";
+
+/// A list of IDs, or `"auto"`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum ListOrAuto {
+    /// The IDs, tried in order.
+    List(Vec<String>),
+    /// The string `"auto"` (any other string is refused by validation).
+    Auto(String),
+}
 
 /// `kind = "runpod"` (spec/runpod.md, POD-1).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -19,7 +19,8 @@ use super::providers::{self, Provider};
 use super::roles::{self, Roles};
 use super::rules::{Check, Declared};
 use super::runpod::{self, RunpodAccount};
-use super::targets::{self, SshClient, Target};
+use super::ssh_client::SshClient;
+use super::targets::{self, Target};
 use super::training::{self, Training};
 use crate::secrets::SecretRef;
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::provenance::Provenance;
 use super::rules::{Check, valid_name};
 use super::runpod::RunpodTarget;
+use super::ssh_client::SshClient;
 
 /// How a job runs on a local or SSH target.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -61,17 +62,6 @@ impl Engine {
             Self::Podman => "podman",
         }
     }
-}
-
-/// SSH client used for `ssh` and `runpod` targets.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum SshClient {
-    /// The system `ssh` with a ControlMaster connection.
-    #[default]
-    Openssh,
-    /// The client built into overbrainer.
-    Builtin,
 }
 
 /// Default container image of local and SSH targets (spec/config.md, table 2.7).
@@ -140,16 +130,6 @@ fn default_image() -> String {
 }
 fn default_workdir() -> String {
     "overbrainer".to_owned()
-}
-
-/// A list of IDs, or `"auto"`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(untagged)]
-pub enum ListOrAuto {
-    /// The IDs, tried in order.
-    List(Vec<String>),
-    /// The string `"auto"` (any other string is refused by validation).
-    Auto(String),
 }
 
 impl Target {

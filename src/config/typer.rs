@@ -9,7 +9,7 @@ use figment::error::{Actual, Kind};
 use figment::value::{Dict, Value};
 use serde::de::DeserializeOwned;
 
-use super::describe::describe;
+use super::describe::{Expected, describe, expected_kind};
 use super::error::Problem;
 use super::project::Topic;
 use super::provenance::Provenance;
@@ -337,23 +337,5 @@ impl Typer<'_> {
             }
             None => false,
         }
-    }
-}
-
-pub(super) enum Expected {
-    Unsigned,
-    Signed,
-    Float,
-    Bool,
-    Other,
-}
-
-pub(super) fn expected_kind(expected: &str) -> Expected {
-    match expected {
-        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => Expected::Unsigned,
-        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => Expected::Signed,
-        "f32" | "f64" => Expected::Float,
-        "a boolean" => Expected::Bool,
-        _ => Expected::Other,
     }
 }

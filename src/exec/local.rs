@@ -330,13 +330,7 @@ impl Executor for LocalExecutor {
             .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
         let drained = tar::drain(stdout, local).await;
         let output = child.wait_with_output().await.map_err(spawn_error)?;
-        // A refused entry stops the reading, which then breaks the target's `tar`:
-        // the refusal is the cause worth reporting.
-        if let Err(refused @ ExecError::Protocol(_)) = drained {
-            return Err(refused);
-        }
-        finish("download", output)?;
-        drained
+        tar::downloaded(drained, output)
     }
 
     async fn manifest(

@@ -156,6 +156,35 @@ impl SshExecutor {
         }
     }
 
+    /// Starts `script` under `sh -c` with `stdin` and `stdout` as given (a transfer
+    /// streams one of them) and its standard error piped.
+    async fn streaming(
+        &self,
+        script: &str,
+        stdin: Stdio,
+        stdout: Stdio,
+    ) -> Result<(Arc<Session>, openssh::Child<Arc<Session>>), ExecError> {
+        let session = self.session().await?;
+        let mut command = Session::arc_raw_command(Arc::clone(&session), remote_command(script));
+        command.stdin(stdin).stdout(stdout).stderr(Stdio::piped());
+        match command.spawn().await {
+            Ok(child) => Ok((session, child)),
+            Err(source) => Err(self.failed(&session, source).await),
+        }
+    }
+
+    /// Waits for a command started by [`Self::streaming`] to end.
+    async fn ended(
+        &self,
+        session: &Arc<Session>,
+        child: openssh::Child<Arc<Session>>,
+    ) -> Result<std::process::Output, ExecError> {
+        match child.wait_with_output().await {
+            Ok(output) => Ok(output),
+            Err(source) => Err(self.failed(session, source).await),
+        }
+    }
+
     async fn checked(
         &self,
         action: &'static str,
@@ -244,28 +273,16 @@ impl Executor for SshExecutor {
     }
 
     async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError> {
-        let session = self.session().await?;
-        let mut command = Session::arc_raw_command(
-            Arc::clone(&session),
-            remote_command(&tar::extract_script(remote)),
-        );
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = match command.spawn().await {
-            Ok(child) => child,
-            Err(source) => return Err(self.failed(&session, source).await),
-        };
+        let script = tar::extract_script(remote);
+        let (session, mut child) = self
+            .streaming(&script, Stdio::piped(), Stdio::null())
+            .await?;
         let stdin = child
             .stdin()
             .take()
             .ok_or_else(|| ExecError::Protocol("no standard input".to_owned()))?;
         let fed = tar::feed(local, skip, stdin).await;
-        let output = match child.wait_with_output().await {
-            Ok(output) => output,
-            Err(source) => return Err(self.failed(&session, source).await),
-        };
+        let output = self.ended(&session, child).await?;
         if !output.status.success() {
             return Err(command_error("upload", output.status, &output.stderr));
         }
@@ -329,37 +346,17 @@ impl Executor for SshExecutor {
         entries: &[String],
         exclude: &[String],
     ) -> Result<(), ExecError> {
-        let session = self.session().await?;
-        let mut command = Session::arc_raw_command(
-            Arc::clone(&session),
-            remote_command(&tar::archive_script(remote, entries, exclude)),
-        );
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = match command.spawn().await {
-            Ok(child) => child,
-            Err(source) => return Err(self.failed(&session, source).await),
-        };
+        let script = tar::archive_script(remote, entries, exclude);
+        let (session, mut child) = self
+            .streaming(&script, Stdio::null(), Stdio::piped())
+            .await?;
         let stdout = child
             .stdout()
             .take()
             .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
         let drained = tar::drain(stdout, local).await;
-        let output = match child.wait_with_output().await {
-            Ok(output) => output,
-            Err(source) => return Err(self.failed(&session, source).await),
-        };
-        // A refused entry stops the reading, which then breaks the target's `tar`:
-        // the refusal is the cause worth reporting.
-        if let Err(refused @ ExecError::Protocol(_)) = drained {
-            return Err(refused);
-        }
-        if !output.status.success() {
-            return Err(command_error("download", output.status, &output.stderr));
-        }
-        drained
+        let output = self.ended(&session, child).await?;
+        tar::downloaded(drained, output)
     }
 
     async fn manifest(
