@@ -32,6 +32,8 @@ mod lines;
 mod local;
 mod runtime;
 mod script;
+#[cfg(test)]
+pub(crate) mod shellcheck;
 mod ssh;
 mod tar;
 
