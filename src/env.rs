@@ -102,10 +102,10 @@ mod tests {
 
     #[test]
     fn process_values_win_over_fallbacks_and_debug_hides_values() {
-        let env = EnvSnapshot::from_pairs([("A", "process"), ("KEY", "s3cr3t-value")]);
+        let env = EnvSnapshot::from_pairs([("A", "process"), ("KEY", "s3cr3t-Z5kW9qM2xV7nT4rB8h")]);
         let merged = env.with_fallbacks([("A", "dotenv"), ("B", "dotenv")]);
         assert_eq!(merged.get("A"), Some("process"));
         assert_eq!(merged.get("B"), Some("dotenv"));
-        assert!(!format!("{merged:?}").contains("s3cr3t-value"));
+        assert!(!format!("{merged:?}").contains("s3cr3t-Z5kW9qM2xV7nT4rB8h"));
     }
 }

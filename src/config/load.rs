@@ -178,7 +178,7 @@ mod tests {
     use super::*;
     use crate::config::{ListOrAuto, SshClient, Target};
 
-    const SECRET: &str = "sk-unit-3e9f0d";
+    const SECRET: &str = "sk-unit-Q7vX2mK9pL4wR8tZ3nB6";
 
     fn project(config: &str, dotenv: Option<&str>) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

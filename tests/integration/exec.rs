@@ -553,10 +553,10 @@ async fn a_line_longer_than_the_read_bound_never_stalls_the_tail() -> TestResult
 // ---------------------------------------------------------------- secrets
 
 /// The part of the secret searched for everywhere.
-const SECRET: &str = "ob-secret-7f3a9c1e-DISTINCTIVE";
+const SECRET: &str = "ob-secret-W3pZ8kQ5vN2xR7mT4hJ9";
 /// The whole value: blanks at both ends, a backslash, a quote and a `$` must all
 /// reach the job unchanged.
-const SECRET_VALUE: &str = "  ob-secret-7f3a9c1e-DISTINCTIVE \\n 'q' $HOME\t ";
+const SECRET_VALUE: &str = "  ob-secret-W3pZ8kQ5vN2xR7mT4hJ9 \\n 'q' $HOME\t ";
 
 async fn check_secrets(executor: &impl Executor) -> TestResult {
     let dir = format!("{}/run-secret", executor.workdir());

@@ -16,7 +16,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 use crate::util::{TestProject, output_text};
 
 /// A key that must never appear in any output or file.
-pub(crate) const KEY: &str = "sk-pipeline-canary-31337";
+pub(crate) const KEY: &str = "sk-pipeline-R6tY2wQ9mK4xZ7vB3nH8";
 
 /// Prompts that the stand-ins can parse.
 const SUBTOPICS_PROMPT: &str = "SUBTOPICS|{{ topic }}|{{ count }}";

@@ -401,12 +401,15 @@ mod tests {
         let job = JobCommand {
             dir: "/w/r 1".into(),
             script: "echo hi".into(),
-            secrets: vec![("HF_TOKEN".into(), SecretString::from("hf_value_123"))],
+            secrets: vec![(
+                "HF_TOKEN".into(),
+                SecretString::from("hf_value_K8mQ3xW7vN2tR9zB4p"),
+            )],
             container: None,
         };
         let script = launcher(&job);
         assert!(script.contains("HF_TOKEN=$ob_v"), "{script}");
-        assert!(!script.contains("hf_value_123"));
-        assert!(!format!("{job:?}").contains("hf_value_123"));
+        assert!(!script.contains("hf_value_K8mQ3xW7vN2tR9zB4p"));
+        assert!(!format!("{job:?}").contains("hf_value_K8mQ3xW7vN2tR9zB4p"));
     }
 }
