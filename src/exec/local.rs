@@ -148,6 +148,25 @@ pub(crate) fn finish(action: &'static str, output: Output) -> Result<Vec<u8>, Ex
     Err(command_error(action, output.status, &output.stderr))
 }
 
+/// The result of a download from what [`tar::drain`](super::tar::drain) made of the stream and how the target's
+/// archiving command ended. A refused entry stops the reading, which then breaks the
+/// target's `tar`: the refusal is the cause worth reporting.
+///
+/// # Errors
+///
+/// The refusal; else [`ExecError::Command`] (action `download`) when the command failed;
+/// else what `drained` holds.
+pub(crate) fn downloaded(
+    drained: Result<(), ExecError>,
+    output: std::process::Output,
+) -> Result<(), ExecError> {
+    if let Err(refused @ ExecError::Protocol(_)) = drained {
+        return Err(refused);
+    }
+    finish("download", output)?;
+    drained
+}
+
 /// [`ExecError::Command`] for a script that exited with `status` and wrote `stderr`.
 pub(crate) fn command_error(
     action: &'static str,
@@ -330,7 +349,7 @@ impl Executor for LocalExecutor {
             .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
         let drained = tar::drain(stdout, local).await;
         let output = child.wait_with_output().await.map_err(spawn_error)?;
-        tar::downloaded(drained, output)
+        downloaded(drained, output)
     }
 
     async fn manifest(

@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 use super::master::{self, master_log_tail};
 use super::{SshDestination, SshError};
 use crate::exec::digest::{self, FileDigest};
-use crate::exec::local::{STALE_FILES, command_error, finish, parse_claim};
+use crate::exec::local::{STALE_FILES, command_error, downloaded, finish, parse_claim};
 use crate::exec::runtime::shell_path;
 use crate::exec::script::{self, cancel_script, claim_script, job_script, quote, status_script};
 use crate::exec::{
@@ -356,7 +356,7 @@ impl Executor for SshExecutor {
             .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
         let drained = tar::drain(stdout, local).await;
         let output = self.ended(&session, child).await?;
-        tar::downloaded(drained, output)
+        downloaded(drained, output)
     }
 
     async fn manifest(

@@ -327,25 +327,6 @@ pub(crate) async fn feed<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// The result of a download from what [`drain`] made of the stream and how the target's
-/// archiving command ended. A refused entry stops the reading, which then breaks the
-/// target's `tar`: the refusal is the cause worth reporting.
-///
-/// # Errors
-///
-/// The refusal; else [`ExecError::Command`] (action `download`) when the command failed;
-/// else what `drained` holds.
-pub(crate) fn downloaded(
-    drained: Result<(), ExecError>,
-    output: std::process::Output,
-) -> Result<(), ExecError> {
-    if let Err(refused @ ExecError::Protocol(_)) = drained {
-        return Err(refused);
-    }
-    super::local::finish("download", output)?;
-    drained
-}
-
 /// Reads a tar stream from `stdout` and extracts it into `dest` (see [`unpack`]).
 ///
 /// # Errors
