@@ -225,10 +225,7 @@ impl Executor for LocalExecutor {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(spawn_error)?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| ExecError::Protocol("no standard input".to_owned()))?;
+        let stdin = tar::pipe(child.stdin.take(), "input")?;
         let fed = tar::feed(local, skip, stdin).await;
         let output = child.wait_with_output().await.map_err(spawn_error)?;
         finish("upload", output)?;
@@ -343,10 +340,7 @@ impl Executor for LocalExecutor {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(spawn_error)?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
+        let stdout = tar::pipe(child.stdout.take(), "output")?;
         let drained = tar::drain(stdout, local).await;
         let output = child.wait_with_output().await.map_err(spawn_error)?;
         downloaded(drained, output)

@@ -277,10 +277,7 @@ impl Executor for SshExecutor {
         let (session, mut child) = self
             .streaming(&script, Stdio::piped(), Stdio::null())
             .await?;
-        let stdin = child
-            .stdin()
-            .take()
-            .ok_or_else(|| ExecError::Protocol("no standard input".to_owned()))?;
+        let stdin = tar::pipe(child.stdin().take(), "input")?;
         let fed = tar::feed(local, skip, stdin).await;
         let output = self.ended(&session, child).await?;
         if !output.status.success() {
@@ -350,10 +347,7 @@ impl Executor for SshExecutor {
         let (session, mut child) = self
             .streaming(&script, Stdio::null(), Stdio::piped())
             .await?;
-        let stdout = child
-            .stdout()
-            .take()
-            .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
+        let stdout = tar::pipe(child.stdout().take(), "output")?;
         let drained = tar::drain(stdout, local).await;
         let output = self.ended(&session, child).await?;
         downloaded(drained, output)

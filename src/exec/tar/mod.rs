@@ -327,6 +327,16 @@ pub(crate) async fn feed<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
+/// The pipe a transfer streams through, taken from the command started with it.
+///
+/// # Errors
+///
+/// [`ExecError::Protocol`] naming the standard `which` (`input`, `output`) when the
+/// command has none.
+pub(crate) fn pipe<T>(pipe: Option<T>, which: &str) -> Result<T, ExecError> {
+    pipe.ok_or_else(|| ExecError::Protocol(format!("no standard {which}")))
+}
+
 /// Reads a tar stream from `stdout` and extracts it into `dest` (see [`unpack`]).
 ///
 /// # Errors
