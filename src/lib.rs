@@ -11,7 +11,7 @@
 //!   protocols), [`pricing`], [`history`].
 //! - execution: [`exec`] (jobs, files and probes on a local or SSH target).
 //! - ground:
-//!   - [`env`]: the process environment, read once at start into [`env::EnvSnapshot`]
+//!   - [`env`](mod@env): the process environment, read once at start into [`env::EnvSnapshot`]
 //!     (re-exported as `config::EnvSnapshot`); settings, Vault and logging read it.
 //!   - [`config`]: typed settings from `overbrainer.toml`, `.env` and `OVERBRAINER_*`
 //!     variables, with the source of every value; one file per section with its
