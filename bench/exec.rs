@@ -16,7 +16,8 @@
     clippy::expect_used,
     clippy::panic,
     clippy::cast_precision_loss,
-    reason = "a benchmark: failing loudly is the point, and figures are approximate"
+    clippy::disallowed_methods,
+    reason = "a benchmark: failing loudly is the point, figures are approximate, and it runs the plain tools it compares against"
 )]
 
 #[path = "../tests/integration/sshd.rs"]

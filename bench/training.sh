@@ -71,7 +71,7 @@ for _ in $(seq 1 600); do
     if grep -qs '"state": "running"' "$project"/runs/*/run.json; then break; fi
     sleep 0.1
 done
-kill -9 "$follower"
+kill -s KILL -- "$follower"
 wait "$follower" 2>/dev/null || true
 run=$(ls "$project/runs" | grep -v '^\.' | head -1)
 /usr/bin/time -f '%U %S %e' -o "$work/attach.time" "$bin" -C "$project" train attach "$run" >/dev/null 2>&1

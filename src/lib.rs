@@ -11,8 +11,11 @@
 //!   protocols), [`pricing`], [`history`].
 //! - execution: [`exec`] (jobs, files and probes on a local or SSH target).
 //! - ground:
+//!   - [`env`](mod@env): the process environment, read once at start into [`env::EnvSnapshot`]
+//!     (re-exported as `config::EnvSnapshot`); settings, Vault and logging read it.
 //!   - [`config`]: typed settings from `overbrainer.toml`, `.env` and `OVERBRAINER_*`
-//!     variables, with the source of every value; validation; `config check` lines.
+//!     variables, with the source of every value; one file per section with its
+//!     defaults and rules; `config check` lines.
 //!   - [`secrets`]: literal and `vault:` secrets, resolved lazily (Vault KV v2 over HTTP);
 //!     files that hold secrets, created private (`secrets::private`).
 //!   - [`project`]: the project directory, its paths (`data/`, `runs/`, `prompts/`,
@@ -28,6 +31,7 @@ pub mod cli;
 pub mod config;
 pub mod dataset;
 pub mod dedup;
+pub mod env;
 pub mod exec;
 pub mod history;
 pub mod llm;

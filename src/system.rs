@@ -428,6 +428,10 @@ fn parse_df(rest: &str) -> Option<Disk> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -540,24 +544,7 @@ meminfo_available 10
             "{sample:?}"
         );
         assert!(sample.root_disk().is_some(), "{sample:?}");
-        if std::path::Path::new("/usr/bin/shellcheck").exists() {
-            let checked = std::process::Command::new("/usr/bin/shellcheck")
-                .args(["-s", "sh", "-e", "SC2016,SC3040,SC2086", "/dev/stdin"])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .and_then(|mut child| {
-                    use std::io::Write;
-                    child.stdin.take().unwrap().write_all(script.as_bytes())?;
-                    child.wait_with_output()
-                })
-                .unwrap();
-            assert!(
-                checked.status.success(),
-                "{}",
-                String::from_utf8_lossy(&checked.stdout)
-            );
-        }
+        crate::exec::shellcheck::assert_passes(&script, "SC2016,SC3040,SC2086");
     }
 
     proptest! {

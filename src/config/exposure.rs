@@ -106,7 +106,10 @@ mod tests {
 
     #[test]
     fn regression_a_dotenv_with_a_key_readable_by_others_is_named_with_its_fix() {
-        let dir = dotenv("OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY=sk-abc\n", 0o644);
+        let dir = dotenv(
+            "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY=sk-abc-T6nW2qX8vK4mZ9rB3h\n",
+            0o644,
+        );
         let exposed = dotenv_exposed(dir.path()).unwrap();
         assert_eq!(exposed.mode, 0o644);
         let text = exposed.to_string();
@@ -116,7 +119,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("mode 644"), "{text}");
-        assert!(!text.contains("sk-abc"), "{text}");
+        assert!(!text.contains("sk-abc-T6nW2qX8vK4mZ9rB3h"), "{text}");
         let group = dotenv("OVERBRAINER_HF_TOKEN=hf_x\n", 0o640);
         assert!(
             dotenv_exposed(group.path())

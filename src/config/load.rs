@@ -1,22 +1,18 @@
-//! Loading: the layered tree (see [`super::layers`]) turned into typed [`Settings`],
-//! section by section so that every problem is reported at once (CFG-1..CFG-4).
-//!
-//! Deserialization goes through `figment`'s value tree, whose errors carry the key path.
-//! Its messages echo the offending value, so they are rewritten here to name the key and
-//! the expected type only. A value from the environment is text; when its key expects a
-//! number or a boolean, the text is converted and deserialization tried again (ENV-6).
+//! Loading: the layered tree (see `layers`) typed into [`Settings`] (see `typer`), then
+//! every section's rules, with every problem reported at once and named by its source
+//! (CFG-1..CFG-4).
 
 use std::path::{Path, PathBuf};
 
-use figment::error::{Actual, Kind};
-use figment::value::{Dict, Value};
-use serde::de::DeserializeOwned;
+use figment::value::Value;
 
-use super::env::EnvSnapshot;
 use super::error::{ConfigError, Problem};
-use super::layers::{self, Provenance, Source};
-use super::types::{LocalTarget, RunpodTarget, Settings, SshTarget, Target};
-use super::validate;
+use super::layers;
+use super::provenance::{self, Provenance, Source};
+use super::rules::Declared;
+use super::settings::{self, Settings};
+use super::typer::Typer;
+use crate::env::EnvSnapshot;
 
 /// The settings file's name in the project directory.
 pub const FILE_NAME: &str = "overbrainer.toml";
@@ -73,7 +69,7 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
     let mut provenance = Provenance::default();
     layers::check_env_only(&file, &mut problems);
     for (key, value) in &file {
-        layers::record(&mut provenance, key, value, &Source::File);
+        provenance::record(&mut provenance, key, value, &Source::File);
     }
     let mut root = file.clone();
     for entry in layers::env_entries(&dotenv, env, &mut problems) {
@@ -87,7 +83,7 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
         Some(Value::Dict(_, dict)) => dict.keys().cloned().collect(),
         _ => std::collections::BTreeSet::new(),
     };
-    let declared = validate::Declared {
+    let declared = Declared {
         providers: names("providers"),
         targets: names("targets"),
     };
@@ -102,8 +98,8 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
     // Semantic rules run even after type problems, except on the parts that failed to
     // type (they hold defaults, whose problems would be noise).
     let mut semantic = Vec::new();
-    validate::validate(&settings, &declared, &mut semantic);
-    validate::combinations(&settings, &provenance, &mut semantic);
+    settings::validate(&settings, &declared, &mut semantic);
+    settings::combinations(&settings, &provenance, &mut semantic);
     problems.extend(semantic.into_iter().filter(|problem| {
         !failed
             .iter()
@@ -118,7 +114,7 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
         }
         return Err(ConfigError::Invalid { path, problems });
     }
-    let warnings = validate::warnings(&settings, &provenance);
+    let warnings = settings::warnings(&settings, &provenance);
     let env = env.with_fallbacks(dotenv.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     Ok(Loaded {
         settings,
@@ -137,7 +133,7 @@ fn name_source(problem: &mut Problem, provenance: &Provenance, env: &EnvSnapshot
         Some(line) => format!("in `{DOTENV_NAME}` line {line}"),
         None => format!("in `{DOTENV_NAME}`"),
     };
-    let place = if problem.key.starts_with(super::env::PREFIX) {
+    let place = if problem.key.starts_with(layers::PREFIX) {
         if env.get(&problem.key).is_some() {
             "in the environment".to_owned()
         } else {
@@ -177,453 +173,12 @@ pub fn dotenv_pairs(project_dir: &Path) -> Result<Vec<(String, String)>, ConfigE
     layers::read_dotenv(&project_dir.join(DOTENV_NAME))
 }
 
-/// Most conversions of one section before giving up (one per variable in practice).
-const MAX_CONVERSIONS: usize = 256;
-
-struct Typer<'a> {
-    root: &'a mut Dict,
-    provenance: &'a Provenance,
-    problems: &'a mut Vec<Problem>,
-    /// Dotted paths whose value failed to type.
-    failed: &'a mut Vec<String>,
-}
-
-fn lookup<'v>(root: &'v Dict, path: &[String]) -> Option<&'v Value> {
-    let (first, rest) = path.split_first()?;
-    let mut value = root.get(first)?;
-    for segment in rest {
-        value = match value {
-            Value::Dict(_, dict) => dict.get(segment)?,
-            Value::Array(_, items) => items.get(segment.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(value)
-}
-
-fn lookup_mut<'v>(root: &'v mut Dict, path: &[String]) -> Option<&'v mut Value> {
-    let (first, rest) = path.split_first()?;
-    let mut value = root.get_mut(first)?;
-    for segment in rest {
-        value = match value {
-            Value::Dict(_, dict) => dict.get_mut(segment)?,
-            Value::Array(_, items) => items.get_mut(segment.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(value)
-}
-
-/// Removes the key at `path` from its table; false when it is not in a table.
-fn remove(root: &mut Dict, path: &[String]) -> bool {
-    let Some((last, parent)) = path.split_last() else {
-        return false;
-    };
-    let table = if parent.is_empty() {
-        Some(root)
-    } else {
-        match lookup_mut(root, parent) {
-            Some(Value::Dict(_, dict)) => Some(dict),
-            _ => None,
-        }
-    };
-    table.is_some_and(|t| t.remove(last).is_some())
-}
-
-/// Sets the key at `path` in its table to `value`; false when the parent is not a table.
-fn insert(root: &mut Dict, path: &[String], value: Value) -> bool {
-    let Some((last, parent)) = path.split_last() else {
-        return false;
-    };
-    let table = if parent.is_empty() {
-        Some(root)
-    } else {
-        match lookup_mut(root, parent) {
-            Some(Value::Dict(_, dict)) => Some(dict),
-            _ => None,
-        }
-    };
-    match table {
-        Some(table) => {
-            table.insert(last.clone(), value);
-            true
-        }
-        None => false,
-    }
-}
-
-/// The `n`-th kind of value tried in place of a missing key, so that deserialization goes
-/// on to the next problem; `None` after the last.
-fn placeholder(n: usize) -> Option<Value> {
-    Some(match n {
-        0 => Value::from(String::new()),
-        1 => Value::from(1_u64),
-        2 => Value::from(true),
-        3 => Value::from(1.0_f64),
-        4 => Value::from(Dict::new()),
-        5 => Value::from(Vec::<Value>::new()),
-        _ => return None,
-    })
-}
-
-fn path_of(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| (*s).to_owned()).collect()
-}
-
-impl Typer<'_> {
-    fn settings(&mut self) -> Settings {
-        let mut settings = Settings::default();
-        let known = [
-            "project",
-            "topics",
-            "providers",
-            "roles",
-            "pipeline",
-            "training",
-            "targets",
-            "export",
-            "hub",
-            "compare",
-            "metrics",
-            "runpod",
-            "hf_token",
-            "ssh_client",
-            "log",
-        ];
-        let unknown: Vec<String> = self
-            .root
-            .keys()
-            .filter(|k| !known.contains(&k.as_str()))
-            .cloned()
-            .collect();
-        for key in unknown {
-            self.problems.push(Problem::new(
-                key,
-                "unknown field: not a known section or key",
-            ));
-        }
-        settings.project = self.section("project");
-        settings.topics = self.topics();
-        for name in self.names("providers") {
-            if let Some(provider) = self.typed(&path_of(&["providers", &name])) {
-                settings.providers.insert(name, provider);
-            }
-        }
-        settings.roles = self.section("roles");
-        settings.pipeline = self.section("pipeline");
-        if lookup(self.root, &path_of(&["training"])).is_some() {
-            settings.training = self.typed(&path_of(&["training"]));
-        }
-        for name in self.names("targets") {
-            if let Some(target) = self.target(&name) {
-                settings.targets.insert(name, target);
-            }
-        }
-        settings.export = self.section("export");
-        settings.hub = self.section("hub");
-        settings.compare = self.section("compare");
-        settings.metrics = self.section("metrics");
-        settings.runpod = self.section("runpod");
-        settings.hf_token = self.section("hf_token");
-        settings.ssh_client = self.section("ssh_client");
-        settings.log = self.section("log");
-        settings
-    }
-
-    /// The entry names of a table of named tables; a non-table is reported.
-    fn names(&mut self, key: &str) -> Vec<String> {
-        match self.root.get(key) {
-            None => Vec::new(),
-            Some(Value::Dict(_, dict)) => dict.keys().cloned().collect(),
-            Some(_) => {
-                self.problems.push(Problem::new(
-                    key,
-                    "wrong type: expected a table of named tables",
-                ));
-                Vec::new()
-            }
-        }
-    }
-
-    fn topics(&mut self) -> Vec<super::types::Topic> {
-        let count = match self.root.get("topics") {
-            None => return Vec::new(),
-            Some(Value::Array(_, items)) => items.len(),
-            Some(_) => {
-                self.problems.push(Problem::new(
-                    "topics",
-                    "wrong type: expected a list of `[[topics]]` tables",
-                ));
-                return Vec::new();
-            }
-        };
-        (0..count)
-            .filter_map(|i| self.typed(&path_of(&["topics", &i.to_string()])))
-            .collect()
-    }
-
-    fn target(&mut self, name: &str) -> Option<Target> {
-        let path = path_of(&["targets", name]);
-        let key = format!("targets.{name}.kind");
-        let kind = if let Some(Value::Dict(_, dict)) = lookup_mut(self.root, &path) {
-            dict.remove("kind")
-        } else {
-            self.problems.push(Problem::new(
-                format!("targets.{name}"),
-                "wrong type: expected a table",
-            ));
-            return None;
-        };
-        let kinds = "expected one of `local`, `ssh`, `runpod`";
-        let target = match &kind {
-            None => {
-                self.problems
-                    .push(Problem::new(key, format!("missing required key; {kinds}")));
-                None
-            }
-            Some(Value::String(_, kind)) if kind == "local" => {
-                self.typed::<LocalTarget>(&path).map(Target::Local)
-            }
-            Some(Value::String(_, kind)) if kind == "ssh" => {
-                self.typed::<SshTarget>(&path).map(Target::Ssh)
-            }
-            Some(Value::String(_, kind)) if kind == "runpod" => {
-                self.typed::<RunpodTarget>(&path).map(Target::Runpod)
-            }
-            Some(_) => {
-                self.problems
-                    .push(Problem::new(key, format!("invalid value: {kinds}")));
-                None
-            }
-        };
-        if let (Some(kind), Some(Value::Dict(_, dict))) = (kind, lookup_mut(self.root, &path)) {
-            dict.insert("kind".to_owned(), kind);
-        }
-        if target.is_none() {
-            self.failed.push(format!("targets.{name}"));
-        }
-        target
-    }
-
-    fn section<T: DeserializeOwned + Default>(&mut self, key: &str) -> T {
-        let path = path_of(&[key]);
-        if lookup(self.root, &path).is_none() {
-            return T::default();
-        }
-        self.typed(&path).unwrap_or_default()
-    }
-
-    /// Deserializes the value at `path`, converting environment text on demand. After a
-    /// problem, the offending key is set aside (or, when missing, stood in for by a
-    /// placeholder) and deserialization tried again, so that every problem of a section is
-    /// reported, not only the first (CHK-3). The keys set aside are recorded in `failed`, so
-    /// that semantic rules skip those keys only; the section is still returned for the rules
-    /// on its other keys (the load fails anyway, as a problem was reported).
-    fn typed<T: DeserializeOwned>(&mut self, path: &[String]) -> Option<T> {
-        // Placeholders standing in for missing keys: their path and the attempt number.
-        let mut placeholders: Vec<(Vec<String>, usize)> = Vec::new();
-        for _ in 0..MAX_CONVERSIONS {
-            let value = lookup(self.root, path)?;
-            let error = match value.deserialize::<T>() {
-                Ok(typed) => return Some(typed),
-                Err(error) => error,
-            };
-            let mut full = path.to_vec();
-            full.extend(error.path.iter().cloned());
-            if self.convert(&full, &error.kind) {
-                continue;
-            }
-            // A placeholder of the wrong type: try the next kind of value.
-            if let Some(slot) = placeholders.iter_mut().find(|(p, _)| *p == full) {
-                slot.1 += 1;
-                let next = match &error.kind {
-                    Kind::UnknownVariant(_, variants) if slot.1 == 1 => {
-                        variants.first().map(|v| Value::from(*v))
-                    }
-                    _ => placeholder(slot.1),
-                };
-                if next.is_some_and(|v| insert(self.root, &full, v)) {
-                    continue;
-                }
-                break;
-            }
-            let problem = describe(full.clone(), &error.kind);
-            let repeated = self.problems.iter().any(|p| p.key == problem.key);
-            let key = problem.key.clone();
-            if !repeated {
-                self.problems.push(problem);
-            }
-            if repeated {
-                break;
-            }
-            if let Kind::MissingField(name) = &error.kind {
-                let mut missing = full.clone();
-                missing.push(name.to_string());
-                if placeholder(0).is_some_and(|v| insert(self.root, &missing, v)) {
-                    self.failed.push(key);
-                    placeholders.push((missing, 0));
-                    continue;
-                }
-                break;
-            }
-            let removable = full.len() > path.len();
-            if !removable || !remove(self.root, &full) {
-                break;
-            }
-            self.failed.push(key);
-        }
-        self.failed.push(path.join("."));
-        None
-    }
-
-    /// Converts environment text at `path` to the type the error says is expected.
-    fn convert(&mut self, path: &[String], kind: &Kind) -> bool {
-        let Kind::InvalidType(Actual::Str(_), expected) = kind else {
-            return false;
-        };
-        if self.provenance.source(&path.join(".")).var().is_none() {
-            return false;
-        }
-        let Some(slot) = lookup_mut(self.root, path) else {
-            return false;
-        };
-        let Value::String(_, raw) = &*slot else {
-            return false;
-        };
-        let raw = raw.trim();
-        let converted = match expected_kind(expected) {
-            Expected::Unsigned => raw.parse::<u64>().ok().map(Value::from),
-            Expected::Signed => raw.parse::<i64>().ok().map(Value::from),
-            Expected::Float => raw
-                .parse::<f64>()
-                .ok()
-                .filter(|f| f.is_finite())
-                .map(Value::from),
-            Expected::Bool => match raw {
-                "true" => Some(Value::from(true)),
-                "false" => Some(Value::from(false)),
-                _ => None,
-            },
-            Expected::Other => None,
-        };
-        match converted {
-            Some(value) => {
-                *slot = value;
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-enum Expected {
-    Unsigned,
-    Signed,
-    Float,
-    Bool,
-    Other,
-}
-
-fn expected_kind(expected: &str) -> Expected {
-    match expected {
-        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => Expected::Unsigned,
-        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => Expected::Signed,
-        "f32" | "f64" => Expected::Float,
-        "a boolean" => Expected::Bool,
-        _ => Expected::Other,
-    }
-}
-
-/// Words for serde's expectation strings, never a value.
-fn expected_words(expected: &str) -> String {
-    match expected_kind(expected) {
-        Expected::Unsigned => "a non-negative integer".to_owned(),
-        Expected::Signed => "an integer".to_owned(),
-        Expected::Float => "a number".to_owned(),
-        Expected::Bool => "a boolean (`true` or `false`)".to_owned(),
-        Expected::Other => match expected {
-            "a string" | "a borrowed string" => "a string".to_owned(),
-            "a sequence" => "a list".to_owned(),
-            e if e.starts_with("struct ") || e == "a map" || e.contains("map") => {
-                "a table".to_owned()
-            }
-            e => e.to_owned(),
-        },
-    }
-}
-
-fn actual_words(actual: &Actual) -> &'static str {
-    match actual {
-        Actual::Bool(_) => "a boolean",
-        Actual::Unsigned(_) | Actual::Signed(_) => "an integer",
-        Actual::Float(_) => "a float",
-        Actual::Char(_) | Actual::Str(_) => "a string",
-        Actual::Seq => "a list",
-        Actual::Map => "a table",
-        _ => "another type",
-    }
-}
-
-/// A problem for a deserialization error at `path`, without the value (CFG-2).
-fn describe(mut path: Vec<String>, kind: &Kind) -> Problem {
-    let message = match kind {
-        Kind::InvalidType(actual, expected) => format!(
-            "wrong type: expected {}, found {}",
-            expected_words(expected),
-            actual_words(actual)
-        ),
-        Kind::InvalidValue(_, expected) => {
-            format!("invalid value: expected {}", range_words(expected))
-        }
-        Kind::InvalidLength(_, expected) => format!("wrong number of items: expected {expected}"),
-        Kind::UnknownVariant(_, variants) => format!(
-            "invalid value: expected one of {}",
-            variants
-                .iter()
-                .map(|v| format!("`{v}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Kind::UnknownField(field, _)
-            if field == "host" && path.len() == 3 && path[0] == "targets" =>
-        {
-            "`host` is only for ssh targets (`kind = \"ssh\"`)".to_owned()
-        }
-        Kind::UnknownField(_, _) => "unknown field: not a known key here".to_owned(),
-        Kind::MissingField(name) => {
-            path.push(name.to_string());
-            "missing required key".to_owned()
-        }
-        Kind::DuplicateField(name) => {
-            path.push((*name).to_owned());
-            "set twice".to_owned()
-        }
-        Kind::Message(message) if message.contains("untagged enum ListOrAuto") => {
-            "wrong type: expected a list of strings or `\"auto\"`".to_owned()
-        }
-        Kind::Message(message) if message.starts_with("invalid vault reference") => message.clone(),
-        _ => "invalid value".to_owned(),
-    };
-    // `load` appends the source (the variable or the file) to every problem.
-    Problem::new(path.join("."), message)
-}
-
-fn range_words(expected: &str) -> String {
-    match expected {
-        "u8" => "an integer from 0 to 255".to_owned(),
-        "u16" => "an integer from 0 to 65535".to_owned(),
-        "u32" => "an integer from 0 to 4294967295".to_owned(),
-        "u64" | "usize" => "a non-negative integer".to_owned(),
-        other => expected_words(other),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::types::{ListOrAuto, SshClient};
+    use crate::config::{ListOrAuto, SshClient, Target};
 
-    const SECRET: &str = "sk-unit-3e9f0d";
+    const SECRET: &str = "sk-unit-Q7vX2mK9pL4wR8tZ3nB6";
 
     fn project(config: &str, dotenv: Option<&str>) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

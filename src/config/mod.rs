@@ -1,29 +1,68 @@
 //! Project settings: the typed sections of `overbrainer.toml`, layered with `.env`
 //! and the process environment (spec/config.md).
 //!
-//! - `types`: one struct per section, every default in one place.
-//! - [`env`]: the process environment, read once ([`EnvSnapshot`]).
-//! - `layers`: the file, `.env` and variables as one tree, with the source of each value.
-//! - `load`: [`load`] turns the tree into [`Settings`], listing every problem at once.
-//! - `validate`: the semantic rules; `show`: the lines of `config check`.
-//! - `exposure`: whether `.env` holds a secret that other users can read.
+//! - `settings`: [`Settings`], one field per section, and [`SECTIONS`], the one list of
+//!   its top-level keys; it runs every section's rules.
+//! - one file per section, its types, defaults and rules side by side: `project`
+//!   (`[project]`, `[[topics]]`), `providers`, `roles`, `pipeline`, `training`, `targets`,
+//!   `runpod` (a Runpod target's keys and the account), `ssh_client`, `export`, `hub`, `compare`,
+//!   `metrics`; `rules`: what their rules share.
+//! - `provenance`: where each value came from ([`Source`], [`Provenance`]).
+//! - `layers`: the file, `.env` and variables as one tree.
+//! - `load`: [`load`] turns the tree into [`Settings`], listing every problem at once;
+//!   `typer`: the typing of the tree, section by section; `describe`: its messages.
+//! - `show`: the lines of `config check`; `exposure`: whether `.env` holds a secret that
+//!   other users can read.
+//!
+//! The environment itself is read once into [`EnvSnapshot`] (`crate::env`, below this
+//! module and `secrets`).
 
-mod env;
+mod compare;
+mod describe;
 mod error;
+mod export;
 mod exposure;
+mod hub;
 mod layers;
 mod load;
+mod metrics;
+mod pipeline;
+mod project;
+mod provenance;
+mod providers;
+mod roles;
+mod rules;
+mod runpod;
+mod settings;
 mod show;
-mod types;
-mod validate;
+mod ssh_client;
+mod targets;
+mod training;
+mod typer;
 
-pub use env::{EnvSnapshot, PREFIX};
+pub use crate::env::EnvSnapshot;
+pub use compare::Compare;
 pub use error::{ConfigError, Problem};
+pub use export::{Export, QUANTIZE_TYPES};
 pub use exposure::{DotenvExposed, dotenv_exposed, is_secret_variable};
-pub use layers::{Provenance, Source, extra_value, var_name};
+pub use hub::{DEFAULT_HUB_BASE_URL, Hub};
+pub use layers::{PREFIX, extra_value, var_name};
 pub use load::{DOTENV_NAME, FILE_NAME, Loaded, dotenv_pairs, load};
+pub use metrics::Metrics;
+pub use pipeline::Pipeline;
+pub use project::{ProjectSettings, Topic};
+pub use provenance::{Provenance, Source};
+pub use providers::{Protocol, Provider};
+pub use roles::{ReasoningEffort, Role, Roles};
+pub use rules::{safe_path, valid_name};
+pub use runpod::{
+    DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, ListOrAuto, RunpodAccount, RunpodTarget,
+};
+pub use settings::{SECTIONS, Settings};
 pub use show::{Entry, entries};
-pub use types::*;
-pub use validate::{
-    AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, axolotl_truthy, safe_path, valid_name,
+pub use ssh_client::SshClient;
+pub use targets::{DEFAULT_IMAGE, Engine, LocalTarget, Runtime, SshTarget, Target};
+pub use training::{
+    AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, AdapterKind, ExtraRefusal, Training, axolotl_truthy,
+    refused_extra,
 };

@@ -4,9 +4,13 @@
 
 use serde_json::{Map, Value};
 
-use super::layers::Source;
+use super::hub::DEFAULT_HUB_BASE_URL;
 use super::load::Loaded;
-use super::types::Target;
+use super::provenance::Source;
+use super::providers::Protocol;
+use super::runpod::DEFAULT_RUNPOD_BASE_URL;
+use super::settings::{SECTIONS, Settings};
+use super::targets::Target;
 
 /// One line of `config check`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,25 +26,6 @@ pub struct Entry {
     /// (CFG-8).
     pub ignored: Option<String>,
 }
-
-/// Sections in the order `config check` prints them.
-const ORDER: [&str; 15] = [
-    "project",
-    "topics",
-    "providers",
-    "roles",
-    "pipeline",
-    "training",
-    "targets",
-    "export",
-    "hub",
-    "compare",
-    "metrics",
-    "runpod",
-    "hf_token",
-    "ssh_client",
-    "log",
-];
 
 fn is_secret(path: &[String]) -> bool {
     let parts: Vec<&str> = path.iter().map(String::as_str).collect();
@@ -87,16 +72,16 @@ pub fn entries(loaded: &Loaded) -> Vec<Entry> {
     }
     if let Some(Value::Object(runpod)) = root.get_mut("runpod") {
         fill(runpod, &["api_key"]);
-        default_of(runpod, "base_url", super::types::DEFAULT_RUNPOD_BASE_URL);
+        default_of(runpod, "base_url", DEFAULT_RUNPOD_BASE_URL);
     }
     if let Some(Value::Object(hub)) = root.get_mut("hub") {
-        default_of(hub, "base_url", super::types::DEFAULT_HUB_BASE_URL);
+        default_of(hub, "base_url", DEFAULT_HUB_BASE_URL);
     }
     effective_reasoning(settings, &mut root);
     fill(&mut root, &["hf_token", "ssh_client", "log"]);
 
     let mut out = Vec::new();
-    for section in ORDER {
+    for section in SECTIONS {
         if let Some(value) = root.get(section) {
             flatten(loaded, &mut vec![section.to_owned()], value, &mut out);
         }
@@ -115,7 +100,7 @@ fn default_of(object: &mut Map<String, Value>, key: &str, value: &str) {
 /// The `reasoning_effort` each role sends when unset: `medium` on the openai protocol with
 /// `reasoning = true` (`llm::openai`), nothing otherwise (the anthropic protocol thinks
 /// adaptively without it).
-fn effective_reasoning(settings: &super::types::Settings, root: &mut Map<String, Value>) {
+fn effective_reasoning(settings: &Settings, root: &mut Map<String, Value>) {
     let Some(Value::Object(roles)) = root.get_mut("roles") else {
         return;
     };
@@ -129,7 +114,7 @@ fn effective_reasoning(settings: &super::types::Settings, root: &mut Map<String,
         let openai = settings
             .providers
             .get(provider)
-            .is_some_and(|p| p.protocol == super::types::Protocol::Openai);
+            .is_some_and(|p| p.protocol == Protocol::Openai);
         let reasoning = role.get("reasoning") == Some(&Value::Bool(true));
         let unset = role.get("reasoning_effort").is_none_or(Value::is_null);
         if openai && reasoning && unset {
@@ -185,18 +170,11 @@ fn ignored_under_runtime(loaded: &Loaded, path: &[String]) -> Option<String> {
     if section != "targets" {
         return None;
     }
-    let runtime = match loaded.settings.targets.get(name)? {
-        Target::Local(t) => t.runtime,
-        Target::Ssh(t) => t.runtime,
-        Target::Runpod(_) => return None,
-    };
-    let (ignored, word): (&[&str], &str) = match runtime {
-        super::types::Runtime::Native => (&["engine", "image"], "native"),
-        super::types::Runtime::Docker => (&["venv"], "docker"),
-    };
-    ignored
+    let runtime = loaded.settings.targets.get(name)?.runtime()?;
+    runtime
+        .ignored_keys()
         .contains(&key.as_str())
-        .then(|| format!("ignored under runtime {word}"))
+        .then(|| format!("ignored under runtime {}", runtime.name()))
 }
 
 /// `training.axolotl_extra` prints its sub-tables inline, as one value per top key.

@@ -76,6 +76,10 @@ impl LocalExecutor {
     }
 
     /// `PATH` with the prefix in front, when one is set.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the job inherits this process's `PATH`, with the prefix in front"
+    )]
     fn path(&self) -> Option<std::ffi::OsString> {
         let prefix = self.path_prefix.as_ref()?;
         let mut dirs = vec![prefix.clone()];
@@ -86,6 +90,10 @@ impl LocalExecutor {
     }
 
     /// `sh -c script` in its own process group, not killed when dropped.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "exec/ is where processes are spawned"
+    )]
     fn shell(&self, script: &str) -> tokio::process::Command {
         let mut command = tokio::process::Command::new("sh");
         command
@@ -138,6 +146,25 @@ pub(crate) fn finish(action: &'static str, output: Output) -> Result<Vec<u8>, Ex
         return Ok(output.stdout);
     }
     Err(command_error(action, output.status, &output.stderr))
+}
+
+/// The result of a download from what [`tar::drain`](super::tar::drain) made of the stream and how the target's
+/// archiving command ended. A refused entry stops the reading, which then breaks the
+/// target's `tar`: the refusal is the cause worth reporting.
+///
+/// # Errors
+///
+/// The refusal; else [`ExecError::Command`] (action `download`) when the command failed;
+/// else what `drained` holds.
+pub(crate) fn downloaded(
+    drained: Result<(), ExecError>,
+    output: std::process::Output,
+) -> Result<(), ExecError> {
+    if let Err(refused @ ExecError::Protocol(_)) = drained {
+        return Err(refused);
+    }
+    finish("download", output)?;
+    drained
 }
 
 /// [`ExecError::Command`] for a script that exited with `status` and wrote `stderr`.
@@ -198,16 +225,17 @@ impl Executor for LocalExecutor {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(spawn_error)?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| ExecError::Protocol("no standard input".to_owned()))?;
+        let stdin = tar::pipe(child.stdin.take(), "input")?;
         let fed = tar::feed(local, skip, stdin).await;
         let output = child.wait_with_output().await.map_err(spawn_error)?;
         finish("upload", output)?;
         fed
     }
 
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "exec/ spawns; the job's environment is this process's, less what `inherited` drops"
+    )]
     async fn spawn(&self, job: &JobCommand) -> Result<JobId, ExecError> {
         check_job_env(&job.secrets)?;
         let dir = PathBuf::from(&job.dir);
@@ -312,19 +340,10 @@ impl Executor for LocalExecutor {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(spawn_error)?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
+        let stdout = tar::pipe(child.stdout.take(), "output")?;
         let drained = tar::drain(stdout, local).await;
         let output = child.wait_with_output().await.map_err(spawn_error)?;
-        // A refused entry stops the reading, which then breaks the target's `tar`:
-        // the refusal is the cause worth reporting.
-        if let Err(refused @ ExecError::Protocol(_)) = drained {
-            return Err(refused);
-        }
-        finish("download", output)?;
-        drained
+        downloaded(drained, output)
     }
 
     async fn manifest(
@@ -424,6 +443,10 @@ fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use std::ffi::OsStr;

@@ -22,15 +22,18 @@
 //! Files of this module: `script.rs` (the POSIX shell scripts every target runs),
 //! `digest.rs` (SHA-256 manifests), `lines.rs` (following a file line by line),
 //! `tar.rs` (the local side of transfers), `runtime.rs` (how Axolotl is launched),
-//! `local.rs` and `ssh.rs` (the two executors), `master.rs` (the OpenSSH master
-//! connection: bounded waits, control socket).
+//! `local.rs` and `ssh/` (the two executors; `ssh/` by concern: destination, bounded
+//! waits, control socket, the OpenSSH master, the executor), `any.rs` ([`AnyExecutor`],
+//! either one, chosen at run time).
 
+mod any;
 mod digest;
 mod lines;
 mod local;
-mod master;
 mod runtime;
 mod script;
+#[cfg(test)]
+pub(crate) mod shellcheck;
 mod ssh;
 mod tar;
 
@@ -40,12 +43,12 @@ use std::path::{Path, PathBuf};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
+pub use any::AnyExecutor;
 pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
-pub use master::{MAX_CONTROL_PATH, SshTimeouts, control_dirs};
 pub use runtime::{
     CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
     TOOLS_ENV, container_prelude, container_stop, shell_path, stage_command,
@@ -55,8 +58,8 @@ pub use script::{
     status_script,
 };
 pub use ssh::{
-    CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, PodEndpoint, REQUIRED_TOOLS,
-    SshDestination, SshError, SshExecutor,
+    CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, MAX_CONTROL_PATH, PodEndpoint,
+    REQUIRED_TOOLS, SshDestination, SshError, SshExecutor, SshTimeouts, control_dirs,
 };
 
 use crate::config::Engine;
@@ -175,7 +178,7 @@ pub fn pid_list(pids: &[u32]) -> String {
 }
 
 /// `text`, or the word `empty` in its place.
-fn or_empty(text: &str) -> &str {
+pub(crate) fn or_empty(text: &str) -> &str {
     if text.is_empty() { "empty" } else { text }
 }
 
@@ -525,124 +528,9 @@ pub trait Executor: Send + Sync {
     }
 }
 
-/// Either executor, chosen at run time from the target's kind.
-#[derive(Debug)]
-pub enum AnyExecutor {
-    /// This machine.
-    Local(LocalExecutor),
-    /// An SSH host (or a Runpod pod).
-    Ssh(SshExecutor),
-}
-
-impl Executor for AnyExecutor {
-    fn workdir(&self) -> &str {
-        match self {
-            Self::Local(executor) => executor.workdir(),
-            Self::Ssh(executor) => executor.workdir(),
-        }
-    }
-
-    async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError> {
-        match self {
-            Self::Local(executor) => executor.claim(dir, owner).await,
-            Self::Ssh(executor) => executor.claim(dir, owner).await,
-        }
-    }
-
-    async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError> {
-        match self {
-            Self::Local(executor) => executor.upload(local, remote, skip).await,
-            Self::Ssh(executor) => executor.upload(local, remote, skip).await,
-        }
-    }
-
-    async fn spawn(&self, job: &JobCommand) -> Result<JobId, ExecError> {
-        match self {
-            Self::Local(executor) => executor.spawn(job).await,
-            Self::Ssh(executor) => executor.spawn(job).await,
-        }
-    }
-
-    async fn read_from(&self, path: &str, offset: u64, limit: u64) -> Result<Vec<u8>, ExecError> {
-        match self {
-            Self::Local(executor) => executor.read_from(path, offset, limit).await,
-            Self::Ssh(executor) => executor.read_from(path, offset, limit).await,
-        }
-    }
-
-    async fn status(&self, job: &JobId) -> Result<JobStatus, ExecError> {
-        match self {
-            Self::Local(executor) => executor.status(job).await,
-            Self::Ssh(executor) => executor.status(job).await,
-        }
-    }
-
-    async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
-        match self {
-            Self::Local(executor) => executor.cancel(job).await,
-            Self::Ssh(executor) => executor.cancel(job).await,
-        }
-    }
-
-    async fn download(
-        &self,
-        remote: &str,
-        local: &Path,
-        entries: &[String],
-        exclude: &[String],
-    ) -> Result<(), ExecError> {
-        match self {
-            Self::Local(executor) => executor.download(remote, local, entries, exclude).await,
-            Self::Ssh(executor) => executor.download(remote, local, entries, exclude).await,
-        }
-    }
-
-    async fn manifest(
-        &self,
-        remote: &str,
-        entries: &[String],
-        exclude: &[String],
-    ) -> Result<Vec<FileDigest>, ExecError> {
-        match self {
-            Self::Local(executor) => executor.manifest(remote, entries, exclude).await,
-            Self::Ssh(executor) => executor.manifest(remote, entries, exclude).await,
-        }
-    }
-
-    async fn probe(&self, script: &str) -> Result<Vec<u8>, ExecError> {
-        match self {
-            Self::Local(executor) => executor.probe(script).await,
-            Self::Ssh(executor) => executor.probe(script).await,
-        }
-    }
-
-    async fn put_file(&self, path: &str, content: &str) -> Result<(), ExecError> {
-        match self {
-            Self::Local(executor) => executor.put_file(path, content).await,
-            Self::Ssh(executor) => executor.put_file(path, content).await,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn any_executor_delegates_with_the_limit() -> Result<(), Box<dyn std::error::Error>> {
-        let root = tempfile::tempdir()?;
-        let executor = AnyExecutor::Local(LocalExecutor::new(root.path())?);
-        let file = Path::new(executor.workdir()).join("data.txt");
-        std::fs::write(&file, "0123456789")?;
-        let path = file.to_string_lossy().into_owned();
-        assert_eq!(executor.read_from(&path, 2, 3).await?, b"234");
-        let put = Path::new(executor.workdir()).join("r1/.pod/snapshot.request");
-        let put = put.to_string_lossy().into_owned();
-        executor.put_file(&put, "deadline").await?;
-        executor.put_file(&put, "cost").await?;
-        assert_eq!(std::fs::read_to_string(&put)?, "cost");
-        Ok(())
-    }
 
     #[tokio::test]
     async fn a_local_probe_samples_this_machine() -> Result<(), Box<dyn std::error::Error>> {

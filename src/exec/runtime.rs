@@ -382,6 +382,10 @@ fn stage_line(stage: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
 

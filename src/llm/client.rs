@@ -318,7 +318,7 @@ mod tests {
     use wiremock::matchers::{header, header_exists, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
-    const KEY: &str = "sk-distinctive-secret-4711";
+    const KEY: &str = "sk-distinctive-J5hT8qW2xN7cV4mR9kP3";
 
     fn role(model: &str) -> Role {
         Role {

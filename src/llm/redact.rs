@@ -121,7 +121,7 @@ fn remove_fragments(text: &str, secret: &str) -> String {
 mod tests {
     use super::*;
 
-    const KEY: &str = "sk-CANARY-12345-abcdefghijkl";
+    const KEY: &str = "sk-CANARY-Hq7Wm3Xv9Kp2Tz5Rb8Nd";
 
     fn redactor() -> Redactor {
         let r = Redactor::new();
@@ -149,9 +149,9 @@ mod tests {
     #[test]
     fn server_text_loses_partial_echoes_but_replies_keep_prefixes() {
         let r = redactor();
-        let echoed = "Incorrect API key provided: sk-CANARY-1***ijkl";
+        let echoed = "Incorrect API key provided: sk-CANARY-H***b8Nd";
         let clean = r.server_text(echoed);
-        assert!(!clean.contains("sk-CANARY-1"), "{clean}");
+        assert!(!clean.contains("sk-CANARY-H"), "{clean}");
         assert!(clean.starts_with("Incorrect API key provided: [redacted]"));
         // Short fragments and unrelated text stay.
         assert_eq!(r.server_text("sk-CAN is fine"), "sk-CAN is fine");

@@ -171,7 +171,7 @@ mod tests {
 
     use super::*;
 
-    const DISTINCTIVE: &str = "sk-distinctive-7f3a9c";
+    const DISTINCTIVE: &str = "sk-distinctive-F8kD3nQ6wZ1vB9xH4tM7";
 
     #[test]
     fn literal_never_shows_in_debug_display_or_serialize() {

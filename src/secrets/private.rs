@@ -178,6 +178,10 @@ fn check_existing(path: &Path, directory: bool) -> Result<(), PrivateError> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;

@@ -15,7 +15,7 @@ use secrecy::SecretString;
 use tokio::sync::Mutex;
 
 use super::{SecretRef, VaultRef};
-use crate::config::EnvSnapshot;
+use crate::env::EnvSnapshot;
 
 /// How long one request to Vault may take, in seconds.
 const REQUEST_TIMEOUT_SECS: u64 = 30;
@@ -271,7 +271,7 @@ mod tests {
 
     use super::*;
 
-    const VALUE: &str = "vault-value-5be2d1";
+    const VALUE: &str = "vault-value-Y3mR8vK2qW9xN5tB7hZ4";
     const TOKEN: &str = "hvs.token-91c0aa";
 
     fn env(addr: &str, token: Option<&str>, home: &std::path::Path) -> EnvSnapshot {
@@ -347,14 +347,21 @@ mod tests {
     fn assert_clean(message: &str) {
         assert!(!message.contains(VALUE), "{message}");
         assert!(!message.contains(TOKEN), "{message}");
-        assert!(!message.contains("wrong-token-77"), "{message}");
+        assert!(
+            !message.contains("wrong-token-P4xK9mV2qN7tZ3wR8b"),
+            "{message}"
+        );
     }
 
     #[tokio::test]
     async fn wrong_token_names_the_reference_and_the_cause() {
         let server = kv2_server(None).await;
         let home = tempfile::tempdir().unwrap();
-        let resolver = Resolver::new(&env(&server.uri(), Some("wrong-token-77"), home.path()));
+        let resolver = Resolver::new(&env(
+            &server.uri(),
+            Some("wrong-token-P4xK9mV2qN7tZ3wR8b"),
+            home.path(),
+        ));
         let error = resolver
             .resolve(
                 "providers.p.api_key",

@@ -7,9 +7,7 @@
 
 use super::plugin;
 use super::yaml::{self, Mapping, Yaml};
-use crate::config::{
-    AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, AdapterKind, Training, axolotl_truthy,
-};
+use crate::config::{AdapterKind, ExtraRefusal, Training, axolotl_truthy, refused_extra};
 
 /// File name of the run's Axolotl configuration, in its run directory.
 pub const AXOLOTL_YAML: &str = "axolotl.yaml";
@@ -69,28 +67,24 @@ pub enum ExtraError {
     SaveOnlyModel,
 }
 
-/// Checks the keys of `axolotl_extra` against AXO-4..AXO-6 (configuration validation does
-/// the same; this guards every other caller).
+/// Checks the keys of `axolotl_extra` against AXO-4..AXO-6, by the one rule that
+/// configuration validation applies too ([`refused_extra`]); this guards every other caller.
 ///
 /// # Errors
 ///
 /// Returns the first refused key.
 pub fn check_extra(extra: &toml::Table) -> Result<(), ExtraError> {
-    for (key, value) in extra {
-        if let Some((_, setting)) = AXOLOTL_TYPED_KEYS.iter().find(|(k, _)| k == key) {
-            return Err(ExtraError::Typed {
-                key: key.clone(),
-                setting: (*setting).to_owned(),
-            });
-        }
-        if AXOLOTL_MANAGED_KEYS.contains(&key.as_str()) {
-            return Err(ExtraError::Managed(key.clone()));
-        }
-        if key == "save_only_model" && value.as_bool() == Some(true) {
-            return Err(ExtraError::SaveOnlyModel);
-        }
-    }
-    Ok(())
+    let Some((key, refusal)) = refused_extra(extra).next() else {
+        return Ok(());
+    };
+    Err(match refusal {
+        ExtraRefusal::Typed(setting) => ExtraError::Typed {
+            key: key.to_owned(),
+            setting: setting.to_owned(),
+        },
+        ExtraRefusal::Managed => ExtraError::Managed(key.to_owned()),
+        ExtraRefusal::SaveOnlyModel => ExtraError::SaveOnlyModel,
+    })
 }
 
 /// One dataset entry: `path`, `type: chat_template`, `field_messages: messages`,

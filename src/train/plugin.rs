@@ -27,6 +27,10 @@ pub struct SnapshotFile {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use std::process::Command;

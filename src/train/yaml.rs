@@ -337,6 +337,10 @@ fn scalar_string(text: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run real programs and read the test environment"
+)]
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};

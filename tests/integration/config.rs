@@ -11,8 +11,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use crate::util::{TestProject, output_text};
 
 /// A value that must never appear in any output.
-const CANARY: &str = "ECHO_CANARY";
-const SECRET: &str = "sk-live-9d8c7b6a5f4e";
+const CANARY: &str = "ECHO_CANARY_Vb4Nq8Xr2Tz6Mk9Pw3";
+const SECRET: &str = "sk-live-H2vN9qX4mT7kR3wZ8pB5";
 
 fn fixtures(kind: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -338,7 +338,7 @@ fn a_dotenv_syntax_error_gives_the_line_only() {
     let project = TestProject::init();
     project.write(
         ".env",
-        "OVERBRAINER_LOG=info\n\nOVERBRAINER_HF_TOKEN=\"ECHO_CANARY\n",
+        "OVERBRAINER_LOG=info\n\nOVERBRAINER_HF_TOKEN=\"ECHO_CANARY_Vb4Nq8Xr2Tz6Mk9Pw3\n",
     );
     project
         .cmd()
@@ -504,14 +504,14 @@ fn a_vault_reference_fails_clearly_when_the_server_is_down() {
     project
         .cmd()
         .args(["config", "check", "--resolve"])
-        .env("VAULT_TOKEN", "t-55")
+        .env("VAULT_TOKEN", "vault-token-M9qX4vT7kW2nR8zB5h")
         .env("OVERBRAINER_HF_TOKEN", "vault:secret/hf#token")
         .assert()
         .failure()
         .stderr(
             predicate::str::contains("cannot resolve `hf_token` from `vault:secret/hf#token`")
                 .and(predicate::str::contains("could not be reached"))
-                .and(predicate::str::contains("t-55").not()),
+                .and(predicate::str::contains("vault-token-M9qX4vT7kW2nR8zB5h").not()),
         );
 }
 

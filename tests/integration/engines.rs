@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What `scripts/container-env.sh` printed.
 pub struct ContainerEnv {
@@ -172,15 +172,14 @@ impl TestEngine {
 
     /// Polls until the container `name` runs, failing after `deadline`.
     pub fn wait_running(self, name: &str, deadline: Duration) {
-        let end = Instant::now() + deadline;
-        while !self.is_running(name) {
-            assert!(
-                Instant::now() < end,
-                "{}: container {name} never ran",
-                self.name()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let what = format!("{}: container {name} to run", self.name());
+        crate::util::poll(deadline, &what, || {
+            if self.is_running(name) {
+                Ok(())
+            } else {
+                Err("not running")
+            }
+        });
     }
 
     /// Removes the container `name` if it is left (clean-up after a failed test).
@@ -250,15 +249,17 @@ fn docker_daemon() {
         if let Ok(Some(error)) = receiver.recv() {
             panic!("cannot start dockerd ({error}): run `apt-get install docker.io`");
         }
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !answers() {
-            assert!(
-                Instant::now() < deadline,
-                "dockerd never answered on {host}; its log: {}",
-                std::fs::read_to_string(&log_path).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        crate::util::poll(
+            Duration::from_secs(120),
+            &format!("dockerd to answer on {host}"),
+            || {
+                if answers() {
+                    Ok(())
+                } else {
+                    Err(std::fs::read_to_string(&log_path).unwrap_or_default())
+                }
+            },
+        );
     });
 }
 

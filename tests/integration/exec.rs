@@ -5,7 +5,7 @@
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use overbrainer::exec::{
     CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, Executor,
@@ -18,6 +18,7 @@ use secrecy::SecretString;
 use crate::engines::{TestEngine, container_env, processes_with_env};
 use crate::freezer::Frozen;
 use crate::sshd::{Options, Sshd};
+use crate::util::{poll_async, signal};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -44,28 +45,31 @@ async fn wait_status(
     job: &JobId,
     done: impl Fn(JobStatus) -> bool,
 ) -> JobStatus {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
+    poll_async(DEADLINE, "the job's status", || async {
         let status = executor.status(job).await.expect("status");
         if done(status) {
-            return status;
+            Ok(status)
+        } else {
+            Err(status)
         }
-        assert!(Instant::now() < deadline, "job still {status:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
 }
 
 /// Waits until `path` exists.
 async fn wait_file(path: &Path) {
-    let deadline = Instant::now() + DEADLINE;
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_async(
+        DEADLINE,
+        &format!("`{}` to appear", path.display()),
+        || async {
+            if path.exists() {
+                Ok(())
+            } else {
+                Err("missing")
+            }
+        },
+    )
+    .await;
 }
 
 fn job(dir: &str, script: &str) -> JobCommand {
@@ -451,21 +455,15 @@ fn pgid_of(pid: u32) -> Option<u32> {
 
 /// The process ID a job wrote to `path`, once it is there.
 async fn read_pid(path: &Path) -> u32 {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(pid) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|text| text.trim().parse().ok())
-        {
-            return pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never written",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_async(
+        DEADLINE,
+        &format!("a process ID in `{}`", path.display()),
+        || async {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            text.trim().parse::<u32>().map_err(|_| text)
+        },
+    )
+    .await
 }
 
 /// The identity line of `job.start` for process `pid` of this machine: boot ID and
@@ -503,15 +501,22 @@ async fn check_leftovers_stopped(executor: &impl Executor) -> TestResult {
         "it left the group"
     );
     let pgid = started.pid.get();
-    let deadline = Instant::now() + DEADLINE;
-    while group_has_live_member(pgid) || alive(escaped) {
-        assert_eq!(executor.status(&started).await?, JobStatus::Exited(4));
-        assert!(
-            Instant::now() < deadline,
-            "process group {pgid} (child {child}) still has live members"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    poll_async(
+        DEADLINE,
+        &format!("process group {pgid} (child {child}) and the escaped worker to end"),
+        || async {
+            assert_eq!(
+                executor.status(&started).await.expect("status"),
+                JobStatus::Exited(4)
+            );
+            if group_has_live_member(pgid) || alive(escaped) {
+                Err("alive")
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .await;
     assert_eq!(executor.status(&started).await?, JobStatus::Exited(4));
     Ok(())
 }
@@ -548,10 +553,10 @@ async fn a_line_longer_than_the_read_bound_never_stalls_the_tail() -> TestResult
 // ---------------------------------------------------------------- secrets
 
 /// The part of the secret searched for everywhere.
-const SECRET: &str = "ob-secret-7f3a9c1e-DISTINCTIVE";
+const SECRET: &str = "ob-secret-W3pZ8kQ5vN2xR7mT4hJ9";
 /// The whole value: blanks at both ends, a backslash, a quote and a `$` must all
 /// reach the job unchanged.
-const SECRET_VALUE: &str = "  ob-secret-7f3a9c1e-DISTINCTIVE \\n 'q' $HOME\t ";
+const SECRET_VALUE: &str = "  ob-secret-W3pZ8kQ5vN2xR7mT4hJ9 \\n 'q' $HOME\t ";
 
 async fn check_secrets(executor: &impl Executor) -> TestResult {
     let dir = format!("{}/run-secret", executor.workdir());
@@ -778,7 +783,7 @@ async fn a_recycled_pid_of_a_real_job_is_not_running() -> TestResult {
     let executor = local(root.path());
     let dir = format!("{}/run-recycled", executor.workdir());
     // The job is killed without writing its exit code: its start time stays.
-    let started = executor.spawn(&job(&dir, "kill -KILL $$")).await?;
+    let started = executor.spawn(&job(&dir, "kill -s KILL -- $$")).await?;
     let status = wait_status(&executor, &started, JobStatus::is_finished).await;
     assert_eq!(status, JobStatus::Lost);
     let other = Group::start();
@@ -831,22 +836,15 @@ async fn check_cancel(executor: &impl Executor) -> TestResult {
 }
 
 async fn wait_for_log(executor: &impl Executor, dir: &str, text: &str) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
+    poll_async(DEADLINE, &format!("`{text}` in the job's log"), || async {
         let log = executor
             .read_from(&format!("{dir}/{JOB_LOG}"), 0, 1 << 16)
             .await
             .expect("read log");
-        if String::from_utf8_lossy(&log).contains(text) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "`{text}` never logged in {dir}/{JOB_LOG}: {}",
-            String::from_utf8_lossy(&log)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        let log = String::from_utf8_lossy(&log).into_owned();
+        if log.contains(text) { Ok(()) } else { Err(log) }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -958,14 +956,13 @@ async fn check_container_cancel(
         log(&dir)?
     );
     // The wrapper stops what is left of its group once the exit code is written.
-    let deadline = Instant::now() + DEADLINE;
-    while group_alive(job_id.pid.get()) {
-        assert!(
-            Instant::now() < deadline,
-            "{engine:?}: the group outlived its job"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::util::poll(DEADLINE, "the group to end with its job", || {
+        if group_alive(job_id.pid.get()) {
+            Err(job_id.pid.get())
+        } else {
+            Ok(())
+        }
+    });
     assert!(
         engine.is_running(&name),
         "{engine:?}: the container ended with its client"
@@ -1471,7 +1468,7 @@ async fn a_wedged_target_is_reported_whatever_the_user_config_says() -> TestResu
     // 300 s × 10; the guard only turns such a hang into a failure.
     let result = tokio::time::timeout(DEADLINE, executor.probe("echo up")).await;
     for pid in &stopped {
-        crate::sshd::signal(*pid, "CONT");
+        let _ = signal(*pid, "CONT");
     }
     let error = result
         .map_err(|_| format!("still waiting after {DEADLINE:?} on a wedged target"))?
@@ -1507,13 +1504,15 @@ async fn a_dead_master_is_replaced_within_the_same_call() -> TestResult {
     let executor = ssh(&sshd, root.path()).await;
     let socket = executor.control_socket().await.expect("a master is open");
     let pid = master_pid(&executor).await;
-    crate::sshd::signal(pid, "KILL");
+    assert!(signal(pid, "KILL"));
     // Dead once its socket refuses connections; the socket file stays behind.
-    let deadline = Instant::now() + DEADLINE;
-    while std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-        assert!(Instant::now() < deadline, "the master {pid} does not die");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_async(DEADLINE, &format!("the master {pid} to die"), || async {
+        match std::os::unix::net::UnixStream::connect(&socket) {
+            Ok(_) => Err("the socket still answers"),
+            Err(_) => Ok(()),
+        }
+    })
+    .await;
     assert!(socket.exists(), "the dead master left its socket");
     // The very next call reconnects and succeeds.
     assert_eq!(executor.probe("echo again").await?, b"again\n");
@@ -1612,22 +1611,10 @@ async fn an_ssh_job_survives_its_master_and_its_executor() -> TestResult {
         .await?;
     wait_for_log(&executor, &dir, "waiting").await;
     let pid = master_pid(&executor).await;
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()?;
-    assert!(killed.success());
+    assert!(signal(pid, "KILL"));
     // The old executor reconnects on a later call.
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        match executor.status(&started).await {
-            Ok(status) => {
-                assert_eq!(status, JobStatus::Running);
-                break;
-            }
-            Err(error) => assert!(Instant::now() < deadline, "no reconnect: {error:?}"),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let status = poll_async(DEADLINE, "a reconnect", || executor.status(&started)).await;
+    assert_eq!(status, JobStatus::Running);
     assert_ne!(master_pid(&executor).await, pid, "a new master");
     // Drop the executor's connection altogether; the job goes on.
     executor.disconnect().await;

@@ -32,13 +32,15 @@ impl Frozen {
         let frozen = Self { dir };
         std::fs::write(frozen.dir.join("cgroup.procs"), pid.to_string()).expect("move");
         std::fs::write(frozen.dir.join("freezer.state"), "FROZEN").expect("freeze");
-        let deadline = Instant::now() + DEADLINE;
-        while std::fs::read_to_string(frozen.dir.join("freezer.state")).unwrap_or_default()
-            != "FROZEN\n"
-        {
-            assert!(Instant::now() < deadline, "the freezer never froze {pid}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::util::poll(DEADLINE, &format!("the freezer to freeze {pid}"), || {
+            let state =
+                std::fs::read_to_string(frozen.dir.join("freezer.state")).unwrap_or_default();
+            if state == "FROZEN\n" {
+                Ok(())
+            } else {
+                Err(state)
+            }
+        });
         frozen
     }
 

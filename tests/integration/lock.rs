@@ -3,11 +3,11 @@
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use overbrainer::project::{LockError, Project};
 
-use crate::util::{TestProject, build_dir};
+use crate::util::{TestProject, build_dir, poll};
 
 #[test]
 fn a_second_process_is_refused_with_the_pid_and_kill_9_releases_the_lock() {
@@ -43,14 +43,13 @@ fn a_second_process_is_refused_with_the_pid_and_kill_9_releases_the_lock() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     // The kernel drops the lock when the process is gone; poll briefly for it.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match opened.lock() {
-            Ok(_lock) => break,
-            Err(LockError::Held { .. }) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+    poll(
+        Duration::from_secs(10),
+        "the lock to be released",
+        || match opened.lock() {
+            Ok(_lock) => Ok(()),
+            Err(LockError::Held { .. }) => Err("held"),
             Err(error) => panic!("lock not released after kill -9: {error}"),
-        }
-    }
+        },
+    );
 }

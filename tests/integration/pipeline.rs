@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
@@ -16,7 +16,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 use crate::util::{TestProject, output_text};
 
 /// A key that must never appear in any output or file.
-pub(crate) const KEY: &str = "sk-pipeline-canary-31337";
+pub(crate) const KEY: &str = "sk-pipeline-R6tY2wQ9mK4xZ7vB3nH8";
 
 /// Prompts that the stand-ins can parse.
 const SUBTOPICS_PROMPT: &str = "SUBTOPICS|{{ topic }}|{{ count }}";
@@ -490,11 +490,11 @@ async fn questions_interrupted_then_resumed_asks_only_for_what_is_missing() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = cmd.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while lines(&project, "data/questions.jsonl").len() < 2 {
-        assert!(Instant::now() < deadline, "no question arrived");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::util::poll_async(Duration::from_secs(30), "two questions", || async {
+        let written = lines(&project, "data/questions.jsonl").len();
+        if written >= 2 { Ok(()) } else { Err(written) }
+    })
+    .await;
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())

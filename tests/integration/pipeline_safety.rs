@@ -17,11 +17,13 @@ use crate::pipeline::{
 };
 use crate::util::{TestProject, output_text};
 
-/// The key of the tester's report, kept in `.env` as a user would.
-const CANARY: &str = "sk-CANARY-12345";
+/// The key of the tester's report, kept in `.env` as a user would: a long random token,
+/// so that nothing else (a timestamp's nanoseconds, an ID) can contain a part of it.
+const CANARY: &str = "sk-canary-Xq7Jm2Vp9Rk4Wz8Lt3Nc";
 
-/// The key's tell-tale parts: none may appear anywhere, not even half of the key.
-const TELLS: [&str; 2] = ["CANARY", "12345"];
+/// The key whole and its tell-tale parts: none may appear anywhere, not even half of the
+/// key (each part is at least `llm::redact::FRAGMENT` characters long).
+const TELLS: [&str; 3] = [CANARY, "Xq7Jm2Vp9Rk4", "Wz8Lt3Nc"];
 
 /// A project whose `.env` holds [`CANARY`] as both providers' key.
 fn canary_project() -> TestProject {

@@ -191,17 +191,13 @@ impl Sshd {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let pid = child.id().to_string();
         // Stopped, it forks no new connection while its children are listed.
-        let _ = Command::new("kill").args(["-STOP", &pid]).status();
+        let _ = signal(child.id(), "STOP");
         let children = children_of(child.id());
         let _ = child.kill();
         let _ = child.wait();
         for connection in children {
-            let _ = Command::new("kill")
-                .args(["-KILL", &connection.to_string()])
-                .stderr(Stdio::null())
-                .status();
+            let _ = signal(connection, "KILL");
         }
     }
 
@@ -217,7 +213,7 @@ impl Sshd {
         let mut stopped = Vec::new();
         let mut pending = children_of(child.id());
         while let Some(pid) = pending.pop() {
-            signal(pid, "STOP");
+            let _ = signal(pid, "STOP");
             stopped.push(pid);
             pending.extend(children_of(pid));
         }
@@ -255,12 +251,16 @@ fn children_of(parent: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Sends the signal `name` to the single process `pid`.
-pub fn signal(pid: u32, name: &str) {
-    let _ = Command::new("kill")
-        .args(["-s", name, &pid.to_string()])
+/// Sends the signal `name` (`KILL`, `INT`, ...) to the single process `pid`, as
+/// `kill -s NAME -- PID` (never `kill -NAME`: procps-ng 4.0.2 reads a negative or odd
+/// argument there as options), and says whether `kill` succeeded. Here rather than in
+/// `util` because the exec benchmark includes this file alone.
+pub fn signal(pid: u32, name: &str) -> bool {
+    Command::new("kill")
+        .args(["-s", name, "--", &pid.to_string()])
         .stderr(Stdio::null())
-        .status();
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// `unshare --pid --fork --mount-proc --kill-child`, to be given the program that

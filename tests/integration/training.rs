@@ -12,10 +12,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::sshd::{Options, Sshd};
-use crate::util::{TestProject, output_text};
+use crate::util::{TestProject, output_text, poll, signal};
 
 /// How long a run may take to reach an awaited state on this small shared machine.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(600);
@@ -258,12 +258,11 @@ engine = "{engine}"
 
     /// Waits for the only run to be recorded `running` with a job.
     pub(crate) fn wait_running(&self, child: &mut Child) -> String {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
+        poll(DEADLINE, "a running run", || {
             if let Some(id) = self.run_ids().into_iter().next() {
                 let record = self.record(&id);
                 if record["state"] == "running" && !record["job"].is_null() {
-                    return id;
+                    return Ok(id);
                 }
             }
             if let Ok(Some(status)) = child.try_wait() {
@@ -273,9 +272,8 @@ engine = "{engine}"
                 }
                 panic!("train ended early ({status}): {stderr}");
             }
-            assert!(Instant::now() < deadline, "no running run");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            Err("no run recorded running yet")
+        })
     }
 }
 
@@ -518,11 +516,7 @@ fn a_cancelled_run_leaves_no_process_and_keeps_its_artifacts() {
     // (A cancel while the follower runs is LCK-9's test below.)
     // Ctrl-C detaches the follower; the job goes on and the cancel, which takes the
     // project lock itself, stops it and records the run.
-    let interrupt = std::process::Command::new("kill")
-        .args(["-INT", &follower.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(interrupt.success());
+    assert!(signal(follower.id(), "INT"));
     let output = finish(follower);
     assert_eq!(output.status.code(), Some(130), "{}", output_text(&output));
     assert!(group_alive(pid), "detaching stopped the job");
@@ -565,20 +559,15 @@ fn the_job_survives_a_killed_follower_and_attach_collects_it() {
     // Ctrl-C on a follower detaches it and says how to follow again (RUN-16).
     let attach = training.spawn(&["train", "attach", &id]);
     let lock = training.project.path().join(".overbrainer/lock");
-    let deadline = Instant::now() + DEADLINE;
-    while std::fs::read_to_string(&lock).map_or(true, |text| text.trim() != attach.id().to_string())
-    {
-        assert!(
-            Instant::now() < deadline,
-            "train attach never took the lock"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let interrupt = std::process::Command::new("kill")
-        .args(["-INT", &attach.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(interrupt.success());
+    poll(DEADLINE, "train attach to take the lock", || {
+        let holder = std::fs::read_to_string(&lock).unwrap_or_default();
+        if holder.trim() == attach.id().to_string() {
+            Ok(())
+        } else {
+            Err(holder)
+        }
+    });
+    assert!(signal(attach.id(), "INT"));
     let output = finish(attach);
     let text = output_text(&output);
     assert_eq!(output.status.code(), Some(130), "{text}");
@@ -914,11 +903,9 @@ exit 0
 
 /// Polls `condition` until it holds, failing after [`DEADLINE`].
 pub(crate) fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll(DEADLINE, what, || {
+        if condition() { Ok(()) } else { Err("not yet") }
+    });
 }
 
 /// A run whose job is left running with no follower (the follower was killed).

@@ -244,11 +244,7 @@ fn an_interrupted_train_merge_leaves_the_merge_running_and_the_next_one_collects
     wait_for("the merge job in run.json", || {
         !training.record(&id)["merge_job"].is_null()
     });
-    let status = std::process::Command::new("kill")
-        .args(["-s", "INT", &merging.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    assert!(crate::util::signal(merging.id(), "INT"));
     let output = merging.wait_with_output().unwrap();
     let text = output_text(&output);
     assert_eq!(output.status.code(), Some(130), "{text}");

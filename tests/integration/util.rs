@@ -4,9 +4,58 @@
 
 #![allow(dead_code)]
 
+use std::fmt::Debug;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+
+/// How often a waiting test looks again.
+const POLL_EVERY: Duration = Duration::from_millis(50);
+
+/// Calls `check` every 50 ms until it gives a value, and fails the test when `within` has
+/// passed first, naming `what` it waited for and the last thing `check` saw. The one way a
+/// test waits for something another process does (a job's state, a file, a log line).
+pub fn poll<T, E: Debug>(
+    within: Duration,
+    what: &str,
+    mut check: impl FnMut() -> Result<T, E>,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        match check() {
+            Ok(value) => return value,
+            Err(last) => assert!(
+                Instant::now() < deadline,
+                "timed out after {within:?} waiting for {what} (last seen: {last:?})"
+            ),
+        }
+        std::thread::sleep(POLL_EVERY);
+    }
+}
+
+/// [`poll`] for an async `check`, sleeping on the tokio timer.
+pub async fn poll_async<T, E: Debug, F: Future<Output = Result<T, E>>>(
+    within: Duration,
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(last) => assert!(
+                Instant::now() < deadline,
+                "timed out after {within:?} waiting for {what} (last seen: {last:?})"
+            ),
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
+/// The one way tests signal a process (see [`crate::sshd::signal`]).
+pub use crate::sshd::signal;
 
 /// A temporary directory holding a project directory `project/` and a `home/`.
 pub struct TestProject {

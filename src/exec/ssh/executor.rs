@@ -1,188 +1,28 @@
-//! [`SshExecutor`]: jobs on another machine over the system OpenSSH client.
-//!
-//! One `ControlMaster` connection per target (started as `ssh -M -f -N` by
-//! `master.rs`; the `openssh` crate talks to it over its control socket) carries
-//! every command (SSH-2). The system `ssh` reads `~/.ssh/config`, the agent and
-//! `known_hosts`; a host whose key is not already known is refused
-//! (`StrictHostKeyChecking=yes`, SSH-1). Every command is a POSIX shell script run
-//! as `sh -c '<script>'` by the remote user's login shell, which must therefore
-//! understand POSIX single quotes (sh, bash, dash, zsh do; fish does not).
-//!
-//! Jobs start under `setsid nohup`, so they survive the connection. Their secrets
-//! travel on the standard input of the start command, one value per line, and are
-//! exported by the remote shell: they never appear on a command line.
-//!
-//! The master itself (its bounded waits and its control socket) is in `master.rs`.
-//! Each call first checks that the master still answers, and starts a fresh one
-//! when it does not (a master killed, or ended by its keepalive, leaves its socket
-//! behind): the call then goes on over the new master. A master that ends while a
-//! command runs fails that command with [`SshError::Lost`], and the next call
-//! reconnects.
+//! [`SshExecutor`]: the [`Executor`] over one master connection. Every command is a
+//! script run as `sh -c '<script>'`; a job starts under `setsid nohup` with its secrets
+//! on the standard input of its start command.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use openssh::{Session, Stdio};
 use secrecy::ExposeSecret;
 use tokio::io::AsyncWriteExt;
 
-use super::digest::{self, FileDigest};
-use super::local::{STALE_FILES, command_error, finish, parse_claim};
-use super::master::{self, SshTimeouts};
-use super::runtime::shell_path;
-use super::script::{self, cancel_script, claim_script, job_script, quote, status_script};
-use super::{ExecError, Executor, JobCommand, JobId, JobStatus, PID_FILE, Pid, check_job_env, tar};
+use super::master::{self, master_log_tail};
+use super::{SshDestination, SshError};
+use crate::exec::digest::{self, FileDigest};
+use crate::exec::local::{STALE_FILES, command_error, downloaded, finish, parse_claim};
+use crate::exec::runtime::shell_path;
+use crate::exec::script::{self, cancel_script, claim_script, job_script, quote, status_script};
+use crate::exec::{
+    ExecError, Executor, JobCommand, JobId, JobStatus, PID_FILE, Pid, check_job_env, tar,
+};
 
-/// Keepalive interval of an SSH connection (SSH-16): 15 seconds. A configuration
-/// may set a shorter `ServerAliveInterval`, never a longer one (see `master.rs`).
-pub const KEEPALIVE: Duration = Duration::from_secs(15);
-/// Unanswered keepalives before the master gives up (SSH-16): 3, so a target that
-/// stops answering is given up 45 seconds after its last answer.
-pub const KEEPALIVE_COUNT: u32 = 3;
-/// Connect timeout (SSH-16): 30 seconds; a configuration may set a shorter one.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// An idle master exits after this long without any command, so a master left
-/// behind by a killed overbrainer does not live for ever: 10 minutes.
-pub const MASTER_IDLE: Duration = Duration::from_secs(600);
 /// Programs an SSH target must have, space-separated (TGT-2): `tar` for transfers,
 /// `setsid` and `nohup` to detach jobs, `sha256sum`, `readlink` and `od` for
 /// manifests.
 pub const REQUIRED_TOOLS: &str = "tar setsid nohup sha256sum readlink od";
-/// Most bytes of the master's log kept in [`ExecError::MasterDied`].
-const MASTER_LOG_TAIL: usize = 400;
-
-/// Errors of the SSH connection itself.
-#[derive(Debug, thiserror::Error)]
-pub enum SshError {
-    /// `ssh` could not open the master connection: unreachable host, refused or
-    /// unknown host key, no accepted key. The source holds `ssh`'s own message.
-    #[error("cannot connect to `{destination}`")]
-    Connect {
-        /// The destination as given.
-        destination: String,
-        /// Error of the `openssh` crate, with `ssh`'s message.
-        #[source]
-        source: openssh::Error,
-    },
-    /// No candidate directory gives a control socket path short enough for a Unix
-    /// socket; nothing was started.
-    #[error(
-        "no directory for the ssh control socket is short enough: {tried} (a control socket path may hold at most {limit} bytes: {sun_path} of a Unix socket path, less its NUL and the 17 bytes OpenSSH appends); set `TMPDIR` or `XDG_RUNTIME_DIR` to a shorter directory"
-    )]
-    ControlPath {
-        /// Each candidate with the length of the path it would give.
-        tried: String,
-        /// The longest control socket path.
-        limit: usize,
-        /// Bytes of a Unix socket path on this system, NUL included.
-        sun_path: usize,
-    },
-    /// `ssh` neither connected nor failed within the connect timeout plus the
-    /// keepalive window; it was stopped.
-    #[error("`{destination}` did not answer within {waited_secs} s")]
-    Unresponsive {
-        /// The destination as given.
-        destination: String,
-        /// Seconds waited.
-        waited_secs: u64,
-    },
-    /// The master connection ended while a command ran over it: the target stopped
-    /// answering its keepalives, the network dropped, or the master was killed.
-    /// `log` is the end of the master's log on one line (OpenSSH writes
-    /// `Timeout, server … not responding.` there), empty when there was none.
-    #[error("the connection to `{destination}` was lost (ssh log: {})", super::or_empty(.log))]
-    Lost {
-        /// The destination as given.
-        destination: String,
-        /// The end of the master's log.
-        log: String,
-    },
-    /// A command could not be run over an open connection, or the connection broke
-    /// while it ran.
-    #[error("the connection to `{destination}` failed")]
-    Session {
-        /// The destination as given.
-        destination: String,
-        /// Error of the `openssh` crate.
-        #[source]
-        source: openssh::Error,
-    },
-}
-
-/// Where a Runpod pod's `sshd` listens, as the Runpod API reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodEndpoint {
-    /// Public IP address or host name.
-    pub host: String,
-    /// Public TCP port mapped to the pod's port 22.
-    pub port: u16,
-}
-
-impl PodEndpoint {
-    /// The destination of this pod: `root@host` on `port`, with the run's own
-    /// `ssh` configuration file `config_file` (`ssh -F`, which bypasses
-    /// `~/.ssh/config`), and the keepalive defaults of SSH-16 always applied.
-    #[must_use]
-    pub fn destination(&self, config_file: PathBuf) -> SshDestination {
-        SshDestination {
-            host: format!("root@{}", self.host),
-            port: Some(self.port),
-            config_file: Some(config_file),
-            identity_file: None,
-            known_hosts_file: None,
-            always_default_keepalive: true,
-            timeouts: SshTimeouts::default(),
-            control_dirs: master::control_dirs(None, None),
-        }
-    }
-}
-
-/// How to reach an SSH target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SshDestination {
-    /// `user@host`, `host`, or a `Host` alias of the configuration.
-    pub host: String,
-    /// Port (`ssh -p`); `None` leaves it to the configuration (default 22).
-    pub port: Option<u16>,
-    /// Configuration file used instead of `~/.ssh/config` (`ssh -F`).
-    pub config_file: Option<PathBuf>,
-    /// The only private key to offer (`ssh -i` with `IdentitiesOnly=yes`); `None`
-    /// leaves keys to the agent and the configuration.
-    pub identity_file: Option<PathBuf>,
-    /// Known hosts file used instead of `~/.ssh/known_hosts`
-    /// (`UserKnownHostsFile`).
-    pub known_hosts_file: Option<PathBuf>,
-    /// Apply [`SshDestination::timeouts`] as they are, without asking the
-    /// configuration for shorter ones (Runpod pods, SSH-16).
-    pub always_default_keepalive: bool,
-    /// The bounds on every wait for the target, passed with `-o` so that no
-    /// configuration file lengthens them (issue 8); defaults of SSH-16.
-    pub timeouts: SshTimeouts,
-    /// Directories to try, in order, for the master's control socket (see
-    /// [`control_dirs`](super::control_dirs)); the first one short enough for a Unix
-    /// socket path is used.
-    pub control_dirs: Vec<PathBuf>,
-}
-
-impl SshDestination {
-    /// A destination with only `host` set: everything else comes from
-    /// `~/.ssh/config`, the bounds are those of SSH-16 and the control socket goes
-    /// under `/tmp` (the CLI adds `XDG_RUNTIME_DIR` and `TMPDIR` in front).
-    #[must_use]
-    pub fn new(host: &str) -> Self {
-        Self {
-            host: host.to_owned(),
-            port: None,
-            config_file: None,
-            identity_file: None,
-            known_hosts_file: None,
-            always_default_keepalive: false,
-            timeouts: SshTimeouts::default(),
-            control_dirs: master::control_dirs(None, None),
-        }
-    }
-}
 
 /// Runs jobs on an SSH target through one OpenSSH master connection.
 ///
@@ -316,6 +156,35 @@ impl SshExecutor {
         }
     }
 
+    /// Starts `script` under `sh -c` with `stdin` and `stdout` as given (a transfer
+    /// streams one of them) and its standard error piped.
+    async fn streaming(
+        &self,
+        script: &str,
+        stdin: Stdio,
+        stdout: Stdio,
+    ) -> Result<(Arc<Session>, openssh::Child<Arc<Session>>), ExecError> {
+        let session = self.session().await?;
+        let mut command = Session::arc_raw_command(Arc::clone(&session), remote_command(script));
+        command.stdin(stdin).stdout(stdout).stderr(Stdio::piped());
+        match command.spawn().await {
+            Ok(child) => Ok((session, child)),
+            Err(source) => Err(self.failed(&session, source).await),
+        }
+    }
+
+    /// Waits for a command started by [`Self::streaming`] to end.
+    async fn ended(
+        &self,
+        session: &Arc<Session>,
+        child: openssh::Child<Arc<Session>>,
+    ) -> Result<std::process::Output, ExecError> {
+        match child.wait_with_output().await {
+            Ok(output) => Ok(output),
+            Err(source) => Err(self.failed(session, source).await),
+        }
+    }
+
     async fn checked(
         &self,
         action: &'static str,
@@ -355,23 +224,6 @@ async fn run_on(
         input.shutdown().await.map_err(openssh::Error::ChildIo)?;
     }
     child.wait_with_output().await
-}
-
-/// The end of the master's log on one line, control characters dropped.
-pub(super) fn master_log_tail(path: &Path) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text);
-    let flat: String = text
-        .split(['\n', '\r'])
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .collect::<Vec<_>>()
-        .join(" | ")
-        .chars()
-        .filter(|c| !c.is_control())
-        .collect();
-    let skip = flat.chars().count().saturating_sub(MASTER_LOG_TAIL);
-    flat.chars().skip(skip).collect()
 }
 
 /// The start command of a job over SSH: prepares `dir`, reads one secret value
@@ -421,28 +273,13 @@ impl Executor for SshExecutor {
     }
 
     async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError> {
-        let session = self.session().await?;
-        let mut command = Session::arc_raw_command(
-            Arc::clone(&session),
-            remote_command(&tar::extract_script(remote)),
-        );
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = match command.spawn().await {
-            Ok(child) => child,
-            Err(source) => return Err(self.failed(&session, source).await),
-        };
-        let stdin = child
-            .stdin()
-            .take()
-            .ok_or_else(|| ExecError::Protocol("no standard input".to_owned()))?;
+        let script = tar::extract_script(remote);
+        let (session, mut child) = self
+            .streaming(&script, Stdio::piped(), Stdio::null())
+            .await?;
+        let stdin = tar::pipe(child.stdin().take(), "input")?;
         let fed = tar::feed(local, skip, stdin).await;
-        let output = match child.wait_with_output().await {
-            Ok(output) => output,
-            Err(source) => return Err(self.failed(&session, source).await),
-        };
+        let output = self.ended(&session, child).await?;
         if !output.status.success() {
             return Err(command_error("upload", output.status, &output.stderr));
         }
@@ -506,37 +343,14 @@ impl Executor for SshExecutor {
         entries: &[String],
         exclude: &[String],
     ) -> Result<(), ExecError> {
-        let session = self.session().await?;
-        let mut command = Session::arc_raw_command(
-            Arc::clone(&session),
-            remote_command(&tar::archive_script(remote, entries, exclude)),
-        );
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = match command.spawn().await {
-            Ok(child) => child,
-            Err(source) => return Err(self.failed(&session, source).await),
-        };
-        let stdout = child
-            .stdout()
-            .take()
-            .ok_or_else(|| ExecError::Protocol("no standard output".to_owned()))?;
+        let script = tar::archive_script(remote, entries, exclude);
+        let (session, mut child) = self
+            .streaming(&script, Stdio::null(), Stdio::piped())
+            .await?;
+        let stdout = tar::pipe(child.stdout().take(), "output")?;
         let drained = tar::drain(stdout, local).await;
-        let output = match child.wait_with_output().await {
-            Ok(output) => output,
-            Err(source) => return Err(self.failed(&session, source).await),
-        };
-        // A refused entry stops the reading, which then breaks the target's `tar`:
-        // the refusal is the cause worth reporting.
-        if let Err(refused @ ExecError::Protocol(_)) = drained {
-            return Err(refused);
-        }
-        if !output.status.success() {
-            return Err(command_error("download", output.status, &output.stderr));
-        }
-        drained
+        let output = self.ended(&session, child).await?;
+        downloaded(drained, output)
     }
 
     async fn manifest(
@@ -572,45 +386,24 @@ impl Executor for SshExecutor {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use secrecy::SecretString;
 
-    #[test]
-    fn the_master_log_tail_is_one_bounded_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log");
-        assert_eq!(master_log_tail(&log), "");
-        std::fs::write(&log, "first\r\n\nsecond \u{7}bell\n").unwrap();
-        assert_eq!(master_log_tail(&log), "first | second bell");
-        std::fs::write(&log, "x".repeat(5000)).unwrap();
-        assert_eq!(master_log_tail(&log).len(), MASTER_LOG_TAIL);
-        let error = ExecError::MasterDied { log: String::new() };
-        assert!(error.to_string().ends_with("(ssh log: empty)"), "{error}");
-    }
+    use super::*;
 
     #[test]
     fn the_launcher_names_secrets_but_never_holds_their_values() {
         let job = JobCommand {
             dir: "/w/r 1".into(),
             script: "echo hi".into(),
-            secrets: vec![("HF_TOKEN".into(), SecretString::from("hf_value_123"))],
+            secrets: vec![(
+                "HF_TOKEN".into(),
+                SecretString::from("hf_value_K8mQ3xW7vN2tR9zB4p"),
+            )],
             container: None,
         };
         let script = launcher(&job);
         assert!(script.contains("HF_TOKEN=$ob_v"), "{script}");
-        assert!(!script.contains("hf_value_123"));
-        assert!(!format!("{job:?}").contains("hf_value_123"));
-    }
-
-    #[test]
-    fn a_pod_destination_always_uses_the_keepalive_defaults() {
-        let pod = PodEndpoint {
-            host: "203.0.113.7".into(),
-            port: 40022,
-        };
-        let destination = pod.destination(PathBuf::from("runs/r1/ssh/config"));
-        assert_eq!(destination.host, "root@203.0.113.7");
-        assert_eq!(destination.port, Some(40022));
-        assert!(destination.always_default_keepalive);
+        assert!(!script.contains("hf_value_K8mQ3xW7vN2tR9zB4p"));
+        assert!(!format!("{job:?}").contains("hf_value_K8mQ3xW7vN2tR9zB4p"));
     }
 }
