@@ -6,12 +6,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::follow::{self, Outcome};
 use super::record::{RUN_JSON, RunRecord, State};
-use super::{Events, RunError, RunEvent, emit, target};
+use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{AnyExecutor, ExecError, Executor as _, JobId, JobStatus};
 use crate::project::Project;
 use crate::train::metrics::Summary;
-use crate::train::phase::PhaseTracker;
 use crate::train::plugin::SNAPSHOT_REQUEST;
 
 /// Loads run `run_id` and connects to its target.
@@ -85,9 +84,10 @@ pub async fn stop(
 ) -> Result<StopOutcome, RunError> {
     let (record, executor) = open(project, settings, env, run_id).await?;
     let Some(job) = record.job.clone() else {
-        return Err(RunError::Refused(format!(
-            "run `{run_id}` has not started a job"
-        )));
+        return Err(Refusal::NoJob {
+            run_id: run_id.to_owned(),
+        }
+        .into());
     };
     let exec = |source| RunError::Exec {
         target: record.target.clone(),
@@ -95,15 +95,12 @@ pub async fn stop(
     };
     let status = executor.status(&job).await.map_err(exec)?;
     if status != JobStatus::Running {
-        return Err(RunError::Refused(format!(
-            "the job of run `{run_id}` is not running ({}); nothing to stop{}",
-            status_text(status),
-            if record.state.is_terminal() && record.retrieved {
-                String::new()
-            } else {
-                format!("; `overbrainer train attach {run_id}` collects it")
-            }
-        )));
+        return Err(Refusal::NotRunning {
+            run_id: run_id.to_owned(),
+            status,
+            collected: record.state.is_terminal() && record.retrieved,
+        }
+        .into());
     }
     let path = format!("{}/{SNAPSHOT_REQUEST}", record.dir);
     executor
@@ -115,15 +112,6 @@ pub async fn stop(
     }
     let outcome = follow::follow(project, &executor, record, events, cancel, true).await?;
     Ok(StopOutcome::Followed(outcome))
-}
-
-fn status_text(status: JobStatus) -> String {
-    match status {
-        JobStatus::Running => "running".into(),
-        JobStatus::Exited(code) => format!("it exited with code {code}"),
-        JobStatus::Cancelled => "it was cancelled".into(),
-        JobStatus::Lost => "it was lost".into(),
-    }
 }
 
 /// What `train cancel` did.
@@ -150,9 +138,50 @@ pub enum CancelOutcome {
     AlreadyEnded {
         /// The run.
         record: RunRecord,
-        /// What was found.
-        found: String,
+        /// What its job read.
+        status: JobStatus,
     },
+    /// The run's `train merge` job was running and was cancelled; the run stays
+    /// `merge_failed`, its adapter the usable result, and the next `train merge`
+    /// starts the merge again \[design\].
+    MergeCancelled {
+        /// The run, as recorded.
+        record: RunRecord,
+        /// As for [`CancelOutcome::Cancelled`].
+        leftovers: Vec<u32>,
+    },
+}
+
+/// The `train merge` job of `record`, when the run is `merge_failed` and that job
+/// still runs.
+async fn running_merge(
+    executor: &AnyExecutor,
+    record: &RunRecord,
+) -> Result<Option<JobId>, ExecError> {
+    let Some(job) = record
+        .merge_job
+        .as_ref()
+        .filter(|_| record.state == State::MergeFailed)
+    else {
+        return Ok(None);
+    };
+    Ok((executor.status(job).await? == JobStatus::Running).then(|| job.clone()))
+}
+
+/// The message of a `merge_failed` run whose `train merge` job was cancelled.
+fn merge_cancelled_message(run_id: &str, leftovers: &[u32]) -> String {
+    let left = if leftovers.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " with leftovers: {} (they outlived SIGKILL on the target: stop them there)",
+            crate::exec::pid_list(leftovers)
+        )
+    };
+    format!(
+        "the merge started with `train merge` was cancelled with `train cancel`{left}; {}",
+        super::ending::merge_hint(run_id)
+    )
 }
 
 /// Whether `record` is a cancelled run whose cancel left processes behind: another
@@ -178,14 +207,17 @@ async fn cancel_job(executor: &AnyExecutor, job: &JobId) -> Result<Vec<u32>, Exe
 /// The refusals of RUN-41 and the job of run `run_id`.
 fn cancellable(record: &RunRecord, run_id: &str) -> Result<JobId, RunError> {
     if record.state == State::Cancelled && !has_leftovers(record) {
-        return Err(RunError::Refused(format!(
-            "run `{run_id}` already ended as cancelled"
-        )));
+        return Err(Refusal::AlreadyCancelled {
+            run_id: run_id.to_owned(),
+        }
+        .into());
     }
-    record
-        .job
-        .clone()
-        .ok_or_else(|| RunError::Refused(format!("run `{run_id}` has not started a job")))
+    record.job.clone().ok_or_else(|| {
+        Refusal::NoJob {
+            run_id: run_id.to_owned(),
+        }
+        .into()
+    })
 }
 
 /// `train cancel` (RUN-37..RUN-42). A run recorded `cancelled` whose cancel left
@@ -208,20 +240,27 @@ pub async fn cancel(
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
     let job = cancellable(&record, run_id)?;
     let again = has_leftovers(&record);
-    if record.state.is_terminal() && !again {
-        emit(
-            events,
-            RunEvent::Warning(format!(
-                "run `{run_id}` already ended as {}; any job left on the target will be stopped",
-                record.state.name()
-            )),
-        );
-    }
     let (mut record, executor) = open(project, settings, env, run_id).await?;
     let exec = |source| RunError::Exec {
         target: record.target.clone(),
         source: Box::new(source),
     };
+    // A `train merge` job of a `merge_failed` run that still runs is the run's job now.
+    if let Some(merge_job) = running_merge(&executor, &record).await.map_err(exec)? {
+        let leftovers = cancel_job(&executor, &merge_job).await.map_err(exec)?;
+        record.message = Some(merge_cancelled_message(run_id, &leftovers));
+        record.save(&project.runs_dir())?;
+        return Ok(CancelOutcome::MergeCancelled { record, leftovers });
+    }
+    if record.state.is_terminal() && !again {
+        emit(
+            events,
+            RunEvent::Warning(RunWarning::AlreadyEnded {
+                run_id: run_id.to_owned(),
+                state: record.state,
+            }),
+        );
+    }
     if again {
         let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
         record.message = Some(if leftovers.is_empty() {
@@ -238,13 +277,9 @@ pub async fn cancel(
             // TGT-6: a container may have outlived its wrapper.
             cancel_job(&executor, &job).await.map_err(exec)?;
         }
-        return Ok(CancelOutcome::AlreadyEnded {
-            record,
-            found: status_text(status),
-        });
+        return Ok(CancelOutcome::AlreadyEnded { record, status });
     }
     let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
-    let mut tracker = PhaseTracker::new();
     let summary = summary_of(&executor, &record).await;
     let run_json = project.runs_dir().join(&record.id).join(RUN_JSON);
     let mut unrecorded = record.clone();
@@ -255,7 +290,6 @@ pub async fn cancel(
         record,
         JobStatus::Cancelled,
         summary,
-        &mut tracker,
         events,
     )
     .await
@@ -267,10 +301,11 @@ pub async fn cancel(
         Err(RunError::Io { path, source }) if path == run_json => {
             emit(
                 events,
-                RunEvent::Warning(format!(
-                    "the job of run `{run_id}` was cancelled on the target, but `runs/{run_id}/run.json` cannot be updated ({source}); it may still read `{}`",
-                    unrecorded.state.name()
-                )),
+                RunEvent::Warning(RunWarning::CancelNotRecorded {
+                    run_id: run_id.to_owned(),
+                    cause: source.to_string(),
+                    state: unrecorded.state,
+                }),
             );
             unrecorded.state = State::Cancelled;
             unrecorded.message = Some(if leftovers.is_empty() {
@@ -311,15 +346,17 @@ pub async fn cancel_followed(
         target: record.target.clone(),
         source: Box::new(source),
     };
+    if let Some(merge_job) = running_merge(&executor, &record).await.map_err(exec)? {
+        // The `train merge` that follows it records the cancelled merge.
+        let leftovers = cancel_job(&executor, &merge_job).await.map_err(exec)?;
+        return Ok(CancelOutcome::OnTarget { record, leftovers });
+    }
     let status = executor.status(&job).await.map_err(exec)?;
     if status != JobStatus::Running {
         if job.container.is_some() {
             cancel_job(&executor, &job).await.map_err(exec)?;
         }
-        return Ok(CancelOutcome::AlreadyEnded {
-            record,
-            found: status_text(status),
-        });
+        return Ok(CancelOutcome::AlreadyEnded { record, status });
     }
     let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
     Ok(CancelOutcome::OnTarget { record, leftovers })

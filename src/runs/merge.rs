@@ -23,11 +23,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::control::open;
 use super::ending::merge_hint;
-use super::follow::{MAX_FAILED_REACHES, Outcome, POLL_INTERVAL, log_pointer};
+use super::follow::{DetachReason, MAX_FAILED_REACHES, Outcome, POLL_INTERVAL, log_pointer};
 use super::record::{RunRecord, State};
 use super::retrieve::retrieve_merge;
 use super::start::{error_chain, job_environment, job_secrets};
-use super::{Events, RunError, RunEvent, emit, target};
+use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{
     AnyExecutor, EXIT_FILE, Executor as _, JOB_LOG, JobCommand, JobId, JobSpec, JobStatus,
@@ -44,7 +44,7 @@ pub const MERGE_DIR_PREFIX: &str = "merge-";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
     /// Refuse, with the reason and the fix.
-    Refuse(String),
+    Refuse(Refusal),
     /// Start a new merge job.
     Start,
     /// Follow the recorded merge job, which is still running.
@@ -63,22 +63,17 @@ pub fn plan(run_id: &str, state: State, merge: bool, merge_job: Option<JobStatus
             Some(JobStatus::Exited(0)) => Plan::Collect,
             Some(_) | None => Plan::Start,
         },
-        State::Succeeded if merge => Plan::Refuse(format!(
-            "run `{run_id}` is already merged: the merged model is in `runs/{run_id}/{OUTPUT_DIR}/{MERGED_DIR}`"
-        )),
-        State::Starting | State::Running => Plan::Refuse(format!(
-            "run `{run_id}` is {}: only a run whose merge failed (`merge_failed`) is merged again; `overbrainer train attach {run_id}` follows it",
-            state.name()
-        )),
-        _ => Plan::Refuse(format!(
-            "run `{run_id}` is {}{}: only a run whose training succeeded and whose merge failed (`merge_failed`) is merged again",
-            state.name(),
-            if state == State::Succeeded {
-                " without a merge"
-            } else {
-                ""
-            }
-        )),
+        State::Succeeded if merge => Plan::Refuse(Refusal::AlreadyMerged {
+            run_id: run_id.to_owned(),
+        }),
+        State::Starting | State::Running => Plan::Refuse(Refusal::MergeOfLiveRun {
+            run_id: run_id.to_owned(),
+            state,
+        }),
+        _ => Plan::Refuse(Refusal::NotMergeFailed {
+            run_id: run_id.to_owned(),
+            state,
+        }),
     }
 }
 
@@ -115,9 +110,18 @@ pub async fn merge(
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
     if record.state != State::MergeFailed {
         if let Plan::Refuse(reason) = plan(run_id, record.state, record.merge, None) {
-            return Err(RunError::Refused(reason));
+            return Err(reason.into());
         }
     }
+    // LCK-9: a `train cancel` from another terminal cancels the merge job on the
+    // target and leaves the record to this process.
+    let _following = match project.follow_lock(run_id) {
+        Ok(lock) => Some(lock),
+        Err(error) => {
+            tracing::debug!("run `{run_id}` not marked as followed: {error}");
+            None
+        }
+    };
     let (mut record, executor) = open(project, settings, env, run_id).await?;
     let exec = |source| RunError::Exec {
         target: record.target.clone(),
@@ -128,11 +132,15 @@ pub async fn merge(
         None => None,
     };
     let job = match plan(run_id, record.state, record.merge, status) {
-        Plan::Refuse(reason) => return Err(RunError::Refused(reason)),
-        Plan::Follow | Plan::Collect => record
-            .merge_job
-            .clone()
-            .ok_or_else(|| RunError::Refused(format!("run `{run_id}` has no merge job")))?,
+        Plan::Refuse(reason) => return Err(reason.into()),
+        Plan::Follow | Plan::Collect => {
+            record
+                .merge_job
+                .clone()
+                .ok_or_else(|| Refusal::NoMergeJob {
+                    run_id: run_id.to_owned(),
+                })?
+        }
         Plan::Start => {
             let job = start(settings, env, &executor, &record).await?;
             record.merge_job = Some(job.clone());
@@ -197,10 +205,12 @@ async fn start(
     if !has("adapter_config.json")
         || !(has("adapter_model.safetensors") || has("adapter_model.bin"))
     {
-        return Err(RunError::Refused(format!(
-            "the adapter of run `{}` is no longer in `{}/{OUTPUT_DIR}` on target `{}`: the merge needs it there",
-            record.id, record.dir, record.target
-        )));
+        return Err(Refusal::AdapterGone {
+            run_id: record.id.clone(),
+            dir: record.dir.clone(),
+            target: record.target.clone(),
+        }
+        .into());
     }
     let resolved = target::resolve(settings, &record.target)?;
     let secrets = job_secrets(settings, env).await?;
@@ -237,7 +247,7 @@ async fn follow_job(
     job: &JobId,
     events: &Events,
     cancel: &CancellationToken,
-) -> Result<JobStatus, String> {
+) -> Result<JobStatus, DetachReason> {
     let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
     let mut failures = 0;
     loop {
@@ -253,22 +263,23 @@ async fn follow_job(
                 failures += 1;
                 emit(
                     events,
-                    RunEvent::Warning(format!(
-                        "cannot reach target `{}` ({failures}/{MAX_FAILED_REACHES}): {}",
-                        record.target,
-                        error_chain(&error)
-                    )),
+                    RunEvent::Warning(RunWarning::Unreachable {
+                        target: record.target.clone(),
+                        failures,
+                        limit: MAX_FAILED_REACHES,
+                        cause: error_chain(&error),
+                    }),
                 );
                 if failures >= MAX_FAILED_REACHES {
-                    return Err(format!(
-                        "target `{}` could not be reached {MAX_FAILED_REACHES} times in a row",
-                        record.target
-                    ));
+                    return Err(DetachReason::Unreachable {
+                        target: record.target.clone(),
+                        times: MAX_FAILED_REACHES,
+                    });
                 }
             }
         }
         tokio::select! {
-            () = cancel.cancelled() => return Err("interrupted".to_owned()),
+            () = cancel.cancelled() => return Err(DetachReason::Interrupted),
             () = tokio::time::sleep(POLL_INTERVAL) => {}
         }
     }
@@ -333,10 +344,11 @@ async fn conclude(
     if let Err(error) = retrieve_merge(executor, &record, &local_dir, &dir_name, false).await {
         emit(
             events,
-            RunEvent::Warning(format!(
-                "cannot retrieve `{dir_name}/{JOB_LOG}` of run `{}`: {error}",
-                record.id
-            )),
+            RunEvent::Warning(RunWarning::MergeLogUnretrieved {
+                run_id: record.id.clone(),
+                log: format!("{dir_name}/{JOB_LOG}"),
+                cause: error.to_string(),
+            }),
         );
     }
     let cause = match status {
@@ -392,9 +404,10 @@ mod tests {
             (State::Stopped, true, "is stopped"),
             (State::Cancelled, true, "is cancelled"),
         ] {
-            let Plan::Refuse(text) = plan("r_1", state, merge, Some(JobStatus::Running)) else {
+            let Plan::Refuse(refusal) = plan("r_1", state, merge, Some(JobStatus::Running)) else {
                 panic!("{state:?} not refused");
             };
+            let text = refusal.to_string();
             assert!(text.contains(reason), "{state:?}: {text}");
         }
     }
