@@ -222,7 +222,8 @@ fn cancellable(record: &RunRecord, run_id: &str) -> Result<JobId, RunError> {
 
 /// `train cancel` (RUN-37..RUN-42). A run recorded `cancelled` whose cancel left
 /// processes behind is cancelled again: its leftovers are signalled and the record
-/// says what is still left.
+/// says what is still left. A `merge_failed` run whose `train merge` job still runs has
+/// that job cancelled and stays `merge_failed` \[design\].
 ///
 /// # Errors
 ///

@@ -63,8 +63,8 @@ pub async fn follow(
     };
     let dir = record.dir.clone();
     let state = RunState::new(record, Rules::default(), requested);
-    Driver::new(project, executor, job, &dir, events, cancel)
-        .run(state, Event::Began)
+    // Boxed: the machine's state is large.
+    Box::pin(Driver::new(project, executor, job, &dir, events, cancel).run(state, Event::Began))
         .await
 }
 
@@ -90,9 +90,11 @@ pub async fn finish(
     let never = CancellationToken::new();
     let dir = record.dir.clone();
     let state = RunState::ended(record, summary);
-    Driver::new(project, executor, job, &dir, events, &never)
-        .run(state, Event::JobEnded(status))
-        .await
+    Box::pin(
+        Driver::new(project, executor, job, &dir, events, &never)
+            .run(state, Event::JobEnded(status)),
+    )
+    .await
 }
 
 /// Performs the effects of one followed run.

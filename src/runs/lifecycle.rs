@@ -324,10 +324,10 @@ pub fn handle(state: &mut RunState, event: Event) -> Vec<Effect> {
             effects.push(Effect::Save);
             effects.push(Effect::Detach(DetachReason::Interrupted));
         }
-        (Step::Following, Event::RequestChecked { at, found }) => {
-            if found && state.request_seen.is_none() {
-                state.request_seen = Some(at);
-            }
+        (Step::Following, Event::RequestChecked { at, found: true })
+            if state.request_seen.is_none() =>
+        {
+            state.request_seen = Some(at);
         }
         (_, Event::Sampled { output, wall }) => {
             let sample = crate::system::parse(&output, wall, state.previous_sample.as_ref());
@@ -342,22 +342,32 @@ pub fn handle(state: &mut RunState, event: Event) -> Vec<Effect> {
             state.step = Step::Ending;
             begin_ending(state, &mut effects);
         }
-        (Step::Ending, Event::Drained { lines, rest }) => {
+        (Step::Ending, event) => ending_event(state, event, &mut effects),
+        // Anything else comes too late or out of turn: nothing to do.
+        _ => {}
+    }
+    effects
+}
+
+/// An event while the run is collected.
+fn ending_event(state: &mut RunState, event: Event, effects: &mut Vec<Effect>) {
+    match event {
+        Event::Drained { lines, rest } => {
             for line in lines {
                 let parsed = state.reader.parse(&line);
-                observe(state, parsed, &mut effects);
+                observe(state, parsed, effects);
             }
             let parsed = state.reader.parse_last(&rest);
-            observe(state, parsed, &mut effects);
-            begin_ending(state, &mut effects);
+            observe(state, parsed, effects);
+            begin_ending(state, effects);
         }
-        (Step::Ending, Event::SnapshotFile(found)) => {
+        Event::SnapshotFile(found) => {
             if state.summary.snapshot.is_none() {
                 state.summary.snapshot = found;
             }
-            after_snapshot(state, &mut effects);
+            after_snapshot(state, effects);
         }
-        (Step::Ending, Event::Leftovers(found)) => {
+        Event::Leftovers(found) => {
             let pids = found.unwrap_or_else(|cause| {
                 effects.push(warning(RunWarning::LeftoversUnreadable {
                     run_id: state.record.id.clone(),
@@ -365,9 +375,9 @@ pub fn handle(state: &mut RunState, event: Event) -> Vec<Effect> {
                 }));
                 Vec::new()
             });
-            decide(state, &pids, &mut effects);
+            decide(state, &pids, effects);
         }
-        (Step::Ending, Event::Retrieved(Err(error))) => {
+        Event::Retrieved(Err(error)) => {
             let end = state.end.take().unwrap_or_else(|| no_end(state));
             state.record.state = State::Running;
             state.record.message = Some(format!(
@@ -379,7 +389,7 @@ pub fn handle(state: &mut RunState, event: Event) -> Vec<Effect> {
             effects.push(Effect::Save);
             effects.push(Effect::Fail);
         }
-        (Step::Ending, Event::Retrieved(Ok(()))) => {
+        Event::Retrieved(Ok(())) => {
             let stopped = state
                 .end
                 .as_ref()
@@ -388,25 +398,22 @@ pub fn handle(state: &mut RunState, event: Event) -> Vec<Effect> {
                 (Some((_, checkpoint)), true) => {
                     effects.push(Effect::CheckCheckpoint(checkpoint.clone()));
                 }
-                _ => conclude(state, &mut effects),
+                _ => conclude(state, effects),
             }
         }
-        (Step::Ending, Event::CheckpointChecked(missing)) => {
+        Event::CheckpointChecked(missing) => {
             if let (false, Some((step, checkpoint))) = (missing.is_empty(), &state.summary.snapshot)
             {
                 // RUN-30: never `stopped` with a checkpoint a resume cannot use.
                 state.end = Some(unresumable(&state.record.id, *step, checkpoint, &missing));
                 state.record.last_step = Some(*step);
             }
-            conclude(state, &mut effects);
+            conclude(state, effects);
         }
-        (Step::Ending, Event::LogPointer(pointer)) => {
-            record_end(state, Some(&pointer), &mut effects)
-        }
-        // Anything else comes too late or out of turn: nothing to do.
+        Event::LogPointer(pointer) => record_end(state, Some(&pointer), effects),
+        // Anything else comes out of turn: nothing to do.
         _ => {}
     }
-    effects
 }
 
 /// A [`RunWarning`] to send.

@@ -297,7 +297,7 @@ fn assert_merged_run(training: &Training, id: &str) {
 
 /// Whether a process group still has a live member; zombies, which a cancel leaves
 /// to be reaped by their parent or `init`, do not count.
-fn group_alive(pid: u32) -> bool {
+pub(crate) fn group_alive(pid: u32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
