@@ -5,6 +5,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::follow::{self, Outcome};
+use super::lifecycle::transitions;
 use super::record::{RUN_JSON, RunRecord, State};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
@@ -168,22 +169,6 @@ async fn running_merge(
     Ok((executor.status(job).await? == JobStatus::Running).then(|| job.clone()))
 }
 
-/// The message of a `merge_failed` run whose `train merge` job was cancelled.
-fn merge_cancelled_message(run_id: &str, leftovers: &[u32]) -> String {
-    let left = if leftovers.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " with leftovers: {} (they outlived SIGKILL on the target: stop them there)",
-            crate::exec::pid_list(leftovers)
-        )
-    };
-    format!(
-        "the merge started with `train merge` was cancelled with `train cancel`{left}; {}",
-        super::ending::merge_hint(run_id)
-    )
-}
-
 /// Whether `record` is a cancelled run whose cancel left processes behind: another
 /// `train cancel` signals them again instead of refusing (RUN-41).
 fn has_leftovers(record: &RunRecord) -> bool {
@@ -249,7 +234,7 @@ pub async fn cancel(
     // A `train merge` job of a `merge_failed` run that still runs is the run's job now.
     if let Some(merge_job) = running_merge(&executor, &record).await.map_err(exec)? {
         let leftovers = cancel_job(&executor, &merge_job).await.map_err(exec)?;
-        record.message = Some(merge_cancelled_message(run_id, &leftovers));
+        transitions::merge_cancelled(&mut record, &leftovers);
         record.save(&project.runs_dir())?;
         return Ok(CancelOutcome::MergeCancelled { record, leftovers });
     }
@@ -264,11 +249,7 @@ pub async fn cancel(
     }
     if again {
         let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
-        record.message = Some(if leftovers.is_empty() {
-            "cancelled with `train cancel`".to_owned()
-        } else {
-            follow::leftovers_message(run_id, &leftovers)
-        });
+        transitions::cancelled_again(&mut record, &leftovers);
         record.save(&project.runs_dir())?;
         return Ok(CancelOutcome::Cancelled { record, leftovers });
     }

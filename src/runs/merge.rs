@@ -22,16 +22,15 @@ use std::fmt::Write as _;
 use tokio_util::sync::CancellationToken;
 
 use super::control::open;
-use super::ending::merge_hint;
 use super::follow::{DetachReason, MAX_FAILED_REACHES, Outcome, POLL_INTERVAL, log_pointer};
+use super::lifecycle::transitions::{self, MergeEnd};
 use super::record::{RunRecord, State};
 use super::retrieve::retrieve_merge;
 use super::start::{error_chain, job_environment, job_secrets};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{
-    AnyExecutor, EXIT_FILE, Executor as _, JOB_LOG, JobCommand, JobId, JobSpec, JobStatus,
-    stage_command,
+    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobSpec, JobStatus, stage_command,
 };
 use crate::project::Project;
 use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
@@ -143,11 +142,8 @@ pub async fn merge(
         }
         Plan::Start => {
             let job = start(settings, env, &executor, &record).await?;
-            record.merge_job = Some(job.clone());
-            record.message = Some(format!(
-                "a merge started with `train merge` runs in `runs/{run_id}/{}`; `overbrainer train merge {run_id}` follows it",
-                merge_dir_name(&record, &job)
-            ));
+            let dir_name = merge_dir_name(&record, &job);
+            transitions::merge_started(&mut record, job.clone(), &dir_name);
             record.save(&project.runs_dir())?;
             job
         }
@@ -304,21 +300,13 @@ async fn conclude(
         let merged = local_dir.join(OUTPUT_DIR).join(MERGED_DIR);
         let produced = std::fs::read_dir(&merged).is_ok_and(|mut d| d.next().is_some());
         match retrieved {
-            Ok(()) if produced => {
-                record.state = State::Succeeded;
-                record.message = None;
-                record.merge_job = None;
-                record.save(&runs_dir)?;
-                return Ok(Outcome::Ended(record));
-            }
             Ok(()) => {
-                record.message = Some(format!(
-                    "the merge in `runs/{}/{dir_name}` exited 0 but wrote nothing in `{OUTPUT_DIR}/{MERGED_DIR}`; see `runs/{}/{dir_name}/{JOB_LOG}`; {}",
-                    record.id,
-                    record.id,
-                    merge_hint(&record.id)
-                ));
-                record.merge_job = None;
+                let end = if produced {
+                    MergeEnd::Merged
+                } else {
+                    MergeEnd::Empty
+                };
+                transitions::merge_ended(&mut record, &dir_name, &end);
                 record.save(&runs_dir)?;
                 return Ok(Outcome::Ended(record));
             }
@@ -327,10 +315,11 @@ async fn conclude(
                     RunError::Retrieval { reason, .. } => reason,
                     other => return Err(other),
                 };
-                record.message = Some(format!(
-                    "the merge in `runs/{}/{dir_name}` succeeded; its result is pending retrieval: {reason}; `overbrainer train merge {}` retries",
-                    record.id, record.id
-                ));
+                transitions::merge_ended(
+                    &mut record,
+                    &dir_name,
+                    &MergeEnd::Pending(reason.clone()),
+                );
                 record.save(&runs_dir)?;
                 return Err(RunError::MergeRetrieval {
                     run_id: record.id.clone(),
@@ -351,23 +340,17 @@ async fn conclude(
             }),
         );
     }
-    let cause = match status {
-        JobStatus::Exited(code) => format!("`axolotl merge-lora` exited with code {code}"),
-        JobStatus::Cancelled => "the merge was cancelled".to_owned(),
-        JobStatus::Lost | JobStatus::Running => {
-            format!("the merge was lost: it ended without writing `{dir_name}/{EXIT_FILE}`")
-        }
-    };
     let pointer = log_pointer(
         &local_dir,
         &record.id,
         &format!("{dir_name}/{JOB_LOG}"),
         false,
     );
-    record.message = Some(format!(
-        "`train merge` failed: {cause}{pointer}; {}",
-        merge_hint(&record.id)
-    ));
+    transitions::merge_ended(
+        &mut record,
+        &dir_name,
+        &MergeEnd::Failed { status, pointer },
+    );
     record.save(&runs_dir)?;
     Ok(Outcome::Ended(record))
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use secrecy::SecretString;
 
+use super::lifecycle::transitions;
 use super::record::{RunRecord, State, TargetKind, write_atomic};
 use super::target::{self, Resolved};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, id};
@@ -454,14 +455,12 @@ pub async fn start(
     };
     match result {
         Ok(job) => {
-            record.job = Some(job);
-            record.state = State::Running;
+            transitions::started(&mut record, job);
             record.save(&runs_dir)?;
             Ok(Started { record, executor })
         }
         Err(error) => {
-            record.state = State::Failed;
-            record.message = Some(format!("start failed: {}", error_chain(&error)));
+            transitions::start_failed(&mut record, &error_chain(&error));
             let _ = record.save(&runs_dir);
             Err(error)
         }

@@ -15,11 +15,15 @@
 //! job goes on and `run.json` keeps its state). A retrieval that fails leaves the run
 //! `running`, pending retrieval.
 //!
+//! The changes of `run.json`'s state made outside a follower (a start, a second cancel,
+//! `train merge`) are the pure functions of [`transitions`].
+//!
 //! Every machine of a run has this form, [`Machine`]: a pod's life (lease, deadline,
 //! cost cap, client guard) is a second one beside it, with its own state, events and
 //! effects.
 
 mod events;
+pub mod transitions;
 
 use std::time::Duration;
 
