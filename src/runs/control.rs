@@ -366,34 +366,17 @@ async fn summary_of(executor: &AnyExecutor, record: &RunRecord) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runs::record::TargetKind;
 
     fn record(state: State, message: Option<&str>) -> RunRecord {
         RunRecord {
-            id: "r_1".into(),
-            created: "2026-01-02T00:00:00Z".parse().unwrap(),
-            target: "local".into(),
-            target_kind: TargetKind::Local,
-            dir: "/w/r_1".into(),
-            owner: "o".into(),
             job: Some(JobId {
                 dir: "/w/r_1".into(),
                 pid: crate::exec::Pid::new(42).unwrap(),
                 container: None,
             }),
-            state,
             message: message.map(str::to_owned),
-            snapshots: true,
-            snapshot: None,
-            resumed_from: None,
-            merge: false,
-            max_steps: None,
-            last_step: None,
-            epoch: None,
-            last_loss: None,
-            last_eval_loss: None,
             retrieved: true,
-            merge_job: None,
+            ..crate::runs::record::fixture("r_1", state)
         }
     }
 

@@ -13,30 +13,15 @@ const MERGE_STAGE: &str = r#"{"kind":"stage","ts":3,"stage":"merge"}"#;
 
 fn record(state: State) -> RunRecord {
     RunRecord {
-        id: "r_1".into(),
-        created: "2026-01-02T00:00:00Z".parse().unwrap(),
         target: "gpu".into(),
         target_kind: TargetKind::Ssh,
-        dir: "/w/r_1".into(),
-        owner: "o".into(),
         job: Some(JobId {
             dir: "/w/r_1".into(),
             pid: Pid::new(42).unwrap(),
             container: None,
         }),
-        state,
-        message: None,
-        snapshots: true,
-        snapshot: None,
-        resumed_from: None,
         merge: true,
-        merge_job: None,
-        max_steps: None,
-        last_step: None,
-        epoch: None,
-        last_loss: None,
-        last_eval_loss: None,
-        retrieved: false,
+        ..crate::runs::record::fixture("r_1", state)
     }
 }
 

@@ -122,30 +122,12 @@ pub fn merge_ended(record: &mut RunRecord, dir_name: &str, end: &MergeEnd) {
 mod tests {
     use super::*;
     use crate::exec::Pid;
-    use crate::runs::record::TargetKind;
 
     fn record(state: State) -> RunRecord {
         RunRecord {
-            id: "r_1".into(),
-            created: "2026-01-02T00:00:00Z".parse().unwrap(),
-            target: "gpu".into(),
-            target_kind: TargetKind::Ssh,
-            dir: "/w/r_1".into(),
-            owner: "o".into(),
-            job: None,
-            state,
-            message: None,
-            snapshots: true,
-            snapshot: None,
-            resumed_from: None,
             merge: true,
-            merge_job: None,
-            max_steps: None,
-            last_step: None,
-            epoch: None,
-            last_loss: None,
-            last_eval_loss: None,
             retrieved: true,
+            ..crate::runs::record::fixture("r_1", state)
         }
     }
 
