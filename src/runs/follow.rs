@@ -7,7 +7,7 @@
 //! only; the job goes on and `run.json` keeps its state (RUN-21).
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
@@ -27,11 +27,6 @@ use crate::project::Project;
 use crate::train::axolotl::OUTPUT_DIR;
 use crate::train::metrics::{METRICS_FILE, Summary};
 use crate::train::plugin::{SNAPSHOT_FILE, SNAPSHOT_REQUEST, SnapshotFile};
-
-/// Pause between two polls of the job.
-pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
-/// Consecutive failed reaches after which the follower detaches (RUN-16).
-pub const MAX_FAILED_REACHES: u32 = 6;
 
 /// Follows the run of `record` on `executor` until it ends or the follower detaches.
 /// `requested` says this process placed a snapshot request just before (RUN-26).
@@ -219,10 +214,10 @@ impl<'a> Driver<'a> {
                 Ok(()) => None,
                 Err(error) => Some(Event::CancelFailed(error_chain(&error))),
             },
-            Effect::Wait => {
+            Effect::Wait(pause) => {
                 tokio::select! {
                     () = self.cancel.cancelled() => Some(Event::Interrupted),
-                    () = tokio::time::sleep(POLL_INTERVAL) => Some(Event::Woke),
+                    () = tokio::time::sleep(pause) => Some(Event::Woke),
                 }
             }
             Effect::Drain => Some(self.drain(record).await),

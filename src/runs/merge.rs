@@ -22,7 +22,8 @@ use std::fmt::Write as _;
 use tokio_util::sync::CancellationToken;
 
 use super::control::open;
-use super::follow::{DetachReason, MAX_FAILED_REACHES, Outcome, POLL_INTERVAL, log_pointer};
+use super::follow::{DetachReason, Outcome, log_pointer};
+use super::lifecycle::Rules;
 use super::lifecycle::transitions::{self, MergeEnd};
 use super::record::{RunRecord, State};
 use super::retrieve::retrieve_merge;
@@ -236,7 +237,8 @@ async fn start(
 }
 
 /// Polls the merge job until it ends; `Err` with the reason when the following stops
-/// first (Ctrl-C, or the target unreachable [`MAX_FAILED_REACHES`] times in a row).
+/// first (Ctrl-C, or the target unreachable [`Rules::max_failed_reaches`] times in a
+/// row).
 async fn follow_job(
     executor: &AnyExecutor,
     record: &RunRecord,
@@ -245,6 +247,7 @@ async fn follow_job(
     cancel: &CancellationToken,
 ) -> Result<JobStatus, DetachReason> {
     let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
+    let rules = Rules::default();
     let mut failures = 0;
     loop {
         if let Ok(lines) = log.poll().await {
@@ -262,21 +265,21 @@ async fn follow_job(
                     RunEvent::Warning(RunWarning::Unreachable {
                         target: record.target.clone(),
                         failures,
-                        limit: MAX_FAILED_REACHES,
+                        limit: rules.max_failed_reaches,
                         cause: error_chain(&error),
                     }),
                 );
-                if failures >= MAX_FAILED_REACHES {
+                if failures >= rules.max_failed_reaches {
                     return Err(DetachReason::Unreachable {
                         target: record.target.clone(),
-                        times: MAX_FAILED_REACHES,
+                        times: rules.max_failed_reaches,
                     });
                 }
             }
         }
         tokio::select! {
             () = cancel.cancelled() => return Err(DetachReason::Interrupted),
-            () = tokio::time::sleep(POLL_INTERVAL) => {}
+            () = tokio::time::sleep(rules.poll_interval) => {}
         }
     }
 }

@@ -84,9 +84,9 @@ pub enum Effect {
     CheckRequest,
     /// Cancel the job; [`Event::CancelFailed`] when that fails.
     CancelJob,
-    /// Wait for the next poll; then [`Event::Woke`], or [`Event::Interrupted`] on
-    /// Ctrl-C.
-    Wait,
+    /// Wait this long for the next poll; then [`Event::Woke`], or
+    /// [`Event::Interrupted`] on Ctrl-C.
+    Wait(Duration),
     /// Read what is left of `metrics.jsonl`; then [`Event::Drained`].
     Drain,
     /// Read `snapshot.json`; then [`Event::SnapshotFile`].

@@ -404,7 +404,7 @@ fn polled(
         state.record.set_summary(&state.summary);
         effects.push(Effect::Save);
     }
-    effects.push(Effect::Wait);
+    effects.push(Effect::Wait(rules.poll_interval));
 }
 
 /// Takes one parsed metric line into the summary and the phase, with its events.

@@ -49,7 +49,10 @@ fn label(effect: &Effect) -> String {
         Effect::Sample => "probe".into(),
         Effect::CheckRequest => "check request".into(),
         Effect::CancelJob => "cancel".into(),
-        Effect::Wait => "wait".into(),
+        Effect::Wait(pause) => {
+            assert_eq!(*pause, Rules::default().poll_interval);
+            "wait".into()
+        }
         Effect::Drain => "drain".into(),
         Effect::ReadSnapshotFile => "read snapshot.json".into(),
         Effect::ReadLeftovers => "read leftovers".into(),
