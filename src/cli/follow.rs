@@ -12,9 +12,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use crate::runs::follow::Outcome;
 use crate::runs::record::{RunRecord, State};
-use crate::runs::{Events, RunEvent};
+use crate::runs::{DetachReason, Events, Outcome, RunEvent, RunWarning};
 
 /// A cancellation token cancelled by the first Ctrl-C; catching it keeps the process
 /// alive so a start is never cut (RUN-14) and a follower detaches cleanly (RUN-16).
@@ -140,7 +139,8 @@ impl Renderer {
                 self.line(&format!("train: system {}", sample_text(&sample)));
             }
             RunEvent::JobLog(line) => tracing::debug!(target: "overbrainer::job", "{line}"),
-            RunEvent::Warning(message) => {
+            RunEvent::Warning(warning) => {
+                let message = warning_text(&warning);
                 if let Some(bar) = &self.bar {
                     bar.suspend(|| tracing::warn!("{message}"));
                 } else {
@@ -254,15 +254,12 @@ pub(crate) fn conclude(outcome: &Outcome) -> ExitCode {
         }
         Outcome::Detached { record, reason } => {
             errln!(
-                "train: detached from run {} ({reason}); the job goes on. Follow it again with:\n  overbrainer train attach {}",
+                "train: detached from run {} ({}); the job goes on. Follow it again with:\n  overbrainer train attach {}",
                 record.id,
+                detach_text(reason),
                 record.id
             );
-            if reason == "interrupted" {
-                ExitCode::from(130)
-            } else {
-                ExitCode::FAILURE
-            }
+            detach_status(reason)
         }
     }
 }
@@ -285,5 +282,63 @@ pub(crate) fn stopped_lines(record: &RunRecord) {
             record.id,
             snapshot.step
         );
+    }
+}
+
+/// Why a follower detached, in words.
+pub(crate) fn detach_text(reason: &DetachReason) -> String {
+    match reason {
+        DetachReason::Interrupted => "interrupted".to_owned(),
+        DetachReason::Unreachable { target, times } => {
+            format!("target `{target}` could not be reached {times} times in a row")
+        }
+    }
+}
+
+/// The exit status of a detach: 130 for a Ctrl-C, failure otherwise.
+pub(crate) fn detach_status(reason: &DetachReason) -> ExitCode {
+    match reason {
+        DetachReason::Interrupted => ExitCode::from(130),
+        DetachReason::Unreachable { .. } => ExitCode::FAILURE,
+    }
+}
+
+/// A run flow's warning, in words.
+pub(crate) fn warning_text(warning: &RunWarning) -> String {
+    match warning {
+        RunWarning::TemplateDropsReasoning => "the chat template in use may not render `reasoning_content`: the child would not learn the reasoning; set `training.axolotl_extra.chat_template` to one of qwen3, qwen3_5, exaone4, gemma4, gemma4_unified when the base model supports it".to_owned(),
+        RunWarning::HubModelIdDeprecated => {
+            "`training.hub_model_id` is deprecated; use `[hub] repo`".to_owned()
+        }
+        RunWarning::HubTokenMissing => "`[hub] after_training = true` but `OVERBRAINER_HF_TOKEN` is unset: the push after training will fail".to_owned(),
+        RunWarning::Unreachable {
+            target,
+            failures,
+            limit,
+            cause,
+        } => format!("cannot reach target `{target}` ({failures}/{limit}): {cause}"),
+        RunWarning::Metrics(text) => text.clone(),
+        RunWarning::SnapshotOverdue { run_id } => format!(
+            "run `{run_id}` did not stop in time after the snapshot request; cancelling its job"
+        ),
+        RunWarning::CancelFailed { cause } => format!("cancel failed: {cause}"),
+        RunWarning::LeftoversUnreadable { run_id, cause } => format!(
+            "cannot read what the cancel of run `{run_id}` left behind: {cause}"
+        ),
+        RunWarning::AlreadyEnded { run_id, state } => format!(
+            "run `{run_id}` already ended as {}; any job left on the target will be stopped",
+            state.name()
+        ),
+        RunWarning::CancelNotRecorded {
+            run_id,
+            cause,
+            state,
+        } => format!(
+            "the job of run `{run_id}` was cancelled on the target, but `runs/{run_id}/run.json` cannot be updated ({cause}); it may still read `{}`",
+            state.name()
+        ),
+        RunWarning::MergeLogUnretrieved { run_id, log, cause } => {
+            format!("cannot retrieve `{log}` of run `{run_id}`: {cause}")
+        }
     }
 }

@@ -14,6 +14,7 @@ use super::follow;
 use crate::exec::pid_list;
 use crate::project::LockError;
 use crate::runs::control::{CancelOutcome, cancel, cancel_followed};
+use crate::runs::refusal::status_text;
 
 /// Arguments of `train cancel`.
 #[derive(Debug, clap::Args)]
@@ -97,13 +98,22 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             }
             Ok(leftovers_status(&leftovers))
         }
-        CancelOutcome::AlreadyEnded { record, found } => {
+        CancelOutcome::AlreadyEnded { record, status } => {
             outln!(
-                "train: the job of run {} had already ended ({found}) and was not signalled; collect it with: overbrainer train attach {}",
+                "train: the job of run {} had already ended ({}) and was not signalled; collect it with: overbrainer train attach {}",
                 record.id,
+                status_text(status),
                 record.id
             );
             Ok(ExitCode::FAILURE)
+        }
+        CancelOutcome::MergeCancelled { record, leftovers } => {
+            outln!("{}", follow::summary_line(&record));
+            outln!(
+                "train: the merge of run {id} was cancelled; the adapter in runs/{id}/output is usable; redo the merge alone with: overbrainer train merge {id}",
+                id = record.id
+            );
+            Ok(leftovers_status(&leftovers))
         }
     }
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::Context;
 use super::follow;
-use crate::runs::follow::Outcome;
+use crate::runs::Outcome;
 
 /// Arguments of `train merge`.
 #[derive(Debug, clap::Args)]
@@ -42,15 +42,12 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     match &outcome {
         Outcome::Detached { record, reason } => {
             errln!(
-                "train: detached from the merge of run {} ({reason}); the merge goes on. Follow it again with:\n  overbrainer train merge {}",
+                "train: detached from the merge of run {} ({}); the merge goes on. Follow it again with:\n  overbrainer train merge {}",
                 record.id,
+                follow::detach_text(reason),
                 record.id
             );
-            Ok(if reason == "interrupted" {
-                ExitCode::from(130)
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(follow::detach_status(reason))
         }
         Outcome::Ended(_) => Ok(follow::conclude(&outcome)),
     }

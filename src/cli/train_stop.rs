@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use super::Context;
 use super::follow;
 use crate::project::LockError;
+use crate::runs::Outcome;
 use crate::runs::control::{StopOutcome, stop};
-use crate::runs::follow::Outcome;
 use crate::runs::record::State;
 
 /// Arguments of `train stop`.

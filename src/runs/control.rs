@@ -5,13 +5,13 @@
 use tokio_util::sync::CancellationToken;
 
 use super::follow::{self, Outcome};
+use super::lifecycle::transitions;
 use super::record::{RUN_JSON, RunRecord, State};
-use super::{Events, RunError, RunEvent, emit, target};
+use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{AnyExecutor, ExecError, Executor as _, JobId, JobStatus};
 use crate::project::Project;
 use crate::train::metrics::Summary;
-use crate::train::phase::PhaseTracker;
 use crate::train::plugin::SNAPSHOT_REQUEST;
 
 /// Loads run `run_id` and connects to its target.
@@ -85,9 +85,10 @@ pub async fn stop(
 ) -> Result<StopOutcome, RunError> {
     let (record, executor) = open(project, settings, env, run_id).await?;
     let Some(job) = record.job.clone() else {
-        return Err(RunError::Refused(format!(
-            "run `{run_id}` has not started a job"
-        )));
+        return Err(Refusal::NoJob {
+            run_id: run_id.to_owned(),
+        }
+        .into());
     };
     let exec = |source| RunError::Exec {
         target: record.target.clone(),
@@ -95,15 +96,12 @@ pub async fn stop(
     };
     let status = executor.status(&job).await.map_err(exec)?;
     if status != JobStatus::Running {
-        return Err(RunError::Refused(format!(
-            "the job of run `{run_id}` is not running ({}); nothing to stop{}",
-            status_text(status),
-            if record.state.is_terminal() && record.retrieved {
-                String::new()
-            } else {
-                format!("; `overbrainer train attach {run_id}` collects it")
-            }
-        )));
+        return Err(Refusal::NotRunning {
+            run_id: run_id.to_owned(),
+            status,
+            collected: record.state.is_terminal() && record.retrieved,
+        }
+        .into());
     }
     let path = format!("{}/{SNAPSHOT_REQUEST}", record.dir);
     executor
@@ -115,15 +113,6 @@ pub async fn stop(
     }
     let outcome = follow::follow(project, &executor, record, events, cancel, true).await?;
     Ok(StopOutcome::Followed(outcome))
-}
-
-fn status_text(status: JobStatus) -> String {
-    match status {
-        JobStatus::Running => "running".into(),
-        JobStatus::Exited(code) => format!("it exited with code {code}"),
-        JobStatus::Cancelled => "it was cancelled".into(),
-        JobStatus::Lost => "it was lost".into(),
-    }
 }
 
 /// What `train cancel` did.
@@ -150,9 +139,34 @@ pub enum CancelOutcome {
     AlreadyEnded {
         /// The run.
         record: RunRecord,
-        /// What was found.
-        found: String,
+        /// What its job read.
+        status: JobStatus,
     },
+    /// The run's `train merge` job was running and was cancelled; the run stays
+    /// `merge_failed`, its adapter the usable result, and the next `train merge`
+    /// starts the merge again \[design\].
+    MergeCancelled {
+        /// The run, as recorded.
+        record: RunRecord,
+        /// As for [`CancelOutcome::Cancelled`].
+        leftovers: Vec<u32>,
+    },
+}
+
+/// The `train merge` job of `record`, when the run is `merge_failed` and that job
+/// still runs.
+async fn running_merge(
+    executor: &AnyExecutor,
+    record: &RunRecord,
+) -> Result<Option<JobId>, ExecError> {
+    let Some(job) = record
+        .merge_job
+        .as_ref()
+        .filter(|_| record.state == State::MergeFailed)
+    else {
+        return Ok(None);
+    };
+    Ok((executor.status(job).await? == JobStatus::Running).then(|| job.clone()))
 }
 
 /// Whether `record` is a cancelled run whose cancel left processes behind: another
@@ -178,19 +192,23 @@ async fn cancel_job(executor: &AnyExecutor, job: &JobId) -> Result<Vec<u32>, Exe
 /// The refusals of RUN-41 and the job of run `run_id`.
 fn cancellable(record: &RunRecord, run_id: &str) -> Result<JobId, RunError> {
     if record.state == State::Cancelled && !has_leftovers(record) {
-        return Err(RunError::Refused(format!(
-            "run `{run_id}` already ended as cancelled"
-        )));
+        return Err(Refusal::AlreadyCancelled {
+            run_id: run_id.to_owned(),
+        }
+        .into());
     }
-    record
-        .job
-        .clone()
-        .ok_or_else(|| RunError::Refused(format!("run `{run_id}` has not started a job")))
+    record.job.clone().ok_or_else(|| {
+        Refusal::NoJob {
+            run_id: run_id.to_owned(),
+        }
+        .into()
+    })
 }
 
 /// `train cancel` (RUN-37..RUN-42). A run recorded `cancelled` whose cancel left
 /// processes behind is cancelled again: its leftovers are signalled and the record
-/// says what is still left.
+/// says what is still left. A `merge_failed` run whose `train merge` job still runs has
+/// that job cancelled and stays `merge_failed` \[design\].
 ///
 /// # Errors
 ///
@@ -208,27 +226,30 @@ pub async fn cancel(
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
     let job = cancellable(&record, run_id)?;
     let again = has_leftovers(&record);
-    if record.state.is_terminal() && !again {
-        emit(
-            events,
-            RunEvent::Warning(format!(
-                "run `{run_id}` already ended as {}; any job left on the target will be stopped",
-                record.state.name()
-            )),
-        );
-    }
     let (mut record, executor) = open(project, settings, env, run_id).await?;
     let exec = |source| RunError::Exec {
         target: record.target.clone(),
         source: Box::new(source),
     };
+    // A `train merge` job of a `merge_failed` run that still runs is the run's job now.
+    if let Some(merge_job) = running_merge(&executor, &record).await.map_err(exec)? {
+        let leftovers = cancel_job(&executor, &merge_job).await.map_err(exec)?;
+        transitions::merge_cancelled(&mut record, &leftovers);
+        record.save(&project.runs_dir())?;
+        return Ok(CancelOutcome::MergeCancelled { record, leftovers });
+    }
+    if record.state.is_terminal() && !again {
+        emit(
+            events,
+            RunEvent::Warning(RunWarning::AlreadyEnded {
+                run_id: run_id.to_owned(),
+                state: record.state,
+            }),
+        );
+    }
     if again {
         let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
-        record.message = Some(if leftovers.is_empty() {
-            "cancelled with `train cancel`".to_owned()
-        } else {
-            follow::leftovers_message(run_id, &leftovers)
-        });
+        transitions::cancelled_again(&mut record, &leftovers);
         record.save(&project.runs_dir())?;
         return Ok(CancelOutcome::Cancelled { record, leftovers });
     }
@@ -238,13 +259,9 @@ pub async fn cancel(
             // TGT-6: a container may have outlived its wrapper.
             cancel_job(&executor, &job).await.map_err(exec)?;
         }
-        return Ok(CancelOutcome::AlreadyEnded {
-            record,
-            found: status_text(status),
-        });
+        return Ok(CancelOutcome::AlreadyEnded { record, status });
     }
     let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
-    let mut tracker = PhaseTracker::new();
     let summary = summary_of(&executor, &record).await;
     let run_json = project.runs_dir().join(&record.id).join(RUN_JSON);
     let mut unrecorded = record.clone();
@@ -255,7 +272,6 @@ pub async fn cancel(
         record,
         JobStatus::Cancelled,
         summary,
-        &mut tracker,
         events,
     )
     .await
@@ -267,10 +283,11 @@ pub async fn cancel(
         Err(RunError::Io { path, source }) if path == run_json => {
             emit(
                 events,
-                RunEvent::Warning(format!(
-                    "the job of run `{run_id}` was cancelled on the target, but `runs/{run_id}/run.json` cannot be updated ({source}); it may still read `{}`",
-                    unrecorded.state.name()
-                )),
+                RunEvent::Warning(RunWarning::CancelNotRecorded {
+                    run_id: run_id.to_owned(),
+                    cause: source.to_string(),
+                    state: unrecorded.state,
+                }),
             );
             unrecorded.state = State::Cancelled;
             unrecorded.message = Some(if leftovers.is_empty() {
@@ -311,15 +328,17 @@ pub async fn cancel_followed(
         target: record.target.clone(),
         source: Box::new(source),
     };
+    if let Some(merge_job) = running_merge(&executor, &record).await.map_err(exec)? {
+        // The `train merge` that follows it records the cancelled merge.
+        let leftovers = cancel_job(&executor, &merge_job).await.map_err(exec)?;
+        return Ok(CancelOutcome::OnTarget { record, leftovers });
+    }
     let status = executor.status(&job).await.map_err(exec)?;
     if status != JobStatus::Running {
         if job.container.is_some() {
             cancel_job(&executor, &job).await.map_err(exec)?;
         }
-        return Ok(CancelOutcome::AlreadyEnded {
-            record,
-            found: status_text(status),
-        });
+        return Ok(CancelOutcome::AlreadyEnded { record, status });
     }
     let leftovers = cancel_job(&executor, &job).await.map_err(exec)?;
     Ok(CancelOutcome::OnTarget { record, leftovers })
@@ -347,34 +366,17 @@ async fn summary_of(executor: &AnyExecutor, record: &RunRecord) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runs::record::TargetKind;
 
     fn record(state: State, message: Option<&str>) -> RunRecord {
         RunRecord {
-            id: "r_1".into(),
-            created: "2026-01-02T00:00:00Z".parse().unwrap(),
-            target: "local".into(),
-            target_kind: TargetKind::Local,
-            dir: "/w/r_1".into(),
-            owner: "o".into(),
             job: Some(JobId {
                 dir: "/w/r_1".into(),
                 pid: crate::exec::Pid::new(42).unwrap(),
                 container: None,
             }),
-            state,
             message: message.map(str::to_owned),
-            snapshots: true,
-            snapshot: None,
-            resumed_from: None,
-            merge: false,
-            max_steps: None,
-            last_step: None,
-            epoch: None,
-            last_loss: None,
-            last_eval_loss: None,
             retrieved: true,
-            merge_job: None,
+            ..crate::runs::record::fixture("r_1", state)
         }
     }
 

@@ -22,16 +22,16 @@ use std::fmt::Write as _;
 use tokio_util::sync::CancellationToken;
 
 use super::control::open;
-use super::ending::merge_hint;
-use super::follow::{MAX_FAILED_REACHES, Outcome, POLL_INTERVAL, log_pointer};
+use super::follow::{DetachReason, Outcome, log_pointer};
+use super::lifecycle::Rules;
+use super::lifecycle::transitions::{self, MergeEnd};
 use super::record::{RunRecord, State};
 use super::retrieve::retrieve_merge;
 use super::start::{error_chain, job_environment, job_secrets};
-use super::{Events, RunError, RunEvent, emit, target};
+use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{
-    AnyExecutor, EXIT_FILE, Executor as _, JOB_LOG, JobCommand, JobId, JobSpec, JobStatus,
-    stage_command,
+    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobSpec, JobStatus, stage_command,
 };
 use crate::project::Project;
 use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
@@ -44,7 +44,7 @@ pub const MERGE_DIR_PREFIX: &str = "merge-";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
     /// Refuse, with the reason and the fix.
-    Refuse(String),
+    Refuse(Refusal),
     /// Start a new merge job.
     Start,
     /// Follow the recorded merge job, which is still running.
@@ -63,22 +63,17 @@ pub fn plan(run_id: &str, state: State, merge: bool, merge_job: Option<JobStatus
             Some(JobStatus::Exited(0)) => Plan::Collect,
             Some(_) | None => Plan::Start,
         },
-        State::Succeeded if merge => Plan::Refuse(format!(
-            "run `{run_id}` is already merged: the merged model is in `runs/{run_id}/{OUTPUT_DIR}/{MERGED_DIR}`"
-        )),
-        State::Starting | State::Running => Plan::Refuse(format!(
-            "run `{run_id}` is {}: only a run whose merge failed (`merge_failed`) is merged again; `overbrainer train attach {run_id}` follows it",
-            state.name()
-        )),
-        _ => Plan::Refuse(format!(
-            "run `{run_id}` is {}{}: only a run whose training succeeded and whose merge failed (`merge_failed`) is merged again",
-            state.name(),
-            if state == State::Succeeded {
-                " without a merge"
-            } else {
-                ""
-            }
-        )),
+        State::Succeeded if merge => Plan::Refuse(Refusal::AlreadyMerged {
+            run_id: run_id.to_owned(),
+        }),
+        State::Starting | State::Running => Plan::Refuse(Refusal::MergeOfLiveRun {
+            run_id: run_id.to_owned(),
+            state,
+        }),
+        _ => Plan::Refuse(Refusal::NotMergeFailed {
+            run_id: run_id.to_owned(),
+            state,
+        }),
     }
 }
 
@@ -115,9 +110,18 @@ pub async fn merge(
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
     if record.state != State::MergeFailed {
         if let Plan::Refuse(reason) = plan(run_id, record.state, record.merge, None) {
-            return Err(RunError::Refused(reason));
+            return Err(reason.into());
         }
     }
+    // LCK-9: a `train cancel` from another terminal cancels the merge job on the
+    // target and leaves the record to this process.
+    let _following = match project.follow_lock(run_id) {
+        Ok(lock) => Some(lock),
+        Err(error) => {
+            tracing::debug!("run `{run_id}` not marked as followed: {error}");
+            None
+        }
+    };
     let (mut record, executor) = open(project, settings, env, run_id).await?;
     let exec = |source| RunError::Exec {
         target: record.target.clone(),
@@ -128,18 +132,19 @@ pub async fn merge(
         None => None,
     };
     let job = match plan(run_id, record.state, record.merge, status) {
-        Plan::Refuse(reason) => return Err(RunError::Refused(reason)),
-        Plan::Follow | Plan::Collect => record
-            .merge_job
-            .clone()
-            .ok_or_else(|| RunError::Refused(format!("run `{run_id}` has no merge job")))?,
+        Plan::Refuse(reason) => return Err(reason.into()),
+        Plan::Follow | Plan::Collect => {
+            record
+                .merge_job
+                .clone()
+                .ok_or_else(|| Refusal::NoMergeJob {
+                    run_id: run_id.to_owned(),
+                })?
+        }
         Plan::Start => {
             let job = start(settings, env, &executor, &record).await?;
-            record.merge_job = Some(job.clone());
-            record.message = Some(format!(
-                "a merge started with `train merge` runs in `runs/{run_id}/{}`; `overbrainer train merge {run_id}` follows it",
-                merge_dir_name(&record, &job)
-            ));
+            let dir_name = merge_dir_name(&record, &job);
+            transitions::merge_started(&mut record, job.clone(), &dir_name);
             record.save(&project.runs_dir())?;
             job
         }
@@ -197,10 +202,12 @@ async fn start(
     if !has("adapter_config.json")
         || !(has("adapter_model.safetensors") || has("adapter_model.bin"))
     {
-        return Err(RunError::Refused(format!(
-            "the adapter of run `{}` is no longer in `{}/{OUTPUT_DIR}` on target `{}`: the merge needs it there",
-            record.id, record.dir, record.target
-        )));
+        return Err(Refusal::AdapterGone {
+            run_id: record.id.clone(),
+            dir: record.dir.clone(),
+            target: record.target.clone(),
+        }
+        .into());
     }
     let resolved = target::resolve(settings, &record.target)?;
     let secrets = job_secrets(settings, env).await?;
@@ -230,15 +237,17 @@ async fn start(
 }
 
 /// Polls the merge job until it ends; `Err` with the reason when the following stops
-/// first (Ctrl-C, or the target unreachable [`MAX_FAILED_REACHES`] times in a row).
+/// first (Ctrl-C, or the target unreachable [`Rules::max_failed_reaches`] times in a
+/// row).
 async fn follow_job(
     executor: &AnyExecutor,
     record: &RunRecord,
     job: &JobId,
     events: &Events,
     cancel: &CancellationToken,
-) -> Result<JobStatus, String> {
+) -> Result<JobStatus, DetachReason> {
     let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
+    let rules = Rules::default();
     let mut failures = 0;
     loop {
         if let Ok(lines) = log.poll().await {
@@ -253,23 +262,24 @@ async fn follow_job(
                 failures += 1;
                 emit(
                     events,
-                    RunEvent::Warning(format!(
-                        "cannot reach target `{}` ({failures}/{MAX_FAILED_REACHES}): {}",
-                        record.target,
-                        error_chain(&error)
-                    )),
+                    RunEvent::Warning(RunWarning::Unreachable {
+                        target: record.target.clone(),
+                        failures,
+                        limit: rules.max_failed_reaches,
+                        cause: error_chain(&error),
+                    }),
                 );
-                if failures >= MAX_FAILED_REACHES {
-                    return Err(format!(
-                        "target `{}` could not be reached {MAX_FAILED_REACHES} times in a row",
-                        record.target
-                    ));
+                if failures >= rules.max_failed_reaches {
+                    return Err(DetachReason::Unreachable {
+                        target: record.target.clone(),
+                        times: rules.max_failed_reaches,
+                    });
                 }
             }
         }
         tokio::select! {
-            () = cancel.cancelled() => return Err("interrupted".to_owned()),
-            () = tokio::time::sleep(POLL_INTERVAL) => {}
+            () = cancel.cancelled() => return Err(DetachReason::Interrupted),
+            () = tokio::time::sleep(rules.poll_interval) => {}
         }
     }
 }
@@ -293,21 +303,13 @@ async fn conclude(
         let merged = local_dir.join(OUTPUT_DIR).join(MERGED_DIR);
         let produced = std::fs::read_dir(&merged).is_ok_and(|mut d| d.next().is_some());
         match retrieved {
-            Ok(()) if produced => {
-                record.state = State::Succeeded;
-                record.message = None;
-                record.merge_job = None;
-                record.save(&runs_dir)?;
-                return Ok(Outcome::Ended(record));
-            }
             Ok(()) => {
-                record.message = Some(format!(
-                    "the merge in `runs/{}/{dir_name}` exited 0 but wrote nothing in `{OUTPUT_DIR}/{MERGED_DIR}`; see `runs/{}/{dir_name}/{JOB_LOG}`; {}",
-                    record.id,
-                    record.id,
-                    merge_hint(&record.id)
-                ));
-                record.merge_job = None;
+                let end = if produced {
+                    MergeEnd::Merged
+                } else {
+                    MergeEnd::Empty
+                };
+                transitions::merge_ended(&mut record, &dir_name, &end);
                 record.save(&runs_dir)?;
                 return Ok(Outcome::Ended(record));
             }
@@ -316,10 +318,11 @@ async fn conclude(
                     RunError::Retrieval { reason, .. } => reason,
                     other => return Err(other),
                 };
-                record.message = Some(format!(
-                    "the merge in `runs/{}/{dir_name}` succeeded; its result is pending retrieval: {reason}; `overbrainer train merge {}` retries",
-                    record.id, record.id
-                ));
+                transitions::merge_ended(
+                    &mut record,
+                    &dir_name,
+                    &MergeEnd::Pending(reason.clone()),
+                );
                 record.save(&runs_dir)?;
                 return Err(RunError::MergeRetrieval {
                     run_id: record.id.clone(),
@@ -333,29 +336,24 @@ async fn conclude(
     if let Err(error) = retrieve_merge(executor, &record, &local_dir, &dir_name, false).await {
         emit(
             events,
-            RunEvent::Warning(format!(
-                "cannot retrieve `{dir_name}/{JOB_LOG}` of run `{}`: {error}",
-                record.id
-            )),
+            RunEvent::Warning(RunWarning::MergeLogUnretrieved {
+                run_id: record.id.clone(),
+                log: format!("{dir_name}/{JOB_LOG}"),
+                cause: error.to_string(),
+            }),
         );
     }
-    let cause = match status {
-        JobStatus::Exited(code) => format!("`axolotl merge-lora` exited with code {code}"),
-        JobStatus::Cancelled => "the merge was cancelled".to_owned(),
-        JobStatus::Lost | JobStatus::Running => {
-            format!("the merge was lost: it ended without writing `{dir_name}/{EXIT_FILE}`")
-        }
-    };
     let pointer = log_pointer(
         &local_dir,
         &record.id,
         &format!("{dir_name}/{JOB_LOG}"),
         false,
     );
-    record.message = Some(format!(
-        "`train merge` failed: {cause}{pointer}; {}",
-        merge_hint(&record.id)
-    ));
+    transitions::merge_ended(
+        &mut record,
+        &dir_name,
+        &MergeEnd::Failed { status, pointer },
+    );
     record.save(&runs_dir)?;
     Ok(Outcome::Ended(record))
 }
@@ -392,9 +390,10 @@ mod tests {
             (State::Stopped, true, "is stopped"),
             (State::Cancelled, true, "is cancelled"),
         ] {
-            let Plan::Refuse(text) = plan("r_1", state, merge, Some(JobStatus::Running)) else {
+            let Plan::Refuse(refusal) = plan("r_1", state, merge, Some(JobStatus::Running)) else {
                 panic!("{state:?} not refused");
             };
+            let text = refusal.to_string();
             assert!(text.contains(reason), "{state:?}: {text}");
         }
     }

@@ -8,12 +8,18 @@
 //!   (TGT-1..TGT-7);
 //! - [`start`]: the run directory, the claim, the upload and the job (RUN-6, RUN-10..RUN-15,
 //!   RUN-35, RUN-36);
-//! - [`follow`]: status and metric polling, phases, system samples, the end of a run
+//! - [`lifecycle`]: a followed run's life as a pure state machine, events in, effects
+//!   out (RUN-9, RUN-16..RUN-25, RUN-28, RUN-29, MPL-4);
+//! - [`follow`]: the driver of [`lifecycle`]: polls, samples, saves, retrieval
 //!   (RUN-16..RUN-21, MPL-4, MPL-7, SYS-1, SYS-5);
+//! - [`job_log`]: where `job.log` says why a job failed;
 //! - [`retrieve`]: results checked file by file against the target's manifest
 //!   (RUN-23..RUN-25);
 //! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42);
 //! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\].
+//!
+//! - [`refusal`]: why a flow refuses, one variant each; [`warning`]: what it warns
+//!   about, one variant each, rendered by the front end.
 //!
 //! Flows never print: they send [`RunEvent`]s on a channel that the front end renders.
 
@@ -21,15 +27,22 @@ pub mod control;
 pub mod ending;
 pub mod follow;
 pub mod id;
+pub mod job_log;
+pub mod lifecycle;
 pub mod merge;
 pub mod record;
+pub mod refusal;
 pub mod retrieve;
 pub mod start;
 pub mod target;
+pub mod warning;
 
 use std::path::PathBuf;
 
+pub use lifecycle::{DetachReason, Outcome};
 pub use record::{RunRecord, State};
+pub use refusal::Refusal;
+pub use warning::RunWarning;
 
 use crate::train::metrics::{EvalLine, TrainLine};
 use crate::train::phase::Phase;
@@ -55,7 +68,7 @@ pub enum RunEvent {
     /// A new line of the job's `job.log` (shown at `debug` level by the command line).
     JobLog(String),
     /// Something the user should know; the flow goes on.
-    Warning(String),
+    Warning(RunWarning),
 }
 
 /// Sender of [`RunEvent`]s.
@@ -105,8 +118,8 @@ pub enum RunError {
     #[error("cannot resolve `OVERBRAINER_HF_TOKEN`")]
     Secret(#[source] Box<crate::secrets::SecretError>),
     /// A refusal before anything starts or changes, with its reason and fix.
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Refused(Refusal),
     /// The merged model of `train merge` could not be retrieved or failed verification;
     /// `train merge` retries.
     #[error(

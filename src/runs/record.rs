@@ -262,32 +262,42 @@ pub fn list(runs_dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
     (records, warnings)
 }
 
+/// A record of run `id` in `state` on target `local`, created 2026-01-02, for tests:
+/// no job, nothing retrieved; callers change what they need.
+#[cfg(test)]
+pub(crate) fn fixture(id: &str, state: State) -> RunRecord {
+    RunRecord {
+        id: id.into(),
+        created: "2026-01-02T00:00:00Z".parse().expect("a timestamp"),
+        target: "local".into(),
+        target_kind: TargetKind::Local,
+        dir: format!("/w/{id}"),
+        owner: "o".into(),
+        job: None,
+        state,
+        message: None,
+        snapshots: true,
+        snapshot: None,
+        resumed_from: None,
+        merge: false,
+        merge_job: None,
+        max_steps: None,
+        last_step: None,
+        epoch: None,
+        last_loss: None,
+        last_eval_loss: None,
+        retrieved: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn record(id: &str, created: &str) -> RunRecord {
         RunRecord {
-            id: id.into(),
             created: created.parse().unwrap(),
-            target: "local".into(),
-            target_kind: TargetKind::Local,
-            dir: format!("/w/{id}"),
-            owner: "o".into(),
-            job: None,
-            state: State::Starting,
-            message: None,
-            snapshots: true,
-            snapshot: None,
-            resumed_from: None,
-            merge: false,
-            merge_job: None,
-            max_steps: None,
-            last_step: None,
-            epoch: None,
-            last_loss: None,
-            last_eval_loss: None,
-            retrieved: false,
+            ..fixture(id, State::Starting)
         }
     }
 

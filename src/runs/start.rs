@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use secrecy::SecretString;
 
+use super::lifecycle::transitions;
 use super::record::{RunRecord, State, TargetKind, write_atomic};
 use super::target::{self, Resolved};
-use super::{Events, RunError, RunEvent, emit, id};
+use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, id};
 use crate::config::{AdapterKind, EnvSnapshot, Settings, Training};
 use crate::exec::{AnyExecutor, Executor as _, JobRuntime, JobSpec, Stages, shell_path};
 use crate::project::Project;
@@ -42,13 +43,12 @@ pub struct Started {
 ///
 /// # Errors
 ///
-/// [`RunError::Refused`] when the project has none (RUN-10).
+/// [`Refusal::NoTraining`] when the project has none (RUN-10).
 pub fn training(settings: &Settings) -> Result<&Training, RunError> {
-    settings.training.as_ref().ok_or_else(|| {
-        RunError::Refused(
-            "`overbrainer.toml` has no `[training]` section; add one with `target`, `base_model` and `adapter`".into(),
-        )
-    })
+    settings
+        .training
+        .as_ref()
+        .ok_or(RunError::Refused(Refusal::NoTraining))
 }
 
 /// Whether `path` is a file holding at least one byte.
@@ -96,18 +96,20 @@ fn resume_inputs(
         .as_ref()
         .filter(|_| stopped.state == State::Stopped)
     else {
-        return Err(RunError::Refused(format!(
-            "run `{from}` is {}, not stopped: only a run stopped with `train stop` can be resumed",
-            stopped.state.name()
-        )));
+        return Err(Refusal::NotStopped {
+            run_id: from.to_owned(),
+            state: stopped.state,
+        }
+        .into());
     };
     let dir = project.run_dir(from);
     let checkpoint = dir.join(OUTPUT_DIR).join(&snapshot.checkpoint);
     if !checkpoint.is_dir() {
-        return Err(RunError::Refused(format!(
-            "the checkpoint of run `{from}` is not in `runs/{from}/{OUTPUT_DIR}/{}`; `overbrainer train attach {from}` retrieves it",
-            snapshot.checkpoint
-        )));
+        return Err(Refusal::CheckpointMissing {
+            run_id: from.to_owned(),
+            checkpoint: snapshot.checkpoint.clone(),
+        }
+        .into());
     }
     // What a resume needs must be there before anything starts (Axolotl #1631).
     let missing =
@@ -116,27 +118,30 @@ fn resume_inputs(
             source,
         })?;
     if !missing.is_empty() {
-        return Err(RunError::Refused(format!(
-            "run `{from}` cannot be resumed: its checkpoint `runs/{from}/{OUTPUT_DIR}/{}` lacks {}; start a new run with `overbrainer train`",
-            snapshot.checkpoint,
-            missing.join(", ")
-        )));
+        return Err(Refusal::CheckpointIncomplete {
+            run_id: from.to_owned(),
+            checkpoint: snapshot.checkpoint.clone(),
+            missing,
+        }
+        .into());
     }
     let yaml_path = dir.join(AXOLOTL_YAML);
     let old = std::fs::read_to_string(&yaml_path).map_err(|source| RunError::Io {
         path: yaml_path,
         source,
     })?;
-    let new = axolotl::config(training, Some(&snapshot.checkpoint), has_eval)
-        .map_err(|e| RunError::Refused(e.to_string()))?;
+    let new = axolotl::config(training, Some(&snapshot.checkpoint), has_eval).map_err(|e| {
+        Refusal::Axolotl {
+            reason: e.to_string(),
+        }
+    })?;
     let differing = axolotl::resume_differences(&old, &new);
     if !differing.is_empty() {
-        let keys: Vec<String> = differing.iter().map(|k| format!("`{k}`")).collect();
-        return Err(RunError::Refused(format!(
-            "cannot resume from run `{from}`: {} {} from its `axolotl.yaml`",
-            keys.join(", "),
-            if keys.len() == 1 { "differs" } else { "differ" }
-        )));
+        return Err(Refusal::ResumeDiffers {
+            run_id: from.to_owned(),
+            keys: differing.iter().map(ToString::to_string).collect(),
+        }
+        .into());
     }
     let eval = dir.join(EVAL_DATA);
     Ok(Inputs {
@@ -226,19 +231,24 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
 ///
 /// # Errors
 ///
-/// [`RunError::Refused`] naming the file, the line and why; [`RunError::Io`] when
+/// a [`Refusal`] naming the file, the line and why; [`RunError::Io`] when
 /// the file cannot be read.
 fn check_chat_file(path: &Path, name: &str) -> Result<(), RunError> {
     match crate::dataset::chat_check::first_bad_chat_line(path) {
         Ok(None) => Ok(()),
-        Ok(Some(bad)) => Err(RunError::Refused(format!(
-            "`data/{name}` line {}: {}; fix or remove that line (or rerun `overbrainer split`)",
-            bad.line, bad.reason
-        ))),
+        Ok(Some(bad)) => Err(Refusal::BadDataLine {
+            file: name.to_owned(),
+            line: bad.line,
+            reason: bad.reason,
+        }
+        .into()),
         Err(crate::dataset::JsonlError::Io { path, source, .. }) => {
             Err(RunError::Io { path, source })
         }
-        Err(error) => Err(RunError::Refused(error_chain(&error))),
+        Err(error) => Err(Refusal::BadData {
+            reason: error_chain(&error),
+        }
+        .into()),
     }
 }
 
@@ -247,7 +257,7 @@ fn check_chat_file(path: &Path, name: &str) -> Result<(), RunError> {
 ///
 /// # Errors
 ///
-/// [`RunError::Refused`] (or [`RunError::UnknownRun`], [`RunError::BadRunId`]) naming
+/// a [`Refusal`] (or [`RunError::UnknownRun`], [`RunError::BadRunId`]) naming
 /// what is missing or wrong.
 fn check(
     project: &Project,
@@ -270,9 +280,7 @@ fn check(
     } else {
         let train = data.join(TRAIN_DATA);
         if !non_empty(&train) {
-            return Err(RunError::Refused(
-                "`data/train.jsonl` is missing or empty; run `overbrainer split` (or `overbrainer run`) first".into(),
-            ));
+            return Err(Refusal::NoTrainData.into());
         }
         let eval = data.join(EVAL_DATA);
         let eval = non_empty(&eval).then_some(eval);
@@ -292,22 +300,26 @@ fn check(
     };
     if let Some(problem) = axolotl::eval_data_conflict(training, inputs.eval.is_some(), &eval_file)
     {
-        return Err(RunError::Refused(problem));
+        return Err(Refusal::Axolotl { reason: problem }.into());
     }
     let yaml = axolotl::render(
         training,
         inputs.resume.as_ref().map(|(name, _)| name.as_str()),
         inputs.eval.is_some(),
     )
-    .map_err(|e| RunError::Refused(e.to_string()))?;
+    .map_err(|e| Refusal::Axolotl {
+        reason: e.to_string(),
+    })?;
     if target.kind == TargetKind::Local {
         if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
             let program = Path::new(venv).join("bin/axolotl");
             if !program.is_file() {
-                return Err(RunError::Refused(format!(
-                    "the venv `{venv}` of target `{}` has no `bin/axolotl`; install Axolotl there (`python3 -m venv {venv} && {venv}/bin/pip install axolotl==0.19.0`) or fix `targets.{}.venv`",
-                    target.name, target.name
-                )));
+                return Err(Refusal::NoAxolotl {
+                    venv: venv.clone(),
+                    target: target.name.clone(),
+                    local: true,
+                }
+                .into());
             }
         }
     }
@@ -322,10 +334,12 @@ async fn check_remote_venv(executor: &AnyExecutor, target: &Resolved) -> Result<
             shell_path(venv.trim_end_matches('/'))
         );
         if executor.probe(&script).await.is_err() {
-            return Err(RunError::Refused(format!(
-                "the venv `{venv}` of target `{}` has no `bin/axolotl`; install Axolotl there or fix `targets.{}.venv`",
-                target.name, target.name
-            )));
+            return Err(Refusal::NoAxolotl {
+                venv: venv.clone(),
+                target: target.name.clone(),
+                local: false,
+            }
+            .into());
         }
     }
     Ok(())
@@ -355,24 +369,14 @@ pub async fn start(
     if !crate::train::template::renders_reasoning(training) {
         emit(
             events,
-            RunEvent::Warning(
-                "the chat template in use may not render `reasoning_content`: the child would not learn the reasoning; set `training.axolotl_extra.chat_template` to one of qwen3, qwen3_5, exaone4, gemma4, gemma4_unified when the base model supports it".into(),
-            ),
+            RunEvent::Warning(RunWarning::TemplateDropsReasoning),
         );
     }
     if training.hub_model_id.is_some() {
-        emit(
-            events,
-            RunEvent::Warning("`training.hub_model_id` is deprecated; use `[hub] repo`".into()),
-        );
+        emit(events, RunEvent::Warning(RunWarning::HubModelIdDeprecated));
     }
     if settings.hub.after_training && settings.hf_token.is_none() {
-        emit(
-            events,
-            RunEvent::Warning(
-                "`[hub] after_training = true` but `OVERBRAINER_HF_TOKEN` is unset: the push after training will fail".into(),
-            ),
-        );
+        emit(events, RunEvent::Warning(RunWarning::HubTokenMissing));
     }
     let secrets = job_secrets(settings, env).await?;
     let runs_dir = project.runs_dir();
@@ -451,14 +455,12 @@ pub async fn start(
     };
     match result {
         Ok(job) => {
-            record.job = Some(job);
-            record.state = State::Running;
+            transitions::started(&mut record, job);
             record.save(&runs_dir)?;
             Ok(Started { record, executor })
         }
         Err(error) => {
-            record.state = State::Failed;
-            record.message = Some(format!("start failed: {}", error_chain(&error)));
+            transitions::start_failed(&mut record, &error_chain(&error));
             let _ = record.save(&runs_dir);
             Err(error)
         }

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use super::RunError;
 use super::record::TargetKind;
+use super::{Refusal, RunError};
 use crate::config::{EnvSnapshot, Runtime, Settings, SshClient, Target};
 use crate::exec::{
     AnyExecutor, Executor as _, JobRuntime, LocalExecutor, SshDestination, SshExecutor,
@@ -52,19 +52,15 @@ fn runtime(
 ///
 /// # Errors
 ///
-/// [`RunError::Refused`] for an unknown target, a Runpod target (not supported by this
+/// a [`super::Refusal`] for an unknown target, a Runpod target (not supported by this
 /// build), an `ssh` target without its host, or the built-in SSH client (SSH-4).
 pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
     let Some(target) = settings.targets.get(name) else {
-        let known: Vec<String> = settings.targets.keys().map(|k| format!("`{k}`")).collect();
-        return Err(RunError::Refused(format!(
-            "unknown target `{name}`; declared targets: {}",
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        )));
+        return Err(Refusal::UnknownTarget {
+            name: name.to_owned(),
+            known: settings.targets.keys().cloned().collect(),
+        }
+        .into());
     };
     match target {
         Target::Local(local) => Ok(Resolved {
@@ -86,15 +82,18 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
                 } else {
                     "the target's `ssh_client`"
                 };
-                return Err(RunError::Refused(format!(
-                    "the built-in SSH client, chosen by {by} for target `{name}`, needs a build with the `builtin-ssh` feature; use `ssh_client = \"openssh\"`"
-                )));
+                return Err(Refusal::BuiltinSsh {
+                    target: name.to_owned(),
+                    chosen_by: by.to_owned(),
+                }
+                .into());
             }
             let Some(host) = ssh.host.clone() else {
-                return Err(RunError::Refused(format!(
-                    "target `{name}` has no host: set `{}` in `.env`",
-                    crate::config::var_name(&["targets", name, "host"])
-                )));
+                return Err(Refusal::NoHost {
+                    target: name.to_owned(),
+                    variable: crate::config::var_name(&["targets", name, "host"]),
+                }
+                .into());
             };
             Ok(Resolved {
                 name: name.to_owned(),
@@ -104,9 +103,10 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
                 workdir: Some(ssh.workdir.clone()),
             })
         }
-        Target::Runpod(_) => Err(RunError::Refused(format!(
-            "target `{name}` is a Runpod target, which this build cannot run yet; use a `local` or `ssh` target"
-        ))),
+        Target::Runpod(_) => Err(Refusal::Runpod {
+            target: name.to_owned(),
+        }
+        .into()),
     }
 }
 

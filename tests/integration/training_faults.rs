@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::sshd::Options;
-use crate::training::{Setup, Training, assert_file, training_env, wait_for};
+use crate::training::{Setup, Training, assert_file, group_alive, training_env, wait_for};
 use crate::util::output_text;
 
 /// A stand-in venv in `dir` whose `bin/axolotl` plays Axolotl in the run directory and
@@ -286,6 +286,108 @@ fn an_interrupted_train_merge_leaves_the_merge_running_and_the_next_one_collects
         ["train", "merge-lora", "merge-lora"],
         "a second merge started"
     );
+}
+
+/// A `merge_failed` run over SSH whose `train merge` job is held running, followed by
+/// the returned `train merge` process; with the stand-in's `dir`, and the merge job's
+/// process group.
+fn a_held_train_merge(fake: &Path) -> (Training, String, std::process::Child, u32) {
+    let venv = stand_in_venv(fake);
+    std::fs::write(fake.join("fail-merge"), "").unwrap();
+    let training = Training::new(&Setup {
+        venv: Some(&venv),
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    });
+    let id = a_run_whose_merge_failed(&training);
+    std::fs::remove_file(fake.join("fail-merge")).unwrap();
+    std::fs::write(fake.join("hold-merge"), "").unwrap();
+    let merging = training.spawn(&["train", "merge", &id]);
+    wait_for("the merge job in run.json", || {
+        !training.record(&id)["merge_job"].is_null()
+    });
+    let pid = training.record(&id)["merge_job"]["pid"].as_u64().unwrap();
+    let pid = u32::try_from(pid).unwrap();
+    wait_for("the merge job's process group", || group_alive(pid));
+    (training, id, merging, pid)
+}
+
+// Issue 9 (issue 8's leftover): `train cancel` of a run whose `train merge` job runs
+// cancels that job; the run stays `merge_failed` and the next `train merge` starts anew.
+#[test]
+fn a_cancel_of_a_run_whose_train_merge_job_runs_cancels_that_job() {
+    let fake = tempfile::tempdir().unwrap();
+    let (training, id, merging, pid) = a_held_train_merge(fake.path());
+    let status = std::process::Command::new("kill")
+        .args(["-s", "INT", &merging.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = merging.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", output_text(&output));
+    assert!(group_alive(pid), "the detach stopped the merge");
+
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&cancel);
+    assert!(cancel.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("the merge of run {id} was cancelled")),
+        "{text}"
+    );
+    assert!(!text.contains("had already ended"), "{text}");
+    wait_for("the merge job's process group to end", || !group_alive(pid));
+    let record = training.record(&id);
+    assert_eq!(record["state"], "merge_failed", "{record}");
+    let message = message(&training, &id);
+    assert!(
+        message.contains("the merge started with `train merge` was cancelled"),
+        "{message}"
+    );
+
+    // The next `train merge` starts a new merge job and succeeds.
+    std::fs::remove_file(fake.path().join("hold-merge")).unwrap();
+    let merge = training
+        .cmd()
+        .args(["train", "merge", &id])
+        .output()
+        .unwrap();
+    assert!(merge.status.success(), "{}", output_text(&merge));
+    assert_eq!(training.record(&id)["state"], "succeeded");
+    assert_eq!(
+        calls(fake.path()),
+        ["train", "merge-lora", "merge-lora", "merge-lora"]
+    );
+}
+
+// LCK-9 for `train merge`: a cancel from another terminal while `train merge` follows
+// cancels the merge job on the target, and `train merge` records the cancelled merge.
+#[test]
+fn a_cancel_while_train_merge_follows_cancels_the_merge_and_train_merge_records_it() {
+    let fake = tempfile::tempdir().unwrap();
+    let (training, id, merging, pid) = a_held_train_merge(fake.path());
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&cancel);
+    assert!(cancel.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("the job of run {id} was cancelled on the target")),
+        "{text}"
+    );
+    let output = merging.wait_with_output().unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(!group_alive(pid), "the merge job outlived the cancel");
+    let record = training.record(&id);
+    assert_eq!(record["state"], "merge_failed", "{record}");
+    let message = message(&training, &id);
+    assert!(message.contains("the merge was cancelled"), "{message}");
 }
 
 #[test]

@@ -1,0 +1,588 @@
+//! Table tests of the run lifecycle: each row a state, an event and the effects it
+//! gives, with the record's state after it. Together they cover every transition of
+//! `run.json`'s states that a follower makes.
+
+use super::*;
+use crate::exec::{JobId, Pid};
+use crate::runs::record::TargetKind;
+
+const TRAIN: &str = r#"{"kind":"train","ts":1,"step":1,"max_steps":2,"epoch":0.5,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}"#;
+const END: &str = r#"{"kind":"end","ts":2,"step":2}"#;
+const SNAPSHOT: &str = r#"{"kind":"snapshot","ts":2,"step":1,"checkpoint":"checkpoint-1"}"#;
+const MERGE_STAGE: &str = r#"{"kind":"stage","ts":3,"stage":"merge"}"#;
+
+fn record(state: State) -> RunRecord {
+    RunRecord {
+        target: "gpu".into(),
+        target_kind: TargetKind::Ssh,
+        job: Some(JobId {
+            dir: "/w/r_1".into(),
+            pid: Pid::new(42).unwrap(),
+            container: None,
+        }),
+        merge: true,
+        ..crate::runs::record::fixture("r_1", state)
+    }
+}
+
+/// A short name of an effect, for the tables.
+fn label(effect: &Effect) -> String {
+    match effect {
+        Effect::Emit(RunEvent::Following { .. }) => "following".into(),
+        Effect::Emit(RunEvent::Phase(phase)) => format!("phase {phase}"),
+        Effect::Emit(RunEvent::Train(line)) => format!("train step {}", line.step),
+        Effect::Emit(RunEvent::Eval(line)) => format!("eval step {}", line.step),
+        Effect::Emit(RunEvent::Sample(_)) => "sample".into(),
+        Effect::Emit(RunEvent::JobLog(line)) => format!("log {line}"),
+        Effect::Emit(RunEvent::Warning(warning)) => match warning {
+            RunWarning::Unreachable {
+                failures, limit, ..
+            } => format!("warn unreachable {failures}/{limit}"),
+            RunWarning::Metrics(_) => "warn metrics".into(),
+            RunWarning::SnapshotOverdue { .. } => "warn overdue".into(),
+            RunWarning::CancelFailed { .. } => "warn cancel failed".into(),
+            RunWarning::LeftoversUnreadable { .. } => "warn leftovers unreadable".into(),
+            other => format!("warn {other:?}"),
+        },
+        Effect::Save => "save".into(),
+        Effect::Poll => "poll".into(),
+        Effect::Sample => "probe".into(),
+        Effect::CheckRequest => "check request".into(),
+        Effect::CancelJob => "cancel".into(),
+        Effect::Wait(pause) => {
+            assert_eq!(*pause, Rules::default().poll_interval);
+            "wait".into()
+        }
+        Effect::Drain => "drain".into(),
+        Effect::ReadSnapshotFile => "read snapshot.json".into(),
+        Effect::ReadLeftovers => "read leftovers".into(),
+        Effect::Retrieve { checkpoint, skip } => {
+            format!("retrieve {checkpoint:?} skip {skip:?}")
+        }
+        Effect::CheckCheckpoint(name) => format!("check {name}"),
+        Effect::PointAtLog { last } => format!("point at log last={last}"),
+        Effect::Detach(DetachReason::Interrupted) => "detach interrupted".into(),
+        Effect::Detach(DetachReason::Unreachable { times, .. }) => {
+            format!("detach unreachable {times}")
+        }
+        Effect::End => "end".into(),
+        Effect::Fail => "fail".into(),
+    }
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn lines(texts: &[&str]) -> Vec<String> {
+    texts.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn poll(at: u64, metrics: &[&str], status: JobStatus) -> Event {
+    Event::Polled {
+        at: secs(at),
+        metrics: Ok(lines(metrics)),
+        log: Vec::new(),
+        status: Ok(status),
+    }
+}
+
+fn unreachable_poll(at: u64) -> Event {
+    Event::Polled {
+        at: secs(at),
+        metrics: Ok(Vec::new()),
+        log: Vec::new(),
+        status: Err("ssh: connection refused".into()),
+    }
+}
+
+/// A follower after its first round at time 0 (sample and request check taken).
+fn following() -> RunState {
+    let mut state = RunState::new(record(State::Running), Rules::default(), false);
+    let _ = handle(&mut state, poll(0, &[], JobStatus::Running));
+    state
+}
+
+/// A follower whose job ended with `status` after `metrics`, fed `events` since.
+fn ending(status: JobStatus, metrics: &[&str], events: Vec<Event>) -> RunState {
+    let mut state = following();
+    let _ = handle(&mut state, poll(1, metrics, JobStatus::Running));
+    let _ = handle(&mut state, poll(2, &[], status));
+    for event in events {
+        let _ = handle(&mut state, event);
+    }
+    state
+}
+
+fn drained() -> Event {
+    Event::Drained {
+        lines: Vec::new(),
+        rest: Vec::new(),
+    }
+}
+
+struct Row {
+    name: &'static str,
+    state: RunState,
+    event: Event,
+    effects: &'static [&'static str],
+    /// The record's state after the event, and a part of its message.
+    after: (State, Option<&'static str>),
+    step: Step,
+}
+
+#[allow(clippy::too_many_lines, reason = "one table")]
+fn rows() -> Vec<Row> {
+    let mut failing_five = following();
+    for at in 1..=5 {
+        let _ = handle(&mut failing_five, unreachable_poll(at));
+    }
+    let mut failing_one = following();
+    let _ = handle(&mut failing_one, unreachable_poll(1));
+    let mut requested = RunState::new(record(State::Running), Rules::default(), true);
+    let _ = handle(&mut requested, poll(0, &[], JobStatus::Running));
+    let mut snapshot_saved = following();
+    let _ = handle(
+        &mut snapshot_saved,
+        poll(5, &[SNAPSHOT], JobStatus::Running),
+    );
+    vec![
+        Row {
+            name: "the follower begins and polls",
+            state: RunState::new(record(State::Running), Rules::default(), false),
+            event: Event::Began,
+            effects: &["following", "poll"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "the first round samples and looks for a request",
+            state: RunState::new(record(State::Running), Rules::default(), false),
+            event: Event::Polled {
+                at: secs(0),
+                metrics: Ok(lines(&[TRAIN])),
+                log: lines(&["loading"]),
+                status: Ok(JobStatus::Running),
+            },
+            effects: &[
+                "phase training",
+                "train step 1",
+                "log loading",
+                "probe",
+                "check request",
+                "wait",
+            ],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a quiet round only waits",
+            state: following(),
+            event: poll(1, &[], JobStatus::Running),
+            effects: &["wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "the summary is saved every 10 s, samples too",
+            state: following(),
+            event: poll(10, &[], JobStatus::Running),
+            effects: &["probe", "save", "wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "another process's request is looked for every 30 s",
+            state: following(),
+            event: poll(30, &[], JobStatus::Running),
+            effects: &["probe", "check request", "save", "wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a failed reach warns and waits",
+            state: following(),
+            event: unreachable_poll(1),
+            effects: &["warn unreachable 1/6", "wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "six failed reaches detach, the record kept running",
+            state: failing_five,
+            event: unreachable_poll(6),
+            effects: &["warn unreachable 6/6", "save", "detach unreachable 6"],
+            after: (State::Running, None),
+            step: Step::Detached,
+        },
+        Row {
+            name: "a reach between failures starts the count again",
+            state: failing_one,
+            event: poll(2, &[], JobStatus::Running),
+            effects: &["wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a Ctrl-C detaches, the record kept running",
+            state: following(),
+            event: Event::Interrupted,
+            effects: &["save", "detach interrupted"],
+            after: (State::Running, None),
+            step: Step::Detached,
+        },
+        Row {
+            name: "the pause ends with a poll",
+            state: following(),
+            event: Event::Woke,
+            effects: &["poll"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a job that overstays its snapshot request is cancelled",
+            state: requested,
+            event: poll(30 * 60 + 1, &[], JobStatus::Running),
+            effects: &["probe", "warn overdue", "cancel", "save", "wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a job that does not end after its snapshot is cancelled",
+            state: snapshot_saved,
+            event: poll(5 + 10 * 60 + 1, &[], JobStatus::Running),
+            effects: &[
+                "probe",
+                "check request",
+                "warn overdue",
+                "cancel",
+                "save",
+                "wait",
+            ],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a failed cancel warns",
+            state: following(),
+            event: Event::CancelFailed("gone".into()),
+            effects: &["warn cancel failed"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a finished job is drained first",
+            state: following(),
+            event: poll(3, &[TRAIN], JobStatus::Exited(0)),
+            effects: &["phase training", "train step 1", "drain"],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "after the drain, snapshot.json is read when no line named one",
+            state: ending(JobStatus::Exited(0), &[TRAIN], vec![]),
+            event: Event::Drained {
+                lines: lines(&[END]),
+                rest: Vec::new(),
+            },
+            effects: &[
+                "phase finalizing (saving model)",
+                "phase retrieving results",
+                "read snapshot.json",
+            ],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "a succeeded job is retrieved whole",
+            state: ending(JobStatus::Exited(0), &[TRAIN, END], vec![drained()]),
+            event: Event::SnapshotFile(None),
+            effects: &["retrieve None skip []"],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "running -> succeeded once retrieved",
+            state: ending(
+                JobStatus::Exited(0),
+                &[TRAIN, END],
+                vec![drained(), Event::SnapshotFile(None)],
+            ),
+            event: Event::Retrieved(Ok(())),
+            effects: &["save", "end"],
+            after: (State::Succeeded, None),
+            step: Step::Ended,
+        },
+        Row {
+            name: "a retrieval mismatch stays pending: running -> running",
+            state: ending(
+                JobStatus::Exited(0),
+                &[TRAIN, END],
+                vec![drained(), Event::SnapshotFile(None)],
+            ),
+            event: Event::Retrieved(Err("`output/a` differs from the target".into())),
+            effects: &["save", "fail"],
+            after: (
+                State::Running,
+                Some("results pending retrieval: `output/a` differs"),
+            ),
+            step: Step::Pending,
+        },
+        Row {
+            name: "running -> failed: a non-zero exit points at the log",
+            state: ending(
+                JobStatus::Exited(1),
+                &[TRAIN],
+                vec![
+                    drained(),
+                    Event::SnapshotFile(None),
+                    Event::Retrieved(Ok(())),
+                ],
+            ),
+            event: Event::LogPointer("; `runs/r_1/job.log` lines 3-4: OSError: x".into()),
+            effects: &["save", "end"],
+            after: (
+                State::Failed,
+                Some("exited with code 1; `runs/r_1/job.log` lines 3-4"),
+            ),
+            step: Step::Ended,
+        },
+        Row {
+            name: "running -> failed: a lost job",
+            state: ending(
+                JobStatus::Lost,
+                &[TRAIN],
+                vec![
+                    drained(),
+                    Event::SnapshotFile(None),
+                    Event::Retrieved(Ok(())),
+                ],
+            ),
+            event: Event::LogPointer("; see `runs/r_1/job.log`".into()),
+            effects: &["save", "end"],
+            after: (State::Failed, Some("the job was lost")),
+            step: Step::Ended,
+        },
+        Row {
+            name: "running -> failed: no metric line",
+            state: ending(
+                JobStatus::Exited(0),
+                &[],
+                vec![drained(), Event::SnapshotFile(None)],
+            ),
+            event: Event::Retrieved(Ok(())),
+            effects: &["save", "end"],
+            after: (State::Failed, Some("wrote no metric line")),
+            step: Step::Ended,
+        },
+        Row {
+            name: "a failed merge is retrieved without its partial output",
+            state: ending(
+                JobStatus::Exited(1),
+                &[TRAIN, END, MERGE_STAGE],
+                vec![drained()],
+            ),
+            event: Event::SnapshotFile(None),
+            effects: &["retrieve None skip [\"merged\"]"],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "running -> merge_failed: the last root cause counts",
+            state: ending(
+                JobStatus::Exited(1),
+                &[TRAIN, END, MERGE_STAGE],
+                vec![drained(), Event::SnapshotFile(None)],
+            ),
+            event: Event::Retrieved(Ok(())),
+            effects: &["point at log last=true"],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "a cancelled marker wins: its leftovers are read",
+            state: ending(JobStatus::Cancelled, &[TRAIN, END], vec![drained()]),
+            event: Event::SnapshotFile(None),
+            effects: &["read leftovers"],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "running -> cancelled",
+            state: ending(
+                JobStatus::Cancelled,
+                &[TRAIN, END],
+                vec![
+                    drained(),
+                    Event::SnapshotFile(None),
+                    Event::Leftovers(Ok(vec![])),
+                ],
+            ),
+            event: Event::Retrieved(Ok(())),
+            effects: &["save", "end"],
+            after: (State::Cancelled, Some("cancelled with `train cancel`")),
+            step: Step::Ended,
+        },
+        Row {
+            name: "running -> cancelled with leftovers",
+            state: ending(
+                JobStatus::Cancelled,
+                &[TRAIN],
+                vec![
+                    drained(),
+                    Event::SnapshotFile(None),
+                    Event::Leftovers(Ok(vec![7, 9])),
+                ],
+            ),
+            event: Event::Retrieved(Ok(())),
+            effects: &["save", "end"],
+            after: (State::Cancelled, Some("cancelled with leftovers: 7 9;")),
+            step: Step::Ended,
+        },
+        Row {
+            name: "unreadable leftovers warn, the cancel counts",
+            state: ending(
+                JobStatus::Cancelled,
+                &[TRAIN],
+                vec![drained(), Event::SnapshotFile(None)],
+            ),
+            event: Event::Leftovers(Err("ps failed".into())),
+            effects: &["warn leftovers unreadable", "retrieve None skip []"],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "a snapshot named by a line retrieves its checkpoint",
+            state: ending(JobStatus::Exited(0), &[TRAIN, SNAPSHOT], vec![]),
+            event: drained(),
+            effects: &[
+                "phase retrieving results",
+                "retrieve Some(\"checkpoint-1\") skip []",
+            ],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "a snapshot found in snapshot.json counts as one",
+            state: ending(JobStatus::Exited(0), &[TRAIN], vec![drained()]),
+            event: Event::SnapshotFile(Some((1, "checkpoint-1".into()))),
+            effects: &["retrieve Some(\"checkpoint-1\") skip []"],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "a retrieved snapshot checkpoint is checked",
+            state: ending(JobStatus::Exited(0), &[TRAIN, SNAPSHOT], vec![drained()]),
+            event: Event::Retrieved(Ok(())),
+            effects: &["check checkpoint-1"],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+        Row {
+            name: "running -> stopped at a complete checkpoint",
+            state: ending(
+                JobStatus::Exited(0),
+                &[TRAIN, SNAPSHOT],
+                vec![drained(), Event::Retrieved(Ok(()))],
+            ),
+            event: Event::CheckpointChecked(vec![]),
+            effects: &["save", "end"],
+            after: (State::Stopped, None),
+            step: Step::Ended,
+        },
+        Row {
+            name: "running -> failed at an incomplete checkpoint",
+            state: ending(
+                JobStatus::Exited(0),
+                &[TRAIN, SNAPSHOT],
+                vec![drained(), Event::Retrieved(Ok(()))],
+            ),
+            event: Event::CheckpointChecked(vec!["optimizer.pt".into()]),
+            effects: &["save", "end"],
+            after: (State::Failed, Some("it lacks optimizer.pt")),
+            step: Step::Ended,
+        },
+        Row {
+            name: "a Ctrl-C while collecting is too late: the run is collected",
+            state: ending(JobStatus::Exited(0), &[TRAIN, END], vec![]),
+            event: Event::Interrupted,
+            effects: &[],
+            after: (State::Running, None),
+            step: Step::Ending,
+        },
+    ]
+}
+
+#[test]
+fn each_state_and_event_gives_its_effects_and_record() {
+    let mut wrong = Vec::new();
+    for mut row in rows() {
+        let effects: Vec<String> = handle(&mut row.state, row.event)
+            .iter()
+            .map(label)
+            .collect();
+        let (state, message) = row.after;
+        let text = row.state.record.message.clone().unwrap_or_default();
+        if effects != row.effects
+            || row.state.step != row.step
+            || row.state.record.state != state
+            || message.is_some_and(|part| !text.contains(part))
+        {
+            wrong.push(format!(
+                "{}: effects {effects:?}, step {:?}, record {:?} ({text})",
+                row.name, row.state.step, row.state.record.state
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_stopped_run_records_its_snapshot_and_step() {
+    let mut state = ending(
+        JobStatus::Exited(0),
+        &[TRAIN, SNAPSHOT],
+        vec![drained(), Event::Retrieved(Ok(()))],
+    );
+    let _ = handle(&mut state, Event::CheckpointChecked(vec![]));
+    let record = &state.record;
+    assert!(record.retrieved);
+    assert_eq!(
+        record.snapshot,
+        Some(Snapshot {
+            checkpoint: "checkpoint-1".into(),
+            step: 1,
+            reason: SnapshotReason::Requested,
+        })
+    );
+    assert_eq!(record.last_step, Some(1));
+    assert_eq!(record.last_loss, Some(1.5));
+}
+
+#[test]
+fn a_cancel_seen_by_train_cancel_is_collected_from_the_summary() {
+    let summary = Summary {
+        plugin_seen: true,
+        last_step: Some(4),
+        ..Summary::default()
+    };
+    let mut state = RunState::ended(record(State::Running), summary);
+    let effects: Vec<String> = handle(&mut state, Event::JobEnded(JobStatus::Cancelled))
+        .iter()
+        .map(label)
+        .collect();
+    assert_eq!(
+        effects,
+        ["phase retrieving results", "read snapshot.json"],
+        "{effects:?}"
+    );
+    let _ = handle(&mut state, Event::SnapshotFile(None));
+    let _ = handle(&mut state, Event::Leftovers(Ok(vec![])));
+    let effects: Vec<String> = handle(&mut state, Event::Retrieved(Ok(())))
+        .iter()
+        .map(label)
+        .collect();
+    assert_eq!(effects, ["save", "end"]);
+    assert_eq!(state.record.state, State::Cancelled);
+    assert_eq!(state.record.last_step, Some(4));
+}

@@ -1,0 +1,322 @@
+//! Why a run flow refuses before anything starts or changes: one variant per refusal,
+//! with its data, so a front end can match them (the TUI shows some as dialogs). The
+//! message of each names the run, key, file or line and says the fix when known.
+
+use super::record::State;
+use crate::exec::JobStatus;
+use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
+
+/// A refusal of a run flow; nothing was created or changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The project has no `[training]` section (RUN-10).
+    #[error(
+        "`overbrainer.toml` has no `[training]` section; add one with `target`, `base_model` and `adapter`"
+    )]
+    NoTraining,
+    /// `data/train.jsonl` is missing or empty (RUN-10).
+    #[error(
+        "`data/train.jsonl` is missing or empty; run `overbrainer split` (or `overbrainer run`) first"
+    )]
+    NoTrainData,
+    /// A line of a data file is not a chat record.
+    #[error(
+        "`data/{file}` line {line}: {reason}; fix or remove that line (or rerun `overbrainer split`)"
+    )]
+    BadDataLine {
+        /// File name under `data/`.
+        file: String,
+        /// Line number, 1-based.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A data file that cannot be read as JSONL.
+    #[error("{reason}")]
+    BadData {
+        /// What is wrong, naming the file.
+        reason: String,
+    },
+    /// The Axolotl settings cannot be rendered or resumed (AXO-*), or eval settings
+    /// need eval data that is missing.
+    #[error("{reason}")]
+    Axolotl {
+        /// What is wrong, naming the keys.
+        reason: String,
+    },
+    /// `--resume-from` names a run that is not stopped (RUN-35).
+    #[error(
+        "run `{run_id}` is {}, not stopped: only a run stopped with `train stop` can be resumed",
+        state.name()
+    )]
+    NotStopped {
+        /// The run.
+        run_id: String,
+        /// Its state.
+        state: State,
+    },
+    /// The stopped run's checkpoint was not retrieved (RUN-35).
+    #[error(
+        "the checkpoint of run `{run_id}` is not in `runs/{run_id}/{OUTPUT_DIR}/{checkpoint}`; `overbrainer train attach {run_id}` retrieves it"
+    )]
+    CheckpointMissing {
+        /// The stopped run.
+        run_id: String,
+        /// Its checkpoint directory name.
+        checkpoint: String,
+    },
+    /// The stopped run's checkpoint lacks what a resume needs (RUN-36).
+    #[error(
+        "run `{run_id}` cannot be resumed: its checkpoint `runs/{run_id}/{OUTPUT_DIR}/{checkpoint}` lacks {}; start a new run with `overbrainer train`",
+        missing.join(", ")
+    )]
+    CheckpointIncomplete {
+        /// The stopped run.
+        run_id: String,
+        /// Its checkpoint directory name.
+        checkpoint: String,
+        /// What it lacks.
+        missing: Vec<String>,
+    },
+    /// Settings that differ from the stopped run's `axolotl.yaml` (RUN-36).
+    #[error(
+        "cannot resume from run `{run_id}`: {} {} from its `axolotl.yaml`",
+        quoted(keys),
+        if keys.len() == 1 { "differs" } else { "differ" }
+    )]
+    ResumeDiffers {
+        /// The stopped run.
+        run_id: String,
+        /// The differing keys.
+        keys: Vec<String>,
+    },
+    /// A native runtime's venv without `bin/axolotl`.
+    #[error(
+        "the venv `{venv}` of target `{target}` has no `bin/axolotl`; install Axolotl there{} or fix `targets.{target}.venv`",
+        if *local { format!(" (`python3 -m venv {venv} && {venv}/bin/pip install axolotl==0.19.0`)") } else { String::new() }
+    )]
+    NoAxolotl {
+        /// The venv.
+        venv: String,
+        /// Target name.
+        target: String,
+        /// Whether the target is this machine (the message then says how to install).
+        local: bool,
+    },
+    /// A target name that is not declared.
+    #[error(
+        "unknown target `{name}`; declared targets: {}",
+        if known.is_empty() { "none".to_owned() } else { quoted(known) }
+    )]
+    UnknownTarget {
+        /// The name asked for.
+        name: String,
+        /// The declared targets.
+        known: Vec<String>,
+    },
+    /// The built-in SSH client, which this build lacks (SSH-4).
+    #[error(
+        "the built-in SSH client, chosen by {chosen_by} for target `{target}`, needs a build with the `builtin-ssh` feature; use `ssh_client = \"openssh\"`"
+    )]
+    BuiltinSsh {
+        /// Target name.
+        target: String,
+        /// What chose it.
+        chosen_by: String,
+    },
+    /// An `ssh` target without a host.
+    #[error("target `{target}` has no host: set `{variable}` in `.env`")]
+    NoHost {
+        /// Target name.
+        target: String,
+        /// The variable that sets it.
+        variable: String,
+    },
+    /// A Runpod target, which this build cannot run yet.
+    #[error(
+        "target `{target}` is a Runpod target, which this build cannot run yet; use a `local` or `ssh` target"
+    )]
+    Runpod {
+        /// Target name.
+        target: String,
+    },
+    /// The run has no job to act on.
+    #[error("run `{run_id}` has not started a job")]
+    NoJob {
+        /// The run.
+        run_id: String,
+    },
+    /// `train stop` of a job that is not running (RUN-26).
+    #[error(
+        "the job of run `{run_id}` is not running ({}); nothing to stop{}",
+        status_text(*status),
+        if *collected { String::new() } else { format!("; `overbrainer train attach {run_id}` collects it") }
+    )]
+    NotRunning {
+        /// The run.
+        run_id: String,
+        /// What its job reads.
+        status: JobStatus,
+        /// Whether the run is already terminal and retrieved.
+        collected: bool,
+    },
+    /// `train cancel` of a run already cancelled (RUN-41).
+    #[error("run `{run_id}` already ended as cancelled")]
+    AlreadyCancelled {
+        /// The run.
+        run_id: String,
+    },
+    /// `train merge` of a run already merged.
+    #[error(
+        "run `{run_id}` is already merged: the merged model is in `runs/{run_id}/{OUTPUT_DIR}/{MERGED_DIR}`"
+    )]
+    AlreadyMerged {
+        /// The run.
+        run_id: String,
+    },
+    /// `train merge` of a run still starting or running.
+    #[error(
+        "run `{run_id}` is {}: only a run whose merge failed (`merge_failed`) is merged again; `overbrainer train attach {run_id}` follows it",
+        state.name()
+    )]
+    MergeOfLiveRun {
+        /// The run.
+        run_id: String,
+        /// Its state.
+        state: State,
+    },
+    /// `train merge` of a run whose merge did not fail.
+    #[error(
+        "run `{run_id}` is {}{}: only a run whose training succeeded and whose merge failed (`merge_failed`) is merged again",
+        state.name(),
+        if *state == State::Succeeded { " without a merge" } else { "" }
+    )]
+    NotMergeFailed {
+        /// The run.
+        run_id: String,
+        /// Its state.
+        state: State,
+    },
+    /// The recorded merge job is missing from `run.json`.
+    #[error("run `{run_id}` has no merge job")]
+    NoMergeJob {
+        /// The run.
+        run_id: String,
+    },
+    /// The adapter a merge needs is no longer on the target.
+    #[error(
+        "the adapter of run `{run_id}` is no longer in `{dir}/{OUTPUT_DIR}` on target `{target}`: the merge needs it there"
+    )]
+    AdapterGone {
+        /// The run.
+        run_id: String,
+        /// Its run directory on the target.
+        dir: String,
+        /// Target name.
+        target: String,
+    },
+}
+
+/// `` `a`, `b` ``.
+fn quoted(names: &[String]) -> String {
+    let names: Vec<String> = names.iter().map(|k| format!("`{k}`")).collect();
+    names.join(", ")
+}
+
+/// How a job's status reads in a sentence.
+#[must_use]
+pub fn status_text(status: JobStatus) -> String {
+    match status {
+        JobStatus::Running => "running".into(),
+        JobStatus::Exited(code) => format!("it exited with code {code}"),
+        JobStatus::Cancelled => "it was cancelled".into(),
+        JobStatus::Lost => "it was lost".into(),
+    }
+}
+
+impl From<Refusal> for super::RunError {
+    fn from(refusal: Refusal) -> Self {
+        Self::Refused(refusal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_run_key_or_file_and_the_fix() {
+        let cases: Vec<(Refusal, &str)> = vec![
+            (
+                Refusal::ResumeDiffers {
+                    run_id: "r_1".into(),
+                    keys: vec!["lr".into()],
+                },
+                "cannot resume from run `r_1`: `lr` differs from its `axolotl.yaml`",
+            ),
+            (
+                Refusal::ResumeDiffers {
+                    run_id: "r_1".into(),
+                    keys: vec!["lr".into(), "seed".into()],
+                },
+                "cannot resume from run `r_1`: `lr`, `seed` differ from its `axolotl.yaml`",
+            ),
+            (
+                Refusal::UnknownTarget {
+                    name: "gpu".into(),
+                    known: vec![],
+                },
+                "unknown target `gpu`; declared targets: none",
+            ),
+            (
+                Refusal::UnknownTarget {
+                    name: "gpu".into(),
+                    known: vec!["local".into(), "remote".into()],
+                },
+                "unknown target `gpu`; declared targets: `local`, `remote`",
+            ),
+            (
+                Refusal::NotRunning {
+                    run_id: "r_1".into(),
+                    status: JobStatus::Exited(2),
+                    collected: false,
+                },
+                "the job of run `r_1` is not running (it exited with code 2); nothing to stop; `overbrainer train attach r_1` collects it",
+            ),
+            (
+                Refusal::NotRunning {
+                    run_id: "r_1".into(),
+                    status: JobStatus::Cancelled,
+                    collected: true,
+                },
+                "the job of run `r_1` is not running (it was cancelled); nothing to stop",
+            ),
+            (
+                Refusal::NoAxolotl {
+                    venv: "/v".into(),
+                    target: "t".into(),
+                    local: false,
+                },
+                "the venv `/v` of target `t` has no `bin/axolotl`; install Axolotl there or fix `targets.t.venv`",
+            ),
+            (
+                Refusal::NoAxolotl {
+                    venv: "/v".into(),
+                    target: "t".into(),
+                    local: true,
+                },
+                "the venv `/v` of target `t` has no `bin/axolotl`; install Axolotl there (`python3 -m venv /v && /v/bin/pip install axolotl==0.19.0`) or fix `targets.t.venv`",
+            ),
+            (
+                Refusal::NotMergeFailed {
+                    run_id: "r_1".into(),
+                    state: State::Succeeded,
+                },
+                "run `r_1` is succeeded without a merge: only a run whose training succeeded and whose merge failed (`merge_failed`) is merged again",
+            ),
+        ];
+        for (refusal, text) in cases {
+            assert_eq!(refusal.to_string(), text, "{refusal:?}");
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! What a run flow warns about while it goes on: one variant per warning, with its
+//! data. Front ends render them (the command line in `cli/follow.rs`); flows never
+//! turn them into text.
+
+use super::record::State;
+
+/// A warning of a run flow, sent as [`super::RunEvent::Warning`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunWarning {
+    /// The run's chat template may drop `reasoning_content` (TGT-12).
+    TemplateDropsReasoning,
+    /// `training.hub_model_id` is set; it is deprecated for `[hub] repo`.
+    HubModelIdDeprecated,
+    /// `[hub] after_training = true` without `OVERBRAINER_HF_TOKEN`.
+    HubTokenMissing,
+    /// The target did not answer a poll (RUN-16).
+    Unreachable {
+        /// Target name.
+        target: String,
+        /// Failed reaches in a row so far.
+        failures: u32,
+        /// Failed reaches in a row after which the follower detaches.
+        limit: u32,
+        /// What failed, with its causes.
+        cause: String,
+    },
+    /// A metric line was skipped or flagged (MPL-4); the text is the metric reader's.
+    Metrics(String),
+    /// The job did not stop in time after a snapshot request; its job is cancelled
+    /// (RUN-28).
+    SnapshotOverdue {
+        /// The run.
+        run_id: String,
+    },
+    /// Cancelling the job failed.
+    CancelFailed {
+        /// What failed, with its causes.
+        cause: String,
+    },
+    /// What the cancel of the run's job left behind cannot be read.
+    LeftoversUnreadable {
+        /// The run.
+        run_id: String,
+        /// What failed, with its causes.
+        cause: String,
+    },
+    /// `train cancel` of a run recorded terminal: any job left is stopped.
+    AlreadyEnded {
+        /// The run.
+        run_id: String,
+        /// Its recorded state.
+        state: State,
+    },
+    /// The job was cancelled but `run.json` could not be updated (RUN-42).
+    CancelNotRecorded {
+        /// The run.
+        run_id: String,
+        /// Why the record could not be written.
+        cause: String,
+        /// What the record may still read.
+        state: State,
+    },
+    /// The log of a failed `train merge` could not be retrieved.
+    MergeLogUnretrieved {
+        /// The run.
+        run_id: String,
+        /// The log, relative to the run directory.
+        log: String,
+        /// What failed.
+        cause: String,
+    },
+}
