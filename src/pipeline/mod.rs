@@ -1,6 +1,8 @@
 //! The dataset pipeline (spec/pipeline.md): the stages `subtopics`, `questions`,
 //! `answers` and `split`, each resumable, each sending typed events instead of
-//! printing.
+//! printing; [`session`] opens a project for them (lock, keys, prices, redactor) and
+//! [`sequence`] is the `run` flow (every stage, reloads, then training), both callable
+//! from any front end.
 
 pub mod parse;
 pub mod stage;
@@ -9,5 +11,7 @@ pub mod templates;
 pub use stage::{Context, Event, Progress, Stage, StageError, StageReport};
 pub mod answers;
 pub mod questions;
+pub mod sequence;
+pub mod session;
 pub mod split;
 pub mod subtopics;
