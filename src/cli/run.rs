@@ -26,7 +26,7 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
     let (mut session, mut stage_events) = super::stages::open(ctx)?;
     let (out, mut flow_events) = unbounded_channel();
     let (run_events, mut run_receiver) = follow::channel();
-    let flow = sequence::run(&mut session, &mut stage_events, &out);
+    let flow = Box::pin(sequence::run(&mut session, &mut stage_events, &out));
     let (ended, code) = follow::drive(
         &mut run_receiver,
         super::stages::drive_flow(&mut flow_events, &run_events, flow),

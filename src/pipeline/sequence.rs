@@ -47,7 +47,7 @@ pub enum Ended {
     /// Every stage succeeded and the project has no `[training]` section.
     Dataset,
     /// Every stage succeeded and the training run was followed to this outcome.
-    Trained(Outcome),
+    Trained(Box<Outcome>),
 }
 
 /// Why the sequence stopped with an error.
@@ -115,15 +115,16 @@ pub async fn run(
     stage_events: &mut UnboundedReceiver<Event>,
     out: &FlowEvents,
 ) -> Result<Ended, FlowError> {
-    match dataset(session, stage_events, out).await? {
-        Err(stage) => return Ok(Ended::StageFailed(stage)),
-        Ok(()) => {}
+    if let Err(stage) = dataset(session, stage_events, out).await? {
+        return Ok(Ended::StageFailed(stage));
     }
     reload(session, out)?;
     if session.loaded.settings.training.is_none() {
         return Ok(Ended::Dataset);
     }
-    Ok(Ended::Trained(train(session, out).await?))
+    Ok(Ended::Trained(Box::new(
+        Box::pin(train(session, out)).await?,
+    )))
 }
 
 /// The four stages; `Err(stage)` names the first that did not succeed.

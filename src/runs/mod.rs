@@ -13,6 +13,7 @@
 //! - [`retrieve`]: results checked file by file against the target's manifest
 //!   (RUN-23..RUN-25);
 //! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42);
+//! - [`template`]: whether the run's chat template renders the data's reasoning (TGT-12);
 //! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\].
 //!
 //! Flows never print: they send [`RunEvent`]s on a channel that the front end renders.
@@ -26,6 +27,7 @@ pub mod record;
 pub mod retrieve;
 pub mod start;
 pub mod target;
+pub mod template;
 
 use std::path::PathBuf;
 

@@ -15,6 +15,7 @@ use crate::exec::{AnyExecutor, Executor as _, JobRuntime, JobSpec, Stages, shell
 use crate::project::Project;
 use crate::train::axolotl::{self, AXOLOTL_YAML, EVAL_DATA, OUTPUT_DIR, RESUME_DIR, TRAIN_DATA};
 use crate::train::plugin::{PLUGIN_FILE, PLUGIN_SOURCE};
+use crate::train::template::Decision;
 
 /// Entries of a local run directory that never leave this machine (LAY-5): the record,
 /// a Runpod run's SSH files and pod record.
@@ -352,14 +353,6 @@ pub async fn start(
 ) -> Result<Started, RunError> {
     let (target, inputs, yaml) = check(project, settings, options)?;
     let training = training(settings)?;
-    if !crate::train::template::renders_reasoning(training) {
-        emit(
-            events,
-            RunEvent::Warning(
-                "the chat template in use may not render `reasoning_content`: the child would not learn the reasoning; set `training.axolotl_extra.chat_template` to one of qwen3, qwen3_5, exaone4, gemma4, gemma4_unified when the base model supports it".into(),
-            ),
-        );
-    }
     if training.hub_model_id.is_some() {
         emit(
             events,
@@ -382,6 +375,11 @@ pub async fn start(
     })?;
     let executor = target::connect(&target, &runs_dir, env).await?;
     check_remote_venv(&executor, &target).await?;
+    match super::template::check(&executor, &target, training, &inputs.train).await? {
+        Decision::Fine => {}
+        Decision::Warn(warning) => emit(events, RunEvent::Warning(warning)),
+        Decision::Refuse(refusal) => return Err(RunError::Refused(refusal)),
+    }
     let exec = |source| RunError::Exec {
         target: target.name.clone(),
         source: Box::new(source),
