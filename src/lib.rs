@@ -5,7 +5,7 @@
 //!
 //! - front ends: [`cli`] (one file per command; the only layer that prints).
 //! - flows: [`pipeline`] (the dataset stages, each sending typed events), [`runs`] (training
-//!   runs: start, follow, stop, cancel, resume, retrieve).
+//!   runs: start, follow, stop, cancel, resume, retrieve), [`check`] (`config check`).
 //! - domain: [`train`] (Axolotl YAML, metrics plugin, metric lines, phases), [`system`] (the machine probe script and its parser), [`dataset`]
 //!   (records, IDs, JSONL, the split), [`dedup`], [`llm`] (openai and anthropic
 //!   protocols), [`pricing`], [`history`].
@@ -24,6 +24,7 @@
 // pipe or a full disk, and no other layer prints.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod dataset;
