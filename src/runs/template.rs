@@ -153,7 +153,10 @@ async fn find(
                     Some(name) => Ok(named(executor, target, &name)
                         .await
                         .map(|t| (t, format!("the fallback chat template `{name}`")))),
-                    None => Ok(Err(format!("the base model `{base}` has no chat template"))),
+                    None => Ok(Err(format!(
+                        "target `{}` has neither `{base}/chat_template.jinja` nor a `chat_template` in `{base}/tokenizer_config.json`",
+                        target.name
+                    ))),
                 },
             }
         }
