@@ -268,3 +268,67 @@ fn train_refuses_a_template_that_drops_the_datas_reasoning_before_a_run_exists()
     );
     assert!(training.run_ids().is_empty(), "{text}");
 }
+
+/// `template` rendered on `messages` by the venv's Python `jinja2` as `transformers`
+/// renders chat templates (a sandboxed environment with `trim_blocks`, `lstrip_blocks`
+/// and loop controls).
+fn jinja2_render(template: &str, messages: &serde_json::Value) -> String {
+    const SCRIPT: &str = "import json, sys\nfrom jinja2.sandbox import ImmutableSandboxedEnvironment\nfrom jinja2.ext import loopcontrols\nargs = json.load(sys.stdin)\nenv = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])\nmessages = args['messages']\nsys.stdout.write(env.from_string(args['template']).render(messages=messages, add_generation_prompt=False, real_last_index=len(messages) - 1, bos_token='', eos_token=''))\n";
+    let python = training_env().venv.join("bin/python3");
+    let mut child = std::process::Command::new(&python)
+        .args(["-c", SCRIPT])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; `make test` installs the Axolotl venv",
+                python.display()
+            )
+        });
+    let input = serde_json::json!({"template": template, "messages": messages});
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), input.to_string().as_bytes()).unwrap();
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "jinja2 failed");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn minijinja_renders_the_probe_exactly_as_transformers_jinja2_does() {
+    use overbrainer::dataset::Message;
+    use overbrainer::train::template::{Template, probe, render};
+    let templates = training_env()
+        .venv
+        .join("lib/python3.11/site-packages/axolotl/utils/chat_templates/templates");
+    let message = |role: &str| Message {
+        role: role.to_owned(),
+        content: String::new(),
+        reasoning_content: None,
+    };
+    let multi_turn = [
+        message("system"),
+        message("user"),
+        message("assistant"),
+        message("user"),
+        message("assistant"),
+    ];
+    for path in [
+        templates.join("chatml.jinja"),
+        templates.join("qwen3.jinja"),
+        training_env().model.join("chat_template.jinja"),
+    ] {
+        let source = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}; `make test` installs it", path.display()));
+        let template = Template {
+            source: source.clone(),
+            ..Template::default()
+        };
+        for shape in [None, Some(&multi_turn[..])] {
+            let messages = probe(shape);
+            let ours = render(&template, &messages).unwrap();
+            let theirs = jinja2_render(&source, &serde_json::to_value(&messages).unwrap());
+            assert_eq!(ours, theirs, "{}", path.display());
+        }
+    }
+}
