@@ -5,10 +5,13 @@
 //! from any front end.
 
 pub mod parse;
+pub mod progress;
+pub(crate) mod runner;
 pub mod stage;
 pub mod templates;
 
-pub use stage::{Context, Event, Progress, Stage, StageError, StageReport};
+pub use progress::{Event, Progress};
+pub use stage::{Context, Stage, StageError, StageReport};
 pub mod answers;
 pub mod questions;
 pub mod sequence;
