@@ -1,5 +1,7 @@
-//! What the stage commands share: opening a pipeline session, Ctrl-C handling, rendering stage events (an indicatif bar per stage on stderr,
-//! warnings and item failures as log lines) and the one summary line on stdout.
+//! What the stage commands share: opening a pipeline session
+//! ([`crate::pipeline::session`]) with Ctrl-C handling, rendering stage events (an
+//! indicatif bar per stage on stderr, warnings and item failures as log lines), the one
+//! summary line on stdout, and rendering the `run` sequence's events.
 
 use std::fmt::Write as _;
 use std::future::Future;
