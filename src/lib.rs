@@ -4,8 +4,10 @@
 //! `shared/DESIGN.md`):
 //!
 //! - front ends: [`cli`] (one file per command; the only layer that prints).
-//! - flows: [`pipeline`] (the dataset stages, each sending typed events), [`runs`] (training
-//!   runs: start, follow, stop, cancel, resume, retrieve).
+//! - flows, callable from any front end: [`pipeline`] (the dataset stages, each sending
+//!   typed events; `pipeline::session` opens a project for them, `pipeline::sequence` is
+//!   the `run` flow), [`runs`] (training runs: start, follow, stop, cancel, resume,
+//!   retrieve), [`check`] (`config check`).
 //! - domain: [`train`] (Axolotl YAML, metrics plugin, metric lines, phases), [`system`] (the machine probe script and its parser), [`dataset`]
 //!   (records, IDs, JSONL, the split), [`dedup`], [`llm`] (openai and anthropic
 //!   protocols), [`pricing`], [`history`].
@@ -19,14 +21,15 @@
 //!   - [`secrets`]: literal and `vault:` secrets, resolved lazily (Vault KV v2 over HTTP);
 //!     files that hold secrets, created private (`secrets::private`).
 //!   - [`project`]: the project directory, its paths (`data/`, `runs/`, `prompts/`,
-//!     `.overbrainer/`), writing a new project (`init`) and the project lock
-//!     (`.overbrainer/lock`).
+//!     `.overbrainer/`), writing a new project (`init`), the project lock
+//!     (`.overbrainer/lock`) and the names a shell completes (`names`).
 //!   - [`logging`]: log lines on stderr through `tracing`.
 
 // Printing goes through `cli`'s checked macros (`cli/out.rs`): `println!` panics on a closed
 // pipe or a full disk, and no other layer prints.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod dataset;

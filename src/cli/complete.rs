@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use clap::builder::StyledStr;
 use clap_complete::CompletionCandidate;
 
+use crate::project::names;
+
 /// The project directory of the line being completed: the value of a typed `-C DIR`
 /// (`-C DIR` or `-CDIR`), else the current directory.
 fn project_dir() -> PathBuf {
@@ -38,13 +40,6 @@ fn project_dir_from(args: impl Iterator<Item = std::ffi::OsString>) -> PathBuf {
     dir
 }
 
-fn settings_table(dir: &Path) -> toml::Table {
-    std::fs::read_to_string(dir.join(crate::config::FILE_NAME))
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or_default()
-}
-
 fn matching(current: &OsStr, items: Vec<(String, Option<String>)>) -> Vec<CompletionCandidate> {
     let prefix = current.to_string_lossy();
     items
@@ -60,100 +55,37 @@ pub fn topics(current: &OsStr) -> Vec<CompletionCandidate> {
     matching(current, topic_names(&project_dir()))
 }
 
-fn topic_names(dir: &Path) -> Vec<(String, Option<String>)> {
-    let table = settings_table(dir);
-    table
-        .get("topics")
-        .and_then(toml::Value::as_array)
-        .map(|topics| {
-            topics
-                .iter()
-                .filter_map(|t| Some((t.get("name")?.as_str()?.to_owned(), None)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Completes `--target NAME` with the project's target names, each with its kind.
 #[must_use]
 pub fn targets(current: &OsStr) -> Vec<CompletionCandidate> {
-    matching(current, target_names(&project_dir()))
-}
-
-fn target_names(dir: &Path) -> Vec<(String, Option<String>)> {
-    let table = settings_table(dir);
-    table
-        .get("targets")
-        .and_then(toml::Value::as_table)
-        .map(|targets| {
-            targets
-                .iter()
-                .map(|(name, t)| {
-                    let kind = t
-                        .get("kind")
-                        .and_then(toml::Value::as_str)
-                        .map(str::to_owned);
-                    (name.clone(), kind)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    matching(current, names::targets(&project_dir()))
 }
 
 /// Completes a run ID with the runs under `runs/`, each shown with its state and target
 /// from `run.json` when present.
 #[must_use]
 pub fn run_ids(current: &OsStr) -> Vec<CompletionCandidate> {
-    matching(current, run_entries(&project_dir()))
+    matching(current, run_entries(&project_dir(), None))
 }
 
 /// Completes the run ID of `train merge` with the runs recorded `merge_failed`.
 #[must_use]
 pub fn merge_failed_run_ids(current: &OsStr) -> Vec<CompletionCandidate> {
-    matching(
-        current,
-        run_entries_in(&project_dir(), Some("merge_failed")),
-    )
+    matching(current, run_entries(&project_dir(), Some("merge_failed")))
 }
 
-fn run_entries(dir: &Path) -> Vec<(String, Option<String>)> {
-    run_entries_in(dir, None)
+fn topic_names(dir: &Path) -> Vec<(String, Option<String>)> {
+    names::topics(dir)
+        .into_iter()
+        .map(|name| (name, None))
+        .collect()
 }
 
-/// The runs under `dir/runs/`, each with its state and target; with `state`, only
-/// those recorded in that state.
-fn run_entries_in(dir: &Path, state: Option<&str>) -> Vec<(String, Option<String>)> {
-    let Ok(entries) = std::fs::read_dir(dir.join("runs")) else {
-        return Vec::new();
-    };
-    let mut runs: Vec<(String, Option<String>)> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join("run.json").is_file())
-        .filter_map(|e| {
-            let id = e.file_name().into_string().ok()?;
-            let json: Option<serde_json::Value> = std::fs::read(e.path().join("run.json"))
-                .ok()
-                .and_then(|bytes| {
-                    serde_json::from_slice(crate::dataset::jsonl::strip_bom(&bytes)).ok()
-                });
-            let field = |name: &str| {
-                json.as_ref()
-                    .and_then(|j| j.get(name))
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or("?")
-                    .to_owned()
-            };
-            if state.is_some_and(|state| field("state") != state) {
-                return None;
-            }
-            Some((
-                id,
-                Some(format!("{} on {}", field("state"), field("target"))),
-            ))
-        })
-        .collect();
-    runs.sort();
-    runs
+fn run_entries(dir: &Path, state: Option<&str>) -> Vec<(String, Option<String>)> {
+    names::runs(dir, state)
+        .into_iter()
+        .map(|run| (run.id, Some(format!("{} on {}", run.state, run.target))))
+        .collect()
 }
 
 #[cfg(test)]
@@ -183,11 +115,11 @@ mod tests {
     }
 
     #[test]
-    fn topics_targets_and_runs_are_read_from_the_project() {
+    fn candidates_match_the_typed_prefix_and_runs_show_state_and_target() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("overbrainer.toml"),
-            "[[topics]]\nname = \"alpha\"\n[[topics]]\nname = \"beta\"\n[targets.box]\nkind = \"ssh\"\n",
+            "[[topics]]\nname = \"alpha\"\n[[topics]]\nname = \"beta\"\n",
         )
         .unwrap();
         std::fs::create_dir_all(dir.path().join("runs/r-1")).unwrap();
@@ -196,30 +128,10 @@ mod tests {
             r#"{"state": "succeeded", "target": "box"}"#,
         )
         .unwrap();
-        std::fs::create_dir_all(dir.path().join("runs/.hf-cache")).unwrap();
         assert_eq!(
-            topic_names(dir.path()),
-            vec![("alpha".to_owned(), None), ("beta".to_owned(), None)]
-        );
-        assert_eq!(
-            target_names(dir.path()),
-            vec![("box".to_owned(), Some("ssh".to_owned()))]
-        );
-        assert_eq!(
-            run_entries(dir.path()),
+            run_entries(dir.path(), None),
             vec![("r-1".to_owned(), Some("succeeded on box".to_owned()))]
         );
-        std::fs::create_dir_all(dir.path().join("runs/r-2")).unwrap();
-        std::fs::write(
-            dir.path().join("runs/r-2/run.json"),
-            r#"{"state": "merge_failed", "target": "box"}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            run_entries_in(dir.path(), Some("merge_failed")),
-            vec![("r-2".to_owned(), Some("merge_failed on box".to_owned()))]
-        );
-        assert_eq!(run_entries(dir.path()).len(), 2);
         let names: Vec<String> = matching(OsStr::new("b"), topic_names(dir.path()))
             .iter()
             .map(|c| c.get_value().to_string_lossy().into_owned())

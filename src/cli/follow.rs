@@ -306,7 +306,6 @@ pub(crate) fn detach_status(reason: &DetachReason) -> ExitCode {
 /// A run flow's warning, in words.
 pub(crate) fn warning_text(warning: &RunWarning) -> String {
     match warning {
-        RunWarning::TemplateDropsReasoning => "the chat template in use may not render `reasoning_content`: the child would not learn the reasoning; set `training.axolotl_extra.chat_template` to one of qwen3, qwen3_5, exaone4, gemma4, gemma4_unified when the base model supports it".to_owned(),
         RunWarning::HubModelIdDeprecated => {
             "`training.hub_model_id` is deprecated; use `[hub] repo`".to_owned()
         }
@@ -317,7 +316,7 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
             limit,
             cause,
         } => format!("cannot reach target `{target}` ({failures}/{limit}): {cause}"),
-        RunWarning::Metrics(text) => text.clone(),
+        RunWarning::TemplateDropsReasoning(text) | RunWarning::Metrics(text) => text.clone(),
         RunWarning::SnapshotOverdue { run_id } => format!(
             "run `{run_id}` did not stop in time after the snapshot request; cancelling its job"
         ),

@@ -6,14 +6,6 @@ use std::process::ExitCode;
 use super::Context;
 use crate::pipeline::templates::Template;
 
-/// The prompt templates `init` writes, with the pipeline's built-in texts (TPL-3).
-const PROMPTS: [Template; 4] = [
-    Template::Subtopics,
-    Template::Questions,
-    Template::AnswerSystem,
-    Template::Judge,
-];
-
 /// Arguments of `init`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,8 +26,7 @@ pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         Some(dir) => ctx.dir.join(dir),
         None => ctx.dir.clone(),
     };
-    let prompts = PROMPTS.map(|t| (t.file_name(), t.default_text()));
-    let report = crate::project::init::create(&dir, &prompts)?;
+    let report = crate::project::init::create(&dir, &Template::init_files())?;
     outln!(
         "created project `{}` in `{}`",
         report.name,

@@ -23,11 +23,11 @@ pub struct Args {
 /// When there is no project, the configuration is invalid, the lock is held or `--topic`
 /// names no topic of the project.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let mut session = super::stages::open(ctx)?;
+    let (session, mut events) = super::stages::open(ctx)?;
     // PIPE-2: a bad `--topic` is refused before anything starts (no history, no summary).
     session.context.check_topic(args.topic.as_deref())?;
     let reports = super::stages::drive(
-        &mut session.events,
+        &mut events,
         crate::pipeline::questions::run(&session.context, args.topic.as_deref(), args.force),
     )
     .await;

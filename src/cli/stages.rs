@@ -1,77 +1,36 @@
-//! What the stage commands share: opening the project with its lock and a pipeline
-//! context, Ctrl-C handling, rendering stage events (an indicatif bar per stage on stderr,
-//! warnings and item failures as log lines) and the one summary line on stdout.
+//! What the stage commands share: opening a pipeline session
+//! ([`crate::pipeline::session`]) with Ctrl-C handling, rendering stage events (an
+//! indicatif bar per stage on stderr, warnings and item failures as log lines), the one
+//! summary line on stdout, and rendering the `run` sequence's events.
 
 use std::fmt::Write as _;
 use std::future::Future;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::config::Loaded;
 use crate::history::Status;
+use crate::pipeline::sequence::FlowEvent;
+use crate::pipeline::session::Session;
 use crate::pipeline::split::SplitReport;
-use crate::pipeline::{Context, Event, Progress, StageReport};
-use crate::pricing::PriceBook;
-use crate::project::{Project, ProjectLock};
-use crate::secrets::Resolver;
+use crate::pipeline::{Event, Progress, StageReport};
 
-/// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): how many milliseconds one second
-/// of a retry wait (backoff or `Retry-After`) lasts, so retry tests run the real rules
-/// without waiting seconds.
-const BACKOFF_VAR: &str = "OVERBRAINER_TEST_BACKOFF_MS";
-
-/// An open project ready to run stages.
-pub(crate) struct Session {
-    pub project: Project,
-    pub _lock: ProjectLock,
-    pub loaded: Loaded,
-    pub events: UnboundedReceiver<Event>,
-    pub context: Context,
-}
-
-/// Loads the configuration, takes the project lock (LCK-1) and builds the stage context;
-/// Ctrl-C cancels the context's token (PIPE-16).
-pub(crate) fn open(ctx: &super::Context) -> anyhow::Result<Session> {
-    let (project, loaded) = ctx.load()?;
-    for warning in &loaded.warnings {
+/// Opens a pipeline session ([`crate::pipeline::session::open`]): the configuration's
+/// warnings go to stderr and Ctrl-C cancels the session's token (PIPE-16).
+pub(crate) fn open(ctx: &super::Context) -> anyhow::Result<(Session, UnboundedReceiver<Event>)> {
+    let (session, events) = crate::pipeline::session::open(&ctx.dir, &ctx.env)?;
+    for warning in &session.loaded.warnings {
         tracing::warn!("{warning}");
     }
-    let lock = project.lock()?;
-    let (tx, events) = unbounded_channel();
-    let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
+    let on_signal = session.context.cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             on_signal.cancel();
         }
     });
-    let backoff_base = ctx
-        .env
-        .get(BACKOFF_VAR)
-        .and_then(|ms| ms.parse().ok())
-        .map_or(Duration::from_secs(1), Duration::from_millis);
-    let context = Context {
-        settings: Arc::new(loaded.settings.clone()),
-        root: project.root().to_path_buf(),
-        secrets: Arc::new(Resolver::new(&loaded.env)),
-        prices: PriceBook::new(),
-        events: tx,
-        cancel,
-        backoff_base,
-        redactor: crate::llm::Redactor::new(),
-    };
-    Ok(Session {
-        project,
-        _lock: lock,
-        loaded,
-        events,
-        context,
-    })
+    Ok((session, events))
 }
 
 /// Runs `flow` while rendering its events; returns its output once it and its events are
@@ -93,6 +52,48 @@ pub(crate) async fn drive<T>(
     }
     renderer.finish();
     output
+}
+
+/// Runs the `run` sequence `flow` while rendering its stage events and reports as the
+/// stage commands do and handing its run events to `run_events` (rendered by
+/// [`super::follow::drive`]); returns its output and the exit status of the last stage
+/// report.
+pub(crate) async fn drive_flow<T>(
+    events: &mut UnboundedReceiver<FlowEvent>,
+    run_events: &crate::runs::Events,
+    flow: impl Future<Output = T>,
+) -> (T, ExitCode) {
+    let mut renderer = Renderer::default();
+    let mut code = ExitCode::SUCCESS;
+    let mut render = |renderer: &mut Renderer, event: FlowEvent| match event {
+        FlowEvent::Stage(event) => renderer.render(event),
+        FlowEvent::StageEnded(report) => {
+            renderer.finish();
+            code = conclude(&report);
+        }
+        FlowEvent::SplitEnded(report) => {
+            renderer.finish();
+            code = conclude_split(&report);
+        }
+        FlowEvent::Reloaded => {
+            errln!("note: the configuration changed and was reloaded; the next stage uses it");
+        }
+        FlowEvent::Run(event) => {
+            let _ = run_events.send(event);
+        }
+    };
+    tokio::pin!(flow);
+    let output = loop {
+        tokio::select! {
+            output = &mut flow => break output,
+            Some(event) = events.recv() => render(&mut renderer, event),
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        render(&mut renderer, event);
+    }
+    renderer.finish();
+    (output, code)
 }
 
 #[derive(Default)]

@@ -10,10 +10,9 @@ use serde::Deserialize;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::stage::{
-    Context, Event, Output, RoleClient, Stage, StageError, StageReport, Tracker, read, run_stage,
-    selected,
-};
+use super::progress::{Event, Tracker};
+use super::runner::{Output, read, run_stage, selected};
+use super::stage::{Context, RoleClient, Stage, StageError, StageReport};
 use super::templates::{Prompt, Template};
 use crate::config::Role;
 use crate::dataset::jsonl::JsonlWriter;

@@ -1,13 +1,20 @@
 //! The dataset pipeline (spec/pipeline.md): the stages `subtopics`, `questions`,
 //! `answers` and `split`, each resumable, each sending typed events instead of
-//! printing.
+//! printing; [`session`] opens a project for them (lock, keys, prices, redactor) and
+//! [`sequence`] is the `run` flow (every stage, reloads, then training), both callable
+//! from any front end.
 
 pub mod parse;
+pub mod progress;
+pub(crate) mod runner;
 pub mod stage;
 pub mod templates;
 
-pub use stage::{Context, Event, Progress, Stage, StageError, StageReport};
+pub use progress::{Event, Progress};
+pub use stage::{Context, Stage, StageError, StageReport};
 pub mod answers;
 pub mod questions;
+pub mod sequence;
+pub mod session;
 pub mod split;
 pub mod subtopics;

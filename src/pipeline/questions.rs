@@ -12,10 +12,9 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::parse::first_string_array;
-use super::stage::{
-    Context, Event, Outcome, Output, RoleClient, Stage, StageError, StageReport, Tracker, collect,
-    read, run_stage, selected,
-};
+use super::progress::{Event, Tracker};
+use super::runner::{Outcome, Output, collect, read, run_stage, selected};
+use super::stage::{Context, RoleClient, Stage, StageError, StageReport};
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::JsonlWriter;
 use crate::dataset::{QuestionRecord, RejectedKind, RejectedRecord, SubtopicRecord, question_id};

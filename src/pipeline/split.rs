@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 
-use super::stage::{Context, Event, StageError, read};
+use super::progress::Event;
+use super::runner::read;
+use super::stage::{Context, StageError};
 use crate::dataset::jsonl::{JsonlError, replace_jsonl};
 use crate::dataset::split::{SplitCounts, split};
 use crate::dataset::{AnswerRecord, QuestionRecord};

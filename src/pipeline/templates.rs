@@ -68,6 +68,21 @@ pub enum Template {
 }
 
 impl Template {
+    /// Every template, in the order `init` writes them.
+    pub const ALL: [Self; 4] = [
+        Self::Subtopics,
+        Self::Questions,
+        Self::AnswerSystem,
+        Self::Judge,
+    ];
+
+    /// The prompt files of a new project: every template's file name and built-in text
+    /// (TPL-3), for `project::init::create`.
+    #[must_use]
+    pub fn init_files() -> [(&'static str, &'static str); 4] {
+        Self::ALL.map(|t| (t.file_name(), t.default_text()))
+    }
+
     /// The file name under `prompts/`.
     #[must_use]
     pub fn file_name(self) -> &'static str {

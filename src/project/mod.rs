@@ -6,6 +6,7 @@
 
 pub mod init;
 mod lock;
+pub mod names;
 
 use std::path::{Path, PathBuf};
 

@@ -16,6 +16,7 @@
 //! - [`retrieve`]: results checked file by file against the target's manifest
 //!   (RUN-23..RUN-25);
 //! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42);
+//! - [`template`]: whether the run's chat template renders the data's reasoning (TGT-12);
 //! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\].
 //!
 //! - [`refusal`]: why a flow refuses, one variant each; [`warning`]: what it warns
@@ -35,6 +36,7 @@ pub mod refusal;
 pub mod retrieve;
 pub mod start;
 pub mod target;
+pub mod template;
 pub mod warning;
 
 use std::path::PathBuf;

@@ -215,6 +215,11 @@ pub enum Refusal {
         /// Target name.
         target: String,
     },
+    /// The run's chat template drops the reasoning its training data holds (TGT-12,
+    /// decided by rendering, see [`crate::train::template::decide`]); the text names
+    /// the template, the turns and the fix.
+    #[error("{0}")]
+    TemplateDropsReasoning(String),
 }
 
 /// `` `a`, `b` ``.

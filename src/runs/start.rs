@@ -16,6 +16,7 @@ use crate::exec::{AnyExecutor, Executor as _, JobRuntime, JobSpec, Stages, shell
 use crate::project::Project;
 use crate::train::axolotl::{self, AXOLOTL_YAML, EVAL_DATA, OUTPUT_DIR, RESUME_DIR, TRAIN_DATA};
 use crate::train::plugin::{PLUGIN_FILE, PLUGIN_SOURCE};
+use crate::train::template::Decision;
 
 /// Entries of a local run directory that never leave this machine (LAY-5): the record,
 /// a Runpod run's SSH files and pod record.
@@ -366,12 +367,6 @@ pub async fn start(
 ) -> Result<Started, RunError> {
     let (target, inputs, yaml) = check(project, settings, options)?;
     let training = training(settings)?;
-    if !crate::train::template::renders_reasoning(training) {
-        emit(
-            events,
-            RunEvent::Warning(RunWarning::TemplateDropsReasoning),
-        );
-    }
     if training.hub_model_id.is_some() {
         emit(events, RunEvent::Warning(RunWarning::HubModelIdDeprecated));
     }
@@ -386,6 +381,16 @@ pub async fn start(
     })?;
     let executor = target::connect(&target, &runs_dir, env).await?;
     check_remote_venv(&executor, &target).await?;
+    match super::template::check(&executor, &target, training, &inputs.train).await? {
+        Decision::Fine => {}
+        Decision::Warn(text) => emit(
+            events,
+            RunEvent::Warning(RunWarning::TemplateDropsReasoning(text)),
+        ),
+        Decision::Refuse(text) => {
+            return Err(RunError::Refused(Refusal::TemplateDropsReasoning(text)));
+        }
+    }
     let exec = |source| RunError::Exec {
         target: target.name.clone(),
         source: Box::new(source),

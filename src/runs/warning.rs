@@ -7,8 +7,10 @@ use super::record::State;
 /// A warning of a run flow, sent as [`super::RunEvent::Warning`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunWarning {
-    /// The run's chat template may drop `reasoning_content` (TGT-12).
-    TemplateDropsReasoning,
+    /// The run's chat template may drop `reasoning_content` (TGT-12); the text, from
+    /// [`crate::train::template::decide`], names the template, how it was checked and
+    /// the fix.
+    TemplateDropsReasoning(String),
     /// `training.hub_model_id` is set; it is deprecated for `[hub] repo`.
     HubModelIdDeprecated,
     /// `[hub] after_training = true` without `OVERBRAINER_HF_TOKEN`.

@@ -8,7 +8,8 @@
 //! - [`plugin`]: the metrics plugin shipped in the binary (MPL-1, MPL-5);
 //! - [`metrics`]: the lines of `metrics.jsonl` and their tolerant reader (MPL-2, MPL-3);
 //! - [`phase`]: the follower's phase derived from those lines (MPL-7, RUN-18);
-//! - [`template`]: whether the chat template renders reasoning (TGT-12).
+//! - [`template`]: whether a chat template renders reasoning, by rendering it on a probe
+//!   conversation (TGT-12).
 
 pub mod axolotl;
 pub mod checkpoint;

@@ -42,6 +42,9 @@ mod pipeline_safety;
 // Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`;
 // refusals before a start.
 mod training;
+// Flows: a pipeline session and the `run` sequence through library calls only (no CLI),
+// and the chat template check of a run start against the real venv and tiny model.
+mod flows;
 // Flows: runs that meet faults and the way back: an incomplete snapshot checkpoint, a
 // merge that fails after training (`train merge`), metric lines from another writer.
 mod training_faults;

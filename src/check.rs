@@ -1,0 +1,115 @@
+//! `config check` as a flow any front end can call (CHK-1..CHK-6): every effective
+//! setting with its source, whether its secret was resolved, and for each role's
+//! `reasoning` key the reasoning rule its model falls under (`llm::reasoning::rule`).
+//! Once `data/train.jsonl` exists it also refuses Axolotl settings that need eval data
+//! when `data/eval.jsonl` is missing or empty, as `train` does. Never takes the project
+//! lock; without `resolve` it makes no network request.
+
+use crate::config::{Entry, Loaded, entries};
+use crate::llm::reasoning::ReasoningRule;
+use crate::project::Project;
+use crate::secrets::{Resolver, SecretError, SecretRef};
+
+/// One checked setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// The setting, its value (secrets masked) and its source.
+    pub entry: Entry,
+    /// Its secret was resolved (with `resolve` only).
+    pub resolved: bool,
+    /// For `roles.<role>.reasoning`: the rule of the role's model.
+    pub rule: Option<ReasoningRule>,
+}
+
+/// Why the check fails.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// Eval settings without eval data (as `train` refuses them).
+    #[error("{0}")]
+    EvalData(String),
+    /// A secret cannot be resolved (SEC-4).
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+}
+
+/// Checks the configuration `loaded` of `project`; with `resolve` it resolves every
+/// configured secret too, stopping at the first that cannot be.
+///
+/// # Errors
+///
+/// [`CheckError`]: the eval data problem, or the first secret that cannot be resolved.
+pub async fn check(
+    project: &Project,
+    loaded: &Loaded,
+    resolve: bool,
+) -> Result<Vec<Checked>, CheckError> {
+    if let Some(problem) = crate::runs::start::eval_data_problem(project, &loaded.settings) {
+        return Err(CheckError::EvalData(problem));
+    }
+    let resolved = if resolve {
+        resolve_all(loaded).await?
+    } else {
+        Vec::new()
+    };
+    let rules = reasoning_rules(loaded);
+    Ok(entries(loaded)
+        .into_iter()
+        .map(|entry| Checked {
+            resolved: resolved.contains(&entry.key),
+            rule: rules
+                .iter()
+                .find(|(key, _)| *key == entry.key)
+                .map(|(_, rule)| *rule),
+            entry,
+        })
+        .collect())
+}
+
+/// The reasoning rule of each role whose provider is declared, by its `reasoning` key.
+fn reasoning_rules(loaded: &Loaded) -> Vec<(String, ReasoningRule)> {
+    let settings = &loaded.settings;
+    let roles = &settings.roles;
+    [
+        ("generator", &roles.generator),
+        ("parent", &roles.parent),
+        ("judge", &roles.judge),
+    ]
+    .into_iter()
+    .filter_map(|(name, role)| {
+        let role = role.as_ref()?;
+        let provider = settings.providers.get(&role.provider)?;
+        Some((
+            format!("roles.{name}.reasoning"),
+            crate::llm::reasoning::rule(provider.protocol, &role.model),
+        ))
+    })
+    .collect()
+}
+
+/// Every configured secret, by key.
+fn secrets(loaded: &Loaded) -> Vec<(String, &SecretRef)> {
+    let settings = &loaded.settings;
+    let mut out: Vec<(String, &SecretRef)> = settings
+        .providers
+        .iter()
+        .filter_map(|(name, p)| Some((format!("providers.{name}.api_key"), p.api_key.as_ref()?)))
+        .collect();
+    if let Some(key) = &settings.runpod.api_key {
+        out.push(("runpod.api_key".to_owned(), key));
+    }
+    if let Some(token) = &settings.hf_token {
+        out.push(("hf_token".to_owned(), token));
+    }
+    out
+}
+
+/// Resolves every secret (SEC-4); returns the keys resolved.
+async fn resolve_all(loaded: &Loaded) -> Result<Vec<String>, SecretError> {
+    let resolver = Resolver::new(&loaded.env);
+    let mut done = Vec::new();
+    for (key, reference) in secrets(loaded) {
+        resolver.resolve(&key, reference).await?;
+        done.push(key);
+    }
+    Ok(done)
+}
