@@ -325,7 +325,7 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
             "cannot read what the cancel of run `{run_id}` left behind: {cause}"
         ),
         RunWarning::AlreadyEnded { run_id, state } => format!(
-            "run `{run_id}` already ended as {}; any job left on the target will be stopped",
+            "run `{run_id}` already ended as {}; checking that nothing of its job is left on the target",
             state.name()
         ),
         RunWarning::CancelNotRecorded {

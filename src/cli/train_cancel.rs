@@ -98,6 +98,14 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             }
             Ok(leftovers_status(&leftovers))
         }
+        CancelOutcome::AlreadyEnded { record, status } if record.retrieved => {
+            outln!(
+                "train: the job of run {id} had already ended ({}) and was not signalled; its results are in runs/{id}",
+                status_text(status),
+                id = record.id
+            );
+            Ok(ExitCode::FAILURE)
+        }
         CancelOutcome::AlreadyEnded { record, status } => {
             outln!(
                 "train: the job of run {} had already ended ({}) and was not signalled; collect it with: overbrainer train attach {}",

@@ -11,6 +11,9 @@ pub struct Problem {
     pub key: String,
     /// The reason, in the project's message voice.
     pub message: String,
+    /// Another key the problem is about (the second of two settings that cannot
+    /// work together), whose source is named beside the key's own.
+    pub other: Option<String>,
 }
 
 impl Problem {
@@ -18,7 +21,15 @@ impl Problem {
         Self {
             key: key.into(),
             message: message.into(),
+            other: None,
         }
+    }
+
+    /// The problem, about `other` as well as its own key.
+    #[must_use]
+    pub(crate) fn with_other(mut self, other: impl Into<String>) -> Self {
+        self.other = Some(other.into());
+        self
     }
 }
 

@@ -133,6 +133,22 @@ fn name_source(problem: &mut Problem, provenance: &Provenance, env: &EnvSnapshot
         Some(line) => format!("in `{DOTENV_NAME}` line {line}"),
         None => format!("in `{DOTENV_NAME}`"),
     };
+    let of_key = |key: &str| match provenance.source(key) {
+        Source::Env { var } => format!("set by `{var}`"),
+        Source::DotEnv { var } => format!("set by `{var}` {}", in_dotenv(var)),
+        Source::File | Source::Default => format!("in `{FILE_NAME}`"),
+    };
+    if let Some(other) = problem.other.clone() {
+        // Two keys, each from its own layer: name both.
+        problem.message = format!(
+            "{} (`{}` {}; `{other}` {})",
+            problem.message,
+            problem.key,
+            of_key(&problem.key),
+            of_key(&other)
+        );
+        return;
+    }
     let place = if problem.key.starts_with(layers::PREFIX) {
         if env.get(&problem.key).is_some() {
             "in the environment".to_owned()
@@ -141,10 +157,8 @@ fn name_source(problem: &mut Problem, provenance: &Provenance, env: &EnvSnapshot
         }
     } else {
         match provenance.source(&problem.key) {
-            Source::Env { var } => format!("set by `{var}`"),
-            Source::DotEnv { var } => format!("set by `{var}` {}", in_dotenv(var)),
             Source::File | Source::Default if problem.message.contains(FILE_NAME) => return,
-            Source::File | Source::Default => format!("in `{FILE_NAME}`"),
+            _ => of_key(&problem.key),
         }
     };
     problem.message = format!("{} ({place})", problem.message);

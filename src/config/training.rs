@@ -300,37 +300,49 @@ pub(super) fn combinations(
         ("save_steps", "training.saves_per_epoch", "save_strategy"),
     ] {
         if set(steps).is_some() && provenance.is_set(per_epoch) {
-            problems.push(Problem::new(
-                extra_key(steps),
-                format!(
-                    "cannot be used with `{per_epoch}`: Axolotl refuses both together; remove one of them"
-                ),
-            ));
+            problems.push(
+                Problem::new(
+                    extra_key(steps),
+                    format!(
+                        "cannot be used with `{per_epoch}`: Axolotl refuses both together; remove one of them"
+                    ),
+                )
+                .with_other(per_epoch),
+            );
         }
         if not_steps(strategy).is_some() && set(steps).is_some() {
-            problems.push(Problem::new(
-                extra_key(strategy),
-                format!(
-                    "other than `steps` cannot be used with `{}`: Axolotl takes `{steps}` only with `{strategy} = \"steps\"`; set that or remove one of them",
-                    extra_key(steps)
-                ),
-            ));
+            problems.push(
+                Problem::new(
+                    extra_key(strategy),
+                    format!(
+                        "other than `steps` cannot be used with `{}`: Axolotl takes `{steps}` only with `{strategy} = \"steps\"`; set that or remove one of them",
+                        extra_key(steps)
+                    ),
+                )
+                .with_other(extra_key(steps)),
+            );
         }
     }
     if not_steps("eval_strategy").is_some() && provenance.is_set("training.evals_per_epoch") {
-        problems.push(Problem::new(
-            extra_key("eval_strategy"),
-            "other than `steps` cannot be used with `training.evals_per_epoch`: Axolotl takes `evals_per_epoch` only with `eval_strategy = \"steps\"` or none; remove one of them",
-        ));
+        problems.push(
+            Problem::new(
+                extra_key("eval_strategy"),
+                "other than `steps` cannot be used with `training.evals_per_epoch`: Axolotl takes `evals_per_epoch` only with `eval_strategy = \"steps\"` or none; remove one of them",
+            )
+            .with_other("training.evals_per_epoch"),
+        );
     }
     if set("warmup_steps").is_some() && set("warmup_ratio").is_some() {
-        problems.push(Problem::new(
-            extra_key("warmup_steps"),
-            format!(
-                "cannot be used with `{}`: Axolotl refuses both together; remove one of them",
-                extra_key("warmup_ratio")
-            ),
-        ));
+        problems.push(
+            Problem::new(
+                extra_key("warmup_steps"),
+                format!(
+                    "cannot be used with `{}`: Axolotl refuses both together; remove one of them",
+                    extra_key("warmup_ratio")
+                ),
+            )
+            .with_other(extra_key("warmup_ratio")),
+        );
     }
 }
 

@@ -158,6 +158,14 @@ pub enum ExecError {
     /// its directory, an invalid process ID).
     #[error("unexpected answer from the target: {0}")]
     Protocol(String),
+    /// Symbolic links of a tree point outside it (absolute, or climbing above its
+    /// root): a manifest or a download refuses the tree, naming every such link with
+    /// its target (`` `path` -> `target` ``, names shown lossily).
+    #[error(
+        "symbolic links point outside the tree: {}; only relative links that stay inside the run directory are kept: remove or replace them on the target",
+        .0.join(", ")
+    )]
+    EscapingLinks(Vec<String>),
     /// [`Executor::cancel`] stopped the job, but these processes of the job were
     /// still there after `SIGKILL` (see [`LEFTOVERS_FILE`]). Never a clean cancel:
     /// the job reads [`JobStatus::Cancelled`] and [`Executor::leftovers`] names them.

@@ -168,24 +168,34 @@ impl<'a> Driver<'a> {
         })
     }
 
+    /// One poll of the job: new metric lines, new log lines, its status. A target
+    /// that did not answer the first read is not asked again in this poll, so one
+    /// failed reach costs one connect bound, not three.
+    async fn poll(&mut self) -> Event {
+        let metrics = self.metrics.poll().await.map_err(|e| error_chain(&e));
+        let (log, status) = match &metrics {
+            Err(cause) => (Vec::new(), Err(cause.clone())),
+            Ok(_) => (
+                self.log.poll().await.unwrap_or_default(),
+                self.executor
+                    .status(&self.job)
+                    .await
+                    .map_err(|e| error_chain(&e)),
+            ),
+        };
+        Event::Polled {
+            at: self.began.elapsed(),
+            metrics,
+            log,
+            status,
+        }
+    }
+
     /// Performs an effect that asks the target or the disk; returns what it found.
     async fn perform(&mut self, effect: Effect, record: &RunRecord) -> Option<Event> {
         let executor = self.executor;
         match effect {
-            Effect::Poll => {
-                let metrics = self.metrics.poll().await.map_err(|e| error_chain(&e));
-                let log = self.log.poll().await.unwrap_or_default();
-                let status = executor
-                    .status(&self.job)
-                    .await
-                    .map_err(|e| error_chain(&e));
-                Some(Event::Polled {
-                    at: self.began.elapsed(),
-                    metrics,
-                    log,
-                    status,
-                })
-            }
+            Effect::Poll => Some(self.poll().await),
             Effect::Sample => match executor
                 .probe(&crate::system::probe_script(&record.dir))
                 .await

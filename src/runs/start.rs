@@ -52,9 +52,35 @@ pub fn training(settings: &Settings) -> Result<&Training, RunError> {
         .ok_or(RunError::Refused(Refusal::NoTraining))
 }
 
-/// Whether `path` is a file holding at least one byte.
+/// Whether `path` is a file holding at least one record: a byte other than white
+/// space after a leading UTF-8 byte-order mark. A file of blank lines, or of a mark
+/// alone, holds none. Reads only up to the first such byte.
 fn non_empty(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0)
+    use std::io::Read as _;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let mut buffer = [0_u8; 8192];
+    let mut first = true;
+    loop {
+        let Ok(read) = reader.read(&mut buffer) else {
+            return false;
+        };
+        if read == 0 {
+            return false;
+        }
+        let mut chunk = &buffer[..read];
+        if std::mem::take(&mut first) {
+            chunk = chunk.strip_prefix(b"\xef\xbb\xbf").unwrap_or(chunk);
+        }
+        if chunk.iter().any(|byte| !byte.is_ascii_whitespace()) {
+            return true;
+        }
+    }
 }
 
 /// Why `[training]` cannot run on the project's data: Axolotl settings that need eval
@@ -539,6 +565,27 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regression_a_data_file_of_blank_lines_or_a_byte_order_mark_alone_holds_no_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(&[u8], bool); 7] = [
+            (b"", false),
+            (b"\xef\xbb\xbf", false),
+            (b"\n\n  \n", false),
+            (b"\xef\xbb\xbf\n\t\r\n", false),
+            (b"{}", true),
+            (b"\xef\xbb\xbf{\"messages\": []}\n", true),
+            (b"\n\n{\"messages\": []}", true),
+        ];
+        for (index, (bytes, holds)) in cases.iter().enumerate() {
+            let path = dir.path().join(format!("{index}.jsonl"));
+            std::fs::write(&path, bytes).unwrap();
+            assert_eq!(non_empty(&path), *holds, "{bytes:?}");
+        }
+        assert!(!non_empty(&dir.path().join("missing.jsonl")));
+        assert!(!non_empty(dir.path()));
+    }
 
     #[test]
     fn the_job_script_sets_the_runtime_environment_then_the_stages() {

@@ -182,3 +182,38 @@ fn host_under_a_local_target_says_host_is_only_for_ssh_targets() {
             "`targets.other.host`: `host` is only for ssh targets (`kind = \"ssh\"`) (set by `OVERBRAINER_TARGETS__OTHER__HOST`)",
         ));
 }
+
+#[test]
+fn regression_two_settings_that_cannot_work_together_each_name_their_own_source() {
+    let project = TestProject::init();
+    let mut config = project.read("overbrainer.toml");
+    config.push_str(
+        "\n[training]\ntarget = \"here\"\nbase_model = \"b\"\nadapter = \"lora\"\n\n\
+         [training.axolotl_extra]\neval_steps = 5\n\n[targets.here]\nkind = \"local\"\n",
+    );
+    project.write("overbrainer.toml", &config);
+    project
+        .cmd()
+        .env("OVERBRAINER_TRAINING__EVALS_PER_EPOCH", "2")
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "cannot be used with `training.evals_per_epoch`: Axolotl refuses both together; remove one of them (`training.axolotl_extra.eval_steps` in `overbrainer.toml`; `training.evals_per_epoch` set by `OVERBRAINER_TRAINING__EVALS_PER_EPOCH`)",
+        ));
+    project.write(
+        ".env",
+        "# tuning\nOVERBRAINER_TRAINING__AXOLOTL_EXTRA__WARMUP_RATIO=0.1\n",
+    );
+    let mut config = config.replace("eval_steps = 5\n", "warmup_steps = 3\n");
+    config.push('\n');
+    project.write("overbrainer.toml", &config);
+    project
+        .cmd()
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "(`training.axolotl_extra.warmup_steps` in `overbrainer.toml`; `training.axolotl_extra.warmup_ratio` set by `OVERBRAINER_TRAINING__AXOLOTL_EXTRA__WARMUP_RATIO` in `.env` line 2)",
+        ));
+}

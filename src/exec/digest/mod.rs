@@ -84,13 +84,19 @@ impl FileDigest {
     /// empty, absolute, or leaves the manifest's root.
     pub fn symlink(path: &[u8], target: &[u8]) -> Result<Self, ExecError> {
         check_link(path, target)?;
+        Ok(Self::any_symlink(path, target))
+    }
+
+    /// [`FileDigest::symlink`] without the check, for a list that
+    /// [`refuse_escaping_links`] checks whole.
+    pub(crate) fn any_symlink(path: &[u8], target: &[u8]) -> Self {
         let (path, raw_path) = split_name(path);
-        Ok(Self {
+        Self {
             path,
             sha256: hex::encode(Sha256::digest(target)),
             raw_path,
             link: Some(target.to_vec()),
-        })
+        }
     }
 
     /// The path's bytes, exactly as on the target.
@@ -130,16 +136,49 @@ pub(super) fn split_name(name: &[u8]) -> (String, Option<Vec<u8>>) {
 ///
 /// # Errors
 ///
-/// [`ExecError::Protocol`] naming the link and its target.
+/// [`ExecError::EscapingLinks`] naming the link and its target.
 pub(crate) fn check_link(path: &[u8], target: &[u8]) -> Result<(), ExecError> {
     if link_stays_inside(path, target) {
         return Ok(());
     }
-    Err(ExecError::Protocol(format!(
-        "symbolic link `{}` points outside the tree (to `{}`): only relative links that stay inside the run directory are kept; remove or replace it on the target",
+    Err(ExecError::EscapingLinks(vec![link_name(path, target)]))
+}
+
+/// `` `path` -> `target` `` of a symbolic link, for messages.
+fn link_name(path: &[u8], target: &[u8]) -> String {
+    format!(
+        "`{}` -> `{}`",
         truncate(&String::from_utf8_lossy(path), 200),
         truncate(&String::from_utf8_lossy(target), 200),
-    )))
+    )
+}
+
+/// Refuses the list `digests` when any of its symbolic links leaves the tree, naming
+/// every such link at once (the first 20, then how many more), so that one fix on
+/// the target takes them all.
+///
+/// # Errors
+///
+/// [`ExecError::EscapingLinks`].
+pub(crate) fn refuse_escaping_links(digests: &[FileDigest]) -> Result<(), ExecError> {
+    const SHOWN: usize = 20;
+    let escaping: Vec<String> = digests
+        .iter()
+        .filter_map(|digest| {
+            let target = digest.link.as_deref()?;
+            let path = digest.path_bytes();
+            (!link_stays_inside(path, target)).then(|| link_name(path, target))
+        })
+        .collect();
+    if escaping.is_empty() {
+        return Ok(());
+    }
+    let more = escaping.len().saturating_sub(SHOWN);
+    let mut shown: Vec<String> = escaping.into_iter().take(SHOWN).collect();
+    if more > 0 {
+        shown.push(format!("and {more} more"));
+    }
+    Err(ExecError::EscapingLinks(shown))
 }
 
 /// Whether the symbolic link at the relative path `path` with target `target` stays
@@ -238,6 +277,7 @@ pub fn local_manifest(
     }
     digests.sort();
     digests.dedup();
+    refuse_escaping_links(&digests)?;
     Ok(digests)
 }
 
@@ -265,10 +305,10 @@ fn walk(
         out.push(FileDigest::file(&relative()?, &sha256_file(path)?));
     } else if meta.file_type().is_symlink() {
         let target = std::fs::read_link(path).map_err(io)?;
-        out.push(FileDigest::symlink(
+        out.push(FileDigest::any_symlink(
             &relative()?,
             target.as_os_str().as_bytes(),
-        )?);
+        ));
     } else if meta.is_dir() {
         for child in std::fs::read_dir(path).map_err(io)? {
             let child = child.map_err(io)?;
@@ -328,7 +368,7 @@ mod tests {
         ] {
             let error = FileDigest::symlink(path, target).unwrap_err();
             let message = error.to_string();
-            assert!(message.contains("points outside the tree"), "{message}");
+            assert!(message.contains("point outside the tree"), "{message}");
             assert!(
                 message.contains(&*String::from_utf8_lossy(path)),
                 "{message}"

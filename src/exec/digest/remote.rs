@@ -91,6 +91,7 @@ pub fn parse_manifest(output: &[u8]) -> Result<Vec<FileDigest>, ExecError> {
     }
     digests.sort();
     digests.dedup();
+    super::refuse_escaping_links(&digests)?;
     Ok(digests)
 }
 
@@ -148,7 +149,7 @@ fn link_line(line: &[u8], rest: &[u8]) -> Result<FileDigest, ExecError> {
     if path.is_empty() {
         return Err(bad_line(line));
     }
-    FileDigest::symlink(&path, &target)
+    Ok(FileDigest::any_symlink(&path, &target))
 }
 
 /// Undoes the escapes of `sha256sum` (`\\`, `\n`, `\r`).
@@ -311,19 +312,33 @@ mod tests {
     }
 
     #[test]
-    fn a_link_leaving_the_tree_fails_both_manifests() {
+    fn regression_every_link_leaving_the_tree_is_named_at_once_by_both_manifests() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("out")).unwrap();
         std::fs::write(root.join("out/a"), "a").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", root.join("out/evil")).unwrap();
+        std::fs::create_dir_all(root.join("out/sub")).unwrap();
+        std::os::unix::fs::symlink("../../../etc/hostname", root.join("out/sub/evil2")).unwrap();
+        std::os::unix::fs::symlink("../a", root.join("out/sub/fine")).unwrap();
         let entries = vec!["out".to_owned()];
+        // Every escaping link is named at once, so one fix on the target takes them all.
+        let named = [
+            "`out/evil` -> `/etc/passwd`",
+            "`out/sub/evil2` -> `../../../etc/hostname`",
+        ];
         let local = local_manifest(root, &entries, &[]).unwrap_err();
-        assert!(local.to_string().contains("`out/evil`"), "{local}");
         let output = run_script(&manifest_script(&root.to_string_lossy(), &entries, &[]));
         assert!(output.status.success(), "{output:?}");
         let remote = parse_manifest(&output.stdout).unwrap_err();
-        assert!(remote.to_string().contains("`out/evil`"), "{remote}");
+        for error in [local, remote] {
+            let message = error.to_string();
+            for link in named {
+                assert!(message.contains(link), "{message}");
+            }
+            assert!(!message.contains("out/sub/fine"), "{message}");
+            assert!(!message.contains("unexpected answer"), "{message}");
+        }
     }
 
     #[test]

@@ -366,9 +366,13 @@ fn polled(
             }));
             return;
         }
-    } else {
-        state.failures = 0;
+        // A target that did not answer is asked nothing more until the next poll: each
+        // call to a wedged host waits out its connect bound, so a sample or a request
+        // check now would stretch one failed reach over several.
+        effects.push(Effect::Wait(state.rules.poll_interval));
+        return;
     }
+    state.failures = 0;
     if let Some(status) = status.filter(|s| s.is_finished()) {
         // MPL-4: drain the whole file before the final state is computed.
         state.status = Some(status);

@@ -208,6 +208,14 @@ fn rows() -> Vec<Row> {
             step: Step::Following,
         },
         Row {
+            name: "a failed reach when a sample and a request check are due asks nothing more",
+            state: following(),
+            event: unreachable_poll(30),
+            effects: &["warn unreachable 1/6", "wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
             name: "six failed reaches detach, the record kept running",
             state: failing_five,
             event: unreachable_poll(6),
