@@ -22,16 +22,19 @@
 //! Files of this module: `script.rs` (the POSIX shell scripts every target runs),
 //! `digest.rs` (SHA-256 manifests), `lines.rs` (following a file line by line),
 //! `tar.rs` (the local side of transfers), `runtime.rs` (how Axolotl is launched),
-//! `local.rs` and `ssh/` (the two executors; `ssh/` by concern: destination, bounded
+//! `engine.rs` (the bounded engine calls that stop a job's container), `local.rs` and
+//! `ssh/` (the two executors; `ssh/` by concern: destination, bounded
 //! waits, control socket, the OpenSSH master, the executor), `any.rs` ([`AnyExecutor`],
 //! either one, chosen at run time).
 
 mod any;
 mod digest;
+mod engine;
 mod lines;
 mod local;
 mod runtime;
 mod script;
+mod shell;
 #[cfg(test)]
 pub(crate) mod shellcheck;
 mod ssh;
@@ -47,16 +50,18 @@ pub use any::AnyExecutor;
 pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
+pub use engine::container_stop;
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
 pub use runtime::{
     CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
-    TOOLS_ENV, container_prelude, container_stop, shell_path, stage_command,
+    TOOLS_ENV, container_prelude, shell_path, stage_command,
 };
 pub use script::{
-    GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_cancel, parse_status, quote,
+    GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_cancel, parse_status,
     status_script,
 };
+pub use shell::quote;
 pub use ssh::{
     CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, MAX_CONTROL_PATH, PodEndpoint,
     REQUIRED_TOOLS, SshDestination, SshError, SshExecutor, SshTimeouts, control_dirs,

@@ -6,6 +6,7 @@
 //! run the very same text, so a job started by one can be read and cancelled by
 //! the other and the rules of the job's files live in one place.
 
+use super::shell::quote;
 use super::{
     CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, JOB_LOG, JobStatus,
     LEFTOVERS_FILE, PID_FILE, RUN_MARKER_VAR,
@@ -180,24 +181,6 @@ ob_signal() {
 }
 "#;
 
-/// Quotes `text` as one POSIX shell word: inside single quotes, with each `'`
-/// written as `'\''`. Any byte string survives: `sh -c "printf %s $(quote x)"`
-/// prints `x` back unchanged.
-#[must_use]
-pub fn quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('\'');
-    for c in text.chars() {
-        if c == '\'' {
-            quoted.push_str("'\\''");
-        } else {
-            quoted.push(c);
-        }
-    }
-    quoted.push('\'');
-    quoted
-}
-
 /// The wrapper that runs a job's `script` in the run directory `dir`.
 ///
 /// It changes to `dir`, draws the job's run marker from `/dev/urandom`, records it in
@@ -319,7 +302,7 @@ if job_alive "$d" "$p"; then echo running; else echo lost; fi
 /// [`super::Executor::cancel`], and prints one line that [`parse_cancel`] reads.
 ///
 /// When there is a `container`, it is stopped and removed
-/// ([`super::runtime::container_stop`]) whatever the job's state, so a container
+/// ([`super::engine::container_stop`]) whatever the job's state, so a container
 /// that outlived its wrapper is stopped too, and once more after the processes are
 /// gone (the job's script may have started its next stage's container, under the
 /// same name, between the first stop and the group's end). Then the script prints
@@ -343,7 +326,7 @@ if job_alive "$d" "$p"; then echo running; else echo lost; fi
 /// answer in time (its standard error names the command).
 #[must_use]
 pub fn cancel_script(dir: &str, pid: u32, container: Option<&Container>) -> String {
-    let stop = container.map_or_else(|| ":\n".to_owned(), super::runtime::container_stop);
+    let stop = container.map_or_else(|| ":\n".to_owned(), super::engine::container_stop);
     format!(
         r#"{GROUP_SIGNAL}d={dir}
 p={pid}

@@ -7,9 +7,34 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::stage::Stage;
 use crate::llm::Usage;
 use crate::pricing::Cost;
+
+/// The four dataset stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// `subtopics`.
+    Subtopics,
+    /// `questions`.
+    Questions,
+    /// `answers`.
+    Answers,
+    /// `split`.
+    Split,
+}
+
+impl Stage {
+    /// The command and history name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Subtopics => "subtopics",
+            Self::Questions => "questions",
+            Self::Answers => "answers",
+            Self::Split => "split",
+        }
+    }
+}
 
 /// What a stage reports while it runs. Only front ends render events.
 #[derive(Debug, Clone, PartialEq)]

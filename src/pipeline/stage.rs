@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+pub use super::progress::Stage;
 use super::progress::{Event, Progress};
 use super::templates::TemplateError;
 use crate::config::{Protocol, Role, Settings};
@@ -20,32 +21,6 @@ use crate::llm::retry::RetryPolicy;
 use crate::llm::{self, Client};
 use crate::pricing::PriceBook;
 use crate::secrets::{Resolver, SecretError};
-
-/// The four dataset stages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stage {
-    /// `subtopics`.
-    Subtopics,
-    /// `questions`.
-    Questions,
-    /// `answers`.
-    Answers,
-    /// `split`.
-    Split,
-}
-
-impl Stage {
-    /// The command and history name.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Subtopics => "subtopics",
-            Self::Questions => "questions",
-            Self::Answers => "answers",
-            Self::Split => "split",
-        }
-    }
-}
 
 /// Everything a stage runs with. A stage keeps the settings it started with (RLD-4).
 #[derive(Clone)]

@@ -14,7 +14,8 @@ use super::{SshDestination, SshError};
 use crate::exec::digest::{self, FileDigest};
 use crate::exec::local::{STALE_FILES, command_error, downloaded, finish, parse_claim};
 use crate::exec::runtime::shell_path;
-use crate::exec::script::{self, cancel_script, claim_script, job_script, quote, status_script};
+use crate::exec::script::{self, cancel_script, claim_script, job_script, status_script};
+use crate::exec::shell::quote;
 use crate::exec::{
     ExecError, Executor, JobCommand, JobId, JobStatus, PID_FILE, Pid, check_job_env, tar,
 };

@@ -23,7 +23,7 @@ use place::{move_into_place, staging_beside};
 
 use super::ExecError;
 use super::digest::{check_link, entries_words, prune_expression};
-use super::script::quote;
+use super::shell::quote;
 
 /// Size of one chunk between the tar thread and the connection: 256 KiB.
 const CHUNK: usize = 256 * 1024;
