@@ -272,6 +272,12 @@ done
 ///    its run marker, or a live member of its group whose leader's identity
 ///    matches [`START_FILE`]; zombies do not count): `running`.
 /// 6. Otherwise `lost`, which includes a job whose identity cannot be established.
+///
+/// A job may end while the script looks: its wrapper writes [`EXIT_FILE`] (or a
+/// cancel writes [`CANCEL_FILE`]) and exits between the first look at the files and
+/// the look at its processes. So when no process lives, the files are read again
+/// before the answer, and a job that just ended reads `exited` (or `cancelled`),
+/// never `lost`.
 #[must_use]
 pub fn status_script(dir: &str, pid: u32) -> String {
     format!(
@@ -280,16 +286,26 @@ p={pid}
 if [ ! -d "$d" ]; then echo lost; exit 0; fi
 if [ -e "$d/{cancelled}" ]; then echo cancelled; exit 0; fi
 ob_code=
-if [ -r "$d/{exit}" ]; then IFS= read -r ob_code < "$d/{exit}" || true; fi
+ob_reread() {{
+  if [ -r "$d/{exit}" ]; then IFS= read -r ob_code < "$d/{exit}" || true; fi
+}}
+ob_reread
 if [ -e "$d/{cancelling}" ]; then
-  if job_alive "$d" "$p"; then echo running
+  if job_alive "$d" "$p"; then echo running; exit 0; fi
+  ob_reread
+  if [ -e "$d/{cancelled}" ]; then echo cancelled
   elif [ -n "$ob_code" ]; then echo "exited $ob_code"
   else echo cancelled
   fi
   exit 0
 fi
 if [ -e "$d/{exit}" ]; then echo "exited $ob_code"; exit 0; fi
-if job_alive "$d" "$p"; then echo running; else echo lost; fi
+if job_alive "$d" "$p"; then echo running; exit 0; fi
+ob_reread
+if [ -e "$d/{cancelled}" ]; then echo cancelled
+elif [ -e "$d/{exit}" ]; then echo "exited $ob_code"
+else echo lost
+fi
 "#,
         dir = quote(dir),
         cancelled = CANCEL_FILE,
@@ -575,6 +591,42 @@ mod tests {
         assert!(GROUP_SIGNAL.contains(&format!("{RUN_MARKER_VAR}=$ob_m")));
         let wrapper = job_script("/w/r1", "true");
         assert!(wrapper.contains(&format!("export {RUN_MARKER_VAR}")));
+    }
+
+    /// A job that ends while the status script looks (its wrapper writes the exit
+    /// code and is gone between the look at the files and the look at its processes)
+    /// reads `exited`, never `lost`: seen under load once the wrapper no longer lingers.
+    #[test]
+    fn regression_a_job_that_ends_while_its_status_is_read_is_exited_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        for (marker, expected) in [(None, "exited 3"), (Some(CANCELLING_FILE), "exited 3")] {
+            let _ = std::fs::remove_file(dir.path().join(EXIT_FILE));
+            if let Some(marker) = marker {
+                std::fs::write(dir.path().join(marker), "").unwrap();
+            }
+            // `job_alive` stands in for the wrapper's last moment: it writes the exit
+            // code, then no process of the job is left.
+            let start = format!("d={}\n", quote(path));
+            let script = status_script(path, 4242).replacen(
+                &start,
+                &format!(
+                    "{start}job_alive() {{ printf '3\\n' > \"$d/{EXIT_FILE}\"; return 1; }}\n"
+                ),
+                1,
+            );
+            assert!(script.contains("return 1; }"), "{script}");
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&script)
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout).trim(),
+                expected,
+                "{marker:?}"
+            );
+        }
     }
 
     /// The wrapper's clean-up must not count its own helpers (the command
