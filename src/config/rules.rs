@@ -13,10 +13,12 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Whether `value` uses only the shell-safe path characters of CFG-9: letters, digits and
-/// `/ . _ - ~ : @ +`.
+/// `/ . _ - ~ : @ +`, and does not start with `-`, which a program would read as an
+/// option (an `image = "--privileged"` would reach `docker run` as a flag).
 #[must_use]
 pub fn safe_path(value: &str) -> bool {
     !value.is_empty()
+        && !value.starts_with('-')
         && value
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-~:@+".contains(c))
@@ -112,7 +114,7 @@ impl<'a> Check<'a> {
         if !safe_path(value) {
             self.fail(
                 key,
-                "invalid value: use only letters, digits and `/ . _ - ~ : @ +`",
+                "invalid value: use only letters, digits and `/ . _ - ~ : @ +`, not starting with `-`",
             );
         }
     }

@@ -64,8 +64,10 @@ impl Engine {
     }
 }
 
-/// Default container image of local and SSH targets (spec/config.md, table 2.7).
-pub const DEFAULT_IMAGE: &str = "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1@sha256:9de7c7a5b8830480a7d2eb3b6d49759586615f5f8eb1126d5df29f8bd9fa324b";
+/// Default container image of local and SSH targets (spec/config.md, table 2.7), fully
+/// qualified with `docker.io/`: Podman refuses a short name unless the machine lists
+/// unqualified-search registries, and Docker reads both the same.
+pub const DEFAULT_IMAGE: &str = "docker.io/axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1@sha256:9de7c7a5b8830480a7d2eb3b6d49759586615f5f8eb1126d5df29f8bd9fa324b";
 
 /// `[targets.<name>]`, by `kind`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

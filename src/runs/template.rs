@@ -176,15 +176,7 @@ pub async fn check(
     train: &Path,
 ) -> Result<Decision, RunError> {
     let (shape, has_reasoning) = data_shape(train)?;
-    let unchecked = |reason: String| {
-        if template::renders_reasoning_by_name(training) {
-            Decision::Fine
-        } else {
-            Decision::Warn(format!(
-                "the chat template in use may not render `reasoning_content` ({reason}; checked by name only): the child would not learn the reasoning; set `training.axolotl_extra.chat_template` to one of qwen3, qwen3_5, exaone4, gemma4, gemma4_unified when the base model supports it"
-            ))
-        }
-    };
+    let unchecked = |reason: String| template::decide_by_name(training, &reason, has_reasoning);
     Ok(match find(executor, target, training).await? {
         Err(reason) => unchecked(reason),
         Ok((found, what)) => match template::verdict(&found, shape.as_deref()) {

@@ -273,6 +273,39 @@ pub fn decide(what: &str, verdict: &Verdict, has_reasoning: bool) -> Decision {
     }
 }
 
+/// Axolotl 0.19.0 templates known, by rendering them on this project's probe, to drop
+/// `reasoning_content` on every assistant turn (`chatml` is pinned by a fixture test).
+/// Used where the template cannot be rendered here (a container runtime, whose
+/// templates live in the image): a named template of this list is still refused.
+pub const DROPS_REASONING_BY_NAME: &[&str] = &["chatml", "llama3"];
+
+/// The decision for a run whose template could not be rendered here (`reason`), by
+/// its name alone: a named template known to drop the reasoning is refused when the
+/// data holds reasoning (and warned about otherwise); any other name the product does
+/// not know to render it is warned about, "checked by name only".
+#[must_use]
+pub fn decide_by_name(training: &Training, reason: &str, has_reasoning: bool) -> Decision {
+    if let Choice::Named(name) = choice(training) {
+        if DROPS_REASONING_BY_NAME.contains(&name.as_str()) {
+            let verdict = Verdict::Drops {
+                turns: Vec::new(),
+                of: 0,
+            };
+            return decide(
+                &format!("the chat template `{name}`"),
+                &verdict,
+                has_reasoning,
+            );
+        }
+    }
+    if renders_reasoning_by_name(training) {
+        return Decision::Fine;
+    }
+    Decision::Warn(format!(
+        "the chat template in use may not render `reasoning_content` ({reason}; checked by name only): the child would not learn the reasoning; {FIX}"
+    ))
+}
+
 /// Whether any assistant turn of `messages` carries non-empty reasoning.
 #[must_use]
 pub fn has_reasoning(messages: &[Message]) -> bool {
@@ -460,6 +493,34 @@ mod tests {
             "Qwen/Qwen3-0.6B",
             "chat_template = \"chatml\""
         )));
+    }
+
+    // Found by a tester: under the container runtime the template cannot be rendered
+    // here, and a named `chatml` was only warned about while the native runtime refused.
+    #[test]
+    fn regression_a_named_template_known_to_drop_reasoning_is_refused_unrendered() {
+        let chatml = training("/m", "chat_template = \"chatml\"");
+        let Decision::Refuse(text) = decide_by_name(&chatml, "in the image", true) else {
+            panic!("chatml with reasoning must be refused");
+        };
+        assert!(
+            text.contains("`chatml` drops the `reasoning_content`"),
+            "{text}"
+        );
+        assert!(text.contains("qwen3"), "{text}");
+        assert!(matches!(
+            decide_by_name(&chatml, "in the image", false),
+            Decision::Warn(_)
+        ));
+        let qwen3 = training("/m", "chat_template = \"qwen3\"");
+        assert_eq!(decide_by_name(&qwen3, "in the image", true), Decision::Fine);
+        let Decision::Warn(text) = decide_by_name(&training("/m", ""), "in the image", true) else {
+            panic!("an unknown template is warned about");
+        };
+        assert!(
+            text.contains("in the image; checked by name only"),
+            "{text}"
+        );
     }
 
     #[test]
