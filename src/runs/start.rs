@@ -75,7 +75,7 @@ fn non_empty(path: &Path) -> bool {
         }
         let mut chunk = &buffer[..read];
         if std::mem::take(&mut first) {
-            chunk = chunk.strip_prefix(b"\xef\xbb\xbf").unwrap_or(chunk);
+            chunk = crate::dataset::jsonl::strip_bom(chunk);
         }
         if chunk.iter().any(|byte| !byte.is_ascii_whitespace()) {
             return true;
