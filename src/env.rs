@@ -6,6 +6,55 @@
 //! reload (RLD-5) can layer a new `.env` over the same start-up environment.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Test-only knob (ENV-5 reserves `OVERBRAINER_TEST_*`): how many milliseconds one second
+/// of every lifecycle rule lasts (retry waits, graces, leases, deadlines, polls). The test
+/// suite sets it so the real rules run in a fraction of the time; users never set it.
+pub const SECOND_MS_VAR: &str = "OVERBRAINER_TEST_SECOND_MS";
+
+/// The one test-only factor by which lifecycle durations scale ([`SECOND_MS_VAR`]).
+/// [`TimeScale::REAL`] (a second is a second) unless the test suite set the variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeScale {
+    second: Duration,
+}
+
+impl TimeScale {
+    /// Real time: one second of a rule is one second.
+    pub const REAL: Self = Self {
+        second: Duration::from_secs(1),
+    };
+
+    /// One second of a rule lasts `second` (tests).
+    #[must_use]
+    pub const fn with_second(second: Duration) -> Self {
+        Self { second }
+    }
+
+    /// The scale [`SECOND_MS_VAR`] sets in `env`; [`TimeScale::REAL`] when it is unset or
+    /// not a whole number of milliseconds.
+    #[must_use]
+    pub fn from_env(env: &EnvSnapshot) -> Self {
+        env.get(SECOND_MS_VAR)
+            .and_then(|ms| ms.trim().parse::<u64>().ok())
+            .map_or(Self::REAL, |ms| {
+                Self::with_second(Duration::from_millis(ms))
+            })
+    }
+
+    /// How long one second of a rule lasts.
+    #[must_use]
+    pub const fn second(self) -> Duration {
+        self.second
+    }
+
+    /// `rule` on this scale: `rule` seconds of rule time, each lasting [`Self::second`].
+    #[must_use]
+    pub fn scale(self, rule: Duration) -> Duration {
+        self.second.mul_f64(rule.as_secs_f64())
+    }
+}
 
 /// A copy of environment variables, by name. Variables whose name or value is not valid
 /// UTF-8 are left out.
@@ -107,5 +156,23 @@ mod tests {
         assert_eq!(merged.get("A"), Some("process"));
         assert_eq!(merged.get("B"), Some("dotenv"));
         assert!(!format!("{merged:?}").contains("s3cr3t-Z5kW9qM2xV7nT4rB8h"));
+    }
+
+    #[test]
+    fn the_time_scale_is_real_unless_the_test_variable_sets_whole_milliseconds() {
+        let none = EnvSnapshot::from_pairs::<[(&str, &str); 0], _, _>([]);
+        assert_eq!(TimeScale::from_env(&none), TimeScale::REAL);
+        let bad = EnvSnapshot::from_pairs([(SECOND_MS_VAR, "fast")]);
+        assert_eq!(TimeScale::from_env(&bad), TimeScale::REAL);
+        let fast = TimeScale::from_env(&EnvSnapshot::from_pairs([(SECOND_MS_VAR, "10")]));
+        assert_eq!(fast.second(), Duration::from_millis(10));
+        assert_eq!(
+            fast.scale(Duration::from_secs(30)),
+            Duration::from_millis(300)
+        );
+        assert_eq!(
+            TimeScale::REAL.scale(Duration::from_millis(1500)),
+            Duration::from_millis(1500)
+        );
     }
 }

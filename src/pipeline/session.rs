@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
@@ -15,11 +15,6 @@ use crate::config::{ConfigError, EnvSnapshot, Loaded};
 use crate::pricing::PriceBook;
 use crate::project::{LockError, Project, ProjectError, ProjectLock};
 use crate::secrets::Resolver;
-
-/// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): how many milliseconds one second
-/// of a retry wait (backoff or `Retry-After`) lasts, so retry tests run the real rules
-/// without waiting seconds.
-pub const BACKOFF_VAR: &str = "OVERBRAINER_TEST_BACKOFF_MS";
 
 /// Why a session cannot open.
 #[derive(Debug, thiserror::Error)]
@@ -87,10 +82,7 @@ pub fn open(
     let loaded = crate::config::load(project.root(), env)?;
     let lock = project.lock()?;
     let (tx, events) = unbounded_channel();
-    let backoff_base = env
-        .get(BACKOFF_VAR)
-        .and_then(|ms| ms.parse().ok())
-        .map_or(Duration::from_secs(1), Duration::from_millis);
+    let backoff_base = crate::env::TimeScale::from_env(env).second();
     let context = Context {
         settings: Arc::new(loaded.settings.clone()),
         root: project.root().to_path_buf(),

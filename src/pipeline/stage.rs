@@ -39,7 +39,7 @@ pub struct Context {
     /// Cancelled on Ctrl-C: the stage stops, keeps what it has and reports `interrupted`.
     pub cancel: CancellationToken,
     /// How long one second of a retry wait lasts: 1 s in the product (PRV-11); the test
-    /// suite shrinks it (`OVERBRAINER_TEST_BACKOFF_MS`) so real waits pass quickly.
+    /// suite shrinks it (`OVERBRAINER_TEST_SECOND_MS`) so real waits pass quickly.
     pub backoff_base: Duration,
     /// The secrets resolved so far (every client's key joins it), removed from every
     /// server text before it is stored or shown (SEC-5).

@@ -117,7 +117,7 @@ async fn a_front_end_drives_the_stages_and_a_training_run_through_library_calls(
         ("OVERBRAINER_PROVIDERS__STAND__API_KEY", KEY.to_owned()),
         ("OVERBRAINER_PROVIDERS__OTHER__BASE_URL", server.uri()),
         ("OVERBRAINER_PROVIDERS__OTHER__API_KEY", KEY.to_owned()),
-        ("OVERBRAINER_TEST_BACKOFF_MS", "10".to_owned()),
+        ("OVERBRAINER_TEST_SECOND_MS", "10".to_owned()),
     ]);
 
     let (mut session, mut stage_events) = session::open(project.path(), &env).unwrap();

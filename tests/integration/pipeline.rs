@@ -76,7 +76,7 @@ pub(crate) async fn overbrainer(
         .env("OVERBRAINER_PROVIDERS__STAND__API_KEY", KEY)
         .env("OVERBRAINER_PROVIDERS__OTHER__BASE_URL", server.uri())
         .env("OVERBRAINER_PROVIDERS__OTHER__API_KEY", KEY)
-        .env("OVERBRAINER_TEST_BACKOFF_MS", "10");
+        .env("OVERBRAINER_TEST_SECOND_MS", "10");
     let output = tokio::task::spawn_blocking(move || cmd.output().expect("run overbrainer"))
         .await
         .expect("join");

@@ -49,7 +49,7 @@ async fn run(
     cmd.args(args)
         .env("OVERBRAINER_PROVIDERS__STAND__BASE_URL", server.uri())
         .env("OVERBRAINER_PROVIDERS__OTHER__BASE_URL", server.uri())
-        .env("OVERBRAINER_TEST_BACKOFF_MS", "10");
+        .env("OVERBRAINER_TEST_SECOND_MS", "10");
     for (name, value) in extra {
         cmd.env(name, value);
     }

@@ -312,7 +312,7 @@ async fn regression_a_retry_after_of_hours_stops_the_stage_with_what_is_done_sav
 async fn waits_of_a_few_seconds_or_more_are_shown_at_the_default_log_level() {
     let server = MockServer::start().await;
     let (attempts, responder) = counting(|question, attempt| match (question, attempt) {
-        // Thirty seconds by the rules; `OVERBRAINER_TEST_BACKOFF_MS=10` makes it 0.3 s.
+        // Thirty seconds by the rules; `OVERBRAINER_TEST_SECOND_MS=10` makes it 0.3 s.
         ("slow", 1) => ResponseTemplate::new(429).insert_header("retry-after", "30"),
         ("quick", 1) => ResponseTemplate::new(503).insert_header("retry-after", "1"),
         _ => openai_reply(&json!({"content": "A", "reasoning": "R"}), "stop"),
