@@ -19,13 +19,19 @@
 //! a recorded identity the group is never the job's, so a process ID that names
 //! another process is never read as the job nor signalled.
 //!
-//! Files of this module: `script.rs` (the POSIX shell scripts every target runs),
-//! `digest.rs` (SHA-256 manifests), `lines.rs` (following a file line by line),
-//! `tar.rs` (the local side of transfers), `runtime.rs` (how Axolotl is launched),
-//! `engine.rs` (the bounded engine calls that stop a job's container), `local.rs` and
-//! `ssh/` (the two executors; `ssh/` by concern: destination, bounded
-//! waits, control socket, the OpenSSH master, the executor), `any.rs` ([`AnyExecutor`],
-//! either one, chosen at run time).
+//! This layer runs what it is given: a job's script and environment come from above
+//! (a training job's from `train::job`), and nothing here knows which tools a job runs.
+//!
+//! Files of this module: `script/` (the POSIX shell scripts every target runs: the
+//! shared shell functions, the job wrapper, status, cancel and claim), `digest.rs`
+//! (SHA-256 manifests), `lines.rs` (following a file line by line), `tar.rs` (the local
+//! side of transfers), `runtime/` (how one command runs on the target: a venv's
+//! environment, or a container engine's command line), `engine.rs` (the bounded engine
+//! calls that stop a job's container), `scripted.rs` (the executor methods that are
+//! one script and its parsed answer, shared by both executors), `local.rs` and `ssh/`
+//! (the two executors; `ssh/` by concern: destination, bounded waits, control socket,
+//! the OpenSSH master, the executor), `any.rs` ([`AnyExecutor`], either one, chosen at
+//! run time).
 
 mod any;
 mod digest;
@@ -54,8 +60,8 @@ pub use engine::container_stop;
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
 pub use runtime::{
-    CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
-    TOOLS_ENV, container_prelude, shell_path, stage_command,
+    CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec,
+    container_prelude, shell_path, stage_command,
 };
 pub use script::{
     GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_cancel, parse_status,
@@ -68,6 +74,7 @@ pub use ssh::{
 };
 
 use crate::config::Engine;
+use crate::env::TimeScale;
 
 /// The job's standard output and error, appended, in the run directory.
 pub const JOB_LOG: &str = "job.log";
@@ -181,6 +188,18 @@ pub enum ExecError {
     },
 }
 
+impl ExecError {
+    /// This error, a [`ExecError::Command`] naming `action` instead of its own: for a
+    /// script run through [`Executor::probe`] on behalf of another operation.
+    #[must_use]
+    pub fn for_action(self, action: &'static str) -> Self {
+        match self {
+            Self::Command { message, .. } => Self::Command { action, message },
+            other => other,
+        }
+    }
+}
+
 /// Process IDs separated by blanks.
 #[must_use]
 pub fn pid_list(pids: &[u32]) -> String {
@@ -267,7 +286,7 @@ pub struct JobCommand {
     /// Absolute run directory on the target; the job's working directory and the
     /// home of its state files.
     pub dir: String,
-    /// The job itself, as POSIX shell commands (see [`Stages::script`]).
+    /// The job itself, as POSIX shell commands (see [`JobSpec::job`]).
     pub script: String,
     /// Secret environment variables, as name and value. They are set in the job's
     /// environment and nowhere else: no command line, file or log holds them.
@@ -321,6 +340,12 @@ impl JobStatus {
 pub trait Executor: Send + Sync {
     /// Absolute directory on the target under which run directories live.
     fn workdir(&self) -> &str;
+
+    /// The scale of this executor's lifecycle durations (the graces of its job
+    /// wrapper and cancel scripts, see [`Executor::cancel`]): [`TimeScale::REAL`]
+    /// unless the test suite set `OVERBRAINER_TEST_SECOND_MS`. A follower of a job on
+    /// this executor runs its rules on the same scale.
+    fn time_scale(&self) -> TimeScale;
 
     /// Takes the run directory `dir` for the run identified by `owner` (one line,
     /// RUN-3): creates `dir` with its parents, then creates [`CLAIM_FILE`] there
@@ -391,7 +416,19 @@ pub trait Executor: Send + Sync {
     /// # Errors
     ///
     /// An [`ExecError`] when the target is unreachable or answers nonsense.
-    fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send;
+    ///
+    /// Provided: [`status_script`] through [`Executor::probe`] (it only reads), the
+    /// same for every executor; a failure reads as action `status`.
+    fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send {
+        let script = status_script(&job.dir, job.pid.get());
+        async move {
+            let output = self
+                .probe(&script)
+                .await
+                .map_err(|error| error.for_action("status"))?;
+            parse_status(&String::from_utf8_lossy(&output))
+        }
+    }
 
     /// Stops `job`: first its container through the engine (`<engine> stop -t 30`,
     /// then `rm -f`, until the engine no longer knows it), then its processes (its
@@ -399,7 +436,8 @@ pub trait Executor: Send + Sync {
     /// worker that left the group with `setsid`) with `SIGTERM`, and `SIGKILL` to
     /// those still alive 10 seconds later, then the container once more (the script
     /// may have started its next stage meanwhile). Processes of the job still there
-    /// 10 seconds after `SIGKILL` are leftovers: they are written to
+    /// 10 seconds after `SIGKILL` are leftovers (both graces seconds of
+    /// [`Executor::time_scale`]): they are written to
     /// [`LEFTOVERS_FILE`], [`CANCEL_FILE`] is written all the same, and the cancel
     /// fails with [`ExecError::Leftovers`] naming them. A later cancel signals the
     /// leftovers still there again. When the job's identity cannot be established
@@ -498,12 +536,24 @@ pub trait Executor: Send + Sync {
     /// is not a directory; [`ExecError::Protocol`] naming a symbolic link whose
     /// target is absolute or leaves `remote`; another [`ExecError`] when a file
     /// cannot be read or the target is unreachable.
+    ///
+    /// Provided: [`manifest_script`] through [`Executor::probe`] (it only reads), the
+    /// same for every executor; a failure reads as action `manifest`.
     fn manifest(
         &self,
         remote: &str,
         entries: &[String],
         exclude: &[String],
-    ) -> impl Future<Output = Result<Vec<FileDigest>, ExecError>> + Send;
+    ) -> impl Future<Output = Result<Vec<FileDigest>, ExecError>> + Send {
+        let script = manifest_script(remote, entries, exclude);
+        async move {
+            let output = self
+                .probe(&script)
+                .await
+                .map_err(|error| error.for_action("manifest"))?;
+            parse_manifest(&output)
+        }
+    }
 
     /// Runs `script`, a POSIX shell script that only reads, on the target and
     /// returns what it printed. The training flow samples the job's machine this

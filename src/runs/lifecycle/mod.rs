@@ -33,6 +33,7 @@ use super::RunEvent;
 use super::ending::{Ending, JobEnd, ending, unresumable};
 use super::record::{RunRecord, Snapshot, SnapshotReason, State};
 use super::warning::RunWarning;
+use crate::env::TimeScale;
 use crate::exec::JobStatus;
 use crate::system::Sample;
 use crate::train::axolotl::MERGED_DIR;
@@ -70,15 +71,26 @@ pub struct Rules {
 }
 
 impl Default for Rules {
+    /// The rules in real time.
     fn default() -> Self {
+        Self::scaled(TimeScale::REAL)
+    }
+}
+
+impl Rules {
+    /// The rules with every duration on `scale` (the test suite's
+    /// `OVERBRAINER_TEST_SECOND_MS`); the counts stay as they are.
+    #[must_use]
+    pub fn scaled(scale: TimeScale) -> Self {
+        let seconds = |n: u64| scale.scale(Duration::from_secs(n));
         Self {
-            poll_interval: Duration::from_secs(1),
-            sample_interval: Duration::from_secs(10),
+            poll_interval: seconds(1),
+            sample_interval: seconds(10),
             max_failed_reaches: 6,
-            request_check_interval: Duration::from_secs(30),
-            snapshot_deadline: Duration::from_secs(30 * 60),
-            end_after_snapshot: Duration::from_secs(10 * 60),
-            save_interval: Duration::from_secs(10),
+            request_check_interval: seconds(30),
+            snapshot_deadline: seconds(30 * 60),
+            end_after_snapshot: seconds(10 * 60),
+            save_interval: seconds(10),
         }
     }
 }
