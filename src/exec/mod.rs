@@ -36,6 +36,7 @@
 mod any;
 mod digest;
 mod engine;
+mod error;
 mod lines;
 mod local;
 mod runtime;
@@ -47,7 +48,7 @@ mod ssh;
 mod tar;
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -57,6 +58,8 @@ pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
 pub use engine::container_stop;
+pub(crate) use error::or_empty;
+pub use error::{ExecError, pid_list};
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
 pub use runtime::{
@@ -116,103 +119,6 @@ pub const RUN_MARKER_VAR: &str = "OVERBRAINER_RUN_MARKER";
 /// directory on the target. Its one line is the owner value of the run that owns
 /// the directory.
 pub const CLAIM_FILE: &str = ".claim";
-
-/// What can go wrong while starting, watching or reaching a job, or moving files.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    /// Reading or writing a local file or directory failed.
-    #[error("cannot access {}", path.display())]
-    Io {
-        /// The path involved.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Starting or waiting for a local program failed.
-    #[error("cannot run `{program}`")]
-    Spawn {
-        /// The program's name.
-        program: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A script on the target exited with a failure. `message` is what it wrote on
-    /// standard error (or its exit status); no secret can be in it, since secrets
-    /// only ever travel on standard input.
-    #[error("{action} failed: {message}")]
-    Command {
-        /// The operation, such as `upload`, `download` or `probe`.
-        action: &'static str,
-        /// The script's error output, or its exit status when it wrote none.
-        message: String,
-    },
-    /// Opening or using the SSH connection failed.
-    #[error("ssh failed")]
-    Ssh(#[source] SshError),
-    /// The OpenSSH master connected and went to the background, then was gone by the
-    /// time the first command was sent (something killed it locally, or the server
-    /// closed the connection). `log` holds the end of the master's own log, flattened
-    /// to one line of bounded length without control characters; empty when the log
-    /// was empty.
-    #[error("the ssh master connection ended right after it started (ssh log: {})", or_empty(.log))]
-    MasterDied {
-        /// The end of the master's log.
-        log: String,
-    },
-    /// A secret was refused before the job started: its name is not a valid
-    /// environment variable name, or its value contains a line break or a NUL byte.
-    /// Only the name is reported, never the value.
-    #[error("{0} cannot be passed to the job")]
-    InvalidSecret(String),
-    /// The target's answer could not be understood, or broke a rule (a path leaving
-    /// its directory, an invalid process ID).
-    #[error("unexpected answer from the target: {0}")]
-    Protocol(String),
-    /// Symbolic links of a tree point outside it (absolute, or climbing above its
-    /// root): a manifest or a download refuses the tree, naming every such link with
-    /// its target (`` `path` -> `target` ``, names shown lossily).
-    #[error(
-        "symbolic links point outside the tree: {}; only relative links that stay inside the run directory are kept: remove or replace them on the target",
-        .0.join(", ")
-    )]
-    EscapingLinks(Vec<String>),
-    /// [`Executor::cancel`] stopped the job, but these processes of the job were
-    /// still there after `SIGKILL` (see [`LEFTOVERS_FILE`]). Never a clean cancel:
-    /// the job reads [`JobStatus::Cancelled`] and [`Executor::leftovers`] names them.
-    #[error("cancelled with leftovers: {}", pid_list(.pids))]
-    Leftovers {
-        /// The survivors' process IDs, sorted.
-        pids: Vec<u32>,
-    },
-}
-
-impl ExecError {
-    /// This error, a [`ExecError::Command`] naming `action` instead of its own: for a
-    /// script run through [`Executor::probe`] on behalf of another operation.
-    #[must_use]
-    pub fn for_action(self, action: &'static str) -> Self {
-        match self {
-            Self::Command { message, .. } => Self::Command { action, message },
-            other => other,
-        }
-    }
-}
-
-/// Process IDs separated by blanks.
-#[must_use]
-pub fn pid_list(pids: &[u32]) -> String {
-    pids.iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// `text`, or the word `empty` in its place.
-pub(crate) fn or_empty(text: &str) -> &str {
-    if text.is_empty() { "empty" } else { text }
-}
 
 /// The container a job runs in; [`Executor::cancel`] stops it through its engine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -385,7 +291,7 @@ pub trait Executor: Send + Sync {
     /// `VAULT_*` (see [`LocalExecutor`]). Over SSH it is what `sshd` gives a
     /// non-interactive `sh -c` for that user, with no login shell and no startup
     /// file read (see [`SshExecutor`]). The secrets are added to that environment
-    /// only, and the wrapper adds the job's run marker ([`RUN_MARKER_VAR`]). An `axolotl` that depends on shell setup (a conda activation, a `PATH`
+    /// only, and the wrapper adds the job's run marker ([`RUN_MARKER_VAR`]). A program that depends on shell setup (a conda activation, a `PATH`
     /// entry from a profile) may therefore be found locally and not over SSH.
     ///
     /// # Errors
