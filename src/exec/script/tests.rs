@@ -235,3 +235,33 @@ fn scripts_pass_shellcheck() {
         crate::exec::shellcheck::assert_passes(&script, "SC2016,SC3040");
     }
 }
+
+/// The waiting loops of the wrapper and the cancel tick on the executor's time scale:
+/// five ticks a rule second, the same counts, shorter pauses.
+#[test]
+fn the_graces_of_the_scripts_scale_with_the_time_scale() {
+    let fast = TimeScale::with_second(std::time::Duration::from_millis(10));
+    assert_eq!(tick(TimeScale::REAL), "0.200");
+    assert_eq!(tick(fast), "0.002");
+    let container = Container {
+        engine: crate::config::Engine::Docker,
+        name: "overbrainer-r1".into(),
+    };
+    for (scale, pause) in [(TimeScale::REAL, "sleep 0.200 "), (fast, "sleep 0.002 ")] {
+        let wrapper = job_script("/w/r1", "true", scale);
+        let cancel = cancel_script("/w/r1", 42, Some(&container), scale);
+        assert!(wrapper.contains(pause), "{wrapper}");
+        assert!(cancel.contains(pause), "{cancel}");
+        assert!(
+            wrapper.contains(&format!("-ge {} ]", wrapper::REAP_GRACE_SECONDS * 5)),
+            "{wrapper}"
+        );
+        assert!(
+            cancel.contains(&format!(
+                "ob_wait_gone {}; then",
+                cancel::CANCEL_GRACE_SECONDS * 5
+            )),
+            "{cancel}"
+        );
+    }
+}

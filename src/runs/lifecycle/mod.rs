@@ -23,17 +23,18 @@
 //! effects.
 
 mod events;
+mod rules;
 pub mod transitions;
 
 use std::time::Duration;
 
 pub use events::{Effect, Event};
+pub use rules::Rules;
 
 use super::RunEvent;
 use super::ending::{Ending, JobEnd, ending, unresumable};
 use super::record::{RunRecord, Snapshot, SnapshotReason, State};
 use super::warning::RunWarning;
-use crate::env::TimeScale;
 use crate::exec::JobStatus;
 use crate::system::Sample;
 use crate::train::axolotl::MERGED_DIR;
@@ -48,51 +49,6 @@ pub trait Machine {
     type Effect;
     /// Takes `event` into the state and returns what to do, in order.
     fn handle(&mut self, event: Self::Event) -> Vec<Self::Effect>;
-}
-
-/// The durations and counts of a follower's rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rules {
-    /// Pause between two polls of the job.
-    pub poll_interval: Duration,
-    /// Pause between two system samples (SYS-1).
-    pub sample_interval: Duration,
-    /// Consecutive failed reaches after which the follower detaches (RUN-16).
-    pub max_failed_reaches: u32,
-    /// How often a follower that did not place a snapshot request looks for one
-    /// (RUN-29).
-    pub request_check_interval: Duration,
-    /// Time a job has to save its snapshot or end after a request (RUN-28).
-    pub snapshot_deadline: Duration,
-    /// Time a job has to end once its snapshot was saved (RUN-28).
-    pub end_after_snapshot: Duration,
-    /// Pause between two summary refreshes of `run.json` while following.
-    pub save_interval: Duration,
-}
-
-impl Default for Rules {
-    /// The rules in real time.
-    fn default() -> Self {
-        Self::scaled(TimeScale::REAL)
-    }
-}
-
-impl Rules {
-    /// The rules with every duration on `scale` (the test suite's
-    /// `OVERBRAINER_TEST_SECOND_MS`); the counts stay as they are.
-    #[must_use]
-    pub fn scaled(scale: TimeScale) -> Self {
-        let seconds = |n: u64| scale.scale(Duration::from_secs(n));
-        Self {
-            poll_interval: seconds(1),
-            sample_interval: seconds(10),
-            max_failed_reaches: 6,
-            request_check_interval: seconds(30),
-            snapshot_deadline: seconds(30 * 60),
-            end_after_snapshot: seconds(10 * 60),
-            save_interval: seconds(10),
-        }
-    }
 }
 
 /// Why a follower stopped following while the job goes on (RUN-16).
