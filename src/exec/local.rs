@@ -376,7 +376,9 @@ impl Executor for LocalExecutor {
     }
 }
 
-/// Most time a job's wrapper has to write [`PID_FILE`] once started, as over SSH.
+/// Most time a job's wrapper has to write [`PID_FILE`] once started, as over SSH. A bound
+/// against a wrapper that never starts, not a lifecycle rule: it stays real under the
+/// test suite's [`TimeScale`], so a loaded machine cannot fail a start.
 const RECORD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Waits until the wrapper `child` wrote the non-empty `pid_file` (it writes its

@@ -2,7 +2,7 @@
 //! reader for them.
 //!
 //! The plugin (`metrics_plugin.py`) writes `train`, `eval`, `eval_progress`, `end` and
-//! `snapshot` lines; the job script writes `stage` lines (see [`super::job::Stages`]). Every
+//! `snapshot` lines; the job script writes `stage` lines ([`super::job::Stages`]). Every
 //! line has `kind` and `ts` (UTC seconds since the epoch). Non-finite numbers arrive as
 //! the strings `"nan"`, `"inf"` and `"-inf"` (JSON has no literal for them) and are
 //! kept as such. Another writer's bare `NaN`, `Infinity` and `-Infinity` (what Python's

@@ -8,8 +8,8 @@ use crate::exec::{EXIT_FILE, JOB_LOG, PID_FILE, RUN_MARKER_VAR};
 
 /// Seconds [`job_script`] waits, once the job's command has ended, between sending
 /// `SIGTERM` to what is left of the job's processes and sending `SIGKILL`. Shorter
-/// than [`CANCEL_GRACE_SECONDS`](super::cancel::CANCEL_GRACE_SECONDS), so a cancel racing the wrapper's own clean-up
-/// never has to escalate because of the wrapper.
+/// than [`CANCEL_GRACE_SECONDS`](super::cancel::CANCEL_GRACE_SECONDS), so a cancel
+/// racing the wrapper's own clean-up never has to escalate because of the wrapper.
 pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 
 /// The wrapper that runs a job's `script` in the run directory `dir`.
@@ -28,10 +28,10 @@ pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 /// other live members of its process group, such as data-loader workers of a main
 /// process that the OOM killer took, and every process that carries the run marker,
 /// such as a worker that left the group with `setsid`. It ignores `SIGTERM` itself,
-/// sends `SIGTERM` to them, waits up to [`REAP_GRACE_SECONDS`] (seconds of `scale`) for them to be gone
-/// (zombies do not count), and sends `SIGKILL` to those left (to the group last,
-/// itself included, its exit code being written). [`status_script`](super::status_script) reads such a
-/// job as exited throughout: [`EXIT_FILE`] wins over live processes when no cancel
+/// sends `SIGTERM` to them, waits up to [`REAP_GRACE_SECONDS`] (seconds of `scale`)
+/// for them to be gone (zombies do not count), and sends `SIGKILL` to those left (to
+/// the group last, itself included, its exit code being written).
+/// [`status_script`](super::status_script) reads such a job as exited throughout: [`EXIT_FILE`] wins over live processes when no cancel
 /// marker exists.
 #[must_use]
 pub fn job_script(dir: &str, script: &str, scale: TimeScale) -> String {
