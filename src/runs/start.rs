@@ -11,10 +11,10 @@ use super::record::{RunRecord, State, TargetKind, write_atomic};
 use super::target::{self, Resolved};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, id};
 use crate::config::{AdapterKind, EnvSnapshot, Settings, Training};
-use crate::exec::{AnyExecutor, Executor as _, JobRuntime, shell_path};
+use crate::exec::{AnyExecutor, Executor as _, JobRuntime, quote, shell_path};
 use crate::project::Project;
 use crate::train::axolotl::{self, AXOLOTL_YAML, EVAL_DATA, OUTPUT_DIR, RESUME_DIR, TRAIN_DATA};
-use crate::train::job::Stages;
+use crate::train::job::{PROGRAM, Stages};
 use crate::train::plugin::{PLUGIN_FILE, PLUGIN_SOURCE};
 use crate::train::template::Decision;
 
@@ -302,7 +302,7 @@ fn check(
     })?;
     if target.kind == TargetKind::Local {
         if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
-            let program = Path::new(venv).join("bin/axolotl");
+            let program = Path::new(venv).join("bin").join(PROGRAM);
             if !program.is_file() {
                 return Err(Refusal::NoAxolotl {
                     venv: venv.clone(),
@@ -320,8 +320,9 @@ fn check(
 async fn check_remote_venv(executor: &AnyExecutor, target: &Resolved) -> Result<(), RunError> {
     if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
         let script = format!(
-            "test -x {}/bin/axolotl",
-            shell_path(venv.trim_end_matches('/'))
+            "test -x {}/bin/{}",
+            shell_path(venv.trim_end_matches('/')),
+            quote(PROGRAM)
         );
         if executor.probe(&script).await.is_err() {
             return Err(Refusal::NoAxolotl {
