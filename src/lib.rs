@@ -8,10 +8,12 @@
 //!   typed events; `pipeline::session` opens a project for them, `pipeline::sequence` is
 //!   the `run` flow), [`runs`] (training runs: start, follow, stop, cancel, resume,
 //!   retrieve), [`check`] (`config check`).
-//! - domain: [`train`] (Axolotl YAML, metrics plugin, metric lines, phases), [`system`] (the machine probe script and its parser), [`dataset`]
-//!   (records, IDs, JSONL, the split), [`dedup`], [`llm`] (openai and anthropic
+//! - domain: [`train`] (Axolotl YAML, the training job's script and fixed environment,
+//!   metrics plugin, metric lines, phases), [`system`] (the machine probe script and its
+//!   parser), [`dataset`] (records, IDs, JSONL, the split), [`dedup`], [`llm`] (openai and anthropic
 //!   protocols), [`pricing`], [`history`].
-//! - execution: [`exec`] (jobs, files and probes on a local or SSH target).
+//! - execution: [`exec`] (jobs, files and probes on a local or SSH target; it runs the
+//!   script and environment it is given, in a venv or a container, and knows no tool).
 //! - ground:
 //!   - [`env`](mod@env): the process environment, read once at start into [`env::EnvSnapshot`]
 //!     (re-exported as `config::EnvSnapshot`); settings, Vault and logging read it.

@@ -39,6 +39,13 @@ impl Executor for AnyExecutor {
         }
     }
 
+    fn time_scale(&self) -> crate::env::TimeScale {
+        match self {
+            Self::Local(executor) => executor.time_scale(),
+            Self::Ssh(executor) => executor.time_scale(),
+        }
+    }
+
     forward! {
         async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError>;
         async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError>;

@@ -13,12 +13,12 @@ use std::process::{Output, Stdio};
 use secrecy::ExposeSecret;
 use tokio::io::AsyncWriteExt;
 
-use super::digest::{self, FileDigest};
-use super::script::{self, cancel_script, claim_script, job_script, status_script};
+use super::script::{self, cancel_script, claim_script, job_script};
 use super::{
-    CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, Executor, JobCommand, JobId, JobStatus,
+    CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, Executor, JobCommand, JobId,
     LEFTOVERS_FILE, PID_FILE, Pid, check_job_env, tar,
 };
+use crate::env::TimeScale;
 
 /// Prefixes of the environment variables a local job never inherits: overbrainer's
 /// own settings and the Vault credentials (TGT-7).
@@ -34,6 +34,8 @@ pub struct LocalExecutor {
     workdir: String,
     /// Directory searched first for programs, by jobs and scripts alike.
     path_prefix: Option<PathBuf>,
+    /// The scale of the job scripts' graces.
+    time_scale: TimeScale,
 }
 
 impl LocalExecutor {
@@ -63,7 +65,16 @@ impl LocalExecutor {
         Ok(Self {
             workdir,
             path_prefix: None,
+            time_scale: TimeScale::REAL,
         })
+    }
+
+    /// Runs the graces of its job wrappers and cancels on `scale` (see
+    /// [`Executor::time_scale`]); [`TimeScale::REAL`] unless set.
+    #[must_use]
+    pub fn with_time_scale(mut self, scale: TimeScale) -> Self {
+        self.time_scale = scale;
+        self
     }
 
     /// Searches `dir` first for programs, in jobs and in the status, cancel and
@@ -212,6 +223,10 @@ impl Executor for LocalExecutor {
         &self.workdir
     }
 
+    fn time_scale(&self) -> TimeScale {
+        self.time_scale
+    }
+
     async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError> {
         let output = self.checked("claim", &claim_script(dir, owner)).await?;
         parse_claim(&output)
@@ -258,7 +273,7 @@ impl Executor for LocalExecutor {
         let mut command = std::process::Command::new("sh");
         command
             .arg("-c")
-            .arg(job_script(&job.dir, &job.script))
+            .arg(job_script(&job.dir, &job.script, self.time_scale))
             .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -309,18 +324,16 @@ impl Executor for LocalExecutor {
         Ok(bytes)
     }
 
-    async fn status(&self, job: &JobId) -> Result<JobStatus, ExecError> {
-        let output = self
-            .checked("status", &status_script(&job.dir, job.pid.get()))
-            .await?;
-        script::parse_status(&String::from_utf8_lossy(&output))
-    }
-
     async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
         let output = self
             .checked(
                 "cancel",
-                &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
+                &cancel_script(
+                    &job.dir,
+                    job.pid.get(),
+                    job.container.as_ref(),
+                    self.time_scale,
+                ),
             )
             .await?;
         script::parse_cancel(&String::from_utf8_lossy(&output))
@@ -346,21 +359,6 @@ impl Executor for LocalExecutor {
         downloaded(drained, output)
     }
 
-    async fn manifest(
-        &self,
-        remote: &str,
-        entries: &[String],
-        exclude: &[String],
-    ) -> Result<Vec<FileDigest>, ExecError> {
-        let output = self
-            .checked(
-                "manifest",
-                &digest::manifest_script(remote, entries, exclude),
-            )
-            .await?;
-        digest::parse_manifest(&output)
-    }
-
     async fn probe(&self, script: &str) -> Result<Vec<u8>, ExecError> {
         self.checked("probe", script).await
     }
@@ -378,7 +376,9 @@ impl Executor for LocalExecutor {
     }
 }
 
-/// Most time a job's wrapper has to write [`PID_FILE`] once started, as over SSH.
+/// Most time a job's wrapper has to write [`PID_FILE`] once started, as over SSH. A bound
+/// against a wrapper that never starts, not a lifecycle rule: it stays real under the
+/// test suite's [`TimeScale`], so a loaded machine cannot fail a start.
 const RECORD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Waits until the wrapper `child` wrote the non-empty `pid_file` (it writes its

@@ -19,17 +19,24 @@
 //! a recorded identity the group is never the job's, so a process ID that names
 //! another process is never read as the job nor signalled.
 //!
-//! Files of this module: `script.rs` (the POSIX shell scripts every target runs),
-//! `digest.rs` (SHA-256 manifests), `lines.rs` (following a file line by line),
-//! `tar.rs` (the local side of transfers), `runtime.rs` (how Axolotl is launched),
-//! `engine.rs` (the bounded engine calls that stop a job's container), `local.rs` and
-//! `ssh/` (the two executors; `ssh/` by concern: destination, bounded
-//! waits, control socket, the OpenSSH master, the executor), `any.rs` ([`AnyExecutor`],
-//! either one, chosen at run time).
+//! This layer runs what it is given: a job's script and environment come from above
+//! (a training job's from `train::job`), and nothing here knows which tools a job runs.
+//!
+//! Files of this module: `script/` (the POSIX shell scripts every target runs: the
+//! shared shell functions, the job wrapper, status, cancel and claim), `digest.rs`
+//! (SHA-256 manifests), `lines.rs` (following a file line by line), `tar.rs` (the local
+//! side of transfers), `runtime/` (how one command runs on the target: a venv's
+//! environment, or a container engine's command line), `engine.rs` (the bounded engine
+//! calls that stop a job's container), `scripted.rs` (the executor methods that are
+//! one script and its parsed answer, shared by both executors), `local.rs` and `ssh/`
+//! (the two executors; `ssh/` by concern: destination, bounded waits, control socket,
+//! the OpenSSH master, the executor), `any.rs` ([`AnyExecutor`], either one, chosen at
+//! run time).
 
 mod any;
 mod digest;
 mod engine;
+mod error;
 mod lines;
 mod local;
 mod runtime;
@@ -41,7 +48,7 @@ mod ssh;
 mod tar;
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -51,11 +58,13 @@ pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
 pub use engine::container_stop;
+pub(crate) use error::or_empty;
+pub use error::{ExecError, pid_list};
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
 pub use runtime::{
-    CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec, Stages,
-    TOOLS_ENV, container_prelude, shell_path, stage_command,
+    CONTAINER_HF_HOME, CONTAINER_RUN_DIR, CONTAINER_TOOLS_CACHE, JobRuntime, JobSpec,
+    container_prelude, shell_path, stage_command,
 };
 pub use script::{
     GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_cancel, parse_status,
@@ -68,6 +77,7 @@ pub use ssh::{
 };
 
 use crate::config::Engine;
+use crate::env::TimeScale;
 
 /// The job's standard output and error, appended, in the run directory.
 pub const JOB_LOG: &str = "job.log";
@@ -109,91 +119,6 @@ pub const RUN_MARKER_VAR: &str = "OVERBRAINER_RUN_MARKER";
 /// directory on the target. Its one line is the owner value of the run that owns
 /// the directory.
 pub const CLAIM_FILE: &str = ".claim";
-
-/// What can go wrong while starting, watching or reaching a job, or moving files.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    /// Reading or writing a local file or directory failed.
-    #[error("cannot access {}", path.display())]
-    Io {
-        /// The path involved.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Starting or waiting for a local program failed.
-    #[error("cannot run `{program}`")]
-    Spawn {
-        /// The program's name.
-        program: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A script on the target exited with a failure. `message` is what it wrote on
-    /// standard error (or its exit status); no secret can be in it, since secrets
-    /// only ever travel on standard input.
-    #[error("{action} failed: {message}")]
-    Command {
-        /// The operation, such as `upload`, `download` or `probe`.
-        action: &'static str,
-        /// The script's error output, or its exit status when it wrote none.
-        message: String,
-    },
-    /// Opening or using the SSH connection failed.
-    #[error("ssh failed")]
-    Ssh(#[source] SshError),
-    /// The OpenSSH master connected and went to the background, then was gone by the
-    /// time the first command was sent (something killed it locally, or the server
-    /// closed the connection). `log` holds the end of the master's own log, flattened
-    /// to one line of bounded length without control characters; empty when the log
-    /// was empty.
-    #[error("the ssh master connection ended right after it started (ssh log: {})", or_empty(.log))]
-    MasterDied {
-        /// The end of the master's log.
-        log: String,
-    },
-    /// A secret was refused before the job started: its name is not a valid
-    /// environment variable name, or its value contains a line break or a NUL byte.
-    /// Only the name is reported, never the value.
-    #[error("{0} cannot be passed to the job")]
-    InvalidSecret(String),
-    /// The target's answer could not be understood, or broke a rule (a path leaving
-    /// its directory, an invalid process ID).
-    #[error("unexpected answer from the target: {0}")]
-    Protocol(String),
-    /// Symbolic links of a tree point outside it (absolute, or climbing above its
-    /// root): a manifest or a download refuses the tree, naming every such link with
-    /// its target (`` `path` -> `target` ``, names shown lossily).
-    #[error(
-        "symbolic links point outside the tree: {}; only relative links that stay inside the run directory are kept: remove or replace them on the target",
-        .0.join(", ")
-    )]
-    EscapingLinks(Vec<String>),
-    /// [`Executor::cancel`] stopped the job, but these processes of the job were
-    /// still there after `SIGKILL` (see [`LEFTOVERS_FILE`]). Never a clean cancel:
-    /// the job reads [`JobStatus::Cancelled`] and [`Executor::leftovers`] names them.
-    #[error("cancelled with leftovers: {}", pid_list(.pids))]
-    Leftovers {
-        /// The survivors' process IDs, sorted.
-        pids: Vec<u32>,
-    },
-}
-
-/// Process IDs separated by blanks.
-#[must_use]
-pub fn pid_list(pids: &[u32]) -> String {
-    pids.iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// `text`, or the word `empty` in its place.
-pub(crate) fn or_empty(text: &str) -> &str {
-    if text.is_empty() { "empty" } else { text }
-}
 
 /// The container a job runs in; [`Executor::cancel`] stops it through its engine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -267,7 +192,7 @@ pub struct JobCommand {
     /// Absolute run directory on the target; the job's working directory and the
     /// home of its state files.
     pub dir: String,
-    /// The job itself, as POSIX shell commands (see [`Stages::script`]).
+    /// The job itself, as POSIX shell commands (see [`JobSpec::job`]).
     pub script: String,
     /// Secret environment variables, as name and value. They are set in the job's
     /// environment and nowhere else: no command line, file or log holds them.
@@ -322,6 +247,12 @@ pub trait Executor: Send + Sync {
     /// Absolute directory on the target under which run directories live.
     fn workdir(&self) -> &str;
 
+    /// The scale of this executor's lifecycle durations (the graces of its job
+    /// wrapper and cancel scripts, see [`Executor::cancel`]): [`TimeScale::REAL`]
+    /// unless the test suite set `OVERBRAINER_TEST_SECOND_MS`. A follower of a job on
+    /// this executor runs its rules on the same scale.
+    fn time_scale(&self) -> TimeScale;
+
     /// Takes the run directory `dir` for the run identified by `owner` (one line,
     /// RUN-3): creates `dir` with its parents, then creates [`CLAIM_FILE`] there
     /// exclusively with `owner` in it. Returns true for a new claim, and also when
@@ -360,7 +291,7 @@ pub trait Executor: Send + Sync {
     /// `VAULT_*` (see [`LocalExecutor`]). Over SSH it is what `sshd` gives a
     /// non-interactive `sh -c` for that user, with no login shell and no startup
     /// file read (see [`SshExecutor`]). The secrets are added to that environment
-    /// only, and the wrapper adds the job's run marker ([`RUN_MARKER_VAR`]). An `axolotl` that depends on shell setup (a conda activation, a `PATH`
+    /// only, and the wrapper adds the job's run marker ([`RUN_MARKER_VAR`]). A program that depends on shell setup (a conda activation, a `PATH`
     /// entry from a profile) may therefore be found locally and not over SSH.
     ///
     /// # Errors
@@ -391,7 +322,19 @@ pub trait Executor: Send + Sync {
     /// # Errors
     ///
     /// An [`ExecError`] when the target is unreachable or answers nonsense.
-    fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send;
+    ///
+    /// Provided: [`status_script`] through [`Executor::probe`] (it only reads), the
+    /// same for every executor; a failure reads as action `status`.
+    fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send {
+        let script = status_script(&job.dir, job.pid.get());
+        async move {
+            let output = self
+                .probe(&script)
+                .await
+                .map_err(|error| error.for_action("status"))?;
+            parse_status(&String::from_utf8_lossy(&output))
+        }
+    }
 
     /// Stops `job`: first its container through the engine (`<engine> stop -t 30`,
     /// then `rm -f`, until the engine no longer knows it), then its processes (its
@@ -399,7 +342,8 @@ pub trait Executor: Send + Sync {
     /// worker that left the group with `setsid`) with `SIGTERM`, and `SIGKILL` to
     /// those still alive 10 seconds later, then the container once more (the script
     /// may have started its next stage meanwhile). Processes of the job still there
-    /// 10 seconds after `SIGKILL` are leftovers: they are written to
+    /// 10 seconds after `SIGKILL` are leftovers (both graces seconds of
+    /// [`Executor::time_scale`]): they are written to
     /// [`LEFTOVERS_FILE`], [`CANCEL_FILE`] is written all the same, and the cancel
     /// fails with [`ExecError::Leftovers`] naming them. A later cancel signals the
     /// leftovers still there again. When the job's identity cannot be established
@@ -498,12 +442,24 @@ pub trait Executor: Send + Sync {
     /// is not a directory; [`ExecError::Protocol`] naming a symbolic link whose
     /// target is absolute or leaves `remote`; another [`ExecError`] when a file
     /// cannot be read or the target is unreachable.
+    ///
+    /// Provided: [`manifest_script`] through [`Executor::probe`] (it only reads), the
+    /// same for every executor; a failure reads as action `manifest`.
     fn manifest(
         &self,
         remote: &str,
         entries: &[String],
         exclude: &[String],
-    ) -> impl Future<Output = Result<Vec<FileDigest>, ExecError>> + Send;
+    ) -> impl Future<Output = Result<Vec<FileDigest>, ExecError>> + Send {
+        let script = manifest_script(remote, entries, exclude);
+        async move {
+            let output = self
+                .probe(&script)
+                .await
+                .map_err(|error| error.for_action("manifest"))?;
+            parse_manifest(&output)
+        }
+    }
 
     /// Runs `script`, a POSIX shell script that only reads, on the target and
     /// returns what it printed. The training flow samples the job's machine this

@@ -57,7 +57,8 @@ pub async fn follow(
         }
     };
     let dir = record.dir.clone();
-    let state = RunState::new(record, Rules::default(), requested);
+    // The executor's time scale: the test suite's, or real time.
+    let state = RunState::new(record, Rules::scaled(executor.time_scale()), requested);
     // Boxed: the machine's state is large.
     Box::pin(Driver::new(project, executor, job, &dir, events, cancel).run(state, Event::Began))
         .await

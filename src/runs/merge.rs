@@ -4,11 +4,11 @@
 //!
 //! The merge runs as a detached job of its own whose directory is a new `merge-<n>/`
 //! inside the run directory (claimed like a run directory, RUN-3), so the training
-//! job's `job.pid`, `exit_code` and `job.log` stay as they were. Its script changes to
-//! the run directory, sets the runtime's environment as the training job did, removes
-//! the failed merge's partial `output/merged/`, and runs the same stage command
-//! ([`crate::exec::stage_command`], so a container runtime works the same). The job is
-//! recorded as `merge_job` in `run.json`.
+//! job's `job.pid`, `exit_code` and `job.log` stay as they were. Its script
+//! ([`crate::train::job::merge_script`]) has the runtime's prelude the training job had,
+//! changes to the run directory, removes the failed merge's partial `output/merged/`,
+//! and runs the training job's merge command (so a container runtime works the same).
+//! The job is recorded as `merge_job` in `run.json`.
 //!
 //! The follower polls it like a training job. A Ctrl-C, or six failed reaches in a row,
 //! end the following only: the merge goes on and the next `train merge` follows it
@@ -16,8 +16,6 @@
 //! against the target's manifest and the run is recorded `succeeded`; a merge that
 //! failed leaves the run `merge_failed`, its message pointing at `merge-<n>/job.log`.
 //! What to do on each call is the pure [`plan`].
-
-use std::fmt::Write as _;
 
 use tokio_util::sync::CancellationToken;
 
@@ -27,14 +25,13 @@ use super::lifecycle::Rules;
 use super::lifecycle::transitions::{self, MergeEnd};
 use super::record::{RunRecord, State};
 use super::retrieve::retrieve_merge;
-use super::start::{error_chain, job_environment, job_secrets};
+use super::start::{error_chain, job_secrets};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
-use crate::exec::{
-    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobSpec, JobStatus, stage_command,
-};
+use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobStatus};
 use crate::project::Project;
-use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
+use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
+use crate::train::job::merge_script;
 use crate::train::phase::Phase;
 
 /// Prefix of the directories of merge jobs, inside the run directory.
@@ -75,18 +72,6 @@ pub fn plan(run_id: &str, state: State, merge: bool, merge_job: Option<JobStatus
             state,
         }),
     }
-}
-
-/// The script of a merge job of `spec`, run in its `merge-<n>/` directory.
-#[must_use]
-pub fn merge_script(spec: &JobSpec) -> String {
-    let mut script = String::from("cd .. || exit 1\n");
-    script.push_str(&job_environment(spec));
-    script.push_str("set -e\n");
-    let _ = writeln!(script, "rm -rf {OUTPUT_DIR}/{MERGED_DIR}");
-    script.push_str(&stage_command(spec, &["merge-lora", AXOLOTL_YAML]));
-    script.push('\n');
-    script
 }
 
 /// `train merge`: redoes the merge of run `run_id`, follows it and retrieves the merged
@@ -211,13 +196,7 @@ async fn start(
     }
     let resolved = target::resolve(settings, &record.target)?;
     let secrets = job_secrets(settings, env).await?;
-    let spec = JobSpec {
-        run_id: record.id.clone(),
-        run_dir: record.dir.clone(),
-        hf_home: target::hf_home(executor),
-        runtime: resolved.runtime,
-        secret_names: secrets.iter().map(|(name, _)| name.clone()).collect(),
-    };
+    let spec = target::job_spec(record, executor, &resolved.runtime, &secrets);
     let owner = format!("{} {:016x}", std::process::id(), rand::random::<u64>());
     let mut n = 1_u32;
     let dir = loop {
@@ -229,9 +208,7 @@ async fn start(
     };
     let job = JobCommand {
         dir,
-        script: merge_script(&spec),
-        secrets,
-        container: spec.container(),
+        ..spec.job(&merge_script(&spec), secrets)
     };
     executor.spawn(&job).await.map_err(exec)
 }
@@ -247,7 +224,7 @@ async fn follow_job(
     cancel: &CancellationToken,
 ) -> Result<JobStatus, DetachReason> {
     let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
-    let rules = Rules::default();
+    let rules = Rules::scaled(executor.time_scale());
     let mut failures = 0;
     loop {
         if let Ok(lines) = log.poll().await {
@@ -361,7 +338,6 @@ async fn conclude(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::JobRuntime;
 
     #[test]
     fn each_run_state_and_merge_job_gives_its_plan() {
@@ -396,32 +372,5 @@ mod tests {
             let text = refusal.to_string();
             assert!(text.contains(reason), "{state:?}: {text}");
         }
-    }
-
-    #[test]
-    fn the_merge_script_runs_merge_lora_alone_in_the_run_directory() {
-        let spec = JobSpec {
-            run_id: "r_1".into(),
-            run_dir: "/w/r_1".into(),
-            hf_home: "/w/.hf-cache".into(),
-            runtime: JobRuntime::Native {
-                venv: Some("/opt/venv".into()),
-            },
-            secret_names: vec![],
-        };
-        let script = merge_script(&spec);
-        assert!(
-            script.starts_with("cd .. || exit 1\nPATH='/opt/venv'/bin"),
-            "{script}"
-        );
-        assert!(script.contains("PYTHONPATH=\"$PWD"), "{script}");
-        assert!(script.contains("rm -rf output/merged\n"), "{script}");
-        assert!(
-            script.contains("'/opt/venv'/bin/axolotl 'merge-lora' 'axolotl.yaml'"),
-            "{script}"
-        );
-        assert!(!script.contains("'train'"), "{script}");
-        let at_merge = script.find("merge-lora").unwrap();
-        assert!(script.find("rm -rf").unwrap() < at_merge, "{script}");
     }
 }

@@ -2,7 +2,6 @@
 //! first, then the local run directory, the claim on the target, the upload and the
 //! detached job. Nothing here waits for a Ctrl-C: a start is never interrupted (RUN-14).
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use secrecy::SecretString;
@@ -12,9 +11,10 @@ use super::record::{RunRecord, State, TargetKind, write_atomic};
 use super::target::{self, Resolved};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, id};
 use crate::config::{AdapterKind, EnvSnapshot, Settings, Training};
-use crate::exec::{AnyExecutor, Executor as _, JobRuntime, JobSpec, Stages, shell_path};
+use crate::exec::{AnyExecutor, Executor as _, JobRuntime, quote, shell_path};
 use crate::project::Project;
 use crate::train::axolotl::{self, AXOLOTL_YAML, EVAL_DATA, OUTPUT_DIR, RESUME_DIR, TRAIN_DATA};
+use crate::train::job::{PROGRAM, Stages};
 use crate::train::plugin::{PLUGIN_FILE, PLUGIN_SOURCE};
 use crate::train::template::Decision;
 
@@ -178,43 +178,6 @@ fn resume_inputs(
     })
 }
 
-/// The job script: the runtime's environment, then the stages (RUN-15).
-///
-/// For a native runtime the venv's `bin` goes first on `PATH` (Axolotl starts
-/// `accelerate` from `PATH`); the run directory goes on `PYTHONPATH` so every Axolotl
-/// command finds the plugin (a container stage gets its own `PYTHONPATH`, see
-/// [`crate::exec::stage_command`]); and Axolotl's telemetry is off (`AXOLOTL_DO_NOT_TRACK`,
-/// Axolotl's `telemetry/manager.py`: without a network its exit waits on the upload): each
-/// stage command sets it through [`crate::exec::TOOLS_ENV`], and the script exports it for
-/// anything else it starts [design].
-#[must_use]
-pub fn job_script(spec: &JobSpec, merge: bool) -> String {
-    let mut script = job_environment(spec);
-    let stages = Stages {
-        merge,
-        export: None,
-    };
-    script.push_str(&stages.script(spec));
-    script
-}
-
-/// The start of every job script of `spec`, run in the run directory: the runtime's
-/// environment, see [`job_script`].
-#[must_use]
-pub fn job_environment(spec: &JobSpec) -> String {
-    let mut script = String::new();
-    if let JobRuntime::Native { venv: Some(venv) } = &spec.runtime {
-        let _ = writeln!(
-            script,
-            "PATH={}/bin:\"$PATH\"; export PATH",
-            shell_path(venv.trim_end_matches('/'))
-        );
-    }
-    script.push_str("PYTHONPATH=\"$PWD${PYTHONPATH:+:$PYTHONPATH}\"; export PYTHONPATH\n");
-    script.push_str(": \"${AXOLOTL_DO_NOT_TRACK:=1}\"; export AXOLOTL_DO_NOT_TRACK\n");
-    script
-}
-
 /// The job's secret variables: `HF_TOKEN` when `OVERBRAINER_HF_TOKEN` is set
 /// (TGT-10), resolved now.
 ///
@@ -339,7 +302,7 @@ fn check(
     })?;
     if target.kind == TargetKind::Local {
         if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
-            let program = Path::new(venv).join("bin/axolotl");
+            let program = Path::new(venv).join("bin").join(PROGRAM);
             if !program.is_file() {
                 return Err(Refusal::NoAxolotl {
                     venv: venv.clone(),
@@ -357,8 +320,9 @@ fn check(
 async fn check_remote_venv(executor: &AnyExecutor, target: &Resolved) -> Result<(), RunError> {
     if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
         let script = format!(
-            "test -x {}/bin/axolotl",
-            shell_path(venv.trim_end_matches('/'))
+            "test -x {}/bin/{}",
+            shell_path(venv.trim_end_matches('/')),
+            quote(PROGRAM)
         );
         if executor.probe(&script).await.is_err() {
             return Err(Refusal::NoAxolotl {
@@ -537,15 +501,12 @@ async fn launch(
             .await
             .map_err(exec)?;
     }
-    let spec = JobSpec {
-        run_id: record.id.clone(),
-        run_dir: record.dir.clone(),
-        hf_home: target::hf_home(executor),
-        runtime: target.runtime.clone(),
-        secret_names: secrets.iter().map(|(name, _)| name.clone()).collect(),
-    };
-    let mut job = Stages::default().job(&spec, secrets);
-    job.script = job_script(&spec, merge);
+    let spec = target::job_spec(record, executor, &target.runtime, &secrets);
+    let job = Stages {
+        merge,
+        export: None,
+    }
+    .job(&spec, secrets);
     executor.spawn(&job).await.map_err(exec)
 }
 
@@ -585,26 +546,5 @@ mod tests {
         }
         assert!(!non_empty(&dir.path().join("missing.jsonl")));
         assert!(!non_empty(dir.path()));
-    }
-
-    #[test]
-    fn the_job_script_sets_the_runtime_environment_then_the_stages() {
-        let spec = JobSpec {
-            run_id: "r".into(),
-            run_dir: "/w/r".into(),
-            hf_home: "/w/.hf-cache".into(),
-            runtime: JobRuntime::Native {
-                venv: Some("/opt/venv/".into()),
-            },
-            secret_names: vec![],
-        };
-        let script = job_script(&spec, true);
-        assert!(
-            script.starts_with("PATH='/opt/venv'/bin:\"$PATH\"; export PATH\n"),
-            "{script}"
-        );
-        assert!(script.contains("AXOLOTL_DO_NOT_TRACK:=1"), "{script}");
-        assert!(script.contains("merge-lora"), "{script}");
-        assert!(!job_script(&spec, false).contains("merge-lora"));
     }
 }

@@ -3,11 +3,14 @@
 
 use std::path::Path;
 
-use super::record::TargetKind;
+use secrecy::SecretString;
+
+use super::record::{RunRecord, TargetKind};
 use super::{Refusal, RunError};
 use crate::config::{EnvSnapshot, Runtime, Settings, SshClient, Target};
+use crate::env::TimeScale;
 use crate::exec::{
-    AnyExecutor, Executor as _, JobRuntime, LocalExecutor, SshDestination, SshExecutor,
+    AnyExecutor, Executor as _, JobRuntime, JobSpec, LocalExecutor, SshDestination, SshExecutor,
 };
 
 /// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): an `ssh` configuration file
@@ -111,7 +114,9 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
 }
 
 /// Connects to `target`: a [`LocalExecutor`] over `runs_dir`, or an [`SshExecutor`]
-/// over one master connection.
+/// over one master connection, each on the time scale `env` sets ([`TimeScale`]: the
+/// graces of its job scripts, and the follower's rules through
+/// [`crate::exec::Executor::time_scale`]).
 ///
 /// # Errors
 ///
@@ -125,15 +130,18 @@ pub async fn connect(
         target: target.name.clone(),
         source: Box::new(source),
     };
+    let scale = TimeScale::from_env(env);
     match (&target.host, &target.workdir) {
         (Some(host), Some(workdir)) => {
             let executor = SshExecutor::connect(ssh_destination(host, env), workdir)
                 .await
                 .map_err(exec)?;
-            Ok(AnyExecutor::Ssh(executor))
+            Ok(AnyExecutor::Ssh(executor.with_time_scale(scale)))
         }
         _ => Ok(AnyExecutor::Local(
-            LocalExecutor::new(runs_dir).map_err(exec)?,
+            LocalExecutor::new(runs_dir)
+                .map_err(exec)?
+                .with_time_scale(scale),
         )),
     }
 }
@@ -149,6 +157,25 @@ fn ssh_destination(host: &str, env: &EnvSnapshot) -> SshDestination {
     destination.control_dirs =
         crate::exec::control_dirs(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR"));
     destination
+}
+
+/// The job of `record` on `executor` in `runtime`, with the names of `secrets` and the
+/// training job's fixed environment ([`crate::train::job::environment`]).
+#[must_use]
+pub fn job_spec(
+    record: &RunRecord,
+    executor: &AnyExecutor,
+    runtime: &JobRuntime,
+    secrets: &[(String, SecretString)],
+) -> JobSpec {
+    JobSpec {
+        run_id: record.id.clone(),
+        run_dir: record.dir.clone(),
+        hf_home: hf_home(executor),
+        runtime: runtime.clone(),
+        secret_names: secrets.iter().map(|(name, _)| name.clone()).collect(),
+        env: crate::train::job::environment(),
+    }
 }
 
 /// The target's shared Hugging Face cache (TGT-5): `<workdir>/.hf-cache`, which is

@@ -2,7 +2,7 @@
 //! reader for them.
 //!
 //! The plugin (`metrics_plugin.py`) writes `train`, `eval`, `eval_progress`, `end` and
-//! `snapshot` lines; the job script writes `stage` lines (see `exec::Stages`). Every
+//! `snapshot` lines; the job script writes `stage` lines ([`super::job::Stages`]). Every
 //! line has `kind` and `ts` (UTC seconds since the epoch). Non-finite numbers arrive as
 //! the strings `"nan"`, `"inf"` and `"-inf"` (JSON has no literal for them) and are
 //! kept as such. Another writer's bare `NaN`, `Infinity` and `-Infinity` (what Python's
@@ -59,6 +59,18 @@ pub enum Stage {
     Merge,
     /// The GGUF export.
     Export,
+}
+
+impl Stage {
+    /// The stage's name in a `stage` line (`"stage":"<name>"`).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Train => "train",
+            Self::Merge => "merge",
+            Self::Export => "export",
+        }
+    }
 }
 
 /// One training step (`kind: train`).
@@ -565,5 +577,16 @@ mod tests {
         assert_eq!(summary.last_stage, Some(Stage::Train));
         summary.observe(&line(r#"{"kind":"stage","stage":"merge","ts":2}"#));
         assert_eq!(summary.last_stage, Some(Stage::Merge));
+    }
+
+    #[test]
+    fn stage_names_are_what_the_reader_reads() {
+        for stage in [Stage::Train, Stage::Merge, Stage::Export] {
+            let text = format!(r#"{{"kind":"stage","stage":"{}","ts":1}}"#, stage.name());
+            assert_eq!(
+                serde_json::from_str::<MetricLine>(&text).unwrap(),
+                MetricLine::Stage { ts: 1.0, stage }
+            );
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use overbrainer::env::TimeScale;
 use overbrainer::exec::{
     CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, Executor,
     FileDigest, JOB_LOG, JobCommand, JobId, JobStatus, LEFTOVERS_FILE, LocalExecutor,
@@ -32,6 +33,11 @@ fn path_str(path: &Path) -> String {
 fn local(root: &Path) -> LocalExecutor {
     LocalExecutor::new(&root.join("local-work")).expect("local executor")
 }
+
+/// One second of the executors' graces in the tests that wait one out (a job that
+/// ignores `SIGTERM`, a process that survives `SIGKILL`): the real rules, a tenth as
+/// long.
+const FAST: TimeScale = TimeScale::with_second(Duration::from_millis(100));
 
 async fn ssh(sshd: &Sshd, root: &Path) -> SshExecutor {
     SshExecutor::connect(sshd.destination(), &path_str(&root.join("ssh-work")))
@@ -850,14 +856,14 @@ async fn wait_for_log(executor: &impl Executor, dir: &str, text: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_local() -> TestResult {
     let root = tempfile::tempdir()?;
-    check_cancel(&local(root.path())).await
+    check_cancel(&local(root.path()).with_time_scale(FAST)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_ssh() -> TestResult {
     let root = tempfile::tempdir()?;
     let sshd = Sshd::start();
-    check_cancel(&ssh(&sshd, root.path()).await).await
+    check_cancel(&ssh(&sshd, root.path()).await.with_time_scale(FAST)).await
 }
 
 // ---------------------------------------------------------------- containers
@@ -1158,14 +1164,14 @@ async fn check_leftovers_reported(executor: &impl Executor) -> TestResult {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leftovers_of_a_cancel_are_reported_local() -> TestResult {
     let root = tempfile::tempdir()?;
-    check_leftovers_reported(&local(root.path())).await
+    check_leftovers_reported(&local(root.path()).with_time_scale(FAST)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leftovers_of_a_cancel_are_reported_ssh() -> TestResult {
     let root = tempfile::tempdir()?;
     let sshd = Sshd::start();
-    check_leftovers_reported(&ssh(&sshd, root.path()).await).await
+    check_leftovers_reported(&ssh(&sshd, root.path()).await.with_time_scale(FAST)).await
 }
 
 /// Without a recorded identity (`job.start` missing, as on a target without `/proc`

@@ -1149,8 +1149,10 @@ fn a_cancel_that_leaves_a_process_behind_names_it_and_a_second_cancel_stops_it()
         .parse()
         .unwrap();
     let frozen = crate::freezer::Frozen::freeze(worker);
+    // The cancel's real graces (10 s after SIGTERM, 10 s after SIGKILL), a tenth as long.
     let cancel = training
         .cmd()
+        .env("OVERBRAINER_TEST_SECOND_MS", "100")
         .args(["train", "cancel", &id])
         .output()
         .unwrap();

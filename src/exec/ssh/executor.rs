@@ -11,14 +11,12 @@ use tokio::io::AsyncWriteExt;
 
 use super::master::{self, master_log_tail};
 use super::{SshDestination, SshError};
-use crate::exec::digest::{self, FileDigest};
+use crate::env::TimeScale;
 use crate::exec::local::{STALE_FILES, command_error, downloaded, finish, parse_claim};
 use crate::exec::runtime::shell_path;
-use crate::exec::script::{self, cancel_script, claim_script, job_script, status_script};
+use crate::exec::script::{self, cancel_script, claim_script, job_script};
 use crate::exec::shell::quote;
-use crate::exec::{
-    ExecError, Executor, JobCommand, JobId, JobStatus, PID_FILE, Pid, check_job_env, tar,
-};
+use crate::exec::{ExecError, Executor, JobCommand, JobId, PID_FILE, Pid, check_job_env, tar};
 
 /// Programs an SSH target must have, space-separated (TGT-2): `tar` for transfers,
 /// `setsid` and `nohup` to detach jobs, `sha256sum`, `readlink` and `od` for
@@ -38,6 +36,8 @@ pub struct SshExecutor {
     destination: SshDestination,
     workdir: String,
     session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    /// The scale of the job scripts' graces.
+    time_scale: TimeScale,
 }
 
 impl SshExecutor {
@@ -56,6 +56,7 @@ impl SshExecutor {
             destination,
             workdir: String::new(),
             session: tokio::sync::Mutex::new(None),
+            time_scale: TimeScale::REAL,
         };
         let script = format!(
             "for ob_t in {REQUIRED_TOOLS}; do command -v \"$ob_t\" >/dev/null 2>&1 || \
@@ -75,6 +76,15 @@ impl SshExecutor {
         }
         executor.workdir = resolved;
         Ok(executor)
+    }
+
+    /// Runs the graces of its job wrappers and cancels on `scale` (see
+    /// [`Executor::time_scale`]); [`TimeScale::REAL`] unless set. The bounds given to
+    /// `ssh` itself are [`SshDestination::timeouts`].
+    #[must_use]
+    pub fn with_time_scale(mut self, scale: TimeScale) -> Self {
+        self.time_scale = scale;
+        self
     }
 
     /// The destination this executor connects to.
@@ -230,7 +240,7 @@ async fn run_on(
 /// The start command of a job over SSH: prepares `dir`, reads one secret value
 /// per line from standard input into the named exported variables, starts the job
 /// wrapper under `setsid nohup`, waits for its [`PID_FILE`] and prints it.
-fn launcher(job: &JobCommand) -> String {
+fn launcher(job: &JobCommand, time_scale: TimeScale) -> String {
     let mut reads = String::new();
     for (name, _) in &job.secrets {
         reads.push_str("IFS= read -r ob_v || { echo 'secret input ended early' >&2; exit 4; }\n");
@@ -256,7 +266,7 @@ cat {pid}
 "#,
         dir = quote(&job.dir),
         stale = stale.join(" "),
-        wrapper = quote(&job_script(&job.dir, &job.script)),
+        wrapper = quote(&job_script(&job.dir, &job.script, time_scale)),
         pid = PID_FILE,
     )
 }
@@ -264,6 +274,10 @@ cat {pid}
 impl Executor for SshExecutor {
     fn workdir(&self) -> &str {
         &self.workdir
+    }
+
+    fn time_scale(&self) -> TimeScale {
+        self.time_scale
     }
 
     async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError> {
@@ -295,7 +309,7 @@ impl Executor for SshExecutor {
             input.push('\n');
         }
         let output = self
-            .checked("spawn", &launcher(job), input.as_bytes())
+            .checked("spawn", &launcher(job, self.time_scale), input.as_bytes())
             .await;
         drop(input);
         let output = output?;
@@ -319,18 +333,16 @@ impl Executor for SshExecutor {
         self.checked("read", &script, &[]).await
     }
 
-    async fn status(&self, job: &JobId) -> Result<JobStatus, ExecError> {
-        let output = self
-            .checked("status", &status_script(&job.dir, job.pid.get()), &[])
-            .await?;
-        script::parse_status(&String::from_utf8_lossy(&output))
-    }
-
     async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
         let output = self
             .checked(
                 "cancel",
-                &cancel_script(&job.dir, job.pid.get(), job.container.as_ref()),
+                &cancel_script(
+                    &job.dir,
+                    job.pid.get(),
+                    job.container.as_ref(),
+                    self.time_scale,
+                ),
                 &[],
             )
             .await?;
@@ -352,22 +364,6 @@ impl Executor for SshExecutor {
         let drained = tar::drain(stdout, local).await;
         let output = self.ended(&session, child).await?;
         downloaded(drained, output)
-    }
-
-    async fn manifest(
-        &self,
-        remote: &str,
-        entries: &[String],
-        exclude: &[String],
-    ) -> Result<Vec<FileDigest>, ExecError> {
-        let output = self
-            .checked(
-                "manifest",
-                &digest::manifest_script(remote, entries, exclude),
-                &[],
-            )
-            .await?;
-        digest::parse_manifest(&output)
     }
 
     async fn probe(&self, script: &str) -> Result<Vec<u8>, ExecError> {
@@ -402,7 +398,7 @@ mod tests {
             )],
             container: None,
         };
-        let script = launcher(&job);
+        let script = launcher(&job, TimeScale::REAL);
         assert!(script.contains("HF_TOKEN=$ob_v"), "{script}");
         assert!(!script.contains("hf_value_K8mQ3xW7vN2tR9zB4p"));
         assert!(!format!("{job:?}").contains("hf_value_K8mQ3xW7vN2tR9zB4p"));

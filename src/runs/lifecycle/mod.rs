@@ -23,11 +23,13 @@
 //! effects.
 
 mod events;
+mod rules;
 pub mod transitions;
 
 use std::time::Duration;
 
 pub use events::{Effect, Event};
+pub use rules::Rules;
 
 use super::RunEvent;
 use super::ending::{Ending, JobEnd, ending, unresumable};
@@ -47,40 +49,6 @@ pub trait Machine {
     type Effect;
     /// Takes `event` into the state and returns what to do, in order.
     fn handle(&mut self, event: Self::Event) -> Vec<Self::Effect>;
-}
-
-/// The durations and counts of a follower's rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rules {
-    /// Pause between two polls of the job.
-    pub poll_interval: Duration,
-    /// Pause between two system samples (SYS-1).
-    pub sample_interval: Duration,
-    /// Consecutive failed reaches after which the follower detaches (RUN-16).
-    pub max_failed_reaches: u32,
-    /// How often a follower that did not place a snapshot request looks for one
-    /// (RUN-29).
-    pub request_check_interval: Duration,
-    /// Time a job has to save its snapshot or end after a request (RUN-28).
-    pub snapshot_deadline: Duration,
-    /// Time a job has to end once its snapshot was saved (RUN-28).
-    pub end_after_snapshot: Duration,
-    /// Pause between two summary refreshes of `run.json` while following.
-    pub save_interval: Duration,
-}
-
-impl Default for Rules {
-    fn default() -> Self {
-        Self {
-            poll_interval: Duration::from_secs(1),
-            sample_interval: Duration::from_secs(10),
-            max_failed_reaches: 6,
-            request_check_interval: Duration::from_secs(30),
-            snapshot_deadline: Duration::from_secs(30 * 60),
-            end_after_snapshot: Duration::from_secs(10 * 60),
-            save_interval: Duration::from_secs(10),
-        }
-    }
 }
 
 /// Why a follower stopped following while the job goes on (RUN-16).

@@ -1,0 +1,92 @@
+//! The wrapper every job runs in: its identity, run marker and files, and the clean-up
+//! of what its command left behind.
+use super::functions::GROUP_SIGNAL;
+use super::{MARKER_FILE, START_FILE, TICKS_PER_SECOND, tick};
+use crate::env::TimeScale;
+use crate::exec::shell::quote;
+use crate::exec::{EXIT_FILE, JOB_LOG, PID_FILE, RUN_MARKER_VAR};
+
+/// Seconds [`job_script`] waits, once the job's command has ended, between sending
+/// `SIGTERM` to what is left of the job's processes and sending `SIGKILL`. Shorter
+/// than [`CANCEL_GRACE_SECONDS`](super::cancel::CANCEL_GRACE_SECONDS), so a cancel
+/// racing the wrapper's own clean-up never has to escalate because of the wrapper.
+pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
+
+/// The wrapper that runs a job's `script` in the run directory `dir`.
+///
+/// It changes to `dir`, draws the job's run marker from `/dev/urandom`, records it in
+/// [`MARKER_FILE`] (and exports it as [`RUN_MARKER_VAR`] in the job's subshell), records its own identity
+/// in [`START_FILE`] and its process ID in [`PID_FILE`] (each through a rename, the
+/// process ID last), runs `script` in a subshell with standard output and error
+/// appended to [`JOB_LOG`] and standard input from `/dev/null`, then writes the
+/// script's exit code to [`EXIT_FILE`] through a rename. A wrapper killed by a
+/// signal writes no exit code. The caller starts it in its own process group (the
+/// wrapper is the group's leader) with the job's environment already set; the
+/// marker is set here, after the local executor filtered `OVERBRAINER_*` out.
+///
+/// Once [`EXIT_FILE`] is written the wrapper stops what is left of the job: the
+/// other live members of its process group, such as data-loader workers of a main
+/// process that the OOM killer took, and every process that carries the run marker,
+/// such as a worker that left the group with `setsid`. It ignores `SIGTERM` itself,
+/// sends `SIGTERM` to them, waits up to [`REAP_GRACE_SECONDS`] (seconds of `scale`)
+/// for them to be gone (zombies do not count), and sends `SIGKILL` to those left (to
+/// the group last, itself included, its exit code being written).
+/// [`status_script`](super::status_script) reads such a job as exited throughout: [`EXIT_FILE`] wins over live processes when no cancel
+/// marker exists.
+#[must_use]
+pub fn job_script(dir: &str, script: &str, scale: TimeScale) -> String {
+    format!(
+        r#"cd {dir} || exit 1
+{GROUP_SIGNAL}ob_marker=$(od -A n -N 16 -t x1 /dev/urandom 2>/dev/null | tr -d ' \n')
+case $ob_marker in
+  *[!0-9a-f]*) ob_marker= ;;
+  ????????????????????????????????)
+    printf '%s\n' "$ob_marker" > {marker}.tmp && mv -f {marker}.tmp {marker} ;;
+  *) ob_marker= ;;
+esac
+if ob_id=$(ob_identity $$); then printf '%s\n' "$ob_id" > {start}.tmp && mv -f {start}.tmp {start}; fi
+printf '%s\n' $$ > {pid}.tmp && mv -f {pid}.tmp {pid}
+( if [ -n "$ob_marker" ]; then {var}=$ob_marker; export {var}; fi
+{script}
+) >> {log} 2>&1 < /dev/null
+ob_code=$?
+printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}
+ob_others() {{
+  [ -z "$(ob_marked .)" ] || return 0
+  [ -d /proc/self ] || {{ [ -n "$(ob_members $$)" ]; return; }}
+  for ob_f in /proc/[0-9]*/stat; do
+    [ "$ob_f" = "/proc/$$/stat" ] && continue
+    {{ IFS= read -r ob_s < "$ob_f"; }} 2>/dev/null || continue
+    ob_s=${{ob_s##*) }}
+    set -f
+    # shellcheck disable=SC2086
+    set -- $ob_s
+    set +f
+    [ "$#" -ge 3 ] && [ "$3" = "$$" ] && [ "$1" != Z ] && [ "$1" != X ] && return 0
+  done
+  return 1
+}}
+ob_stop() {{
+  for ob_q in $(ob_marked .); do kill -s "$1" "$ob_q" 2>/dev/null || true; done
+  group_signal "$1" $$
+}}
+trap '' TERM
+ob_stop TERM
+ob_i=0
+while ob_others; do
+  if [ "$ob_i" -ge {reap_ticks} ]; then ob_stop KILL; break; fi
+  sleep {tick} 2>/dev/null || sleep 1
+  ob_i=$((ob_i + 1))
+done
+"#,
+        dir = quote(dir),
+        var = RUN_MARKER_VAR,
+        marker = MARKER_FILE,
+        start = START_FILE,
+        pid = PID_FILE,
+        log = JOB_LOG,
+        exit = EXIT_FILE,
+        reap_ticks = REAP_GRACE_SECONDS * TICKS_PER_SECOND,
+        tick = tick(scale),
+    )
+}
