@@ -5,10 +5,13 @@
 //! - [`lifecycle`]: a pod's life as a pure state machine beside the run's (create with
 //!   the retry table, adoption, readiness, lease, deadline and cost snapshots, client
 //!   guard, retrieve grace, deletion until gone), table-tested.
+//! - [`api`]: the Runpod REST v2 client (pods, account secrets), RFC 9457 problem bodies
+//!   as typed, redacted errors, and the create retry table's classification.
 //!
-//! What is next (issue 12): the REST v2 client, the driver that performs the
+//! What is next (issue 12): the driver that performs the
 //! lifecycle's effects through it and the executor, the bootstrap and watchdog scripts,
 //! `pod.json`, and the `runpod` target in `train`. Nothing here is called from the CLI
 //! yet.
 
+pub mod api;
 pub mod lifecycle;
