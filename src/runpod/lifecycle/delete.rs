@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{DeleteCause, Deleter, Deletion, Effect, Notice, Phase, PodFailure, PodState, create};
+use super::{DeleteCause, Deleter, Deletion, Effect, Notice, Phase, PodFailure, PodState, attempt};
 
 /// Deletes the pod for `cause`.
 pub(super) fn start(state: &mut PodState, at: Duration, cause: DeleteCause, fx: &mut Vec<Effect>) {
@@ -169,7 +169,7 @@ fn gone(state: &mut PodState, at: Duration, fx: &mut Vec<Effect>) {
             state.facts.deleted = None;
             state.endpoint = None;
             fx.push(Effect::Record);
-            return create::next_type(state, at, fx);
+            return attempt::next_type(state, at, fx);
         }
         Some(DeleteCause::Retrieved) => None,
         Some(DeleteCause::Interrupted | DeleteCause::NotReady | DeleteCause::Died) => {
@@ -185,5 +185,5 @@ fn gone(state: &mut PodState, at: Duration, fx: &mut Vec<Effect>) {
         None if state.facts.retrieved => None,
         None => Some(PodFailure::Vanished),
     };
-    create::finish(state, failure, true, fx);
+    attempt::finish(state, failure, true, fx);
 }

@@ -34,6 +34,7 @@
 //! Every duration of [`Rules`] is scaled by [`crate::env::TimeScale`] (the test-only
 //! factor), so tests run the real rules in seconds.
 
+mod attempt;
 mod create;
 mod delete;
 mod events;
@@ -262,16 +263,16 @@ pub fn handle(state: &mut PodState, event: Event) -> Vec<Effect> {
     let mut fx = Vec::new();
     let at = event.at();
     match (state.phase, event) {
-        (Phase::Idle, Event::Began { .. }) => create::next_type(state, at, &mut fx),
+        (Phase::Idle, Event::Began { .. }) => attempt::next_type(state, at, &mut fx),
         (Phase::Creating, Event::Created { pod, .. }) => {
             create::created(state, at, pod, false, &mut fx);
         }
         (Phase::Creating, Event::CreateFailed { refusal, .. }) => {
             create::refused(state, at, refusal, &mut fx);
         }
-        (Phase::Creating, Event::Tick { .. }) => create::send(state, at, &mut fx),
+        (Phase::Creating, Event::Tick { .. }) => attempt::send(state, at, &mut fx),
         (Phase::Creating, Event::Interrupted { .. }) => {
-            create::finish(state, Some(PodFailure::Interrupted), true, &mut fx);
+            attempt::finish(state, Some(PodFailure::Interrupted), true, &mut fx);
         }
         (Phase::Adopting, Event::Searched { found, .. }) => {
             create::searched(state, at, found, &mut fx);
