@@ -52,5 +52,9 @@ mod training_faults;
 mod training_containers;
 // A wire-faithful, stateful stand-in of Runpod REST v2 with fault injection (issue 12).
 mod runpod_standin;
+// The stand-in's pods as real Podman containers (sshd on 127.0.0.1 only).
+mod runpod_pods;
+// Flows: the stand-in's pods as real containers, reached only with the pinned host key.
+mod runpod_containers;
 // Flows: the Runpod v2 client and the pod lifecycle against the stand-in (issue 12).
 mod runpod;

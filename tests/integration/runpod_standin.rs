@@ -7,7 +7,8 @@
 //! secret with its creation and deletion times, so a test can assert at its end that no
 //! pod outlived its bound and nothing is left. Faults are injected through [`Faults`].
 //!
-//! Its pods are records only (no container yet): `ssh.direct` points where the test says.
+//! Its pods are records ([`Standin::start`], `ssh.direct` pointing where the test says),
+//! or real Podman containers ([`Standin::with_pods`], `runpod_pods`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,6 +16,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::runpod_pods::PodRunner;
 
 /// Capacity failure text recorded from the live API (wire-facts A.2).
 pub const CAPACITY: &str = "There are no longer any instances available with the requested specifications. Please refresh and try again.";
@@ -78,6 +81,8 @@ pub struct StandinPod {
     pub polls: u32,
     /// `GET`s still to answer without `ssh.direct`.
     pub ssh_after: u32,
+    /// Its container's published port 22, when it is a real pod.
+    pub ssh: Option<(String, u16)>,
 }
 
 /// One account secret.
@@ -104,8 +109,10 @@ pub struct State {
     pub faults: Faults,
     /// Every request: method, path, body.
     pub requests: Vec<(String, String, String)>,
-    /// Where `ssh.direct` points.
+    /// Where `ssh.direct` points for pods without a container.
     pub ssh: (String, u16),
+    /// The runner of real pods.
+    pub runner: Option<PodRunner>,
     next: u64,
 }
 
@@ -125,9 +132,19 @@ pub struct Standin {
 impl Standin {
     /// A stand-in that accepts `key` as its only bearer key.
     pub async fn start(key: &str) -> Self {
+        Self::serve(key, None).await
+    }
+
+    /// A stand-in whose pods are real containers (their env files under `dir`).
+    pub async fn with_pods(key: &str, dir: std::path::PathBuf) -> Self {
+        Self::serve(key, Some(PodRunner::new(dir))).await
+    }
+
+    async fn serve(key: &str, runner: Option<PodRunner>) -> Self {
         let server = MockServer::start().await;
         let state = Arc::new(Mutex::new(State {
             ssh: ("127.0.0.1".into(), 22),
+            runner,
             ..State::default()
         }));
         Mock::given(wiremock::matchers::any())
@@ -162,10 +179,23 @@ impl Standin {
             .filter(|s| s.deleted.is_none())
             .map(|s| s.name.as_str())
             .collect();
+        let containers = state
+            .runner
+            .as_ref()
+            .map(PodRunner::left)
+            .unwrap_or_default();
         assert!(
-            pods.is_empty() && secrets.is_empty(),
-            "left on the stand-in: pods {pods:?}, secrets {secrets:?}"
+            pods.is_empty() && secrets.is_empty() && containers.is_empty(),
+            "left on the stand-in: pods {pods:?}, secrets {secrets:?}, containers {containers:?}"
         );
+    }
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        if let Some(runner) = &self.state().runner {
+            runner.remove_all();
+        }
     }
 }
 
@@ -198,6 +228,7 @@ fn rfc3339(time: SystemTime) -> String {
 /// A pod's JSON as v2 returns it (every required key of `Pod`).
 fn pod_json(pod: &StandinPod, ssh: &(String, u16), with_ssh: bool) -> Value {
     let request = &pod.request;
+    let ssh = pod.ssh.as_ref().unwrap_or(ssh);
     let direct = with_ssh.then(|| {
         json!({"host": ssh.0, "port": ssh.1, "username": "root",
                "command": format!("ssh root@{} -p {}", ssh.0, ssh.1)})
@@ -290,6 +321,10 @@ impl Respond for Api {
                 {
                     Some(pod) => {
                         pod.deleted = Some(SystemTime::now());
+                        let id = pod.id.clone();
+                        if let Some(Err(error)) = state.runner.as_ref().map(|r| r.remove(&id)) {
+                            return problem(500, "Internal Server Error", &error);
+                        }
                         ResponseTemplate::new(204)
                     }
                     None => problem(404, "Not Found", "resource not found"),
@@ -370,14 +405,30 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
         return problem(400, "Bad Request", CAPACITY);
     }
     state.next += 1;
-    let pod = StandinPod {
+    let mut pod = StandinPod {
         id: format!("sp{:012}", state.next),
         request: Value::Object(fields),
         created: SystemTime::now(),
         deleted: None,
         polls: 0,
         ssh_after: state.faults.ssh_after_polls,
+        ssh: None,
     };
+    if let Some(runner) = &state.runner {
+        let secrets: Vec<(String, String)> = state
+            .secrets
+            .iter()
+            .filter(|s| s.deleted.is_none())
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect();
+        match runner.start(&pod.id, &pod.request, &secrets) {
+            Ok(ssh) => pod.ssh = Some(ssh),
+            Err(error) => {
+                let _ = runner.remove(&pod.id);
+                return problem(500, "Internal Server Error", &error);
+            }
+        }
+    }
     let answer = pod_json(&pod, &state.ssh, pod.ssh_after == 0);
     state.pods.push(pod);
     let faults = &mut state.faults;
