@@ -322,7 +322,7 @@ async fn runpod_402_stops_with_no_pod_and_no_secret_left() {
     assert_eq!(
         seen.failure,
         Some(PodFailure::Refused {
-            status: 402,
+            status: Some(402),
             detail: "insufficient balance".into()
         })
     );

@@ -204,10 +204,16 @@ impl ApiError {
                     402 => Refusal::NoCredit(reason),
                     422 => Refusal::Invalid(reason),
                     500..=599 => Refusal::Ambiguous(self.to_string()),
-                    _ => Refusal::BadRequest(reason),
+                    status => Refusal::Rejected {
+                        status: Some(status),
+                        reason,
+                    },
                 }
             }
-            Self::Setup(_) | Self::Url(_) | Self::BadKey => Refusal::BadRequest(self.to_string()),
+            Self::Setup(_) | Self::Url(_) | Self::BadKey => Refusal::Rejected {
+                status: None,
+                reason: self.to_string(),
+            },
             Self::Timeout { .. } | Self::Connect { .. } | Self::Decode { .. } => {
                 Refusal::Ambiguous(self.to_string())
             }
@@ -275,7 +281,11 @@ mod tests {
     #[test]
     fn the_create_retry_table_classifies_answers() {
         let capacity = r#"{"detail":"There are no longer any instances available with the requested specifications. Please refresh and try again.","status":400,"title":"Bad Request"}"#;
-        let cases: [(ApiError, &str); 8] = [
+        let cases: [(ApiError, &str); 9] = [
+            (
+                problem(401, r#"{"detail":"missing bearer token"}"#),
+                "Rejected { status: Some(401)",
+            ),
             (problem(400, capacity), "Capacity"),
             (
                 problem(
@@ -286,7 +296,7 @@ mod tests {
             ),
             (
                 problem(400, r#"{"detail":"exactly one of gpu or cpu"}"#),
-                "BadRequest",
+                "Rejected { status: Some(400)",
             ),
             (problem(403, r#"{"detail":"access denied"}"#), "Forbidden"),
             (

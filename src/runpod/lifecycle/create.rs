@@ -27,9 +27,9 @@ pub(super) fn refused(state: &mut PodState, at: Duration, refusal: Refusal, fx: 
             }
             next_type(state, at, fx);
         }
-        Refusal::BadRequest(detail) => stop(state, 400, detail, fx),
-        Refusal::Invalid(detail) => stop(state, 422, detail, fx),
-        Refusal::NoCredit(detail) => stop(state, 402, detail, fx),
+        Refusal::Rejected { status, reason } => stop(state, status, reason, fx),
+        Refusal::Invalid(detail) => stop(state, Some(422), detail, fx),
+        Refusal::NoCredit(detail) => stop(state, Some(402), detail, fx),
         Refusal::RateLimited(wait) => {
             set_outcome(state, AttemptOutcome::Refused("rate limited (429)".into()));
             state.rate_waits += 1;
@@ -55,7 +55,7 @@ pub(super) fn refused(state: &mut PodState, at: Duration, refusal: Refusal, fx: 
 }
 
 /// The request itself was refused: no pod, no retry.
-fn stop(state: &mut PodState, status: u16, detail: String, fx: &mut Vec<Effect>) {
+fn stop(state: &mut PodState, status: Option<u16>, detail: String, fx: &mut Vec<Effect>) {
     set_outcome(state, AttemptOutcome::Refused(detail.clone()));
     finish(
         state,

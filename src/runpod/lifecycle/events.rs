@@ -55,8 +55,14 @@ pub enum Refusal {
     Capacity(String),
     /// 403, no access to this GPU pool: the next GPU type.
     Forbidden(String),
-    /// Any other 400, a rule violation: stop.
-    BadRequest(String),
+    /// Any other 400 (a rule violation), another 4xx, or a request that could not be
+    /// made here: stop. The HTTP status when one came.
+    Rejected {
+        /// HTTP status.
+        status: Option<u16>,
+        /// The API's reason.
+        reason: String,
+    },
     /// 422, the request breaks the contract: stop, never retry.
     Invalid(String),
     /// 402, insufficient balance: stop.
@@ -130,11 +136,11 @@ pub enum Deleter {
 pub enum PodFailure {
     /// Every GPU type was refused for capacity or access: each with the API's reason.
     NoCapacity(Vec<(String, String)>),
-    /// The create request itself was refused (402, 422, another 400): HTTP status and
-    /// the API's reason. No pod exists.
+    /// The create request itself was refused (402, 422, another 4xx): HTTP status (none
+    /// when the request could not be made) and the API's reason. No pod exists.
     Refused {
         /// HTTP status.
-        status: u16,
+        status: Option<u16>,
         /// The API's reason (redacted by the client).
         detail: String,
     },

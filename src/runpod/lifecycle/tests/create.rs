@@ -56,11 +56,14 @@ fn the_create_retry_table() {
         Row {
             name: "another 400 stops at once, no pod",
             state: creating(),
-            event: refused(Refusal::BadRequest("disk too small".into())),
+            event: refused(Refusal::Rejected {
+                status: Some(400),
+                reason: "disk too small".into(),
+            }),
             effects: &[
                 "record",
                 "delete secret",
-                "done Refused { status: 400, detail: \"disk too small\" }",
+                "done Refused { status: Some(400), detail: \"disk too small\" }",
             ],
             phase: Phase::Gone,
         },
@@ -71,7 +74,7 @@ fn the_create_retry_table() {
             effects: &[
                 "record",
                 "delete secret",
-                "done Refused { status: 422, detail: \"additional properties 'bogus'\" }",
+                "done Refused { status: Some(422), detail: \"additional properties 'bogus'\" }",
             ],
             phase: Phase::Gone,
         },
@@ -82,7 +85,7 @@ fn the_create_retry_table() {
             effects: &[
                 "record",
                 "delete secret",
-                "done Refused { status: 402, detail: \"insufficient balance\" }",
+                "done Refused { status: Some(402), detail: \"insufficient balance\" }",
             ],
             phase: Phase::Gone,
         },
