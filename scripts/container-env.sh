@@ -14,7 +14,9 @@
 #     again, the tests start their own): `localhost/overbrainer-test/shell:<key>`, busybox
 #     only (2 MB), and `localhost/overbrainer-test/axolotl:<key>`, a Debian bookworm
 #     minbase root (debootstrap against the mirror apt already uses) holding the Axolotl
-#     venv of scripts/training-env.sh, its Python and the tiny model at their host paths.
+#     venv of scripts/training-env.sh, its Python and the tiny model at their host paths;
+#     in Podman only, `localhost/overbrainer-test/pod:<key>`, a bookworm root with sshd,
+#     curl and python3 for the Runpod stand-in's pods (issue 12).
 #     Nothing is ever pulled from a registry. An image is built only when its tag is missing
 #     (the key digests what went into it).
 # Prints KEY=VALUE lines on stdout (see the end); everything else goes to stderr.
@@ -187,6 +189,32 @@ if ! has_image "$axolotl_image"; then
 fi
 stop_dockerd
 
+# The pod image of the Runpod stand-in (issue 12): a bookworm root with sshd, bash,
+# python3, curl, tar, sha256sum and setsid; its own host keys stay in it (a pod must
+# present the run's pinned key instead). Podman only: the stand-in runs its pods there.
+pod_root="$base/bookworm-pod"
+pod_includes=openssh-server,curl,python3-minimal
+if [[ ! -e "$pod_root/.complete" ]] || [[ "$(cat "$pod_root/.complete")" != "$pod_includes" ]]; then
+    log "building a Debian bookworm root with sshd in $pod_root (about a minute, once)"
+    rm -rf "$pod_root"
+    mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+    [[ -n "$mirror" ]] || mirror=http://deb.debian.org/debian
+    debootstrap --variant=minbase --include="$pod_includes" bookworm "$pod_root" "$mirror" > "$base/debootstrap-pod.log" 2>&1 ||
+        { log "debootstrap failed, see $base/debootstrap-pod.log"; tail -5 "$base/debootstrap-pod.log" >&2; exit 1; }
+    rm -rf "$pod_root/var/cache/apt/archives/"*.deb
+    mkdir -p "$pod_root/run/sshd"
+    printf '%s' "$pod_includes" > "$pod_root/.complete"
+fi
+pod_key=$(echo "$pod_includes" | sha256sum | cut -c1-12)
+pod_image="localhost/overbrainer-test/pod:$pod_key"
+if ! podman image exists "$pod_image"; then
+    log "building $pod_image"
+    tar -C "$pod_root" --exclude=./.complete -cf - . |
+        podman import -q --change 'CMD ["/bin/bash"]' \
+            --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+            - "$pod_image" >/dev/null
+fi
+
 # Shims for tests that drive an executor directly, whose scripts see this process's
 # environment: each sets the configuration variables above and runs the real engine.
 shims="$base/shims"
@@ -214,5 +242,6 @@ echo "DOCKER_HOST=unix://$docker_sock"
 echo "DOCKERD_ARGS=${dockerd_args[*]}"
 echo "SHELL_IMAGE=$shell_image"
 echo "AXOLOTL_IMAGE=$axolotl_image"
+echo "POD_IMAGE=$pod_image"
 echo "AXOLOTL_VENV=$venv"
 echo "TINY_MODEL=$model"

@@ -44,6 +44,7 @@ pub mod logging;
 pub mod pipeline;
 pub mod pricing;
 pub mod project;
+pub mod runpod;
 pub mod runs;
 pub mod secrets;
 pub mod system;

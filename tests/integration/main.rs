@@ -50,3 +50,11 @@ mod flows;
 mod training_faults;
 // Flows: the `docker` runtime on real Podman and Docker with real Axolotl (issue 11).
 mod training_containers;
+// A wire-faithful, stateful stand-in of Runpod REST v2 with fault injection (issue 12).
+mod runpod_standin;
+// The stand-in's pods as real Podman containers (sshd on 127.0.0.1 only).
+mod runpod_pods;
+// Flows: the stand-in's pods as real containers, reached only with the pinned host key.
+mod runpod_containers;
+// Flows: the Runpod v2 client and the pod lifecycle against the stand-in (issue 12).
+mod runpod;

@@ -1,0 +1,161 @@
+//! The stand-in's pods as real Podman containers (issue 12): each created pod runs the
+//! pod image of `scripts/container-env.sh` (sshd, bash, python3, curl, tar, sha256sum,
+//! setsid) with the create body's `env`, its `{{ RUNPOD_SECRET_<name> }}` references
+//! substituted as Runpod does inside the pod, and its `args` as the command; port 22 is
+//! published on 127.0.0.1 only. `DELETE` removes the container, so a leaked pod is a
+//! running container anyone can see. Every container carries the stand-in's own label,
+//! found and removed when the stand-in is dropped.
+//!
+//! The environment goes to Podman in a private file (`--env-file`, removed once the
+//! container exists), never as `-e NAME=value`: secrets stay out of every argv. An env
+//! file holds one line per variable, so secret values must be single-line (the host key
+//! secret is base64).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::engines::container_env;
+
+/// Starts and removes the stand-in's containers.
+#[derive(Debug, Clone)]
+pub struct PodRunner {
+    podman: PathBuf,
+    image: String,
+    /// The label value every container of this stand-in carries.
+    pub label: String,
+    dir: PathBuf,
+}
+
+fn run(command: &mut Command) -> Result<Output, String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(format!(
+            "{:?} failed: {}",
+            command.get_args().collect::<Vec<_>>(),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+impl PodRunner {
+    /// A runner of the pod image, its env files under `dir`.
+    pub fn new(dir: PathBuf) -> Self {
+        let env = container_env();
+        let label = format!("sr{}", rand_suffix());
+        Self {
+            podman: env.shims().join("podman"),
+            image: env.get("POD_IMAGE").to_owned(),
+            label,
+            dir,
+        }
+    }
+
+    fn podman(&self) -> Command {
+        Command::new(&self.podman)
+    }
+
+    /// Runs pod `id` from its create body with `secrets` (name, value) for the
+    /// references; the public `(host, port)` of its port 22.
+    pub fn start(
+        &self,
+        id: &str,
+        request: &Value,
+        secrets: &[(String, String)],
+    ) -> Result<(String, u16), String> {
+        let mut lines = String::new();
+        if let Some(env) = request.get("env").and_then(Value::as_object) {
+            for (name, value) in env {
+                let mut value = value.as_str().unwrap_or_default().to_owned();
+                for (secret, text) in secrets {
+                    value = value.replace(&format!("{{{{ RUNPOD_SECRET_{secret} }}}}"), text);
+                }
+                if value.contains('\n') {
+                    return Err(format!("env `{name}` is not single-line"));
+                }
+                let _ = writeln!(lines, "{name}={value}");
+            }
+        }
+        let _ = writeln!(lines, "RUNPOD_POD_ID={id}");
+        let env_file = self.dir.join(format!("{id}.env"));
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&env_file)
+                .map_err(|e| format!("cannot write {}: {e}", env_file.display()))?;
+            file.write_all(lines.as_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", env_file.display()))?;
+        }
+        let args = request
+            .get("args")
+            .and_then(Value::as_str)
+            .unwrap_or("sleep infinity");
+        let started = run(self
+            .podman()
+            .args(["run", "-d", "--name", id, "--network", "bridge"])
+            .args(["-p", "127.0.0.1::22", "--label"])
+            .arg(format!("overbrainer-standin={}", self.label))
+            .arg("--env-file")
+            .arg(&env_file)
+            .args([&self.image, "/bin/bash", "-c", args]));
+        let _ = std::fs::remove_file(&env_file);
+        started?;
+        let port = run(self.podman().args(["port", id, "22/tcp"]))?;
+        let text = String::from_utf8_lossy(&port.stdout);
+        let port = text
+            .trim()
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse::<u16>().ok())
+            .ok_or_else(|| format!("podman port {id}: {text}"))?;
+        Ok(("127.0.0.1".to_owned(), port))
+    }
+
+    /// Removes pod `id`'s container.
+    pub fn remove(&self, id: &str) -> Result<(), String> {
+        run(self.podman().args(["rm", "-f", "-t", "0", id])).map(|_| ())
+    }
+
+    /// The names of this stand-in's containers that still exist.
+    pub fn left(&self) -> Vec<String> {
+        run(self
+            .podman()
+            .args(["ps", "-a", "--format", "{{.Names}}", "--filter"])
+            .arg(format!("label=overbrainer-standin={}", self.label)))
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+
+    /// Removes every container of this stand-in (a failed test leaves none behind).
+    pub fn remove_all(&self) {
+        for name in self.left() {
+            let _ = self.remove(&name);
+        }
+    }
+}
+
+/// 12 random hex digits.
+fn rand_suffix() -> String {
+    let mut bytes = [0u8; 6];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .expect("/dev/urandom");
+    bytes.iter().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}

@@ -1,0 +1,485 @@
+//! A stand-in of Runpod REST v2 (`/v2/pods`, `/v2/account/secrets`), written from
+//! `shared/reference/wire-facts.md` section A: bearer auth (401 problem without it), the
+//! closed nested create body (422 on an unknown field, 400 on a missing GPU), `201` with
+//! the pod, wrapped lists with no name filter, `DELETE` 204 (404 when unknown), RFC 9457
+//! problem bodies as `application/problem+json`, `429` with an integer `Retry-After`, and
+//! `status: RUNNING` several polls before `ssh.direct` exists. Stateful: every pod and
+//! secret with its creation and deletion times, so a test can assert at its end that no
+//! pod outlived its bound and nothing is left. Faults are injected through [`Faults`].
+//!
+//! Its pods are records ([`Standin::start`], `ssh.direct` pointing where the test says),
+//! or real Podman containers ([`Standin::with_pods`], `runpod_pods`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::runpod_pods::PodRunner;
+
+/// Capacity failure text recorded from the live API (wire-facts A.2).
+pub const CAPACITY: &str = "There are no longer any instances available with the requested specifications. Please refresh and try again.";
+
+/// The documented fields of `CreatePodRequest` (closed: anything else is a 422).
+const CREATE_FIELDS: [&str; 16] = [
+    "name",
+    "image",
+    "templateId",
+    "gpu",
+    "cpu",
+    "cloud",
+    "dataCenterIds",
+    "disk",
+    "args",
+    "env",
+    "ports",
+    "registry",
+    "mounts",
+    "startSsh",
+    "startJupyter",
+    "globalNetworking",
+];
+
+/// Faults the stand-in injects; each count is used up one answer at a time.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// GPU types answering the capacity 400.
+    pub capacity: BTreeSet<String>,
+    /// GPU types answering 403.
+    pub forbidden: BTreeSet<String>,
+    /// Every create answers 402.
+    pub no_credit: bool,
+    /// Creates answering 429 with `Retry-After: retry_after` seconds.
+    pub rate_limited: u32,
+    /// `Retry-After` of those 429s, in seconds.
+    pub retry_after: u64,
+    /// Creates that make the pod and then answer 500.
+    pub error_after_create: u32,
+    /// Creates that make the pod and answer only after this delay (past the client's
+    /// timeout).
+    pub slow_create: Option<Duration>,
+    /// Deletes answered 204 that leave the pod listed and found.
+    pub ignored_deletes: u32,
+    /// `GET`s of a new pod that show `RUNNING` without `ssh.direct`.
+    pub ssh_after_polls: u32,
+}
+
+/// One pod as the stand-in keeps it.
+#[derive(Debug, Clone)]
+pub struct StandinPod {
+    /// Pod ID.
+    pub id: String,
+    /// The create body as received.
+    pub request: Value,
+    /// When it was created.
+    pub created: SystemTime,
+    /// When `DELETE` removed it.
+    pub deleted: Option<SystemTime>,
+    /// `GET`s answered so far.
+    pub polls: u32,
+    /// `GET`s still to answer without `ssh.direct`.
+    pub ssh_after: u32,
+    /// Its container's published port 22, when it is a real pod.
+    pub ssh: Option<(String, u16)>,
+}
+
+/// One account secret.
+#[derive(Debug, Clone)]
+pub struct StandinSecret {
+    /// Secret ID.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its value (the stand-in holds it; the API never shows it).
+    pub value: String,
+    /// When it was deleted.
+    pub deleted: Option<SystemTime>,
+}
+
+/// Everything the stand-in holds.
+#[derive(Debug, Default)]
+pub struct State {
+    /// Every pod ever created.
+    pub pods: Vec<StandinPod>,
+    /// Every secret ever created.
+    pub secrets: Vec<StandinSecret>,
+    /// What is still to be injected.
+    pub faults: Faults,
+    /// Every request: method, path, body.
+    pub requests: Vec<(String, String, String)>,
+    /// Where `ssh.direct` points for pods without a container.
+    pub ssh: (String, u16),
+    /// The runner of real pods.
+    pub runner: Option<PodRunner>,
+    next: u64,
+}
+
+impl State {
+    fn live(&self) -> impl Iterator<Item = &StandinPod> {
+        self.pods.iter().filter(|p| p.deleted.is_none())
+    }
+}
+
+/// The stand-in server.
+pub struct Standin {
+    /// The mock server (its URI plus `/v2` is the API base).
+    pub server: MockServer,
+    state: Arc<Mutex<State>>,
+}
+
+impl Standin {
+    /// A stand-in that accepts `key` as its only bearer key.
+    pub async fn start(key: &str) -> Self {
+        Self::serve(key, None).await
+    }
+
+    /// A stand-in whose pods are real containers (their env files under `dir`).
+    pub async fn with_pods(key: &str, dir: std::path::PathBuf) -> Self {
+        Self::serve(key, Some(PodRunner::new(dir))).await
+    }
+
+    async fn serve(key: &str, runner: Option<PodRunner>) -> Self {
+        let server = MockServer::start().await;
+        let state = Arc::new(Mutex::new(State {
+            ssh: ("127.0.0.1".into(), 22),
+            runner,
+            ..State::default()
+        }));
+        Mock::given(wiremock::matchers::any())
+            .respond_with(Api {
+                key: format!("Bearer {key}"),
+                state: Arc::clone(&state),
+            })
+            .mount(&server)
+            .await;
+        Self { server, state }
+    }
+
+    /// The API base, as `OVERBRAINER_RUNPOD__BASE_URL` takes it.
+    pub fn base(&self) -> String {
+        format!("{}/v2", self.server.uri())
+    }
+
+    /// The state, to read or to set faults.
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Fails the test when a pod is still listed or a secret still exists, naming them.
+    pub fn assert_nothing_left(&self) {
+        let state = self.state();
+        let pods: Vec<&str> = state.live().map(|p| p.id.as_str()).collect();
+        let secrets: Vec<&str> = state
+            .secrets
+            .iter()
+            .filter(|s| s.deleted.is_none())
+            .map(|s| s.name.as_str())
+            .collect();
+        let containers = state
+            .runner
+            .as_ref()
+            .map(PodRunner::left)
+            .unwrap_or_default();
+        assert!(
+            pods.is_empty() && secrets.is_empty() && containers.is_empty(),
+            "left on the stand-in: pods {pods:?}, secrets {secrets:?}, containers {containers:?}"
+        );
+    }
+}
+
+impl Drop for Standin {
+    fn drop(&mut self) {
+        if let Some(runner) = &self.state().runner {
+            runner.remove_all();
+        }
+    }
+}
+
+struct Api {
+    key: String,
+    state: Arc<Mutex<State>>,
+}
+
+fn problem(status: u16, title: &str, detail: &str) -> ResponseTemplate {
+    problem_with(status, title, detail, &[])
+}
+
+fn problem_with(status: u16, title: &str, detail: &str, errors: &[String]) -> ResponseTemplate {
+    let mut body = json!({"title": title, "status": status, "detail": detail});
+    if !errors.is_empty() {
+        body["errors"] = json!(errors);
+    }
+    ResponseTemplate::new(status).set_body_raw(
+        serde_json::to_vec(&body).unwrap_or_default(),
+        "application/problem+json",
+    )
+}
+
+fn rfc3339(time: SystemTime) -> String {
+    jiff::Timestamp::try_from(time)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// A pod's JSON as v2 returns it (every required key of `Pod`).
+fn pod_json(pod: &StandinPod, ssh: &(String, u16), with_ssh: bool) -> Value {
+    let request = &pod.request;
+    let ssh = pod.ssh.as_ref().unwrap_or(ssh);
+    let direct = with_ssh.then(|| {
+        json!({"host": ssh.0, "port": ssh.1, "username": "root",
+               "command": format!("ssh root@{} -p {}", ssh.0, ssh.1)})
+    });
+    json!({
+        "id": pod.id,
+        "name": request["name"],
+        "status": "RUNNING",
+        "actions": ["stop", "restart", "terminate"],
+        "image": request["image"],
+        "args": request.get("args").cloned().unwrap_or(Value::Null),
+        "disk": request.get("disk").cloned().unwrap_or(json!(50)),
+        "mounts": request.get("mounts").cloned().unwrap_or(json!({})),
+        "ports": request.get("ports").cloned().unwrap_or(json!([])),
+        "env": request.get("env").cloned().unwrap_or(json!({})),
+        "registry": null,
+        "cloud": request.get("cloud").cloned().unwrap_or(json!("SECURE")),
+        "dataCenterId": "EU-RO-1",
+        "cudaVersion": "13.0",
+        "ssh": {"proxy": {"host": "ssh.runpod.io", "port": 22,
+                          "username": format!("{}-64410d5e", pod.id)},
+                "direct": direct},
+        "template": null,
+        "cost": 0.74,
+        "locked": false,
+        "runtime": null,
+        "createdAt": rfc3339(pod.created),
+        "startedAt": rfc3339(pod.created),
+        "globalNetworking": false,
+        "gpu": request["gpu"],
+    })
+}
+
+impl Respond for Api {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let path = request.url.path().to_owned();
+        let method = request.method.to_string();
+        state.requests.push((
+            method.clone(),
+            path.clone(),
+            String::from_utf8_lossy(&request.body).into_owned(),
+        ));
+        let auth = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        if auth != Some(self.key.as_str()) {
+            return problem(401, "Unauthorized", "missing bearer token");
+        }
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match (method.as_str(), parts.as_slice()) {
+            ("POST", ["v2", "pods"]) => create(&mut state, &request.body),
+            ("GET", ["v2", "pods"]) => {
+                let ssh = state.ssh.clone();
+                let pods: Vec<Value> = state
+                    .live()
+                    .map(|p| pod_json(p, &ssh, p.ssh_after == 0))
+                    .collect();
+                ResponseTemplate::new(200).set_body_json(json!({"pods": pods}))
+            }
+            ("GET", ["v2", "pods", id]) => {
+                let ssh = state.ssh.clone();
+                match state
+                    .pods
+                    .iter_mut()
+                    .find(|p| p.id == *id && p.deleted.is_none())
+                {
+                    Some(pod) => {
+                        pod.polls += 1;
+                        let with_ssh = pod.ssh_after == 0;
+                        pod.ssh_after = pod.ssh_after.saturating_sub(1);
+                        ResponseTemplate::new(200).set_body_json(pod_json(pod, &ssh, with_ssh))
+                    }
+                    None => problem(404, "Not Found", "resource not found"),
+                }
+            }
+            ("DELETE", ["v2", "pods", id]) => {
+                if state.faults.ignored_deletes > 0 && state.live().any(|p| p.id == *id) {
+                    state.faults.ignored_deletes -= 1;
+                    return ResponseTemplate::new(204);
+                }
+                match state
+                    .pods
+                    .iter_mut()
+                    .find(|p| p.id == *id && p.deleted.is_none())
+                {
+                    Some(pod) => {
+                        pod.deleted = Some(SystemTime::now());
+                        let id = pod.id.clone();
+                        if let Some(Err(error)) = state.runner.as_ref().map(|r| r.remove(&id)) {
+                            return problem(500, "Internal Server Error", &error);
+                        }
+                        ResponseTemplate::new(204)
+                    }
+                    None => problem(404, "Not Found", "resource not found"),
+                }
+            }
+            ("POST", ["v2", "account", "secrets"]) => create_secret(&mut state, &request.body),
+            ("DELETE", ["v2", "account", "secrets", id]) => match state
+                .secrets
+                .iter_mut()
+                .find(|s| s.id == *id && s.deleted.is_none())
+            {
+                Some(secret) => {
+                    secret.deleted = Some(SystemTime::now());
+                    ResponseTemplate::new(204)
+                }
+                None => problem(404, "Not Found", "resource not found"),
+            },
+            ("GET" | "POST" | "DELETE", _) => problem(404, "Not Found", "resource not found"),
+            _ => problem(405, "Method Not Allowed", "method not allowed")
+                .insert_header("Allow", "GET, POST, DELETE"),
+        }
+    }
+}
+
+/// `POST /v2/pods`.
+fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
+        return problem(400, "Bad Request", "request body is not a JSON object");
+    };
+    let unknown: Vec<String> = fields
+        .keys()
+        .filter(|k| !CREATE_FIELDS.contains(&k.as_str()))
+        .map(|k| format!("$: additional properties '{k}' not allowed"))
+        .collect();
+    if !unknown.is_empty() {
+        return problem_with(
+            422,
+            "Unprocessable Entity",
+            "Request validation failed.",
+            &unknown,
+        );
+    }
+    let Some(gpu) = fields
+        .get("gpu")
+        .and_then(|g| g.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
+        return problem(400, "Bad Request", "exactly one of gpu or cpu is required");
+    };
+    if !fields.get("name").is_some_and(Value::is_string)
+        || !fields.get("image").is_some_and(Value::is_string)
+    {
+        return problem_with(
+            422,
+            "Unprocessable Entity",
+            "Request validation failed.",
+            &["$: name and image are required".to_owned()],
+        );
+    }
+    let faults = &mut state.faults;
+    if faults.no_credit {
+        return problem(402, "Payment Required", "insufficient balance");
+    }
+    if faults.rate_limited > 0 {
+        faults.rate_limited -= 1;
+        return problem(
+            429,
+            "Too Many Requests",
+            "rate limit exceeded for the minute window",
+        )
+        .insert_header("Retry-After", faults.retry_after.to_string().as_str());
+    }
+    if faults.forbidden.contains(&gpu) {
+        return problem(403, "Forbidden", "access denied");
+    }
+    if faults.capacity.contains(&gpu) {
+        return problem(400, "Bad Request", CAPACITY);
+    }
+    state.next += 1;
+    let mut pod = StandinPod {
+        id: format!("sp{:012}", state.next),
+        request: Value::Object(fields),
+        created: SystemTime::now(),
+        deleted: None,
+        polls: 0,
+        ssh_after: state.faults.ssh_after_polls,
+        ssh: None,
+    };
+    if let Some(runner) = &state.runner {
+        let secrets: Vec<(String, String)> = state
+            .secrets
+            .iter()
+            .filter(|s| s.deleted.is_none())
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect();
+        match runner.start(&pod.id, &pod.request, &secrets) {
+            Ok(ssh) => pod.ssh = Some(ssh),
+            Err(error) => {
+                let _ = runner.remove(&pod.id);
+                return problem(500, "Internal Server Error", &error);
+            }
+        }
+    }
+    let answer = pod_json(&pod, &state.ssh, pod.ssh_after == 0);
+    state.pods.push(pod);
+    let faults = &mut state.faults;
+    if faults.error_after_create > 0 {
+        faults.error_after_create -= 1;
+        return problem(500, "Internal Server Error", "Something went wrong.");
+    }
+    let created = ResponseTemplate::new(201).set_body_json(answer);
+    match faults.slow_create.take() {
+        Some(delay) => created.set_delay(delay),
+        None => created,
+    }
+}
+
+/// `POST /v2/account/secrets`.
+fn create_secret(state: &mut State, body: &[u8]) -> ResponseTemplate {
+    let fields: BTreeMap<String, Value> = serde_json::from_slice(body).unwrap_or_default();
+    let (Some(name), Some(value)) = (
+        fields.get("name").and_then(Value::as_str),
+        fields.get("value").and_then(Value::as_str),
+    ) else {
+        return problem(422, "Unprocessable Entity", "Request validation failed.");
+    };
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-/".contains(c))
+        && !name.starts_with("RUNPOD");
+    if !valid || name.len() > 191 {
+        return problem(400, "Bad Request", "invalid secret name");
+    }
+    if state
+        .secrets
+        .iter()
+        .any(|s| s.name == name && s.deleted.is_none())
+    {
+        return problem(409, "Conflict", "a secret with this name exists");
+    }
+    state.next += 1;
+    let id = format!("ss{:012}", state.next);
+    state.secrets.push(StandinSecret {
+        id: id.clone(),
+        name: name.to_owned(),
+        value: value.to_owned(),
+        deleted: None,
+    });
+    ResponseTemplate::new(201).set_body_json(json!({
+        "id": id, "name": name, "description": fields.get("description"),
+        "createdAt": rfc3339(SystemTime::now()), "updatedAt": rfc3339(SystemTime::now()),
+    }))
+}
