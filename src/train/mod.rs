@@ -4,6 +4,9 @@
 //! - [`yaml`]: a YAML emitter that PyYAML (YAML 1.1) reads back exactly (AXO-1);
 //! - [`axolotl`]: the run's Axolotl configuration from `[training]` (AXO-2..AXO-9) and
 //!   the resume comparison (RUN-36);
+//! - [`rules`]: what Axolotl accepts of `[training]` (the refused keys of
+//!   `axolotl_extra`, settings it refuses together; AXO-4..AXO-7), a rule that loading
+//!   the configuration runs (`config::Rules`);
 //! - [`checkpoint`]: whether a checkpoint holds what a resume needs (RUN-30, RUN-35);
 //! - [`plugin`]: the metrics plugin shipped in the binary (MPL-1, MPL-5);
 //! - [`metrics`]: the lines of `metrics.jsonl` and their tolerant reader (MPL-2, MPL-3);
@@ -16,5 +19,6 @@ pub mod checkpoint;
 pub mod metrics;
 pub mod phase;
 pub mod plugin;
+pub mod rules;
 pub mod template;
 pub mod yaml;
