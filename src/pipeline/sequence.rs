@@ -69,19 +69,10 @@ async fn forwarding<E, T>(
     wrap: fn(E) -> FlowEvent,
     flow: impl Future<Output = T>,
 ) -> T {
-    tokio::pin!(flow);
-    let output = loop {
-        tokio::select! {
-            output = &mut flow => break output,
-            Some(event) = from.recv() => {
-                let _ = to.send(wrap(event));
-            }
-        }
-    };
-    while let Ok(event) = from.try_recv() {
+    super::pump::pump(from, flow, |event| {
         let _ = to.send(wrap(event));
-    }
-    output
+    })
+    .await
 }
 
 /// Re-reads the configuration when it changed, saying so.
@@ -148,13 +139,10 @@ async fn dataset(
         questions::run(&context, None, false).await
     })
     .await;
-    if let Some(sub) = reports.subtopics {
-        if let Err(stage) = ended(sub, out) {
+    for report in reports {
+        if let Err(stage) = ended(report, out) {
             return Ok(Err(stage));
         }
-    }
-    if let Err(stage) = ended(reports.questions, out) {
-        return Ok(Err(stage));
     }
 
     reload(session, out)?;
