@@ -16,7 +16,7 @@ use super::split::SplitReport;
 use super::{Event, Stage, StageReport, answers, questions, split, subtopics};
 use crate::config::ConfigError;
 use crate::runs::follow::Outcome;
-use crate::runs::start::{StartOptions, start};
+use crate::runs::start::StartOptions;
 use crate::runs::{RunError, RunEvent};
 
 /// What the sequence reports, in the order it happens.
@@ -168,26 +168,19 @@ async fn dataset(
 
 /// Starts and follows a training run as `train` does (PIPE-5, RUN-19).
 async fn train(session: &Session, out: &FlowEvents) -> Result<Outcome, RunError> {
-    let options = StartOptions::default();
     let (events, mut receiver) = unbounded_channel();
-    forwarding(&mut receiver, out, FlowEvent::Run, async {
-        let started = start(
+    forwarding(
+        &mut receiver,
+        out,
+        FlowEvent::Run,
+        crate::runs::train::train(
             &session.project,
             &session.loaded.settings,
             &session.loaded.env,
-            &options,
-            &events,
-        )
-        .await?;
-        crate::runs::follow::follow(
-            &session.project,
-            &started.executor,
-            started.record,
+            &StartOptions::default(),
             &events,
             &session.context.cancel,
-            false,
-        )
-        .await
-    })
+        ),
+    )
     .await
 }

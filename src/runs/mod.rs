@@ -12,6 +12,7 @@
 //!   out (RUN-9, RUN-16..RUN-25, RUN-28, RUN-29, MPL-4);
 //! - [`follow`]: the driver of [`lifecycle`]: polls, samples, saves, retrieval
 //!   (RUN-16..RUN-21, MPL-4, MPL-7, SYS-1, SYS-5);
+//! - [`train`](mod@train): a run from its start to its end, [`start`] then [`follow`];
 //! - [`job_log`]: where `job.log` says why a job failed;
 //! - [`retrieve`]: results checked file by file against the target's manifest
 //!   (RUN-23..RUN-25);
@@ -37,6 +38,7 @@ pub mod retrieve;
 pub mod start;
 pub mod target;
 pub mod template;
+pub mod train;
 pub mod warning;
 
 use std::path::PathBuf;
