@@ -1,14 +1,31 @@
-//! `config check` as a flow any front end can call (CHK-1..CHK-6): every effective
+//! Loading and checking the configuration, as flows any front end can call.
+//!
+//! [`load`] is how every command and flow loads it: `config::load` with the rules of
+//! the layers above (`train::rules`, what Axolotl accepts), so that each problem is
+//! reported at loading whichever command runs. [`check`] is
+//! `config check` (CHK-1..CHK-6): every effective
 //! setting with its source, whether its secret was resolved, and for each role's
 //! `reasoning` key the reasoning rule its model falls under (`llm::reasoning::rule`).
 //! Once `data/train.jsonl` exists it also refuses Axolotl settings that need eval data
 //! when `data/eval.jsonl` is missing or empty, as `train` does. Never takes the project
 //! lock; without `resolve` it makes no network request.
 
-use crate::config::{Entry, Loaded, entries};
+use std::path::Path;
+
+use crate::config::{ConfigError, Entry, EnvSnapshot, Loaded, entries};
 use crate::llm::reasoning::ReasoningRule;
 use crate::project::Project;
 use crate::secrets::{Resolver, SecretError, SecretRef};
+
+/// Loads and validates the configuration of the project in `root` (`config::load`) with
+/// every layer's rules: the sections' own and Axolotl's (`train::rules::check`).
+///
+/// # Errors
+///
+/// [`ConfigError`] as `config::load` returns it, listing every problem.
+pub fn load(root: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError> {
+    crate::config::load(root, env, crate::train::rules::check)
+}
 
 /// One checked setting.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! The stage history (HIST-1..HIST-5): `.overbrainer/history.jsonl` gets one line per
-//! stage execution, appended when the stage ends and never modified; `overbrainer
-//! history` sums it per stage.
+//! stage execution, appended when the stage ends and never modified; [`summary`] sums it
+//! per stage for `overbrainer history`, and [`Detail::cost`] says what is known of a line's
+//! cost. Front ends only render these.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,6 +63,37 @@ pub enum Detail {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cost_partial: bool,
     },
+}
+
+/// What a history line knows of its stage's cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LineCost {
+    /// Every request had a price: the cost in USD.
+    Known(f64),
+    /// Some requests had no price: the cost in USD of those that had one.
+    Partial(f64),
+    /// No request had a price.
+    Unknown,
+}
+
+impl Detail {
+    /// The cost of a provider stage's line; `None` for `split`, which calls no provider.
+    #[must_use]
+    pub fn cost(&self) -> Option<LineCost> {
+        let Self::Provider {
+            cost_usd,
+            cost_partial,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        Some(match cost_usd {
+            None => LineCost::Unknown,
+            Some(usd) if *cost_partial => LineCost::Partial(*usd),
+            Some(usd) => LineCost::Known(*usd),
+        })
+    }
 }
 
 /// One line of `history.jsonl`.
@@ -157,6 +189,29 @@ pub fn totals(lines: &[HistoryLine]) -> (BTreeMap<String, Totals>, Totals) {
     (by_stage, all)
 }
 
+/// The stages in the order `overbrainer history` lists their totals (the pipeline's).
+pub const STAGES: [&str; 4] = ["subtopics", "questions", "answers", "split"];
+
+/// What `overbrainer history` shows (HIST-5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// The totals of each of [`STAGES`] that has a line, in that order.
+    pub stages: Vec<(&'static str, Totals)>,
+    /// The totals of every line, those of stages not in [`STAGES`] included.
+    pub total: Totals,
+}
+
+/// The totals of `lines`, per stage in [`STAGES`] order and overall.
+#[must_use]
+pub fn summary(lines: &[HistoryLine]) -> Summary {
+    let (mut by_stage, total) = totals(lines);
+    let stages = STAGES
+        .into_iter()
+        .filter_map(|stage| Some((stage, by_stage.remove(stage)?)))
+        .collect();
+    Summary { stages, total }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +266,40 @@ mod tests {
         assert_eq!(by_stage["answers"].unknown_costs, 1);
         assert_eq!(all.executions, 2);
         assert_eq!(all.input_tokens, 10);
+    }
+
+    #[test]
+    fn the_summary_lists_the_stages_in_pipeline_order_and_counts_every_line_in_the_total() {
+        let provider = |cost_usd, cost_partial| Detail::Provider {
+            provider: "p".into(),
+            model: "m".into(),
+            input_tokens: 1,
+            output_tokens: 1,
+            cost_usd,
+            cost_partial,
+        };
+        let split = Detail::Split {
+            train: 1,
+            eval: 0,
+            orphaned: 0,
+        };
+        let lines = [
+            line("split", split.clone()),
+            line("answers", provider(Some(0.5), true)),
+            line("hand-edited", provider(Some(1.0), false)),
+            line("subtopics", provider(None, false)),
+            line("answers", provider(Some(0.25), false)),
+        ];
+        let summary = summary(&lines);
+        let names: Vec<&str> = summary.stages.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["subtopics", "answers", "split"]);
+        assert_eq!(summary.stages[1].1.executions, 2);
+        assert_eq!(summary.total.executions, 5);
+        assert!((summary.total.cost_usd - 1.75).abs() < 1e-9);
+        assert_eq!(summary.total.unknown_costs, 2);
+        assert_eq!(lines[1].detail.cost(), Some(LineCost::Partial(0.5)));
+        assert_eq!(lines[3].detail.cost(), Some(LineCost::Unknown));
+        assert_eq!(lines[4].detail.cost(), Some(LineCost::Known(0.25)));
+        assert_eq!(split.cost(), None);
     }
 }

@@ -7,10 +7,12 @@
 //! - flows, callable from any front end: [`pipeline`] (the dataset stages, each sending
 //!   typed events; `pipeline::session` opens a project for them, `pipeline::sequence` is
 //!   the `run` flow), [`runs`] (training runs: start, follow, stop, cancel, resume,
-//!   retrieve), [`check`] (`config check`).
-//! - domain: [`train`] (Axolotl YAML, the training job's script and fixed environment,
-//!   metrics plugin, metric lines, phases), [`system`] (the machine probe script and its
-//!   parser), [`dataset`] (records, IDs, JSONL, the split), [`dedup`], [`llm`] (openai and anthropic
+//!   retrieve), [`check`] (loading the configuration with every layer's rules, and
+//!   `config check`).
+//! - domain: [`train`] (Axolotl YAML and what Axolotl accepts of `[training]`, the training
+//!   job's script and fixed environment, metrics plugin, metric lines, phases), [`system`]
+//!   (the machine probe script and its parser), [`dataset`] (records, IDs, JSONL, the
+//!   split), [`dedup`], [`llm`] (openai and anthropic
 //!   protocols), [`pricing`], [`history`].
 //! - execution: [`exec`] (jobs, files and probes on a local or SSH target; it runs the
 //!   script and environment it is given, in a venv or a container, and knows no tool).
@@ -19,7 +21,8 @@
 //!     (re-exported as `config::EnvSnapshot`); settings, Vault and logging read it.
 //!   - [`config`]: typed settings from `overbrainer.toml`, `.env` and `OVERBRAINER_*`
 //!     variables, with the source of every value; one file per section with its
-//!     defaults and rules; `config check` lines.
+//!     defaults and rules, and a hook for the rules of the layers above
+//!     (`config::Rules`); `config check` lines.
 //!   - [`secrets`]: literal and `vault:` secrets, resolved lazily (Vault KV v2 over HTTP);
 //!     files that hold secrets, created private (`secrets::private`).
 //!   - [`project`]: the project directory, its paths (`data/`, `runs/`, `prompts/`,

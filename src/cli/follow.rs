@@ -12,8 +12,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::{EnvSnapshot, Settings};
+use crate::pipeline::pump::pump;
+use crate::project::Project;
 use crate::runs::record::{RunRecord, State};
-use crate::runs::{DetachReason, Events, Outcome, RunEvent, RunWarning};
+use crate::runs::{DetachReason, Events, Outcome, RunError, RunEvent, RunWarning};
 
 /// A cancellation token cancelled by the first Ctrl-C; catching it keeps the process
 /// alive so a start is never cut (RUN-14) and a follower detaches cleanly (RUN-16).
@@ -39,18 +42,41 @@ pub(crate) async fn drive<T>(
     flow: impl std::future::Future<Output = T>,
 ) -> T {
     let mut renderer = Renderer::new();
-    tokio::pin!(flow);
-    let output = loop {
-        tokio::select! {
-            output = &mut flow => break output,
-            Some(event) = events.recv() => renderer.render(event),
-        }
-    };
-    while let Ok(event) = events.try_recv() {
-        renderer.render(event);
-    }
+    let output = pump(events, flow, |event| renderer.render(event)).await;
     renderer.finish();
     output
+}
+
+/// What `train attach` and `train merge` do around their flow: Ctrl-C becomes its
+/// cancellation token (caught first, so a start is never cut, RUN-14), the project is
+/// opened, its configuration loaded and the project lock taken (LCK-1), and `flow` runs on
+/// run `run_id` while its run events are rendered.
+pub(crate) async fn on_run(
+    ctx: &super::Context,
+    run_id: &str,
+    flow: impl AsyncFnOnce(
+        &Project,
+        &Settings,
+        &EnvSnapshot,
+        &str,
+        &Events,
+        &CancellationToken,
+    ) -> Result<Outcome, RunError>,
+) -> anyhow::Result<Outcome> {
+    let cancel = ctrl_c();
+    let (project, loaded) = ctx.load()?;
+    let _lock = project.lock()?;
+    let (events, mut receiver) = channel();
+    let flow = flow(
+        &project,
+        &loaded.settings,
+        &loaded.env,
+        run_id,
+        &events,
+        &cancel,
+    );
+    // Boxed: a run flow (a merge, a follow) is a large future.
+    Ok(drive(&mut receiver, Box::pin(flow)).await?)
 }
 
 struct Renderer {

@@ -117,7 +117,7 @@ impl Context {
     /// When there is no project or its configuration is invalid.
     pub fn load(&self) -> anyhow::Result<(Project, Loaded)> {
         let project = self.project()?;
-        let loaded = crate::config::load(project.root(), &self.env)?;
+        let loaded = crate::check::load(project.root(), &self.env)?;
         Ok((project, loaded))
     }
 }

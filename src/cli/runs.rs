@@ -44,24 +44,8 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         RunsCommand::Logs(args) => {
-            let record = RunRecord::load(&project.runs_dir(), &args.run_id)?;
-            let path = project.run_dir(&record.id).join(crate::exec::JOB_LOG);
-            let bytes = match std::fs::read(&path) {
-                Ok(bytes) => bytes,
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
-                    "the log of run `{}` was not retrieved yet; run `overbrainer train attach {}`",
-                    record.id,
-                    record.id
-                ),
-                Err(error) => {
-                    return Err(anyhow::Error::new(error)
-                        .context(format!("cannot read `{}`", path.display())));
-                }
-            };
-            let text = String::from_utf8_lossy(&bytes);
-            let lines: Vec<&str> = text.lines().collect();
-            let start = args.tail.map_or(0, |n| lines.len().saturating_sub(n));
-            for line in &lines[start..] {
+            let lines = crate::runs::job_log::retrieved_lines(&project, &args.run_id, args.tail)?;
+            for line in &lines {
                 outln!("{line}");
             }
             Ok(ExitCode::SUCCESS)

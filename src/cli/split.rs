@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use super::Context;
+use super::stages;
 
 /// Arguments of `split`.
 #[derive(Debug, clap::Args)]
@@ -21,13 +22,10 @@ pub struct Args {
 /// When there is no project, the configuration is invalid, the lock is held or `--topic`
 /// names no topic of the project.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let (session, mut events) = super::stages::open(ctx)?;
-    // PIPE-2: a bad `--topic` is refused before anything starts (no history, no summary).
-    session.context.check_topic(args.topic.as_deref())?;
-    let context = session.context.clone();
-    let report = super::stages::drive(&mut events, async move {
-        crate::pipeline::split::run(&context, args.topic.as_deref())
+    let topic = args.topic.as_deref();
+    let report = stages::run_stage(ctx, topic, async |context| {
+        crate::pipeline::split::run(context, topic)
     })
-    .await;
-    Ok(super::stages::conclude_split(&report))
+    .await?;
+    Ok(stages::conclude_split(&report))
 }

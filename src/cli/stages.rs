@@ -1,4 +1,4 @@
-//! What the stage commands share: opening a pipeline session
+//! What the stage commands share: their arguments, opening a pipeline session
 //! ([`crate::pipeline::session`]) with Ctrl-C handling, rendering stage events (an
 //! indicatif bar per stage on stderr, warnings and item failures as log lines), the one
 //! summary line on stdout, and rendering the `run` sequence's events.
@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::history::Status;
+use crate::pipeline::pump::pump;
 use crate::pipeline::sequence::FlowEvent;
 use crate::pipeline::session::Session;
 use crate::pipeline::split::SplitReport;
@@ -33,6 +34,30 @@ pub(crate) fn open(ctx: &super::Context) -> anyhow::Result<(Session, UnboundedRe
     Ok((session, events))
 }
 
+/// Arguments of the stage commands `subtopics`, `questions` and `answers`.
+#[derive(Debug, clap::Args)]
+pub struct StageArgs {
+    /// Only this topic (a configured `[[topics]]` name).
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(super::complete::topics))]
+    pub topic: Option<String>,
+    /// Discard this stage's output for the selected topics and generate it again.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// What every stage command does around its stage: opens the session ([`open`]), refuses a
+/// `topic` that names no topic of the project before anything starts (PIPE-2: no history,
+/// no summary), then runs `stage` on the session's context while rendering its events.
+pub(crate) async fn run_stage<T>(
+    ctx: &super::Context,
+    topic: Option<&str>,
+    stage: impl AsyncFnOnce(&crate::pipeline::Context) -> T,
+) -> anyhow::Result<T> {
+    let (session, mut events) = open(ctx)?;
+    session.context.check_topic(topic)?;
+    Ok(drive(&mut events, stage(&session.context)).await)
+}
+
 /// Runs `flow` while rendering its events; returns its output once it and its events are
 /// done.
 pub(crate) async fn drive<T>(
@@ -40,16 +65,7 @@ pub(crate) async fn drive<T>(
     flow: impl Future<Output = T>,
 ) -> T {
     let mut renderer = Renderer::default();
-    tokio::pin!(flow);
-    let output = loop {
-        tokio::select! {
-            output = &mut flow => break output,
-            Some(event) = events.recv() => renderer.render(event),
-        }
-    };
-    while let Ok(event) = events.try_recv() {
-        renderer.render(event);
-    }
+    let output = pump(events, flow, |event| renderer.render(event)).await;
     renderer.finish();
     output
 }
@@ -65,7 +81,7 @@ pub(crate) async fn drive_flow<T>(
 ) -> (T, ExitCode) {
     let mut renderer = Renderer::default();
     let mut code = ExitCode::SUCCESS;
-    let mut render = |renderer: &mut Renderer, event: FlowEvent| match event {
+    let output = pump(events, flow, |event| match event {
         FlowEvent::Stage(event) => renderer.render(event),
         FlowEvent::StageEnded(report) => {
             renderer.finish();
@@ -81,17 +97,8 @@ pub(crate) async fn drive_flow<T>(
         FlowEvent::Run(event) => {
             let _ = run_events.send(event);
         }
-    };
-    tokio::pin!(flow);
-    let output = loop {
-        tokio::select! {
-            output = &mut flow => break output,
-            Some(event) = events.recv() => render(&mut renderer, event),
-        }
-    };
-    while let Ok(event) = events.try_recv() {
-        render(&mut renderer, event);
-    }
+    })
+    .await;
     renderer.finish();
     (output, code)
 }
@@ -204,13 +211,14 @@ pub(crate) fn conclude(report: &StageReport) -> ExitCode {
     if let Some(error) = &report.history_error {
         errln!("error: {}", chain(error));
     }
-    exit_code(report.status, report.succeeded())
+    exit_status(report)
 }
 
-fn exit_code(status: Status, succeeded: bool) -> ExitCode {
-    match status {
+/// The exit status of a stage: 130 when it was interrupted, success when it succeeded.
+pub(crate) fn exit_status(report: &StageReport) -> ExitCode {
+    match report.status {
         Status::Interrupted => ExitCode::from(130),
-        _ if succeeded => ExitCode::SUCCESS,
+        _ if report.succeeded() => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     }
 }

@@ -5,17 +5,10 @@
 use std::process::ExitCode;
 
 use super::Context;
+use super::stages::{self, StageArgs};
 
 /// Arguments of `subtopics`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Only this topic (a configured `[[topics]]` name).
-    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(super::complete::topics))]
-    pub topic: Option<String>,
-    /// Discard this stage's output for the selected topics and generate it again.
-    #[arg(long)]
-    pub force: bool,
-}
+pub type Args = StageArgs;
 
 /// Runs the stage.
 ///
@@ -24,13 +17,10 @@ pub struct Args {
 /// When there is no project, the configuration is invalid, the lock is held or `--topic`
 /// names no topic of the project.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let (session, mut events) = super::stages::open(ctx)?;
-    // PIPE-2: a bad `--topic` is refused before anything starts (no history, no summary).
-    session.context.check_topic(args.topic.as_deref())?;
-    let report = super::stages::drive(
-        &mut events,
-        crate::pipeline::subtopics::run(&session.context, args.topic.as_deref(), args.force),
-    )
-    .await;
-    Ok(super::stages::conclude(&report))
+    let topic = args.topic.as_deref();
+    let report = stages::run_stage(ctx, topic, async |context| {
+        crate::pipeline::subtopics::run(context, topic, args.force).await
+    })
+    .await?;
+    Ok(stages::conclude(&report))
 }

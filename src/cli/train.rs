@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::Context;
 use super::follow;
-use crate::runs::start::{StartOptions, start};
+use crate::runs::start::StartOptions;
 
 /// Arguments of `train`.
 #[derive(Debug, clap::Args)]
@@ -67,18 +67,17 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         resume_from: args.resume_from,
     };
     let (events, mut receiver) = follow::channel();
-    let outcome = follow::drive(&mut receiver, async {
-        let started = start(&project, &loaded.settings, &loaded.env, &options, &events).await?;
-        crate::runs::follow::follow(
+    let outcome = follow::drive(
+        &mut receiver,
+        Box::pin(crate::runs::train::train(
             &project,
-            &started.executor,
-            started.record,
+            &loaded.settings,
+            &loaded.env,
+            &options,
             &events,
             &cancel,
-            false,
-        )
-        .await
-    })
+        )),
+    )
     .await?;
     Ok(follow::conclude(&outcome))
 }

@@ -20,21 +20,6 @@ pub struct Args {
 ///
 /// For an invalid or unknown run ID, a held lock, or an unreachable target.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let cancel = follow::ctrl_c();
-    let (project, loaded) = ctx.load()?;
-    let _lock = project.lock()?;
-    let (events, mut receiver) = follow::channel();
-    let outcome = follow::drive(
-        &mut receiver,
-        crate::runs::control::attach(
-            &project,
-            &loaded.settings,
-            &loaded.env,
-            &args.run_id,
-            &events,
-            &cancel,
-        ),
-    )
-    .await?;
+    let outcome = follow::on_run(ctx, &args.run_id, crate::runs::control::attach).await?;
     Ok(follow::conclude(&outcome))
 }

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 use super::Context;
 use super::follow;
 use crate::exec::pid_list;
-use crate::project::LockError;
-use crate::runs::control::{CancelOutcome, cancel, cancel_followed};
+use crate::runs::access::Access;
+use crate::runs::control::{CancelOutcome, cancel_as};
 use crate::runs::refusal::status_text;
 
 /// Arguments of `train cancel`.
@@ -33,47 +33,22 @@ pub struct Args {
 /// target.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let (project, loaded) = ctx.load()?;
-    if loaded.settings.training.is_none() {
-        anyhow::bail!(
-            "`overbrainer.toml` has no `[training]` section, which `train cancel` needs to retrieve artifacts"
-        );
-    }
-    let (lock, holder) = match project.lock() {
-        Ok(lock) => (Some(lock), None),
-        Err(LockError::Held { pid, .. })
-            if crate::runs::id::is_valid(&args.run_id) && project.is_followed(&args.run_id) =>
-        {
-            (None, pid)
-        }
-        Err(error @ LockError::Held { .. }) => {
-            anyhow::bail!(
-                "{error}; it does not follow run `{id}`: run `overbrainer train cancel {id}` again once it ended",
-                id = args.run_id
-            );
-        }
-        Err(error) => return Err(error.into()),
-    };
+    let access = Access::for_cancel(&project, &loaded.settings, &args.run_id)?;
     let (events, mut receiver) = follow::channel();
-    let outcome = if lock.is_some() {
-        follow::drive(
-            &mut receiver,
-            cancel(
-                &project,
-                &loaded.settings,
-                &loaded.env,
-                &args.run_id,
-                &events,
-            ),
-        )
-        .await?
-    } else {
-        follow::drive(
-            &mut receiver,
-            cancel_followed(&project, &loaded.settings, &loaded.env, &args.run_id),
-        )
-        .await?
-    };
-    drop(lock);
+    let outcome = follow::drive(
+        &mut receiver,
+        cancel_as(
+            &access,
+            &project,
+            &loaded.settings,
+            &loaded.env,
+            &args.run_id,
+            &events,
+        ),
+    )
+    .await?;
+    let holder = access.holder();
+    drop(access);
     match outcome {
         CancelOutcome::Cancelled { record, leftovers } => {
             outln!("{}", follow::summary_line(&record));

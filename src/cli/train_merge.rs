@@ -23,22 +23,7 @@ pub struct Args {
 /// For an invalid or unknown run ID, a run whose merge did not fail, a held lock, an
 /// unreachable target, or a merged model that cannot be retrieved.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let cancel = follow::ctrl_c();
-    let (project, loaded) = ctx.load()?;
-    let _lock = project.lock()?;
-    let (events, mut receiver) = follow::channel();
-    let outcome = follow::drive(
-        &mut receiver,
-        crate::runs::merge::merge(
-            &project,
-            &loaded.settings,
-            &loaded.env,
-            &args.run_id,
-            &events,
-            &cancel,
-        ),
-    )
-    .await?;
+    let outcome = follow::on_run(ctx, &args.run_id, crate::runs::merge::merge).await?;
     match &outcome {
         Outcome::Detached { record, reason } => {
             errln!(

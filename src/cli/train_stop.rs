@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use super::Context;
 use super::follow;
-use crate::project::LockError;
 use crate::runs::Outcome;
+use crate::runs::access::Access;
 use crate::runs::control::{StopOutcome, stop};
 use crate::runs::record::State;
 
@@ -28,11 +28,7 @@ pub struct Args {
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let cancel = follow::ctrl_c();
     let (project, loaded) = ctx.load()?;
-    let (lock, holder) = match project.lock() {
-        Ok(lock) => (Some(lock), None),
-        Err(LockError::Held { pid, .. }) => (None, Some(pid)),
-        Err(error) => return Err(error.into()),
-    };
+    let access = Access::for_stop(&project)?;
     let (events, mut receiver) = follow::channel();
     let outcome = follow::drive(
         &mut receiver,
@@ -41,16 +37,17 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             &loaded.settings,
             &loaded.env,
             &args.run_id,
-            lock.is_none(),
+            access.is_beside(),
             &events,
             &cancel,
         ),
     )
     .await?;
-    drop(lock);
+    let holder = access.holder();
+    drop(access);
     match outcome {
         StopOutcome::RequestOnly { record } => {
-            let holder = holder.flatten().map_or_else(
+            let holder = holder.map_or_else(
                 || "another overbrainer process".to_owned(),
                 |pid| format!("overbrainer process {pid}"),
             );

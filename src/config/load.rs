@@ -1,6 +1,6 @@
 //! Loading: the layered tree (see `layers`) typed into [`Settings`] (see `typer`), then
-//! every section's rules, with every problem reported at once and named by its source
-//! (CFG-1..CFG-4).
+//! every section's rules and the [`Rules`] of the layers above, with every problem
+//! reported at once and named by its source (CFG-1..CFG-4).
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +18,13 @@ use crate::env::EnvSnapshot;
 pub const FILE_NAME: &str = "overbrainer.toml";
 /// The optional environment file in the project directory.
 pub const DOTENV_NAME: &str = ".env";
+
+/// A rule that a layer above adds to loading: it sees the typed settings and where each
+/// value came from, and adds its problems beside the sections' own, so they are reported,
+/// named by their source, and filtered as theirs are. `config` knows the shape of its
+/// keys, not what the tools it feeds accept: Axolotl's refusals are `train::rules::check`,
+/// which `check::load` passes.
+pub type Rules = fn(&Settings, &Provenance, &mut Vec<Problem>);
 
 /// A loaded, valid configuration with the source of every value.
 #[derive(Debug, Clone)]
@@ -45,13 +52,13 @@ impl Loaded {
 
 /// Loads and validates the configuration of the project in `project_dir`: its
 /// `overbrainer.toml`, then its `.env` if present, then the `OVERBRAINER_*` variables of
-/// `env`, over the built-in defaults (ENV-2).
+/// `env`, over the built-in defaults (ENV-2). `rules` runs after the sections' own rules.
 ///
 /// # Errors
 ///
 /// [`ConfigError::NotFound`] without `overbrainer.toml`; read and syntax errors of either
 /// file; [`ConfigError::Invalid`] listing every problem, each naming its key.
-pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError> {
+pub fn load(project_dir: &Path, env: &EnvSnapshot, rules: Rules) -> Result<Loaded, ConfigError> {
     let path = project_dir.join(FILE_NAME);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -99,7 +106,7 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError
     // type (they hold defaults, whose problems would be noise).
     let mut semantic = Vec::new();
     settings::validate(&settings, &declared, &mut semantic);
-    settings::combinations(&settings, &provenance, &mut semantic);
+    rules(&settings, &provenance, &mut semantic);
     problems.extend(semantic.into_iter().filter(|problem| {
         !failed
             .iter()
@@ -205,6 +212,11 @@ mod tests {
 
     fn env(pairs: &[(&str, &str)]) -> EnvSnapshot {
         EnvSnapshot::from_pairs(pairs.iter().copied())
+    }
+
+    /// Loads with the sections' rules alone (the rules from above are theirs to test).
+    fn load(dir: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError> {
+        super::load(dir, env, |_, _, _| {})
     }
 
     const RUNPOD: &str = "[project]\nname = \"p\"\n\n[targets.gpu]\nkind = \"runpod\"\ngpu_types = [\"A\"]\nmax_hours = 1\n\n[targets.box]\nkind = \"ssh\"\n\n[providers.p]\nprotocol = \"openai\"\n";

@@ -9,8 +9,10 @@
 //!   `metrics`; `rules`: what their rules share.
 //! - `provenance`: where each value came from ([`Source`], [`Provenance`]).
 //! - `layers`: the file, `.env` and variables as one tree.
-//! - `load`: [`load`] turns the tree into [`Settings`], listing every problem at once;
-//!   `typer`: the typing of the tree, section by section; `describe`: its messages.
+//! - `load`: [`load`] turns the tree into [`Settings`], listing every problem at once,
+//!   the sections' own and those of the [`Rules`] a layer above hands it (what Axolotl
+//!   accepts, `train::rules`); `typer`: the typing of the tree, section by section;
+//!   `describe`: its messages.
 //! - `show`: the lines of `config check`; `exposure`: whether `.env` holds a secret that
 //!   other users can read.
 //!
@@ -47,7 +49,7 @@ pub use export::{Export, QUANTIZE_TYPES};
 pub use exposure::{DotenvExposed, dotenv_exposed, is_secret_variable};
 pub use hub::{DEFAULT_HUB_BASE_URL, Hub};
 pub use layers::{PREFIX, extra_value, var_name};
-pub use load::{DOTENV_NAME, FILE_NAME, Loaded, dotenv_pairs, load};
+pub use load::{DOTENV_NAME, FILE_NAME, Loaded, Rules, dotenv_pairs, load};
 pub use metrics::Metrics;
 pub use pipeline::Pipeline;
 pub use project::{ProjectSettings, Topic};
@@ -62,7 +64,4 @@ pub use settings::{SECTIONS, Settings};
 pub use show::{Entry, entries};
 pub use ssh_client::SshClient;
 pub use targets::{DEFAULT_IMAGE, Engine, LocalTarget, Runtime, SshTarget, Target};
-pub use training::{
-    AXOLOTL_MANAGED_KEYS, AXOLOTL_TYPED_KEYS, AdapterKind, ExtraRefusal, Training, axolotl_truthy,
-    refused_extra,
-};
+pub use training::{AdapterKind, Training};

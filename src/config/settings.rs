@@ -134,18 +134,6 @@ pub(super) fn validate(settings: &Settings, declared: &Declared, problems: &mut 
     }
 }
 
-/// Adds a problem for every pair of settings that Axolotl refuses together (see
-/// `training::combinations`).
-pub(super) fn combinations(
-    settings: &Settings,
-    provenance: &Provenance,
-    problems: &mut Vec<Problem>,
-) {
-    if let Some(training) = &settings.training {
-        training::combinations(training, provenance, problems);
-    }
-}
-
 /// Notes for stderr: deprecated keys in use and keys ignored under a target's runtime
 /// (CHK-5, CFG-8).
 #[must_use]

@@ -122,37 +122,53 @@ pub struct RejectedRecord {
     pub text: Option<String>,
 }
 
+/// An answer record for tests: a user question `q` and an assistant answer `a` with the
+/// reasoning `r`, of `kind`, excluded as `excluded`; one input and one output token.
+#[cfg(test)]
+pub(crate) fn test_answer(
+    (id, topic, subtopic): (&str, &str, &str),
+    kind: ReasoningKind,
+    excluded: Option<Exclusion>,
+) -> AnswerRecord {
+    AnswerRecord {
+        id: id.into(),
+        topic: topic.into(),
+        subtopic: subtopic.into(),
+        messages: vec![
+            Message {
+                role: "user".into(),
+                content: "q".into(),
+                reasoning_content: None,
+            },
+            Message {
+                role: "assistant".into(),
+                content: "a".into(),
+                reasoning_content: Some("r".into()),
+            },
+        ],
+        meta: AnswerMeta {
+            model: "m".into(),
+            input_tokens: 1,
+            output_tokens: 1,
+            finish_reason: Some("stop".into()),
+            reasoning_kind: Some(kind),
+            excluded,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn answer_record_format() {
-        let record = AnswerRecord {
-            id: "i".into(),
-            topic: "t".into(),
-            subtopic: "s".into(),
-            messages: vec![
-                Message {
-                    role: "user".into(),
-                    content: "q".into(),
-                    reasoning_content: None,
-                },
-                Message {
-                    role: "assistant".into(),
-                    content: "a".into(),
-                    reasoning_content: Some("r".into()),
-                },
-            ],
-            meta: AnswerMeta {
-                model: "m".into(),
-                input_tokens: 1,
-                output_tokens: 2,
-                finish_reason: Some("stop".into()),
-                reasoning_kind: Some(ReasoningKind::Raw),
-                excluded: Some(Exclusion::NoRawReasoning),
-            },
-        };
+        let mut record = test_answer(
+            ("i", "t", "s"),
+            ReasoningKind::Raw,
+            Some(Exclusion::NoRawReasoning),
+        );
+        record.meta.output_tokens = 2;
         let line = serde_json::to_string(&record).unwrap();
         assert_eq!(
             line,

@@ -204,34 +204,10 @@ fn training_record(answer: &AnswerRecord) -> AnswerRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::records::{AnswerMeta, Message};
+    use crate::dataset::records::test_answer;
 
     fn answer(id: &str, topic: &str, subtopic: &str, excluded: Option<Exclusion>) -> AnswerRecord {
-        AnswerRecord {
-            id: id.into(),
-            topic: topic.into(),
-            subtopic: subtopic.into(),
-            messages: vec![
-                Message {
-                    role: "user".into(),
-                    content: "q".into(),
-                    reasoning_content: None,
-                },
-                Message {
-                    role: "assistant".into(),
-                    content: "a".into(),
-                    reasoning_content: Some("r".into()),
-                },
-            ],
-            meta: AnswerMeta {
-                model: "m".into(),
-                input_tokens: 1,
-                output_tokens: 1,
-                finish_reason: Some("stop".into()),
-                reasoning_kind: Some(ReasoningKind::Summary),
-                excluded,
-            },
-        }
+        test_answer((id, topic, subtopic), ReasoningKind::Summary, excluded)
     }
 
     #[test]

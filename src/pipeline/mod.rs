@@ -2,10 +2,11 @@
 //! `answers` and `split`, each resumable, each sending typed events instead of
 //! printing; [`session`] opens a project for them (lock, keys, prices, redactor) and
 //! [`sequence`] is the `run` flow (every stage, reloads, then training), both callable
-//! from any front end.
+//! from any front end; [`pump`] runs a flow while handling its events.
 
 pub mod parse;
 pub mod progress;
+pub mod pump;
 pub(crate) mod runner;
 pub mod stage;
 pub mod templates;

@@ -223,6 +223,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_history_lists_its_stages_in_pipeline_order() {
+        let stages = [
+            Stage::Subtopics,
+            Stage::Questions,
+            Stage::Answers,
+            Stage::Split,
+        ];
+        assert_eq!(crate::history::STAGES, stages.map(Stage::name));
+    }
+
+    #[test]
     fn request_guards_count_in_flight_and_retrying_until_dropped() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let tracker = Tracker::new(Stage::Answers, tx);

@@ -12,8 +12,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::parse::first_string_array;
-use super::progress::{Event, Tracker};
-use super::runner::{Outcome, Output, collect, read, run_stage, selected};
+use super::progress::Tracker;
+use super::runner::{Outcome, Output, collect, read, run_stage, selected, start_generating};
 use super::stage::{Context, RoleClient, Stage, StageError, StageReport};
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::JsonlWriter;
@@ -33,6 +33,39 @@ pub struct QuestionsReports {
     pub subtopics: Option<StageReport>,
     /// The `questions` stage.
     pub questions: StageReport,
+}
+
+impl QuestionsReports {
+    /// The reports in the order the stages ran.
+    pub fn iter(&self) -> impl Iterator<Item = &StageReport> {
+        self.subtopics
+            .iter()
+            .chain(std::iter::once(&self.questions))
+    }
+
+    /// The report that decides how `questions` ended (PIPE-4: either stage failing fails
+    /// it): that of the subtopics run first when it did not succeed and the questions
+    /// did, else that of the questions.
+    #[must_use]
+    pub fn decisive(&self) -> &StageReport {
+        match &self.subtopics {
+            Some(sub) if !sub.succeeded() && self.questions.succeeded() => sub,
+            _ => &self.questions,
+        }
+    }
+}
+
+impl IntoIterator for QuestionsReports {
+    type Item = StageReport;
+    type IntoIter =
+        std::iter::Chain<std::option::IntoIter<StageReport>, std::iter::Once<StageReport>>;
+
+    /// The reports in the order the stages ran.
+    fn into_iter(self) -> Self::IntoIter {
+        self.subtopics
+            .into_iter()
+            .chain(std::iter::once(self.questions))
+    }
 }
 
 /// Runs `questions` on `topic` (all when `None`), discarding that output first with
@@ -99,22 +132,11 @@ async fn generate(
     who: &mut (String, String),
 ) -> Result<(), StageError> {
     let work = plan(ctx, topic, force, skipped)?;
-    ctx.emit(Event::Started {
-        stage: Stage::Questions,
-        total: work.len() as u64,
-        skipped: *skipped,
-    });
-    let generator = ctx
-        .role_client("generator", ctx.settings.roles.generator.as_ref())
-        .await;
-    if work.is_empty() {
-        if let Ok(generator) = generator {
-            *who = (generator.provider, generator.role.model);
-        }
+    let Some(generator) =
+        start_generating(ctx, Stage::Questions, (work.len() as u64, *skipped), who).await?
+    else {
         return Ok(());
-    }
-    let generator = generator?;
-    *who = (generator.provider.clone(), generator.role.model.clone());
+    };
     execute(ctx, tracker, generator, work).await
 }
 
@@ -425,4 +447,48 @@ async fn embed(
         }
     }
     Ok(vectors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Status::{self, Failed, Interrupted};
+    use crate::pipeline::Progress;
+
+    fn report(stage: Stage, status: Status) -> StageReport {
+        StageReport {
+            stage,
+            status,
+            skipped: 0,
+            progress: Progress::default(),
+            provider: String::new(),
+            model: String::new(),
+            error: None,
+            history_error: None,
+        }
+    }
+
+    #[test]
+    fn the_subtopics_run_first_decides_only_when_it_failed_and_the_questions_succeeded() {
+        for (sub, questions, decisive) in [
+            (None, Status::Ok, Stage::Questions),
+            (Some(Status::Ok), Status::Ok, Stage::Questions),
+            (Some(Failed), Status::Ok, Stage::Subtopics),
+            (Some(Interrupted), Status::Ok, Stage::Subtopics),
+            (Some(Status::Ok), Failed, Stage::Questions),
+            (Some(Failed), Failed, Stage::Questions),
+            (Some(Failed), Interrupted, Stage::Questions),
+        ] {
+            let reports = QuestionsReports {
+                subtopics: sub.map(|status| report(Stage::Subtopics, status)),
+                questions: report(Stage::Questions, questions),
+            };
+            assert_eq!(reports.decisive().stage, decisive, "{sub:?} {questions:?}");
+            let order: Vec<Stage> = reports.iter().map(|r| r.stage).collect();
+            let owned: Vec<Stage> = reports.into_iter().map(|r| r.stage).collect();
+            assert_eq!(order, owned);
+            assert_eq!(order.last(), Some(&Stage::Questions));
+            assert_eq!(order.len(), 1 + usize::from(sub.is_some()));
+        }
+    }
 }

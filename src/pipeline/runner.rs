@@ -1,12 +1,13 @@
 //! The steps every generating stage runs: from its start to its report and history line
 //! ([`run_stage`], [`finish`]), the `--force` replacement of old output ([`replacing`]),
-//! the topic selection, and collecting the outcomes of its item tasks ([`collect`]).
+//! the topic selection, announcing it and readying its generator ([`start_generating`]),
+//! and collecting the outcomes of its item tasks ([`collect`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::progress::{Event, Progress, Tracker};
-use super::stage::{Context, Stage, StageError, StageReport};
+use super::stage::{Context, RoleClient, Stage, StageError, StageReport};
 use crate::history::{Detail, HistoryLine, Status};
 
 /// The file a generating stage writes, and the JSON key that identifies an item in it
@@ -54,6 +55,39 @@ pub(crate) async fn run_stage(
         who,
         result.err(),
     )
+}
+
+/// Announces a generating stage (`Started`, with its `total` items and the `skipped`
+/// ones) and readies its generator: `None` when there is nothing to do. Whenever the role
+/// resolves, its provider and model go to `who` for the history line; a role that does not
+/// resolve stops the stage only when there is work.
+///
+/// # Errors
+///
+/// [`StageError`] when there is work and the generator role cannot be readied.
+pub(crate) async fn start_generating(
+    ctx: &Context,
+    stage: Stage,
+    (total, skipped): (u64, u64),
+    who: &mut (String, String),
+) -> Result<Option<RoleClient>, StageError> {
+    ctx.emit(Event::Started {
+        stage,
+        total,
+        skipped,
+    });
+    let generator = ctx
+        .role_client("generator", ctx.settings.roles.generator.as_ref())
+        .await;
+    if total == 0 {
+        if let Ok(generator) = generator {
+            *who = (generator.provider, generator.role.model);
+        }
+        return Ok(None);
+    }
+    let generator = generator?;
+    *who = (generator.provider.clone(), generator.role.model.clone());
+    Ok(Some(generator))
 }
 
 /// Finishes a stage: decides its status, appends its history line (HIST-1) and builds the

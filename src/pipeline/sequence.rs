@@ -16,7 +16,7 @@ use super::split::SplitReport;
 use super::{Event, Stage, StageReport, answers, questions, split, subtopics};
 use crate::config::ConfigError;
 use crate::runs::follow::Outcome;
-use crate::runs::start::{StartOptions, start};
+use crate::runs::start::StartOptions;
 use crate::runs::{RunError, RunEvent};
 
 /// What the sequence reports, in the order it happens.
@@ -69,19 +69,10 @@ async fn forwarding<E, T>(
     wrap: fn(E) -> FlowEvent,
     flow: impl Future<Output = T>,
 ) -> T {
-    tokio::pin!(flow);
-    let output = loop {
-        tokio::select! {
-            output = &mut flow => break output,
-            Some(event) = from.recv() => {
-                let _ = to.send(wrap(event));
-            }
-        }
-    };
-    while let Ok(event) = from.try_recv() {
+    super::pump::pump(from, flow, |event| {
         let _ = to.send(wrap(event));
-    }
-    output
+    })
+    .await
 }
 
 /// Re-reads the configuration when it changed, saying so.
@@ -148,13 +139,10 @@ async fn dataset(
         questions::run(&context, None, false).await
     })
     .await;
-    if let Some(sub) = reports.subtopics {
-        if let Err(stage) = ended(sub, out) {
+    for report in reports {
+        if let Err(stage) = ended(report, out) {
             return Ok(Err(stage));
         }
-    }
-    if let Err(stage) = ended(reports.questions, out) {
-        return Ok(Err(stage));
     }
 
     reload(session, out)?;
@@ -180,26 +168,19 @@ async fn dataset(
 
 /// Starts and follows a training run as `train` does (PIPE-5, RUN-19).
 async fn train(session: &Session, out: &FlowEvents) -> Result<Outcome, RunError> {
-    let options = StartOptions::default();
     let (events, mut receiver) = unbounded_channel();
-    forwarding(&mut receiver, out, FlowEvent::Run, async {
-        let started = start(
+    forwarding(
+        &mut receiver,
+        out,
+        FlowEvent::Run,
+        crate::runs::train::train(
             &session.project,
             &session.loaded.settings,
             &session.loaded.env,
-            &options,
-            &events,
-        )
-        .await?;
-        crate::runs::follow::follow(
-            &session.project,
-            &started.executor,
-            started.record,
+            &StartOptions::default(),
             &events,
             &session.context.cancel,
-            false,
-        )
-        .await
-    })
+        ),
+    )
     .await
 }

@@ -79,7 +79,7 @@ pub fn open(
 ) -> Result<(Session, UnboundedReceiver<Event>), SessionError> {
     let project = Project::open(dir)?;
     let read = stamp(project.root());
-    let loaded = crate::config::load(project.root(), env)?;
+    let loaded = crate::check::load(project.root(), env)?;
     let lock = project.lock()?;
     let (tx, events) = unbounded_channel();
     let backoff_base = crate::env::TimeScale::from_env(env).second();
@@ -114,7 +114,7 @@ impl Session {
     /// one then.
     pub fn reload(&mut self) -> Result<(), ConfigError> {
         let read = stamp(self.project.root());
-        let loaded = crate::config::load(self.project.root(), &self.env)?;
+        let loaded = crate::check::load(self.project.root(), &self.env)?;
         self.context.settings = Arc::new(loaded.settings.clone());
         self.loaded = loaded;
         self.stamp = read;

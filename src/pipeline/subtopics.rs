@@ -10,8 +10,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::parse::first_string_array;
-use super::progress::{Event, Tracker};
-use super::runner::{Outcome, Output, collect, read, run_stage, selected};
+use super::progress::Tracker;
+use super::runner::{Outcome, Output, collect, read, run_stage, selected, start_generating};
 use super::stage::{Context, Stage, StageError, StageReport};
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::JsonlWriter;
@@ -91,22 +91,11 @@ async fn generate(
         );
         work.push((t.clone(), names.len() as u64, known));
     }
-    ctx.emit(Event::Started {
-        stage: Stage::Subtopics,
-        total: work.len() as u64,
-        skipped: *skipped,
-    });
-    let generator = ctx
-        .role_client("generator", ctx.settings.roles.generator.as_ref())
-        .await;
-    if work.is_empty() {
-        if let Ok(generator) = generator {
-            *who = (generator.provider, generator.role.model);
-        }
+    let Some(generator) =
+        start_generating(ctx, Stage::Subtopics, (work.len() as u64, *skipped), who).await?
+    else {
         return Ok(());
-    }
-    let generator = generator?;
-    *who = (generator.provider.clone(), generator.role.model.clone());
+    };
     let prompt = Arc::new(Prompt::load(&ctx.prompts(), Template::Subtopics)?);
     // Render once up front so a template error stops the stage before any request.
     if let Some((t, _, _)) = work.first() {

@@ -408,14 +408,14 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             std::fs::write(dir.path().join(crate::config::FILE_NAME), &text).unwrap();
             let loaded =
-                crate::config::load(dir.path(), &env).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                crate::check::load(dir.path(), &env).unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert_eq!(loaded.settings.project.name, "demo");
             assert!(loaded.settings.roles.generator.is_some());
         }
         let all = uncommented(&config_text("demo"));
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(crate::config::FILE_NAME), &all).unwrap();
-        let loaded = crate::config::load(dir.path(), &env).unwrap();
+        let loaded = crate::check::load(dir.path(), &env).unwrap();
         assert!(loaded.settings.training.is_some());
         assert_eq!(loaded.settings.targets.len(), 3);
         assert_eq!(

@@ -4,6 +4,7 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::access::Access;
 use super::follow::{self, Outcome};
 use super::lifecycle::transitions;
 use super::record::{RUN_JSON, RunRecord, State};
@@ -304,6 +305,27 @@ pub async fn cancel(
             })
         }
         Err(error) => Err(error),
+    }
+}
+
+/// `train cancel` as `access` allows: the whole cancel with the project lock ([`cancel`]),
+/// only the job on the target beside a process that follows the run
+/// ([`cancel_followed`], LCK-9).
+///
+/// # Errors
+///
+/// As [`cancel`] and [`cancel_followed`].
+pub async fn cancel_as(
+    access: &Access,
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run_id: &str,
+    events: &Events,
+) -> Result<CancelOutcome, RunError> {
+    match access {
+        Access::Locked(_) => cancel(project, settings, env, run_id, events).await,
+        Access::Beside { .. } => cancel_followed(project, settings, env, run_id).await,
     }
 }
 

@@ -185,95 +185,24 @@ mod tests {
     fn every_way_a_job_ends_gives_its_state() {
         use JobStatus::{Cancelled, Exited, Lost, Running};
         use Stage::{Export, Merge, Train};
+        // One row a line: the table reads as a table.
+        #[rustfmt::skip]
         let cases: Vec<(JobEnd<'static>, State, Option<&str>, bool)> = vec![
-            (
-                end(Exited(0), true, false, Some(Merge)),
-                State::Succeeded,
-                None,
-                false,
-            ),
-            (
-                end(Exited(0), true, false, Some(Train)),
-                State::Succeeded,
-                None,
-                false,
-            ),
-            (
-                end(Running, true, false, None),
-                State::Succeeded,
-                None,
-                false,
-            ),
-            (
-                end(Exited(0), true, true, Some(Train)),
-                State::Stopped,
-                None,
-                false,
-            ),
-            (
-                end(Exited(0), false, false, Some(Merge)),
-                State::Failed,
-                Some("no metric line"),
-                false,
-            ),
-            (
-                end(Exited(1), true, false, Some(Train)),
-                State::Failed,
-                Some("exited with code 1"),
-                true,
-            ),
-            (
-                end(Exited(1), false, false, Some(Merge)),
-                State::Failed,
-                Some("exited with code 1"),
-                true,
-            ),
-            (
-                end(Exited(2), true, false, Some(Export)),
-                State::Failed,
-                Some("exited with code 2"),
-                true,
-            ),
-            (
-                end(Exited(1), true, false, None),
-                State::Failed,
-                Some("exited with code 1"),
-                true,
-            ),
-            (
-                end(Exited(3), true, false, Some(Merge)),
-                State::MergeFailed,
-                Some("training succeeded, then `axolotl merge-lora` exited with code 3"),
-                true,
-            ),
+            (end(Exited(0), true, false, Some(Merge)), State::Succeeded, None, false),
+            (end(Exited(0), true, false, Some(Train)), State::Succeeded, None, false),
+            (end(Running, true, false, None), State::Succeeded, None, false),
+            (end(Exited(0), true, true, Some(Train)), State::Stopped, None, false),
+            (end(Exited(0), false, false, Some(Merge)), State::Failed, Some("no metric line"), false),
+            (end(Exited(1), true, false, Some(Train)), State::Failed, Some("exited with code 1"), true),
+            (end(Exited(1), false, false, Some(Merge)), State::Failed, Some("exited with code 1"), true),
+            (end(Exited(2), true, false, Some(Export)), State::Failed, Some("exited with code 2"), true),
+            (end(Exited(1), true, false, None), State::Failed, Some("exited with code 1"), true),
+            (end(Exited(3), true, false, Some(Merge)), State::MergeFailed, Some("training succeeded, then `axolotl merge-lora` exited with code 3"), true),
             // A snapshot skips the merge (MPL-6): a failure then is not the merge's.
-            (
-                end(Exited(3), true, true, Some(Merge)),
-                State::Failed,
-                Some("exited with code 3"),
-                true,
-            ),
-            (
-                end(Cancelled, true, false, Some(Merge)),
-                State::Cancelled,
-                Some("cancelled"),
-                false,
-            ),
-            (
-                end(Lost, true, false, Some(Merge)),
-                State::Failed,
-                Some("the job was lost"),
-                true,
-            ),
-            (
-                JobEnd {
-                    leftovers: &[41, 42],
-                    ..end(Cancelled, true, false, Some(Train))
-                },
-                State::Cancelled,
-                Some("cancelled with leftovers: 41"),
-                false,
-            ),
+            (end(Exited(3), true, true, Some(Merge)), State::Failed, Some("exited with code 3"), true),
+            (end(Cancelled, true, false, Some(Merge)), State::Cancelled, Some("cancelled"), false),
+            (end(Lost, true, false, Some(Merge)), State::Failed, Some("the job was lost"), true),
+            (JobEnd { leftovers: &[41, 42], ..end(Cancelled, true, false, Some(Train)) }, State::Cancelled, Some("cancelled with leftovers: 41"), false),
         ];
         for (job, state, cause, points) in cases {
             let got = ending("r_1", &job);

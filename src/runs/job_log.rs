@@ -1,5 +1,43 @@
-//! Where a job's `job.log` says why it failed: the root-cause traceback (or the last
-//! error line) and a pointer to its lines for a run's message.
+//! A job's `job.log`: where it says why the job failed (the root-cause traceback, or the
+//! last error line, and a pointer to its lines for a run's message), and its retrieved
+//! lines for `runs logs` ([`retrieved_lines`]).
+
+use super::RunError;
+use super::record::RunRecord;
+use super::refusal::Refusal;
+use crate::project::Project;
+
+/// The lines of the retrieved `job.log` of run `run_id` of `project`, only the last
+/// `tail` with `Some` (RUN-45); never contacts the target. Bytes that are not UTF-8 read
+/// as U+FFFD.
+///
+/// # Errors
+///
+/// The [`RunRecord::load`] errors (a bad or unknown run ID, an unreadable `run.json`),
+/// [`Refusal::LogNotRetrieved`] when there is no local `job.log` yet, [`RunError::Io`]
+/// when it cannot be read.
+pub fn retrieved_lines(
+    project: &Project,
+    run_id: &str,
+    tail: Option<usize>,
+) -> Result<Vec<String>, RunError> {
+    let record = RunRecord::load(&project.runs_dir(), run_id)?;
+    let path = project.run_dir(&record.id).join(crate::exec::JOB_LOG);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Refusal::LogNotRetrieved { run_id: record.id }.into());
+        }
+        Err(source) => return Err(RunError::Io { path, source }),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    let start = tail.map_or(0, |n| lines.len().saturating_sub(n));
+    Ok(lines[start..]
+        .iter()
+        .map(|line| (*line).to_owned())
+        .collect())
+}
 
 /// The `; `-prefixed pointer into the log `log` (a path relative to the run directory
 /// `local_dir` of run `run_id`) at the lines that say why a job failed, see
@@ -114,6 +152,38 @@ fn last_error_line(lines: &[&str]) -> Option<(usize, usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::record::{State, fixture};
+
+    #[test]
+    fn runs_logs_reads_the_retrieved_log_or_says_it_is_not_retrieved_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("overbrainer.toml"), "").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        std::fs::create_dir_all(project.run_dir("r_1")).unwrap();
+        fixture("r_1", State::Running)
+            .save(&project.runs_dir())
+            .unwrap();
+        let error = retrieved_lines(&project, "r_1", None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the log of run `r_1` was not retrieved yet; run `overbrainer train attach r_1`"
+        );
+        std::fs::write(
+            project.run_dir("r_1").join(crate::exec::JOB_LOG),
+            b"one\ntwo\xff\nthree\n",
+        )
+        .unwrap();
+        assert_eq!(
+            retrieved_lines(&project, "r_1", Some(2)).unwrap(),
+            ["two\u{fffd}", "three"]
+        );
+        assert_eq!(retrieved_lines(&project, "r_1", Some(9)).unwrap().len(), 3);
+        assert_eq!(retrieved_lines(&project, "r_1", None).unwrap()[0], "one");
+        assert!(matches!(
+            retrieved_lines(&project, "x/y", None),
+            Err(RunError::BadRunId(_))
+        ));
+    }
 
     #[test]
     fn error_lines_point_at_the_last_traceback() {

@@ -12,10 +12,12 @@
 //!   out (RUN-9, RUN-16..RUN-25, RUN-28, RUN-29, MPL-4);
 //! - [`follow`]: the driver of [`lifecycle`]: polls, samples, saves, retrieval
 //!   (RUN-16..RUN-21, MPL-4, MPL-7, SYS-1, SYS-5);
+//! - [`train`](mod@train): a run from its start to its end, [`start`] then [`follow`];
 //! - [`job_log`]: where `job.log` says why a job failed;
 //! - [`retrieve`]: results checked file by file against the target's manifest
 //!   (RUN-23..RUN-25);
-//! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42);
+//! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42); [`access`]: how they
+//!   stand with the project lock (LCK-1, LCK-2, LCK-8, LCK-9);
 //! - [`template`]: whether the run's chat template renders the data's reasoning (TGT-12);
 //! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\].
 //!
@@ -24,6 +26,7 @@
 //!
 //! Flows never print: they send [`RunEvent`]s on a channel that the front end renders.
 
+pub mod access;
 pub mod control;
 pub mod ending;
 pub mod follow;
@@ -37,6 +40,7 @@ pub mod retrieve;
 pub mod start;
 pub mod target;
 pub mod template;
+pub mod train;
 pub mod warning;
 
 use std::path::PathBuf;
@@ -115,6 +119,20 @@ pub enum RunError {
         path: PathBuf,
         /// What is wrong.
         reason: String,
+    },
+    /// The project lock cannot be taken (LCK-2, LCK-6).
+    #[error(transparent)]
+    Lock(#[from] crate::project::LockError),
+    /// `train cancel` while another process holds the project without following the run
+    /// (LCK-2, LCK-9); the lock's message names that process.
+    #[error(
+        "{lock}; it does not follow run `{run_id}`: run `overbrainer train cancel {run_id}` again once it ended"
+    )]
+    HeldNotFollowing {
+        /// Why the lock could not be taken.
+        lock: crate::project::LockError,
+        /// The run.
+        run_id: String,
     },
     /// The Hugging Face token could not be resolved (TGT-10).
     #[error("cannot resolve `OVERBRAINER_HF_TOKEN`")]

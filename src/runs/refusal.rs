@@ -146,6 +146,20 @@ pub enum Refusal {
         /// The run.
         run_id: String,
     },
+    /// `runs logs` of a run whose `job.log` was not retrieved yet (RUN-45).
+    #[error(
+        "the log of run `{run_id}` was not retrieved yet; run `overbrainer train attach {run_id}`"
+    )]
+    LogNotRetrieved {
+        /// The run.
+        run_id: String,
+    },
+    /// `train cancel` in a project without `[training]`, which it needs to retrieve the
+    /// artifacts (RUN-37).
+    #[error(
+        "`overbrainer.toml` has no `[training]` section, which `train cancel` needs to retrieve artifacts"
+    )]
+    NoTrainingForCancel,
     /// `train stop` of a job that is not running (RUN-26).
     #[error(
         "the job of run `{run_id}` is not running ({}); nothing to stop{}",

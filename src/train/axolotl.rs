@@ -6,8 +6,9 @@
 //! (`axolotl/prompt_strategies/chat_template.py`).
 
 use super::plugin;
+use super::rules::{ExtraRefusal, axolotl_truthy, refused_extra};
 use super::yaml::{self, Mapping, Yaml};
-use crate::config::{AdapterKind, ExtraRefusal, Training, axolotl_truthy, refused_extra};
+use crate::config::{AdapterKind, Training};
 
 /// File name of the run's Axolotl configuration, in its run directory.
 pub const AXOLOTL_YAML: &str = "axolotl.yaml";

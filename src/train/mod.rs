@@ -6,6 +6,9 @@
 //!   the resume comparison (RUN-36);
 //! - [`job`]: a training job's script: its stages, their commands and `stage` lines,
 //!   and the job's fixed environment (RUN-15, MPL-2, MPL-6);
+//! - [`rules`]: what Axolotl accepts of `[training]` (the refused keys of
+//!   `axolotl_extra`, settings it refuses together; AXO-4..AXO-7), a rule that loading
+//!   the configuration runs (`config::Rules`);
 //! - [`checkpoint`]: whether a checkpoint holds what a resume needs (RUN-30, RUN-35);
 //! - [`plugin`]: the metrics plugin shipped in the binary (MPL-1, MPL-5);
 //! - [`metrics`]: the lines of `metrics.jsonl` and their tolerant reader (MPL-2, MPL-3);
@@ -19,5 +22,6 @@ pub mod job;
 pub mod metrics;
 pub mod phase;
 pub mod plugin;
+pub mod rules;
 pub mod template;
 pub mod yaml;

@@ -207,7 +207,7 @@ async fn decision(base_model: Option<&str>, extra: &str) -> Decision {
         ..Setup::default()
     });
     let root = training.project.path();
-    let loaded = overbrainer::config::load(root, &EnvSnapshot::default()).unwrap();
+    let loaded = overbrainer::check::load(root, &EnvSnapshot::default()).unwrap();
     let settings = loaded.settings;
     let target = overbrainer::runs::target::resolve(&settings, "local").unwrap();
     let runs_dir = root.join("runs");
