@@ -97,7 +97,10 @@ async fn run() {
             bytes as f64 / 1_048_576.0,
         );
         if std::env::var_os("OB_BENCH_PAUSE").is_some() {
-            println!("ready: pid {}, send a line on standard input", std::process::id());
+            println!(
+                "ready: pid {}, send a line on standard input",
+                std::process::id()
+            );
             std::io::stdout().flush().unwrap();
             let mut line = String::new();
             std::io::stdin().read_line(&mut line).unwrap();
@@ -254,7 +257,11 @@ impl Bench {
             figure.ours(started, cpu);
         }
         remove(&up);
-        figure.report("big upload, raw", bytes, "raw channel cat | ssh 'cat > /dev/null'");
+        figure.report(
+            "big upload, raw",
+            bytes,
+            "raw channel cat | ssh 'cat > /dev/null'",
+        );
         let mut figure = Figure::default();
         let back = self.root.join("down-raw");
         for _ in 0..ROUNDS {
@@ -271,7 +278,11 @@ impl Bench {
             figure.ours(started, cpu);
             remove(&back);
         }
-        figure.report("big download, raw", bytes, "raw channel ssh 'cat' > /dev/null");
+        figure.report(
+            "big download, raw",
+            bytes,
+            "raw channel ssh 'cat' > /dev/null",
+        );
     }
 }
 
@@ -404,8 +415,9 @@ fn remove(path: impl AsRef<Path>) {
 /// Whether `figure` (`upload`, `download`, `manifest`, `raw`, `poll`) is among those
 /// `OB_BENCH_FIGURES` names (a comma-separated list; all when unset).
 fn wanted(figure: &str) -> bool {
-    std::env::var("OB_BENCH_FIGURES")
-        .map_or(true, |figures| figures.split(',').any(|name| name == figure))
+    std::env::var("OB_BENCH_FIGURES").map_or(true, |figures| {
+        figures.split(',').any(|name| name == figure)
+    })
 }
 
 /// A generator of pseudo-random words, the same on every run.

@@ -326,4 +326,141 @@ mod tests {
         assert!(leftovers(&root.path().join("a/b")).is_empty());
         assert!(leftovers(root.path()).is_empty());
     }
+
+    fn regular(builder: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        builder.append_data(&mut header, name, data).unwrap();
+    }
+
+    fn symlink(builder: &mut tar::Builder<Vec<u8>>, name: &str, target: &str) {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        header.set_mode(0o777);
+        builder.append_link(&mut header, name, target).unwrap();
+    }
+
+    #[test]
+    fn a_stream_that_ends_inside_a_file_fails_and_leaves_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        regular(&mut builder, "a/first", b"first");
+        regular(&mut builder, "a/second", &[7; 5000]);
+        let stream = builder.into_inner().unwrap();
+        // Cut inside the data of `a/second`: its header and 1,000 of its bytes.
+        let cut = 512 * 3 + 1000;
+        let dest = root.path().join("dest");
+        let result = unpack(&stream[..cut], &dest);
+        assert!(
+            matches!(&result, Err(ExecError::Io { path, .. }) if path.ends_with("a/second")),
+            "{result:?}"
+        );
+        assert!(!dest.exists());
+        assert!(leftovers(root.path()).is_empty());
+    }
+
+    #[test]
+    fn a_file_replaces_a_link_of_its_name_without_writing_through_it() {
+        let root = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        regular(&mut builder, "good", b"good");
+        symlink(&mut builder, "latest", "good");
+        regular(&mut builder, "latest", b"newer");
+        let dest = root.path().join("dest");
+        unpack(&builder.into_inner().unwrap()[..], &dest).unwrap();
+        assert_eq!(std::fs::read_to_string(dest.join("good")).unwrap(), "good");
+        let latest = dest.join("latest");
+        assert!(std::fs::symlink_metadata(&latest).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(latest).unwrap(), "newer");
+    }
+
+    #[test]
+    fn a_path_through_a_link_the_stream_made_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        // `sub` is a directory the stream made; `link` points at it from inside,
+        // then a file through `link`; then a link replacing the known directory `a`.
+        for entries in [
+            &[("sub/x", None), ("link", Some("sub")), ("link/y", None)][..],
+            &[("a/f1", None), ("a", Some("sub")), ("a/f2", None)][..],
+        ] {
+            let mut builder = tar::Builder::new(Vec::new());
+            for (name, target) in entries {
+                match target {
+                    Some(target) => symlink(&mut builder, name, target),
+                    None => regular(&mut builder, name, b"data"),
+                }
+            }
+            let dest = root.path().join("dest");
+            let result = unpack(&builder.into_inner().unwrap()[..], &dest);
+            assert!(result.is_err(), "{entries:?}: {result:?}");
+            assert!(!dest.exists(), "{entries:?}");
+            assert!(leftovers(root.path()).is_empty(), "{entries:?}");
+        }
+    }
+
+    #[test]
+    fn packed_files_keep_their_bytes_mode_time_and_long_names() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let src = root.path().join("src");
+        let long = format!("{}/{}", "d".repeat(120), "f".repeat(150));
+        std::fs::create_dir_all(src.join(&long).parent().unwrap()).unwrap();
+        // Larger than the 256 KiB buffer and not a whole number of blocks.
+        let big: Vec<u8> = (0..(3 << 20) + 77_u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(src.join("big"), &big).unwrap();
+        std::fs::write(src.join(&long), "long").unwrap();
+        std::fs::write(src.join("read-only"), "ro").unwrap();
+        let modified =
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        for (name, mode) in [("big", 0o751), ("read-only", 0o444)] {
+            let file = std::fs::File::options()
+                .write(true)
+                .open(src.join(name))
+                .unwrap();
+            file.set_modified(modified).unwrap();
+            file.set_permissions(std::fs::Permissions::from_mode(mode))
+                .unwrap();
+        }
+        let mut stream = Vec::new();
+        pack(&src, &[], &mut stream).unwrap();
+        let dest = root.path().join("dest");
+        unpack(&stream[..], &dest).unwrap();
+        assert!(std::fs::read(dest.join("big")).unwrap() == big);
+        assert_eq!(std::fs::read_to_string(dest.join(&long)).unwrap(), "long");
+        for (name, mode) in [("big", 0o751), ("read-only", 0o444)] {
+            let meta = std::fs::metadata(dest.join(name)).unwrap();
+            assert_eq!(meta.permissions().mode() & 0o777, mode, "{name}");
+            assert_eq!(meta.modified().unwrap(), modified, "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn drain_reads_a_real_pipe_to_its_end() {
+        let root = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        let data = vec![3_u8; 70_000];
+        regular(&mut builder, "a/file", &data);
+        let mut stream = builder.into_inner().unwrap();
+        // Zeros after the end of the archive, as `tar` pads its last record, more
+        // than the pipe holds: `cat` ends well only when they are read.
+        stream.resize(stream.len() + (3 << 20), 0);
+        let archive = root.path().join("stream.tar");
+        std::fs::write(&archive, &stream).unwrap();
+        #[allow(clippy::disallowed_methods, reason = "a test runs a real process")]
+        let mut child = tokio::process::Command::new("cat")
+            .arg(&archive)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let dest = root.path().join("dest");
+        drain(child.stdout.take().unwrap(), &dest).await.unwrap();
+        // `cat` wrote everything: the padding was read, nothing broke its pipe.
+        assert!(child.wait().await.unwrap().success());
+        assert!(std::fs::read(dest.join("a/file")).unwrap() == data);
+    }
 }

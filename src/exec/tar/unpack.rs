@@ -187,7 +187,7 @@ impl Staging {
         if written != expected {
             return Err(error(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
-                format!("the stream ended {} bytes into {expected}", written),
+                format!("the stream ended {written} bytes into {expected}"),
             )));
         }
         if let Ok(mtime) = entry.header().mtime() {
