@@ -1,17 +1,20 @@
 //! Writing a local directory as a tar stream.
 //!
 //! Regular files, the bulk of every upload, are written by hand after their header:
-//! `std::io::copy` from the file straight into the stream's `BufWriter` (reads as
-//! large as its buffer, where the `tar` crate copies through 8 KiB), no sparse-file
-//! probing. Every other kind of entry goes through the `tar` crate's own
-//! `append_path_with_name`.
+//! read in pieces of up to 1 MiB (one read for most files, where the `tar` crate
+//! copies through 8 KiB and probes every file for holes) and written to the
+//! stream's buffer, so small files share one write to the pipe. Every other kind of
+//! entry goes through the `tar` crate's own `append_path_with_name`.
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
 
 use crate::exec::ExecError;
+
+/// Largest read of file data: 1 MiB.
+const READ_CHUNK: usize = 1 << 20;
 
 /// Writes the content of the directory `local` as a tar stream to `out`: every
 /// top-level entry except those named in `skip`, recursively, symbolic links kept as
@@ -23,6 +26,7 @@ use crate::exec::ExecError;
 /// changes size while it is read, or the stream cannot be written.
 pub(crate) fn pack(local: &Path, skip: &[String], out: impl Write) -> Result<(), ExecError> {
     let mut builder = tar::Builder::new(out);
+    let mut buffer = vec![0_u8; READ_CHUNK];
     builder.follow_symlinks(false);
     let mut names: Vec<OsString> = read_dir(local)?
         .into_iter()
@@ -46,7 +50,7 @@ pub(crate) fn pack(local: &Path, skip: &[String], out: impl Write) -> Result<(),
         };
         let meta = std::fs::symlink_metadata(&path).map_err(io)?;
         if meta.is_file() {
-            append_file(&mut builder, &path, &name)?;
+            append_file(&mut builder, &path, &name, &mut buffer)?;
             continue;
         }
         builder.append_path_with_name(&path, &name).map_err(io)?;
@@ -79,17 +83,18 @@ fn read_dir(dir: &Path) -> Result<Vec<OsString>, ExecError> {
 }
 
 /// The header of the regular file at `path` (named `name` in the stream), then its
-/// bytes straight from the file, then the padding to a whole block.
+/// bytes read through `buffer`, then the padding to a whole block.
 fn append_file<W: Write>(
     builder: &mut tar::Builder<W>,
     path: &Path,
     name: &Path,
+    buffer: &mut [u8],
 ) -> Result<(), ExecError> {
     let io = |source| ExecError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(io)?;
+    let mut file = File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     let mut header = tar::Header::new_gnu();
     header.set_metadata_in_mode(&meta, tar::HeaderMode::Complete);
@@ -99,7 +104,17 @@ fn append_file<W: Write>(
         .append_data(&mut header, name, std::io::empty())
         .map_err(io)?;
     let out = builder.get_mut();
-    let copied = std::io::copy(&mut std::io::Read::take(file, size), out).map_err(io)?;
+    let mut copied = 0_u64;
+    while copied < size {
+        let want =
+            usize::try_from(size - copied).map_or(buffer.len(), |left| left.min(buffer.len()));
+        let n = file.read(&mut buffer[..want]).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&buffer[..n]).map_err(io)?;
+        copied += n as u64;
+    }
     if copied != size {
         return Err(io(std::io::Error::new(
             std::io::ErrorKind::UnexpectedEof,
