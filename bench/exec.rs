@@ -39,7 +39,7 @@
 mod sshd;
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -131,7 +131,7 @@ impl Half {
 struct Bench {
     executor: SshExecutor,
     ssh_args: String,
-    root: std::path::PathBuf,
+    root: PathBuf,
 }
 
 /// Rounds of each side within a figure.
@@ -140,51 +140,69 @@ const ROUNDS: usize = 2;
 impl Bench {
     async fn half(&self, half: Half, source: &Path, bytes: u64, count: usize) {
         let name = half.name();
-        let ssh_args = &self.ssh_args;
         let workdir = self.executor.workdir().to_owned();
-        let remote = format!("{workdir}/tree-{name}");
-
-        // Upload: each round into a fresh directory, removed before the next.
-        if !wanted("upload") {
+        // Every run writes a fresh directory, all removed at the end of the half:
+        // after a removal of 20,000 files ext4 spends long in `ext4_create` passing
+        // over the recently deleted inodes, which would load whichever run came next.
+        let mut trees: Vec<PathBuf> = Vec::new();
+        let remote = if wanted("upload") {
+            self.upload(name, source, bytes, &mut trees).await
+        } else {
+            let remote = format!("{workdir}/tree-{name}");
             self.executor.upload(source, &remote, &[]).await.unwrap();
+            trees.push(remote.clone().into());
+            remote
+        };
+        self.download(name, &remote, bytes, &mut trees).await;
+        self.manifest(name, &remote, bytes, count).await;
+        if let Half::Big = half {
+            self.raw_channel(source, &remote, bytes).await;
         }
+        for tree in trees {
+            std::fs::remove_dir_all(tree).unwrap();
+        }
+    }
+
+    /// Upload of `source`; returns the directory of ours' last run.
+    async fn upload(
+        &self,
+        name: &str,
+        source: &Path,
+        bytes: u64,
+        trees: &mut Vec<PathBuf>,
+    ) -> String {
+        let ssh_args = &self.ssh_args;
+        let workdir = self.executor.workdir();
         let mut figure = Figure::default();
-        for _ in 0..ROUNDS {
-            if !wanted("upload") {
-                break;
-            }
-            let base_dir = format!("{workdir}/up-base-{name}");
+        let mut remote = String::new();
+        for round in 0..ROUNDS {
+            let base_dir = format!("{workdir}/up-base-{name}-{round}");
             figure.base(|| {
                 shell(&format!(
                     "tar -cf - -C {src} . | ssh {ssh_args} 'mkdir -p {base_dir} && tar -xf - -C {base_dir}'",
                     src = source.display(),
                 ));
             });
-            remove(&base_dir);
-            remove(&remote);
+            trees.push(base_dir.into());
+            remote = format!("{workdir}/up-ours-{name}-{round}");
             let (cpu, started) = (cpu_time().0, Instant::now());
             self.executor.upload(source, &remote, &[]).await.unwrap();
             figure.ours(started, cpu);
+            trees.push(remote.clone().into());
         }
         figure.report(&format!("{name} upload"), bytes, "tar c | ssh tar x");
-        self.download(name, &remote, bytes).await;
-        self.manifest(name, &remote, bytes, count).await;
-        if let Half::Big = half {
-            self.raw_channel(source, &remote, bytes).await;
-        }
-        std::fs::remove_dir_all(&remote).unwrap();
+        remote
     }
 
-    /// Download of the tree at `remote`, each round into a fresh directory.
-    async fn download(&self, name: &str, remote: &str, bytes: u64) {
+    /// Download of the tree at `remote`, each run into a fresh directory.
+    async fn download(&self, name: &str, remote: &str, bytes: u64, trees: &mut Vec<PathBuf>) {
         let ssh_args = &self.ssh_args;
-
+        if !wanted("download") {
+            return;
+        }
         let mut figure = Figure::default();
-        for _ in 0..ROUNDS {
-            if !wanted("download") {
-                break;
-            }
-            let back_base = self.root.join(format!("down-base-{name}"));
+        for round in 0..ROUNDS {
+            let back_base = self.root.join(format!("down-base-{name}-{round}"));
             std::fs::create_dir_all(&back_base).unwrap();
             figure.base(|| {
                 shell(&format!(
@@ -192,15 +210,15 @@ impl Bench {
                     dst = back_base.display()
                 ));
             });
-            remove(&back_base);
-            let back_ours = self.root.join(format!("down-ours-{name}"));
+            trees.push(back_base);
+            let back_ours = self.root.join(format!("down-ours-{name}-{round}"));
             let (cpu, started) = (cpu_time().0, Instant::now());
             self.executor
                 .download(remote, &back_ours, &[".".to_owned()], &[])
                 .await
                 .unwrap();
             figure.ours(started, cpu);
-            remove(&back_ours);
+            trees.push(back_ours);
         }
         figure.report(&format!("{name} download"), bytes, "ssh tar c | tar x");
     }
@@ -403,10 +421,8 @@ fn shell(script: &str) {
     assert!(status.success(), "{script}");
 }
 
-/// Removes the tree at `path` if it is there, then writes every dirty block out: ext4
-/// passes over the inodes of files deleted while their blocks are dirty (for 5
-/// minutes) when it creates new ones, which would make the run after a removal of
-/// 20,000 files pay for it.
+/// Removes the one-file tree at `path` if it is there, and writes every dirty block
+/// out, so the next run does not share the disk with that writeback.
 fn remove(path: impl AsRef<Path>) {
     let _ = std::fs::remove_dir_all(path);
     rustix::fs::sync();
