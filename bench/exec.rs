@@ -15,7 +15,8 @@
 //!   master (target: at least 0.8; the cipher sets this limit).
 //!
 //! Then one status poll, against one trivial command (`true`) on the same master
-//! connection: equal costs mean a poll is one round trip.
+//! connection, alternated one by one; the ratio is the command's time over the
+//! poll's (as above, above 1 is better): about 1 means a poll is one round trip.
 //!
 //! Within a figure the two sides alternate (baseline, ours, baseline, ours) and the
 //! better time of each counts, so a noisy moment hurts both alike.
@@ -23,7 +24,9 @@
 //! `OB_BENCH_PART=small|big|all` (default `all`) picks the halves;
 //! `OB_BENCH_FIGURES=upload,download,manifest,raw,poll` picks figures (all when
 //! unset); `OB_BENCH_OURS_ONLY=1` skips the baselines (to profile ours alone, say with
-//! `strace -c -f -p`); `OB_BENCH_SMALL=1` shrinks the tree to 8 MiB and 500 files for a quick check.
+//! `strace -c -f -p`); `OB_BENCH_PAUSE=1` waits for a line on standard input before
+//! each half (to attach a profiler); `OB_BENCH_SMALL=1` shrinks the tree to 8 MiB and
+//! 500 files for a quick check.
 
 #![allow(
     clippy::unwrap_used,
