@@ -1,34 +1,39 @@
-//! The local side of file transfers: tar streams written and read with the `tar`
-//! crate, while the target's own `tar` reads or writes the other end.
+//! The local side of file transfers: tar streams written (`pack.rs`) and read
+//! (`unpack.rs`) with the `tar` crate, while the target's own `tar` reads or writes
+//! the other end.
 //!
-//! Packing runs on a blocking thread and hands 256 KiB chunks to the async side
-//! through a bounded channel, so a transfer streams with constant memory.
+//! Each transfer runs on one blocking thread that reads or writes the command's
+//! pipe itself (grown to 1 MiB where allowed), so a transfer streams with constant
+//! memory and no copy through the async runtime.
 //! Extraction refuses every entry that would land outside its destination: an
 //! absolute path, a `..` component, a path through a symbolic link, a hard link
 //! to such a path, or a symbolic link whose target is absolute or leaves the
 //! stream's root. It extracts into a fresh directory beside the destination and
 //! moves the result into place only when the whole stream was accepted, so a
-//! refused stream leaves nothing behind.
+//! refused stream leaves nothing behind (`place.rs`).
 
-use std::io::{Read, Write};
-use std::os::unix::ffi::OsStrExt as _;
-use std::path::{Component, Path, PathBuf};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::os::fd::OwnedFd;
+use std::path::Path;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
-
+mod pack;
 mod place;
+mod unpack;
 
-use place::{move_into_place, staging_beside};
+pub(crate) use pack::pack;
+pub(crate) use unpack::unpack;
 
 use super::ExecError;
-use super::digest::{check_link, entries_words, prune_expression};
+use super::digest::{entries_words, prune_expression};
 use super::shell::quote;
 
-/// Size of one chunk between the tar thread and the connection: 256 KiB.
+/// Buffer between a transfer thread and its pipe, for tar headers and small files:
+/// 256 KiB.
 const CHUNK: usize = 256 * 1024;
-/// Chunks in flight between the tar thread and the connection.
-const DEPTH: usize = 16;
+/// Size asked for the pipe of a transfer: 1 MiB, Linux's default limit for an
+/// unprivileged process (`/proc/sys/fs/pipe-max-size`).
+const PIPE_SIZE: usize = 1 << 20;
 
 /// The target side of an upload: creates `remote` and extracts the tar stream on
 /// standard input there with the target's `tar`.
@@ -64,267 +69,75 @@ find "$@" {prune}-print0 | tar --null --no-recursion -T - -cf -
     )
 }
 
-/// Writes the content of the directory `local` as a tar stream to `out`: every
-/// top-level entry except those named in `skip`, recursively, symbolic links kept as
-/// links, empty directories kept.
-///
-/// # Errors
-///
-/// Returns [`ExecError::Io`] when `local` or a file under it cannot be read, or the
-/// stream cannot be written.
-pub(crate) fn pack(local: &Path, skip: &[String], out: impl Write) -> Result<(), ExecError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ExecError::Io { path, source }
-    };
-    let mut builder = tar::Builder::new(out);
-    builder.follow_symlinks(false);
-    let mut names: Vec<_> = std::fs::read_dir(local)
-        .map_err(io(local))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(io(local))?
-        .into_iter()
-        .map(|entry| entry.file_name())
-        .filter(|name| {
-            !skip
-                .iter()
-                .any(|skipped| name.as_os_str() == skipped.as_str())
-        })
-        .collect();
-    names.sort();
-    for name in names {
-        let path = local.join(&name);
-        let meta = std::fs::symlink_metadata(&path).map_err(io(&path))?;
-        if meta.is_dir() {
-            builder.append_dir_all(&name, &path).map_err(io(&path))?;
-        } else {
-            builder
-                .append_path_with_name(&path, &name)
-                .map_err(io(&path))?;
-        }
-    }
-    builder
-        .into_inner()
-        .map_err(io(local))?
-        .flush()
-        .map_err(io(local))?;
-    Ok(())
+/// A pipe to a command, as the blocking file descriptor a transfer thread reads or
+/// writes directly: no copy through the async runtime, no wake-up per chunk.
+pub(crate) trait IntoPipeFd {
+    /// The pipe's descriptor, in blocking mode.
+    ///
+    /// # Errors
+    ///
+    /// When its mode cannot be changed.
+    fn into_pipe_fd(self) -> std::io::Result<OwnedFd>;
 }
 
-/// Extracts the tar stream `input` into `dest`, creating `dest` (and its parents)
-/// only when the stream holds at least one entry.
-///
-/// The entries land first in a fresh directory beside `dest` (next to its nearest
-/// existing ancestor), which is moved into place only once the whole stream was read
-/// and accepted: a refused or broken stream leaves nothing in `dest`. When `dest`
-/// already exists, the extracted tree is merged into it, files and links replacing
-/// those of the same name.
-///
-/// # Errors
-///
-/// Returns [`ExecError::Protocol`] for an entry that would land outside `dest`, or a
-/// symbolic link whose target is absolute or leaves the stream's root (see
-/// [`super::digest::link_stays_inside`]); [`ExecError::Io`] when the stream cannot
-/// be read, a file cannot be written, or an extracted directory meets a
-/// non-directory of the same name in `dest` (or the other way round).
-pub(crate) fn unpack(input: impl Read, dest: &Path) -> Result<(), ExecError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| ExecError::Io { path, source }
-    };
-    let mut archive = tar::Archive::new(input);
-    archive.set_preserve_mtime(true);
-    archive.set_overwrite(true);
-    let mut staging: Option<tempfile::TempDir> = None;
-    for entry in archive.entries().map_err(io(dest))? {
-        let mut entry = entry.map_err(io(dest))?;
-        let path = entry.path().map_err(io(dest))?.into_owned();
-        let relative = inside(&path)?;
-        if let Some(link) = hard_link_target(&entry)? {
-            inside(&link)?;
-        }
-        if entry.header().entry_type() == tar::EntryType::Symlink {
-            let target = entry.link_name_bytes().unwrap_or_default();
-            check_link(relative.as_os_str().as_bytes(), &target)?;
-        }
-        if relative.as_os_str().is_empty() {
-            continue;
-        }
-        let root = if let Some(dir) = &staging {
-            dir.path().to_path_buf()
-        } else {
-            let dir = staging_beside(dest)?;
-            let root = dir.path().to_path_buf();
-            staging = Some(dir);
-            root
-        };
-        no_symlink_on_the_way(&root, &relative)?;
-        if let Some(parent) = relative.parent() {
-            std::fs::create_dir_all(root.join(parent)).map_err(io(&dest.join(parent)))?;
-        }
-        let unpacked = entry.unpack_in(&root).map_err(io(&dest.join(&relative)))?;
-        if !unpacked {
-            return Err(refused(&path));
-        }
-    }
-    match staging {
-        Some(staging) => move_into_place(staging, dest),
-        None => Ok(()),
-    }
-}
-
-fn refused(path: &Path) -> ExecError {
-    ExecError::Protocol(format!(
-        "tar entry `{}` would land outside its destination",
-        path.display()
-    ))
-}
-
-/// `path` without `.` components, or an error when it is absolute or holds `..`.
-fn inside(path: &Path) -> Result<PathBuf, ExecError> {
-    let mut clean = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::Normal(part) => clean.push(part),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                return Err(refused(path));
+macro_rules! pipe_fd {
+    ($($type:ty),*) => {$(
+        impl IntoPipeFd for $type {
+            fn into_pipe_fd(self) -> std::io::Result<OwnedFd> {
+                self.into_owned_fd()
             }
         }
-    }
-    Ok(clean)
+    )*};
 }
 
-fn hard_link_target<R: Read>(entry: &tar::Entry<'_, R>) -> Result<Option<PathBuf>, ExecError> {
-    if entry.header().entry_type() != tar::EntryType::Link {
-        return Ok(None);
-    }
-    let link = entry.link_name().map_err(|source| ExecError::Io {
-        path: PathBuf::from("<tar stream>"),
-        source,
-    })?;
-    Ok(link.map(std::borrow::Cow::into_owned))
-}
+pipe_fd!(
+    openssh::ChildStdin,
+    openssh::ChildStdout,
+    tokio::process::ChildStdin,
+    tokio::process::ChildStdout
+);
 
-/// Refuses a `relative` path whose existing ancestors under `dest` include a
-/// symbolic link: writing there would follow it out of `dest`.
-fn no_symlink_on_the_way(dest: &Path, relative: &Path) -> Result<(), ExecError> {
-    let mut current = dest.to_path_buf();
-    let parts: Vec<_> = relative.components().collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        current.push(part);
-        match std::fs::symlink_metadata(&current) {
-            Ok(meta) if meta.file_type().is_symlink() => return Err(refused(relative)),
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    Ok(())
-}
-
-/// A [`Write`] that hands fixed-size chunks to an async receiver.
-struct ChannelWriter {
-    buffer: Vec<u8>,
-    sender: mpsc::Sender<Vec<u8>>,
-}
-
-impl ChannelWriter {
-    fn send(&mut self) -> std::io::Result<()> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
-        let chunk = std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK));
-        self.sender
-            .blocking_send(chunk)
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "transfer ended"))
+/// Grows the pipe `fd` to [`PIPE_SIZE`] where the system allows: fewer, larger
+/// reads and writes on both of its ends. A pipe that stays small still works.
+fn widen(fd: &OwnedFd) {
+    if let Err(error) = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE) {
+        tracing::debug!(%error, "the transfer pipe keeps its size");
     }
 }
 
-impl Write for ChannelWriter {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let room = CHUNK - self.buffer.len();
-        let taken = room.min(data.len());
-        self.buffer.extend_from_slice(&data[..taken]);
-        if self.buffer.len() >= CHUNK {
-            self.send()?;
-        }
-        Ok(taken)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.send()
+/// The error of a transfer thread that could not finish.
+fn joined(path: &Path, error: &tokio::task::JoinError) -> ExecError {
+    ExecError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(error.to_string()),
     }
 }
 
-/// A [`Read`] over chunks from an async sender.
-struct ChannelReader {
-    chunk: Vec<u8>,
-    at: usize,
-    receiver: mpsc::Receiver<Vec<u8>>,
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.at >= self.chunk.len() {
-            match self.receiver.blocking_recv() {
-                Some(chunk) => {
-                    self.chunk = chunk;
-                    self.at = 0;
-                }
-                None => return Ok(0),
-            }
-        }
-        let n = out.len().min(self.chunk.len() - self.at);
-        out[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
-}
-
-/// Streams a tar of `local` (see [`pack`]) into `stdin`, then closes it.
+/// Streams a tar of `local` (see [`pack`]) into `stdin`, then closes it. A blocking
+/// thread writes the pipe itself.
 ///
 /// # Errors
 ///
 /// Returns the packing error, or [`ExecError::Io`] when `stdin` breaks.
-pub(crate) async fn feed<W: AsyncWrite + Unpin>(
+pub(crate) async fn feed(
     local: &Path,
     skip: &[String],
-    mut stdin: W,
+    stdin: impl IntoPipeFd,
 ) -> Result<(), ExecError> {
-    let (sender, mut receiver) = mpsc::channel::<Vec<u8>>(DEPTH);
-    let local_owned = local.to_path_buf();
-    let skip = skip.to_vec();
-    let packer = tokio::task::spawn_blocking(move || {
-        let writer = ChannelWriter {
-            buffer: Vec::with_capacity(CHUNK),
-            sender,
-        };
-        pack(&local_owned, &skip, writer)
-    });
-    let mut write_error = None;
-    while let Some(chunk) = receiver.recv().await {
-        if let Err(error) = stdin.write_all(&chunk).await {
-            write_error = Some(error);
-            break;
-        }
-    }
-    drop(receiver);
-    let pack_result = packer.await.map_err(|error| ExecError::Io {
-        path: local.to_path_buf(),
-        source: std::io::Error::other(error.to_string()),
-    })?;
-    if let Some(source) = write_error {
-        return Err(ExecError::Io {
-            path: local.to_path_buf(),
-            source,
-        });
-    }
-    pack_result?;
-    stdin.shutdown().await.map_err(|source| ExecError::Io {
+    let fd = stdin.into_pipe_fd().map_err(|source| ExecError::Io {
         path: local.to_path_buf(),
         source,
     })?;
-    Ok(())
+    let local_owned = local.to_path_buf();
+    let skip = skip.to_vec();
+    let packer = tokio::task::spawn_blocking(move || {
+        let _span = tracing::debug_span!("pack", local = %local_owned.display()).entered();
+        widen(&fd);
+        let out = BufWriter::with_capacity(CHUNK, File::from(fd));
+        // Dropping `out` at the end closes standard input: the stream ends.
+        pack(&local_owned, &skip, out)
+    });
+    packer.await.map_err(|error| joined(local, &error))?
 }
 
 /// The pipe a transfer streams through, taken from the command started with it.
@@ -337,55 +150,29 @@ pub(crate) fn pipe<T>(pipe: Option<T>, which: &str) -> Result<T, ExecError> {
     pipe.ok_or_else(|| ExecError::Protocol(format!("no standard {which}")))
 }
 
-/// Reads a tar stream from `stdout` and extracts it into `dest` (see [`unpack`]).
+/// Reads a tar stream from `stdout` and extracts it into `dest` (see [`unpack`]). A
+/// blocking thread reads the pipe itself; after the end of the archive it reads the
+/// rest (the padding of the last record), so the target's `tar` ends cleanly.
 ///
 /// # Errors
 ///
 /// Returns the extraction error, or [`ExecError::Io`] when `stdout` breaks.
-pub(crate) async fn drain<R: AsyncRead + Unpin>(
-    mut stdout: R,
-    dest: &Path,
-) -> Result<(), ExecError> {
-    let (sender, receiver) = mpsc::channel::<Vec<u8>>(DEPTH);
+pub(crate) async fn drain(stdout: impl IntoPipeFd, dest: &Path) -> Result<(), ExecError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ExecError::Io { path, source }
+    };
+    let fd = stdout.into_pipe_fd().map_err(io(dest))?;
     let dest_owned = dest.to_path_buf();
     let unpacker = tokio::task::spawn_blocking(move || {
-        let reader = ChannelReader {
-            chunk: Vec::new(),
-            at: 0,
-            receiver,
-        };
-        unpack(reader, &dest_owned)
+        let _span = tracing::debug_span!("unpack", dest = %dest_owned.display()).entered();
+        widen(&fd);
+        let mut input = BufReader::with_capacity(CHUNK, File::from(fd));
+        unpack(&mut input, &dest_owned)?;
+        std::io::copy(&mut input, &mut std::io::sink()).map_err(io(&dest_owned))?;
+        Ok(())
     });
-    let mut read_error = None;
-    loop {
-        let mut chunk = vec![0_u8; CHUNK];
-        match stdout.read(&mut chunk).await {
-            Ok(0) => break,
-            Ok(n) => {
-                chunk.truncate(n);
-                if sender.send(chunk).await.is_err() {
-                    break;
-                }
-            }
-            Err(error) => {
-                read_error = Some(error);
-                break;
-            }
-        }
-    }
-    drop(sender);
-    let unpack_result = unpacker.await.map_err(|error| ExecError::Io {
-        path: dest.to_path_buf(),
-        source: std::io::Error::other(error.to_string()),
-    })?;
-    unpack_result?;
-    if let Some(source) = read_error {
-        return Err(ExecError::Io {
-            path: dest.to_path_buf(),
-            source,
-        });
-    }
-    Ok(())
+    unpacker.await.map_err(|error| joined(dest, &error))?
 }
 
 #[cfg(test)]
@@ -538,5 +325,142 @@ mod tests {
         );
         assert!(leftovers(&root.path().join("a/b")).is_empty());
         assert!(leftovers(root.path()).is_empty());
+    }
+
+    fn regular(builder: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        builder.append_data(&mut header, name, data).unwrap();
+    }
+
+    fn symlink(builder: &mut tar::Builder<Vec<u8>>, name: &str, target: &str) {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        header.set_mode(0o777);
+        builder.append_link(&mut header, name, target).unwrap();
+    }
+
+    #[test]
+    fn a_stream_that_ends_inside_a_file_fails_and_leaves_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        regular(&mut builder, "a/first", b"first");
+        regular(&mut builder, "a/second", &[7; 5000]);
+        let stream = builder.into_inner().unwrap();
+        // Cut inside the data of `a/second`: its header and 1,000 of its bytes.
+        let cut = 512 * 3 + 1000;
+        let dest = root.path().join("dest");
+        let result = unpack(&stream[..cut], &dest);
+        assert!(
+            matches!(&result, Err(ExecError::Io { path, .. }) if path.ends_with("a/second")),
+            "{result:?}"
+        );
+        assert!(!dest.exists());
+        assert!(leftovers(root.path()).is_empty());
+    }
+
+    #[test]
+    fn a_file_replaces_a_link_of_its_name_without_writing_through_it() {
+        let root = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        regular(&mut builder, "good", b"good");
+        symlink(&mut builder, "latest", "good");
+        regular(&mut builder, "latest", b"newer");
+        let dest = root.path().join("dest");
+        unpack(&builder.into_inner().unwrap()[..], &dest).unwrap();
+        assert_eq!(std::fs::read_to_string(dest.join("good")).unwrap(), "good");
+        let latest = dest.join("latest");
+        assert!(std::fs::symlink_metadata(&latest).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(latest).unwrap(), "newer");
+    }
+
+    #[test]
+    fn a_path_through_a_link_the_stream_made_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        // `sub` is a directory the stream made; `link` points at it from inside,
+        // then a file through `link`; then a link replacing the known directory `a`.
+        for entries in [
+            &[("sub/x", None), ("link", Some("sub")), ("link/y", None)][..],
+            &[("a/f1", None), ("a", Some("sub")), ("a/f2", None)][..],
+        ] {
+            let mut builder = tar::Builder::new(Vec::new());
+            for (name, target) in entries {
+                match target {
+                    Some(target) => symlink(&mut builder, name, target),
+                    None => regular(&mut builder, name, b"data"),
+                }
+            }
+            let dest = root.path().join("dest");
+            let result = unpack(&builder.into_inner().unwrap()[..], &dest);
+            assert!(result.is_err(), "{entries:?}: {result:?}");
+            assert!(!dest.exists(), "{entries:?}");
+            assert!(leftovers(root.path()).is_empty(), "{entries:?}");
+        }
+    }
+
+    #[test]
+    fn packed_files_keep_their_bytes_mode_time_and_long_names() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let src = root.path().join("src");
+        let long = format!("{}/{}", "d".repeat(120), "f".repeat(150));
+        std::fs::create_dir_all(src.join(&long).parent().unwrap()).unwrap();
+        // Larger than the 256 KiB buffer and not a whole number of blocks.
+        let big: Vec<u8> = (0..(3 << 20) + 77_u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(src.join("big"), &big).unwrap();
+        std::fs::write(src.join(&long), "long").unwrap();
+        std::fs::write(src.join("read-only"), "ro").unwrap();
+        let modified =
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        for (name, mode) in [("big", 0o751), ("read-only", 0o444)] {
+            let file = std::fs::File::options()
+                .write(true)
+                .open(src.join(name))
+                .unwrap();
+            file.set_modified(modified).unwrap();
+            file.set_permissions(std::fs::Permissions::from_mode(mode))
+                .unwrap();
+        }
+        let mut stream = Vec::new();
+        pack(&src, &[], &mut stream).unwrap();
+        let dest = root.path().join("dest");
+        unpack(&stream[..], &dest).unwrap();
+        assert!(std::fs::read(dest.join("big")).unwrap() == big);
+        assert_eq!(std::fs::read_to_string(dest.join(&long)).unwrap(), "long");
+        for (name, mode) in [("big", 0o751), ("read-only", 0o444)] {
+            let meta = std::fs::metadata(dest.join(name)).unwrap();
+            assert_eq!(meta.permissions().mode() & 0o777, mode, "{name}");
+            assert_eq!(meta.modified().unwrap(), modified, "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn drain_reads_a_real_pipe_to_its_end() {
+        let root = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        let data = vec![3_u8; 70_000];
+        regular(&mut builder, "a/file", &data);
+        let mut stream = builder.into_inner().unwrap();
+        // Zeros after the end of the archive, as `tar` pads its last record, more
+        // than the pipe holds: `cat` ends well only when they are read.
+        stream.resize(stream.len() + (3 << 20), 0);
+        let archive = root.path().join("stream.tar");
+        std::fs::write(&archive, &stream).unwrap();
+        #[allow(clippy::disallowed_methods, reason = "a test runs a real process")]
+        let mut child = tokio::process::Command::new("cat")
+            .arg(&archive)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let dest = root.path().join("dest");
+        drain(child.stdout.take().unwrap(), &dest).await.unwrap();
+        // `cat` wrote everything: the padding was read, nothing broke its pipe.
+        assert!(child.wait().await.unwrap().success());
+        assert!(std::fs::read(dest.join("a/file")).unwrap() == data);
     }
 }
