@@ -1866,3 +1866,101 @@ async fn hostile_streams_ssh() -> TestResult {
     });
     check_hostile_streams(&ssh(&sshd, root.path()).await, root.path()).await
 }
+
+// Defect 4: a control directory left behind by a process killed with SIGKILL (it could
+// not remove it) is removed by the next connect, and only what is provably dead: never
+// a live master's, one whose maker is still connecting (its lock held), another user's,
+// or one holding anything else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_the_next_connect_removes_control_directories_killed_processes_left()
+-> TestResult {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir()?;
+    let base = tempfile::Builder::new()
+        .prefix("obsweep")
+        .tempdir_in("/tmp")?;
+    let sshd = Sshd::start();
+    let work = path_str(&root.path().join("work"));
+    let connect = || {
+        let mut destination = sshd.destination();
+        destination.control_dirs = vec![base.path().to_path_buf()];
+        SshExecutor::connect(destination, &work)
+    };
+    let dir_of = |socket: &Path| socket.parent().expect("socket dir").to_path_buf();
+
+    // A live executor: its master answers, its directory stays, and it keeps working.
+    let live = connect().await?;
+    let live_dir = dir_of(&live.control_socket().await.expect("master"));
+
+    // A process killed with SIGKILL: its executor never dropped (as a killed process
+    // never drops it) and its master killed too: the socket stays and refuses.
+    let killed = connect().await?;
+    let killed_dir = dir_of(&killed.control_socket().await.expect("master"));
+    let master = master_pid(&killed).await;
+    assert!(signal(master, "KILL"));
+    crate::util::poll(DEADLINE, "the killed master's socket to refuse", || {
+        match std::os::unix::net::UnixStream::connect(killed_dir.join("master")) {
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    std::mem::forget(killed);
+
+    // A killed process whose master ended since (its idle time ran out): the log and
+    // the lock file are left, no socket.
+    let ended = base.path().join("ob-Ended1");
+    std::fs::create_dir(&ended)?;
+    std::fs::write(ended.join("log"), "")?;
+    std::fs::write(ended.join("lock"), "")?;
+    // Killed before it could make its lock file, long ago.
+    let old = base.path().join("ob-0ld0ne");
+    std::fs::create_dir(&old)?;
+    std::fs::File::open(&old)?
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))?;
+
+    // Kept: a maker still connecting (its lock held, no socket yet), a maker that has
+    // not made its lock file yet (young), another user's dead directory, one holding
+    // a file of someone else's, and names that are not ours.
+    let connecting = base.path().join("ob-Conn01");
+    std::fs::create_dir(&connecting)?;
+    let held = std::fs::File::create(connecting.join("lock"))?;
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+    let young = base.path().join("ob-Young1");
+    std::fs::create_dir(&young)?;
+    let other = base.path().join("ob-0ther1");
+    std::fs::create_dir(&other)?;
+    std::fs::write(other.join("lock"), "")?;
+    rustix::fs::chown(&other, Some(rustix::process::Uid::from_raw(65534)), None)?;
+    let precious = base.path().join("ob-Keep01");
+    std::fs::create_dir(&precious)?;
+    std::fs::write(precious.join("lock"), "")?;
+    std::fs::write(precious.join("notes.txt"), "mine")?;
+    let misnamed = base.path().join("ob-toolong1");
+    std::fs::create_dir(&misnamed)?;
+    let link = base.path().join("ob-Link01");
+    std::os::unix::fs::symlink(&ended, &link)?;
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))?;
+
+    let next = connect().await?;
+    let next_dir = dir_of(&next.control_socket().await.expect("master"));
+    for gone in [&killed_dir, &ended, &old] {
+        assert!(!gone.exists(), "{} is left", gone.display());
+    }
+    for kept in [
+        &live_dir,
+        &next_dir,
+        &connecting,
+        &young,
+        &other,
+        &precious,
+        &misnamed,
+    ] {
+        assert!(kept.is_dir(), "{} was removed", kept.display());
+    }
+    assert!(precious.join("notes.txt").exists());
+    assert!(std::fs::symlink_metadata(&link)?.file_type().is_symlink());
+    assert_eq!(live.probe("echo alive").await?, b"alive\n");
+    assert_eq!(next.probe("echo next").await?, b"next\n");
+    drop(held);
+    Ok(())
+}
