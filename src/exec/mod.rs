@@ -346,7 +346,8 @@ pub trait Executor: Send + Sync {
     }
 
     /// Stops `job`: first its container through the engine (`<engine> stop -t 30`,
-    /// then `rm -f`, until the engine no longer knows it), then its processes (its
+    /// then `rm -f`, until the engine no longer knows it; only the container whose ID
+    /// the job recorded in [`CONTAINER_ID_FILE`], never one found by name), then its processes (its
     /// whole process group, and every process carrying its run marker, such as a
     /// worker that left the group with `setsid`) with `SIGTERM`, and `SIGKILL` to
     /// those still alive 10 seconds later, then the container once more (the script
