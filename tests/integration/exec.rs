@@ -390,6 +390,19 @@ async fn check_job_files(executor: &impl Executor) -> TestResult {
     assert_eq!(std::fs::read_to_string(&put)?, "cost");
     executor.put_file(&put, "").await?;
     assert_eq!(std::fs::read_to_string(&put)?, "");
+    // Defect 1: a write that fails (here onto a directory) is an error and leaves no
+    // staged temporary behind.
+    let occupied = format!("{dir}/.pod/occupied");
+    std::fs::create_dir_all(Path::new(&occupied).join("inside"))?;
+    assert!(executor.put_file(&occupied, "x").await.is_err());
+    let staged: Vec<String> = std::fs::read_dir(Path::new(&dir).join(".pod"))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
+    assert!(
+        staged.iter().all(|name| !name.contains(".tmp")),
+        "{staged:?}"
+    );
+    assert!(std::fs::read_dir(&occupied)?.count() == 1);
 
     let output = executor
         .probe(&overbrainer::system::probe_script(&dir))
