@@ -158,8 +158,10 @@ fi
 
 # The Axolotl image: a bookworm root, plus the venv, its Python and the tiny model.
 eval "$("$root/scripts/training-env.sh")"
-venv=$AXOLOTL_VENV
-model=$TINY_MODEL
+venv=${AXOLOTL_VENV:-}
+model=${TINY_MODEL:-}
+[[ -n "$venv" && -n "$model" ]] ||
+    { log "scripts/training-env.sh printed an empty AXOLOTL_VENV or TINY_MODEL (an empty value counts as unset)"; exit 1; }
 python_home=$(sed -n 's/^home *= *//p' "$venv/pyvenv.cfg")
 python_prefix=$(dirname "$python_home")
 debian="$base/bookworm-minbase"
@@ -233,6 +235,11 @@ exec $(command -v docker) "\$@"
 EOF
 chmod 755 "$shims/podman" "$shims/docker"
 
+# An empty value counts as unset: refuse it here, naming the variable, rather than
+# hand an empty image name to `podman run`.
+for ob_var in shims CONTAINERS_CONF CONTAINERS_STORAGE_CONF shell_image axolotl_image pod_image venv model; do
+    [[ -n "${!ob_var// /}" ]] || { log "internal error: \$$ob_var is empty"; exit 1; }
+done
 echo "SHIMS=$shims"
 echo "CONTAINERS_CONF=$CONTAINERS_CONF"
 echo "CONTAINERS_STORAGE_CONF=$CONTAINERS_STORAGE_CONF"

@@ -15,8 +15,8 @@ use tokio::io::AsyncWriteExt;
 
 use super::script::{self, cancel_script, claim_script, job_script};
 use super::{
-    CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, Executor, JobCommand, JobId,
-    LEFTOVERS_FILE, PID_FILE, Pid, check_job_env, tar,
+    CANCEL_FILE, CANCELLING_FILE, CONTAINER_ID_FILE, EXIT_FILE, ExecError, Executor, JobCommand,
+    JobId, LEFTOVERS_FILE, PID_FILE, Pid, check_job_env, tar,
 };
 use crate::env::TimeScale;
 
@@ -216,6 +216,7 @@ pub(crate) const STALE_FILES: &[&str] = &[
     LEFTOVERS_FILE,
     script::START_FILE,
     script::MARKER_FILE,
+    CONTAINER_ID_FILE,
 ];
 
 impl Executor for LocalExecutor {
@@ -435,11 +436,18 @@ fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = std::fs::File::create(&temporary).map_err(io)?;
-    file.write_all(content).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    std::fs::rename(&temporary, path).map_err(io)
+    let written = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(content)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        // A failed write leaves nothing staged behind.
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.map_err(io)
 }
 
 #[cfg(test)]

@@ -110,6 +110,15 @@ pub const CANCEL_FILE: &str = "cancelled";
 /// freezer, or one owned by another user). It is written before [`CANCEL_FILE`] and
 /// removed by a later cancel that finds none left; [`Executor::leftovers`] reads it.
 pub const LEFTOVERS_FILE: &str = "cancel.leftovers";
+/// The run directory's file holding the ID of the container the job itself started,
+/// written by the engine's client (`<engine> run --cidfile`, see [`stage_command`])
+/// once it created the container, and removed before each stage's `run`. It lives in
+/// the job's own directory (the one its wrapper starts in), so a `train merge` job's
+/// container is recorded in its `merge-<n>/`. [`Executor::cancel`] stops and removes
+/// only the container of this ID, never one it finds by name: a container named
+/// `overbrainer-<run-id>` that the job did not start (one started by hand, or by
+/// another tool) is left alone.
+pub const CONTAINER_ID_FILE: &str = "job.container";
 /// The environment variable that holds a job's run marker in every process of the
 /// job, set by the job's wrapper itself (the local executor strips `OVERBRAINER_*`
 /// from what it passes on). A process that clears its environment, or a container
@@ -337,7 +346,8 @@ pub trait Executor: Send + Sync {
     }
 
     /// Stops `job`: first its container through the engine (`<engine> stop -t 30`,
-    /// then `rm -f`, until the engine no longer knows it), then its processes (its
+    /// then `rm -f`, until the engine no longer knows it; only the container whose ID
+    /// the job recorded in [`CONTAINER_ID_FILE`], never one found by name), then its processes (its
     /// whole process group, and every process carrying its run marker, such as a
     /// worker that left the group with `setsid`) with `SIGTERM`, and `SIGKILL` to
     /// those still alive 10 seconds later, then the container once more (the script

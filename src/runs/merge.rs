@@ -195,6 +195,7 @@ async fn start(
         .into());
     }
     let resolved = target::resolve(settings, &record.target)?;
+    target::check_engine(executor, &record.target, &resolved.runtime).await?;
     let secrets = job_secrets(settings, env).await?;
     let spec = target::job_spec(record, executor, &resolved.runtime, &secrets);
     let owner = format!("{} {:016x}", std::process::id(), rand::random::<u64>());

@@ -222,13 +222,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
         .file_name()
         .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
     let temporary = path.with_file_name(format!(".{name}.tmp"));
-    {
+    let written = (|| {
         use std::io::Write as _;
-        let mut file = std::fs::File::create(&temporary).map_err(io)?;
-        file.write_all(bytes).map_err(io)?;
-        file.sync_all().map_err(io)?;
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        // A failed write leaves nothing staged behind.
+        let _ = std::fs::remove_file(&temporary);
     }
-    std::fs::rename(&temporary, path).map_err(io)
+    written.map_err(io)
 }
 
 /// Every readable run record under `runs_dir`, oldest first, and a warning for each

@@ -103,6 +103,16 @@ pub enum Refusal {
         /// Whether the target is this machine (the message then says how to install).
         local: bool,
     },
+    /// A container runtime whose engine program is not on the target's `PATH`.
+    #[error(
+        "the container engine `{program}` of target `{target}` is not on its `PATH`; install it there or fix `targets.{target}.engine`"
+    )]
+    NoEngine {
+        /// The engine's program (`docker`, `podman`).
+        program: String,
+        /// Target name.
+        target: String,
+    },
     /// A target name that is not declared.
     #[error(
         "unknown target `{name}`; declared targets: {}",
@@ -325,6 +335,13 @@ mod tests {
                     local: true,
                 },
                 "the venv `/v` of target `t` has no `bin/axolotl`; install Axolotl there (`python3 -m venv /v && /v/bin/pip install axolotl==0.19.0`) or fix `targets.t.venv`",
+            ),
+            (
+                Refusal::NoEngine {
+                    program: "podman".into(),
+                    target: "t".into(),
+                },
+                "the container engine `podman` of target `t` is not on its `PATH`; install it there or fix `targets.t.engine`",
             ),
             (
                 Refusal::NotMergeFailed {

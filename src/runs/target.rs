@@ -178,6 +178,43 @@ pub fn job_spec(
     }
 }
 
+/// Checks that a container runtime's engine program is on the target's `PATH`
+/// (`command -v`, a read-only probe; for a local target, overbrainer's own `PATH`)
+/// before anything of a run is created: a missing engine would otherwise only show
+/// as a job that fails at once.
+///
+/// # Errors
+///
+/// [`Refusal::NoEngine`] naming the program and the target's `engine` key;
+/// [`RunError::Exec`] when the target cannot be asked.
+pub async fn check_engine(
+    executor: &AnyExecutor,
+    target: &str,
+    runtime: &JobRuntime,
+) -> Result<(), RunError> {
+    let JobRuntime::Container { engine, .. } = runtime else {
+        return Ok(());
+    };
+    let program = engine.program();
+    let script =
+        format!("if command -v {program} >/dev/null 2>&1; then echo found; else echo missing; fi");
+    let answer = executor
+        .probe(&script)
+        .await
+        .map_err(|source| RunError::Exec {
+            target: target.to_owned(),
+            source: Box::new(source),
+        })?;
+    match String::from_utf8_lossy(&answer).trim() {
+        "found" => Ok(()),
+        _ => Err(Refusal::NoEngine {
+            program: program.to_owned(),
+            target: target.to_owned(),
+        }
+        .into()),
+    }
+}
+
 /// The target's shared Hugging Face cache (TGT-5): `<workdir>/.hf-cache`, which is
 /// `runs/.hf-cache` for a local target.
 #[must_use]

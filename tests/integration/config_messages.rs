@@ -217,3 +217,29 @@ fn regression_two_settings_that_cannot_work_together_each_name_their_own_source(
             "(`training.axolotl_extra.warmup_steps` in `overbrainer.toml`; `training.axolotl_extra.warmup_ratio` set by `OVERBRAINER_TRAINING__AXOLOTL_EXTRA__WARMUP_RATIO` in `.env` line 2)",
         ));
 }
+
+// Defect 3: an empty image variable never reaches an engine as an empty image name: the
+// configuration is refused, naming the variable and its key, for local, SSH and
+// Runpod targets alike.
+#[test]
+fn regression_an_empty_image_variable_is_refused_naming_it() {
+    let project = TestProject::with_config(
+        "[project]\nname = \"p\"\n\n[targets.box]\nkind = \"local\"\nruntime = \"docker\"\n\n\
+         [targets.far]\nkind = \"ssh\"\nhost = \"h\"\nruntime = \"docker\"\n\n\
+         [targets.pod]\nkind = \"runpod\"\n",
+    );
+    for (var, key) in [
+        ("OVERBRAINER_TARGETS__BOX__IMAGE", "targets.box.image"),
+        ("OVERBRAINER_TARGETS__FAR__IMAGE", "targets.far.image"),
+        ("OVERBRAINER_TARGETS__POD__IMAGE", "targets.pod.image"),
+    ] {
+        project
+            .cmd()
+            .env(var, "")
+            .args(["config", "check"])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(format!("`{key}`")))
+            .stderr(predicate::str::contains(format!("`{var}`")));
+    }
+}

@@ -24,12 +24,14 @@ pub struct ContainerEnv {
 }
 
 impl ContainerEnv {
-    /// The value of `key`.
+    /// The value of `key`. An empty value counts as unset: an empty image name (or
+    /// path) never reaches an engine's command line.
+    ///
+    /// # Panics
+    ///
+    /// When the script printed no `key`, or an empty one, naming it.
     pub fn get(&self, key: &str) -> &str {
-        match self.values.iter().find(|(k, _)| k == key) {
-            Some((_, value)) => value,
-            None => panic!("scripts/container-env.sh printed no {key}"),
-        }
+        lookup(&self.values, key)
     }
 
     /// The busybox image (shell-only jobs).
@@ -45,6 +47,35 @@ impl ContainerEnv {
     /// Directory of the `podman` and `docker` shims.
     pub fn shims(&self) -> PathBuf {
         PathBuf::from(self.get("SHIMS"))
+    }
+}
+
+/// The value of `key` among `values`; a missing or empty one fails, naming `key`.
+fn lookup<'a>(values: &'a [(String, String)], key: &str) -> &'a str {
+    match values.iter().find(|(k, _)| k == key) {
+        Some((_, value)) if !value.trim().is_empty() => value,
+        Some(_) => panic!(
+            "scripts/container-env.sh printed an empty {key}: an empty value counts as unset; \
+             run `make test` (as root) to rebuild the test images"
+        ),
+        None => panic!("scripts/container-env.sh printed no {key}"),
+    }
+}
+
+// Defect 3: an empty `..._IMAGE` from the environment script is refused, naming the
+// variable, and never handed on as an empty image name.
+#[test]
+fn regression_an_empty_image_variable_counts_as_unset_and_is_named() {
+    let values = vec![
+        ("SHELL_IMAGE".to_owned(), "localhost/x:1".to_owned()),
+        ("AXOLOTL_IMAGE".to_owned(), String::new()),
+        ("POD_IMAGE".to_owned(), "  ".to_owned()),
+    ];
+    assert_eq!(lookup(&values, "SHELL_IMAGE"), "localhost/x:1");
+    for key in ["AXOLOTL_IMAGE", "POD_IMAGE", "TINY_MODEL"] {
+        let panic = std::panic::catch_unwind(|| lookup(&values, key).to_owned()).expect_err(key);
+        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(message.contains(key), "{key}: {message}");
     }
 }
 

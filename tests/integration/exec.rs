@@ -10,9 +10,9 @@ use std::time::Duration;
 use overbrainer::env::TimeScale;
 use overbrainer::exec::{
     CANCEL_FILE, CANCELLING_FILE, CLAIM_FILE, Container, EXIT_FILE, ExecError, Executor,
-    FileDigest, JOB_LOG, JobCommand, JobId, JobStatus, LEFTOVERS_FILE, LocalExecutor,
-    MAX_CONTROL_PATH, MAX_TAIL_READ, PID_FILE, Pid, RUN_MARKER_VAR, SshError, SshExecutor,
-    SshTimeouts, local_manifest,
+    FileDigest, JOB_LOG, JobCommand, JobId, JobRuntime, JobSpec, JobStatus, LEFTOVERS_FILE,
+    LocalExecutor, MAX_CONTROL_PATH, MAX_TAIL_READ, PID_FILE, Pid, RUN_MARKER_VAR, SshError,
+    SshExecutor, SshTimeouts, local_manifest,
 };
 use secrecy::SecretString;
 
@@ -390,6 +390,19 @@ async fn check_job_files(executor: &impl Executor) -> TestResult {
     assert_eq!(std::fs::read_to_string(&put)?, "cost");
     executor.put_file(&put, "").await?;
     assert_eq!(std::fs::read_to_string(&put)?, "");
+    // Defect 1: a write that fails (here onto a directory) is an error and leaves no
+    // staged temporary behind.
+    let occupied = format!("{dir}/.pod/occupied");
+    std::fs::create_dir_all(Path::new(&occupied).join("inside"))?;
+    assert!(executor.put_file(&occupied, "x").await.is_err());
+    let staged: Vec<String> = std::fs::read_dir(Path::new(&dir).join(".pod"))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
+    assert!(
+        staged.iter().all(|name| !name.contains(".tmp")),
+        "{staged:?}"
+    );
+    assert!(std::fs::read_dir(&occupied)?.count() == 1);
 
     let output = executor
         .probe(&overbrainer::system::probe_script(&dir))
@@ -869,7 +882,9 @@ async fn cancel_ssh() -> TestResult {
 // ---------------------------------------------------------------- containers
 
 /// A job whose script runs `body` in a container `name` of the shell image on
-/// `engine` (the engine's client in the background, its process ID in `client.pid`),
+/// `engine` (the engine's client in the background, its process ID in `client.pid`;
+/// the container's ID recorded in the job's `job.container` with `--cidfile`, as
+/// `exec::stage_command` does),
 /// with `OB_CANARY=<canary>` in the container's environment. The script traps
 /// `SIGTERM` and says so; it says how the engine's client ended.
 fn container_job(
@@ -881,13 +896,14 @@ fn container_job(
 ) -> JobCommand {
     let script = format!(
         "trap 'echo script got TERM' TERM\n\
-         {engine} run --rm --name {name} -e OB_CANARY={canary} {image} sh -c {body} &\n\
+         {engine} run --rm --name {name} --cidfile {id_file} -e OB_CANARY={canary} {image} sh -c {body} &\n\
          echo $! > client.pid\n\
          wait $!\n\
          echo \"engine client ended $?\"\n",
         engine = engine.name(),
         image = container_env().shell_image(),
         body = overbrainer::exec::quote(body),
+        id_file = overbrainer::exec::CONTAINER_ID_FILE,
     );
     JobCommand {
         dir: dir.to_owned(),
@@ -1016,6 +1032,151 @@ async fn a_container_job_is_stopped_first_and_an_orphaned_container_is_found_by_
     Ok(())
 }
 
+/// The real job of `run_id` in `dir` on `engine`: `exec::stage_command` of the
+/// image's `sh` running `body` in the shell image, after the runtime's prelude.
+fn stage_job(
+    executor: &impl Executor,
+    engine: TestEngine,
+    run_id: &str,
+    dir: &str,
+    body: &str,
+) -> JobCommand {
+    let spec = JobSpec {
+        run_id: run_id.to_owned(),
+        run_dir: dir.to_owned(),
+        hf_home: format!("{}/.hf-cache", executor.workdir()),
+        runtime: JobRuntime::Container {
+            engine: engine.config(),
+            image: container_env().shell_image().to_owned(),
+            tools_cache: None,
+        },
+        secret_names: Vec::new(),
+        env: Vec::new(),
+    };
+    let script = format!(
+        "set -e\n{}\n",
+        overbrainer::exec::stage_command(&spec, "sh", &["-c", body])
+    );
+    spec.job(&script, Vec::new())
+}
+
+// Defect 2, on real engines: a cancel stops only the container its job started (the
+// ID the engine wrote to `job.container`), never one it finds by the job's name.
+async fn check_cancel_stops_only_its_own_container(
+    executor: &impl Executor,
+    engine: TestEngine,
+    tag: &str,
+) -> TestResult {
+    engine.start();
+    let log = |dir: &str| std::fs::read_to_string(Path::new(dir).join(JOB_LOG)).unwrap_or_default();
+
+    // A container named `overbrainer-<run-id>` started by hand: the job's own `run`
+    // is refused (the name is taken), the job ends, and the cancel leaves it running.
+    let run_id = format!("foreign-{tag}-{}", engine.name());
+    let name = format!("overbrainer-{run_id}");
+    engine.remove(&name);
+    let started = engine
+        .command()
+        .args([
+            "run",
+            "-d",
+            "--name",
+            &name,
+            container_env().shell_image(),
+            "sleep",
+            "300",
+        ])
+        .output()?;
+    assert!(started.status.success(), "{engine:?}: {started:?}");
+    engine.wait_running(&name, DEADLINE);
+    let dir = format!("{}/run-{run_id}", executor.workdir());
+    let job_id = executor
+        .spawn(&stage_job(
+            executor,
+            engine,
+            &run_id,
+            &dir,
+            "echo inside-the-job-container; sleep 300",
+        ))
+        .await?;
+    let status = wait_status(executor, &job_id, JobStatus::is_finished).await;
+    assert!(
+        matches!(status, JobStatus::Exited(code) if code != 0),
+        "{engine:?}: {status:?} {}",
+        log(&dir)
+    );
+    assert!(
+        !log(&dir).contains("inside-the-job-container"),
+        "{engine:?}: {}",
+        log(&dir)
+    );
+    let cancelled = executor.cancel(&job_id).await;
+    let still_running = engine.is_running(&name);
+    engine.remove(&name);
+    cancelled?;
+    assert!(
+        still_running,
+        "{engine:?}: cancel removed a container the job never started"
+    );
+
+    // The job's own container: recorded by ID, stopped and removed by the cancel.
+    let run_id = format!("own-{tag}-{}", engine.name());
+    let name = format!("overbrainer-{run_id}");
+    let dir = format!("{}/run-{run_id}", executor.workdir());
+    let job_id = executor
+        .spawn(&stage_job(
+            executor,
+            engine,
+            &run_id,
+            &dir,
+            "trap 'exit 0' INT TERM; echo ready; while :; do sleep 1; done",
+        ))
+        .await?;
+    wait_for_log(executor, &dir, "ready").await;
+    engine.wait_running(&name, DEADLINE);
+    let id = std::fs::read_to_string(Path::new(&dir).join(overbrainer::exec::CONTAINER_ID_FILE))?;
+    assert!(
+        id.trim().len() == 64 && id.trim().bytes().all(|b| b.is_ascii_hexdigit()),
+        "{engine:?}: {id:?}"
+    );
+    let cancelled = executor.cancel(&job_id).await;
+    let left = engine.containers().contains(&name);
+    engine.remove(&name);
+    cancelled?;
+    assert!(
+        !left,
+        "{engine:?}: the job's own container is left after cancel"
+    );
+    assert_eq!(executor.status(&job_id).await?, JobStatus::Cancelled);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_cancel_stops_only_the_container_its_job_started_local() -> TestResult {
+    for engine in TestEngine::ALL {
+        let root = tempfile::tempdir()?;
+        let executor = local(root.path())
+            .with_path_prefix(&container_env().shims())
+            .with_time_scale(FAST);
+        check_cancel_stops_only_its_own_container(&executor, engine, "local").await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_cancel_stops_only_the_container_its_job_started_ssh() -> TestResult {
+    for engine in TestEngine::ALL {
+        let root = tempfile::tempdir()?;
+        let sshd = Sshd::start_with(&Options {
+            path_prefix: Some(container_env().shims()),
+            ..Options::default()
+        });
+        let executor = ssh(&sshd, root.path()).await.with_time_scale(FAST);
+        check_cancel_stops_only_its_own_container(&executor, engine, "ssh").await?;
+    }
+    Ok(())
+}
+
 // Stand-in engine: a real engine cannot be made to hang on `stop`. The cancel cuts the
 // call short, still stops the job's group, records the job cancelled, and fails naming
 // the engine command (the container may still run).
@@ -1036,7 +1197,15 @@ async fn a_stand_in_engine_whose_stop_hangs_cannot_hold_the_cancel_local() -> Te
     std::fs::set_permissions(&podman, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
     let executor = local(root.path()).with_path_prefix(&bin);
     let dir = format!("{}/run-hung", executor.workdir());
-    let mut command = job(&dir, "echo ready\nsleep 300");
+    // The container ID the job recorded, as `podman run --cidfile` writes it.
+    let id = "9e1f0c2b3a4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f";
+    let mut command = job(
+        &dir,
+        &format!(
+            "printf %s {id} > {}\necho ready\nsleep 300",
+            overbrainer::exec::CONTAINER_ID_FILE
+        ),
+    );
     command.container = Some(Container {
         engine: overbrainer::config::Engine::Podman,
         name: "overbrainer-run-hung".to_owned(),
@@ -1049,8 +1218,9 @@ async fn a_stand_in_engine_whose_stop_hangs_cannot_hold_the_cancel_local() -> Te
     };
     assert_eq!(action, "cancel");
     assert!(
-        message
-            .contains("`podman stop -t 30 overbrainer-run-hung` did not return within 45 seconds"),
+        message.contains(&format!(
+            "`podman stop -t 30 {id}` did not return within 45 seconds"
+        )),
         "{message}"
     );
     assert!(message.contains("may still run"), "{message}");
@@ -1059,7 +1229,7 @@ async fn a_stand_in_engine_whose_stop_hangs_cannot_hold_the_cancel_local() -> Te
     // One stop, and no engine call after it ran out.
     assert_eq!(
         std::fs::read_to_string(&calls)?,
-        "stop -t 30 overbrainer-run-hung\n"
+        format!("stop -t 30 {id}\n")
     );
     Ok(())
 }
@@ -1708,4 +1878,102 @@ async fn hostile_streams_ssh() -> TestResult {
         ..Options::default()
     });
     check_hostile_streams(&ssh(&sshd, root.path()).await, root.path()).await
+}
+
+// Defect 4: a control directory left behind by a process killed with SIGKILL (it could
+// not remove it) is removed by the next connect, and only what is provably dead: never
+// a live master's, one whose maker is still connecting (its lock held), another user's,
+// or one holding anything else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_the_next_connect_removes_control_directories_killed_processes_left()
+-> TestResult {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir()?;
+    let base = tempfile::Builder::new()
+        .prefix("obsweep")
+        .tempdir_in("/tmp")?;
+    let sshd = Sshd::start();
+    let work = path_str(&root.path().join("work"));
+    let connect = || {
+        let mut destination = sshd.destination();
+        destination.control_dirs = vec![base.path().to_path_buf()];
+        SshExecutor::connect(destination, &work)
+    };
+    let dir_of = |socket: &Path| socket.parent().expect("socket dir").to_path_buf();
+
+    // A live executor: its master answers, its directory stays, and it keeps working.
+    let live = connect().await?;
+    let live_dir = dir_of(&live.control_socket().await.expect("master"));
+
+    // A process killed with SIGKILL: its executor never dropped (as a killed process
+    // never drops it) and its master killed too: the socket stays and refuses.
+    let killed = connect().await?;
+    let killed_dir = dir_of(&killed.control_socket().await.expect("master"));
+    let master = master_pid(&killed).await;
+    assert!(signal(master, "KILL"));
+    crate::util::poll(DEADLINE, "the killed master's socket to refuse", || {
+        match std::os::unix::net::UnixStream::connect(killed_dir.join("master")) {
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    std::mem::forget(killed);
+
+    // A killed process whose master ended since (its idle time ran out): the log and
+    // the lock file are left, no socket.
+    let ended = base.path().join("ob-Ended1");
+    std::fs::create_dir(&ended)?;
+    std::fs::write(ended.join("log"), "")?;
+    std::fs::write(ended.join("lock"), "")?;
+    // Killed before it could make its lock file, long ago.
+    let old = base.path().join("ob-0ld0ne");
+    std::fs::create_dir(&old)?;
+    std::fs::File::open(&old)?
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))?;
+
+    // Kept: a maker still connecting (its lock held, no socket yet), a maker that has
+    // not made its lock file yet (young), another user's dead directory, one holding
+    // a file of someone else's, and names that are not ours.
+    let connecting = base.path().join("ob-Conn01");
+    std::fs::create_dir(&connecting)?;
+    let held = std::fs::File::create(connecting.join("lock"))?;
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+    let young = base.path().join("ob-Young1");
+    std::fs::create_dir(&young)?;
+    let other = base.path().join("ob-0ther1");
+    std::fs::create_dir(&other)?;
+    std::fs::write(other.join("lock"), "")?;
+    rustix::fs::chown(&other, Some(rustix::process::Uid::from_raw(65534)), None)?;
+    let precious = base.path().join("ob-Keep01");
+    std::fs::create_dir(&precious)?;
+    std::fs::write(precious.join("lock"), "")?;
+    std::fs::write(precious.join("notes.txt"), "mine")?;
+    let misnamed = base.path().join("ob-toolong1");
+    std::fs::create_dir(&misnamed)?;
+    let link = base.path().join("ob-Link01");
+    std::os::unix::fs::symlink(&ended, &link)?;
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755))?;
+
+    let next = connect().await?;
+    let next_dir = dir_of(&next.control_socket().await.expect("master"));
+    for gone in [&killed_dir, &ended, &old] {
+        assert!(!gone.exists(), "{} is left", gone.display());
+    }
+    for kept in [
+        &live_dir,
+        &next_dir,
+        &connecting,
+        &young,
+        &other,
+        &precious,
+        &misnamed,
+    ] {
+        assert!(kept.is_dir(), "{} was removed", kept.display());
+    }
+    assert!(precious.join("notes.txt").exists());
+    assert!(std::fs::symlink_metadata(&link)?.file_type().is_symlink());
+    assert_eq!(live.probe("echo alive").await?, b"alive\n");
+    assert_eq!(next.probe("echo next").await?, b"next\n");
+    drop(held);
+    Ok(())
 }

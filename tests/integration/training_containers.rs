@@ -338,3 +338,58 @@ fn a_container_job_that_exits_non_zero_fails_pointing_at_its_log_podman() {
 fn a_container_job_that_exits_non_zero_fails_pointing_at_its_log_docker() {
     a_container_job_that_exits_non_zero_fails_pointing_at_its_log(TestEngine::Docker);
 }
+
+// Defect 1: a container target whose engine is not installed is refused before a run
+// exists, naming the engine's program and the target's `engine` key; nothing is left in
+// `runs/` (no run directory, no staged temporary).
+fn a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_key(engine: TestEngine) {
+    let training = Training::new(&Setup {
+        runtime: "docker",
+        engine: engine.name(),
+        ..Setup::default()
+    });
+    // A `PATH` holding `sh` alone: no engine of either kind.
+    let bin = training.project.home().join("no-engine-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
+    let output = training
+        .cmd()
+        .env("PATH", &bin)
+        .arg("train")
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{engine:?}: {text}");
+    assert!(
+        text.contains(&format!(
+            "the container engine `{}` of target `local` is not on its `PATH`",
+            engine.name()
+        )),
+        "{engine:?}: {text}"
+    );
+    assert!(
+        text.contains("`targets.local.engine`"),
+        "{engine:?}: {text}"
+    );
+    assert!(!text.contains("job.pid"), "{engine:?}: {text}");
+    assert_eq!(training.run_ids(), Vec::<String>::new(), "{engine:?}");
+    let left: Vec<String> = std::fs::read_dir(training.runs())
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|name| name != ".hf-cache")
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(left, Vec::<String>::new(), "{engine:?}: left in runs/");
+}
+
+#[test]
+fn regression_a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_key_podman() {
+    a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_key(TestEngine::Podman);
+}
+
+#[test]
+fn regression_a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_key_docker() {
+    a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_key(TestEngine::Docker);
+}

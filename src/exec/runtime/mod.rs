@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use super::shell::quote;
-use super::{Container, JobCommand};
+use super::{CONTAINER_ID_FILE, Container, JobCommand};
 use crate::config::Engine;
 use secrecy::SecretString;
 
@@ -182,7 +182,10 @@ pub fn shell_path(path: &str) -> String {
 ///
 /// - Native: `<venv>/bin/<program> <args>` (or `<program>` from `PATH`); the
 ///   prelude set its environment.
-/// - Container: `<engine> run --rm --name overbrainer-<run-id>` with the GPUs that
+/// - Container: `<engine> run --rm --name overbrainer-<run-id> --cidfile
+///   <job dir>/job.container` ([`CONTAINER_ID_FILE`], removed first: the engine
+///   refuses an existing one; the cancel stops only the container of that ID) with
+///   the GPUs that
 ///   [`container_prelude`] detected (`--gpus all` for Docker, `--device
 ///   nvidia.com/gpu=all` for Podman, nothing where the target has no NVIDIA device),
 ///   `--stop-signal SIGINT` (the program is the container's PID 1, where Python
@@ -229,7 +232,7 @@ pub fn stage_command(spec: &JobSpec, program: &str, args: &[&str]) -> String {
             tools_cache,
         } => {
             let mut command = format!(
-                "{} run --rm --name {} --stop-signal SIGINT ${{ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}} --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
+                "{} run --rm --name {} --cidfile \"$ob_cid\" --stop-signal SIGINT ${{ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}} --ipc host -v {}:{CONTAINER_RUN_DIR} -w {CONTAINER_RUN_DIR} -v {}:{CONTAINER_HF_HOME} -e HF_HOME={CONTAINER_HF_HOME}",
                 engine.program(),
                 quote(&spec.container_name()),
                 shell_path(&spec.run_dir),
@@ -244,7 +247,7 @@ pub fn stage_command(spec: &JobSpec, program: &str, args: &[&str]) -> String {
             }
             if spec.secret_names.is_empty() {
                 return format!(
-                    "{command} {} {}{args} || ob_engine_failed $?",
+                    "rm -f -- \"$ob_cid\"; {command} {} {}{args} || ob_engine_failed $?",
                     quote(image),
                     quote(program)
                 );
@@ -261,7 +264,7 @@ pub fn stage_command(spec: &JobSpec, program: &str, args: &[&str]) -> String {
                 .collect();
             let inner = format!("{} && exec \"$@\"", reads.join(" && "));
             format!(
-                "printf '%s\\n' {} | {command} -i {} sh -c {} sh {}{args} || ob_engine_failed $?",
+                "rm -f -- \"$ob_cid\"; printf '%s\\n' {} | {command} -i {} sh -c {} sh {}{args} || ob_engine_failed $?",
                 values.join(" "),
                 quote(image),
                 quote(&inner),
@@ -281,6 +284,8 @@ fn gpu_flags(engine: Engine) -> (&'static str, &'static str) {
 
 /// What a container job script defines before its first [`stage_command`]:
 ///
+/// - `ob_cid`: the job directory's [`CONTAINER_ID_FILE`], absolute (the prelude runs
+///   where the wrapper started the job, before a script changes directory).
 /// - `ob_gpu_flag` and `ob_gpu_value`: [`gpu_flags`] of `engine` when the target
 ///   has an NVIDIA device (`/dev/nvidia0`, `/dev/nvidia1`, ...), else empty. Both engines refuse the
 ///   flags on a machine without one (Docker: no NVIDIA Container Toolkit, "could not
@@ -300,7 +305,8 @@ pub fn container_prelude(engine: Engine) -> String {
         }
     };
     format!(
-        r#"ob_gpu_flag=
+        r#"ob_cid="$PWD"/{id_file}
+ob_gpu_flag=
 ob_gpu_value=
 for ob_dev in /dev/nvidia[0-9]*; do
   if [ -e "$ob_dev" ]; then ob_gpu_flag={flag}; ob_gpu_value={value}; break; fi
@@ -318,6 +324,7 @@ ob_engine_failed() {{
         flag = quote(gpu_flags(engine).0),
         value = quote(gpu_flags(engine).1),
         program = engine.program(),
+        id_file = CONTAINER_ID_FILE,
     )
 }
 

@@ -250,7 +250,7 @@ fn container_has_gpus_ipc_mounts_env_and_secret_names() {
         let command = stage_command(&spec, "tool", &["train", "job.yaml"]);
         assert!(
             command.starts_with(&format!(
-                "printf '%s\\n' \"${{HF_TOKEN}}\" | {} run ",
+                "rm -f -- \"$ob_cid\"; printf '%s\\n' \"${{HF_TOKEN}}\" | {} run ",
                 engine.program()
             )),
             "{command}"
@@ -265,7 +265,7 @@ fn container_has_gpus_ipc_mounts_env_and_secret_names() {
         );
         for part in [
             "${ob_gpu_flag:+\"$ob_gpu_flag\" \"$ob_gpu_value\"}",
-            "--name 'overbrainer-r1' --stop-signal SIGINT ",
+            "--name 'overbrainer-r1' --cidfile \"$ob_cid\" --stop-signal SIGINT ",
             "--ipc host",
             "-v '/w/r1':/workspace/run -w /workspace/run",
             "-e HF_HOME=/workspace/hf-cache",
@@ -278,6 +278,11 @@ fn container_has_gpus_ipc_mounts_env_and_secret_names() {
             assert!(command.contains(part), "{part} in {command}");
         }
         let prelude = spec.prelude();
+        // The container's ID goes to the job directory's `job.container` (defect 2).
+        assert!(
+            prelude.starts_with("ob_cid=\"$PWD\"/job.container\n"),
+            "{prelude}"
+        );
         assert!(
             prelude.ends_with("mkdir -p \"$HOME\"/'ob/.hf-cache' '/w/.cache'\n"),
             "{prelude}"

@@ -4,7 +4,10 @@ use super::wrapper::REAP_GRACE_SECONDS;
 use super::{TICKS_PER_SECOND, tick, truncate};
 use crate::env::TimeScale;
 use crate::exec::shell::quote;
-use crate::exec::{CANCEL_FILE, CANCELLING_FILE, Container, EXIT_FILE, ExecError, LEFTOVERS_FILE};
+use crate::exec::{
+    CANCEL_FILE, CANCELLING_FILE, CONTAINER_ID_FILE, Container, EXIT_FILE, ExecError,
+    LEFTOVERS_FILE,
+};
 
 /// Seconds [`cancel_script`] waits between `SIGTERM` and `SIGKILL`, and again after
 /// `SIGKILL` before it names the processes still there as leftovers.
@@ -13,8 +16,10 @@ pub(crate) const CANCEL_GRACE_SECONDS: u32 = 10;
 /// A script that cancels the job `pid` in `dir`, following the contract of
 /// [`crate::exec::Executor::cancel`], and prints one line that [`parse_cancel`] reads.
 ///
-/// When there is a `container`, it is stopped and removed
-/// ([`crate::exec::container_stop`]) whatever the job's state, so a container
+/// When there is a `container`, the container whose ID the job recorded in
+/// [`CONTAINER_ID_FILE`] (read again at each stop) is stopped and removed
+/// ([`crate::exec::container_stop`]) whatever the job's state, and no other: a
+/// container of the job's name that the job never started is left alone. A container
 /// that outlived its wrapper is stopped too, and once more after the processes are
 /// gone (the job's script may have started its next stage's container, under the
 /// same name, between the first stop and the group's end). Then the script prints
@@ -44,7 +49,16 @@ pub fn cancel_script(
     container: Option<&Container>,
     scale: TimeScale,
 ) -> String {
-    let stop = container.map_or_else(|| ":\n".to_owned(), crate::exec::engine::container_stop);
+    let stop = container.map_or_else(
+        || ":\n".to_owned(),
+        |container| {
+            format!(
+                "{}{}",
+                crate::exec::engine::read_container_id(&format!("\"$d/{CONTAINER_ID_FILE}\"")),
+                crate::exec::engine::container_stop(container)
+            )
+        },
+    );
     format!(
         r#"{GROUP_SIGNAL}d={dir}
 p={pid}

@@ -41,16 +41,16 @@ pub fn job_script(dir: &str, script: &str, scale: TimeScale) -> String {
 case $ob_marker in
   *[!0-9a-f]*) ob_marker= ;;
   ????????????????????????????????)
-    printf '%s\n' "$ob_marker" > {marker}.tmp && mv -f {marker}.tmp {marker} ;;
+    {{ printf '%s\n' "$ob_marker" > {marker}.tmp && mv -f {marker}.tmp {marker}; }} || rm -f {marker}.tmp ;;
   *) ob_marker= ;;
 esac
-if ob_id=$(ob_identity $$); then printf '%s\n' "$ob_id" > {start}.tmp && mv -f {start}.tmp {start}; fi
-printf '%s\n' $$ > {pid}.tmp && mv -f {pid}.tmp {pid}
+if ob_id=$(ob_identity $$); then {{ printf '%s\n' "$ob_id" > {start}.tmp && mv -f {start}.tmp {start}; }} || rm -f {start}.tmp; fi
+{{ printf '%s\n' $$ > {pid}.tmp && mv -f {pid}.tmp {pid}; }} || rm -f {pid}.tmp
 ( if [ -n "$ob_marker" ]; then {var}=$ob_marker; export {var}; fi
 {script}
 ) >> {log} 2>&1 < /dev/null
 ob_code=$?
-printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}
+{{ printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}; }} || rm -f {exit}.tmp
 ob_others() {{
   [ -z "$(ob_marked .)" ] || return 0
   [ -d /proc/self ] || {{ [ -n "$(ob_members $$)" ]; return; }}

@@ -372,7 +372,7 @@ impl Executor for SshExecutor {
 
     async fn put_file(&self, path: &str, content: &str) -> Result<(), ExecError> {
         let script = format!(
-            "f={path}\nmkdir -p -- \"$(dirname -- \"$f\")\" || exit 1\nt=\"$f.tmp.$$\"\ncat > \"$t\" && mv -f -- \"$t\" \"$f\"\n",
+            "f={path}\n[ ! -d \"$f\" ] || {{ echo \"$f is a directory\" >&2; exit 1; }}\nmkdir -p -- \"$(dirname -- \"$f\")\" || exit 1\nt=\"$f.tmp.$$\"\n{{ cat > \"$t\" && mv -f -- \"$t\" \"$f\"; }} || {{ rm -f -- \"$t\"; exit 1; }}\n",
             path = quote(path),
         );
         self.checked("put", &script, content.as_bytes())

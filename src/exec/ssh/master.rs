@@ -10,7 +10,7 @@ use std::path::Path;
 
 use openssh::Session;
 
-use super::socket::{SOCKET, control_dir};
+use super::socket::{LOG, SOCKET, control_dir, sweep_stale};
 use super::timeouts::{Configured, parse_resolved};
 use super::{MASTER_IDLE, SshDestination, SshError, SshTimeouts};
 use crate::exec::ExecError;
@@ -57,7 +57,7 @@ fn master_args(
     let mut args: Vec<std::ffi::OsString> = Vec::new();
     let mut push = |arg: &dyn AsRef<std::ffi::OsStr>| args.push(arg.as_ref().to_owned());
     push(&"-E");
-    push(&dir.join("log"));
+    push(&dir.join(LOG));
     push(&"-S");
     push(&dir.join(SOCKET));
     push(&"-M");
@@ -112,7 +112,10 @@ fn master_args(
     reason = "exec/ is where processes are spawned"
 )]
 pub(super) async fn open(destination: &SshDestination) -> Result<Session, ExecError> {
-    let dir = control_dir(&destination.control_dirs)?;
+    // What killed makers left behind goes first (they could not remove it).
+    sweep_stale(&destination.control_dirs);
+    // Held until the master answers: until then the directory has no socket.
+    let (dir, lock) = control_dir(&destination.control_dirs)?;
     let timeouts = if destination.always_default_keepalive {
         destination.timeouts
     } else {
@@ -120,7 +123,7 @@ pub(super) async fn open(destination: &SshDestination) -> Result<Session, ExecEr
             .timeouts
             .capped_by(configured(destination).await)
     };
-    let log = dir.path().join("log");
+    let log = dir.path().join(LOG);
     let mut command = tokio::process::Command::new("ssh");
     command
         .args(master_args(destination, &timeouts, dir.path()))
@@ -158,7 +161,9 @@ pub(super) async fn open(destination: &SshDestination) -> Result<Session, ExecEr
         }));
     }
     let session = Session::new_native_mux(dir);
-    if session.check().await.is_err() {
+    let checked = session.check().await;
+    drop(lock);
+    if checked.is_err() {
         let log = master_log_tail(&log);
         drop(session);
         return Err(ExecError::MasterDied { log });
