@@ -102,7 +102,7 @@ impl PodRunner {
             .unwrap_or("sleep infinity");
         let started = run(self
             .podman()
-            .args(["run", "-d", "--name", id, "--network", "bridge"])
+            .args(["run", "-d", "--name", &self.name(id), "--network", "bridge"])
             .args(["-p", "127.0.0.1::22", "--label"])
             .arg(format!("overbrainer-standin={}", self.label))
             .arg("--env-file")
@@ -110,7 +110,7 @@ impl PodRunner {
             .args([&self.image, "/bin/bash", "-c", args]));
         let _ = std::fs::remove_file(&env_file);
         started?;
-        let port = run(self.podman().args(["port", id, "22/tcp"]))?;
+        let port = run(self.podman().args(["port", &self.name(id), "22/tcp"]))?;
         let text = String::from_utf8_lossy(&port.stdout);
         let port = text
             .trim()
@@ -120,9 +120,19 @@ impl PodRunner {
         Ok(("127.0.0.1".to_owned(), port))
     }
 
+    /// The container of pod `id`: pod IDs count from 1 in every stand-in, so the name
+    /// carries the stand-in's label (tests run side by side).
+    fn name(&self, id: &str) -> String {
+        format!("{}-{id}", self.label)
+    }
+
     /// Removes pod `id`'s container.
     pub fn remove(&self, id: &str) -> Result<(), String> {
-        run(self.podman().args(["rm", "-f", "-t", "0", id])).map(|_| ())
+        self.remove_container(&self.name(id))
+    }
+
+    fn remove_container(&self, name: &str) -> Result<(), String> {
+        run(self.podman().args(["rm", "-f", "-t", "0", name])).map(|_| ())
     }
 
     /// The names of this stand-in's containers that still exist.
@@ -143,7 +153,7 @@ impl PodRunner {
     /// Removes every container of this stand-in (a failed test leaves none behind).
     pub fn remove_all(&self) {
         for name in self.left() {
-            let _ = self.remove(&name);
+            let _ = self.remove_container(&name);
         }
     }
 }

@@ -1,0 +1,427 @@
+//! The pod driver (`runpod::driver`) performs the lifecycle's effects against the
+//! stand-in whose pods are real containers: the capacity 400 moves to the next GPU type,
+//! `pod.json`'s record precedes every create call, the handshake accepts only the pinned
+//! host key (through the executor's SSH client and the run's `ssh -F` file), the job runs
+//! on the pod with its lease written, its results come back verified, and the pod and
+//! the host-key secret are deleted and confirmed gone. A pod presenting another host key
+//! is deleted before any command runs; a Ctrl-C before the job exists deletes the pod.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use overbrainer::config::{ListOrAuto, RunpodTarget, SshClient};
+use overbrainer::env::TimeScale;
+use overbrainer::exec::{Executor as _, JobCommand, JobId, JobStatus, SshExecutor, local_manifest};
+use overbrainer::llm::Redactor;
+use overbrainer::runpod::api::{
+    CreatePod, GpuRequest, RunpodClient, host_key_secret, pod_name, secret_reference,
+};
+use overbrainer::runpod::driver::{
+    Ending, JobNews, LEASE_FILE, PodHooks, PodJob, PodPlan, drive, now,
+};
+use overbrainer::runpod::lifecycle::{
+    AttemptOutcome, Event, Notice, PodFacts, PodFailure, PodState, Rules,
+};
+use secrecy::SecretString;
+use tokio_util::sync::CancellationToken;
+
+use crate::runpod_containers::{IMAGE_KEYS_BOOT, PINNED_BOOT, keygen, tool};
+use crate::runpod_standin::Standin;
+
+const KEY: &str = "rpa_CANARY7Wd3Kq9Zm2Tx6Vb4Nh8Lp1Rs5Jc0Fy";
+const RESULT: &str = "RESULT-CANARY-5Gk8Qw2Zx7Mv3Tb9Hn4Lr6Pd1Js";
+
+/// The test-only factor: one rule second lasts 50 ms (readiness's 15 minutes are 45 s,
+/// enough for a container's sshd on a loaded machine; a rule minute is 3 s).
+fn scale() -> TimeScale {
+    TimeScale::with_second(Duration::from_millis(50))
+}
+
+fn target() -> RunpodTarget {
+    RunpodTarget {
+        gpu_types: ListOrAuto::List(vec!["A".into(), "B".into()]),
+        min_vram_gb: None,
+        max_price_per_hour: None,
+        max_hours: 1.0,
+        max_cost_usd: None,
+        gpu_count: 1,
+        image: "overbrainer-pod:test".into(),
+        venv: "/workspace/axolotl-venv".into(),
+        container_disk_gb: 20,
+        boot_grace_minutes: 30,
+        retrieve_grace_minutes: 60,
+        data_center_ids: None,
+        network_volume_id: None,
+        max_volume_gb: None,
+        ssh_client: SshClient::default(),
+    }
+}
+
+/// One run's pod on the stand-in: its keys, its `ssh -F` file, its host-key secret.
+struct Setup {
+    standin: Standin,
+    client: RunpodClient,
+    plan: PodPlan,
+    run: String,
+    host_secret: String,
+    _temp: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+async fn setup(run: &str, args: &str) -> Setup {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().to_path_buf();
+    std::fs::create_dir(dir.join("env")).unwrap();
+    let standin = Standin::with_pods(KEY, dir.join("env")).await;
+    let client = RunpodClient::new(
+        &standin.base(),
+        SecretString::from(KEY),
+        Redactor::new(),
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    let host_pub = keygen(&dir, "host");
+    let client_pub = keygen(&dir, "client");
+    let encoded = tool(Command::new("base64").arg("-w0").arg(dir.join("host")));
+    let host_secret = String::from_utf8(encoded.stdout).unwrap();
+    let secret = client
+        .create_secret(
+            &host_key_secret(run),
+            &SecretString::from(host_secret.clone()),
+            None,
+        )
+        .await
+        .unwrap();
+    // The pinned key under an alias: any address and port the pod gets must present it.
+    let key: Vec<&str> = host_pub.split_whitespace().take(2).collect();
+    std::fs::write(
+        dir.join("known_hosts"),
+        format!("overbrainer-pod {}\n", key.join(" ")),
+    )
+    .unwrap();
+    let config = dir.join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host *\n  IdentityFile {client}\n  IdentitiesOnly yes\n  UserKnownHostsFile \
+             {known}\n  GlobalKnownHostsFile /dev/null\n  HostKeyAlias overbrainer-pod\n  \
+             StrictHostKeyChecking yes\n  PasswordAuthentication no\n",
+            client = dir.join("client").display(),
+            known = dir.join("known_hosts").display(),
+        ),
+    )
+    .unwrap();
+    let body = CreatePod {
+        name: pod_name(run),
+        image: "overbrainer-pod:test".into(),
+        gpu: GpuRequest {
+            id: String::new(),
+            count: 1,
+        },
+        cloud: "SECURE".into(),
+        data_center_ids: Vec::new(),
+        disk: 20,
+        env: [
+            (
+                "OVERBRAINER_HOST_KEY".to_owned(),
+                secret_reference(&host_key_secret(run)),
+            ),
+            ("OVERBRAINER_AUTHORIZED_KEY".to_owned(), client_pub),
+        ]
+        .into(),
+        ports: vec!["22/tcp".into()],
+        mounts: None,
+        args: Some(args.into()),
+    };
+    let plan = PodPlan {
+        body,
+        ssh_config: config,
+        workdir: "/root/runs".into(),
+        run_dir: format!("/root/runs/{run}"),
+        host_key_secret: Some(secret.id),
+        job_poll: scale().scale(Duration::from_secs(5)),
+        time_scale: scale(),
+    };
+    Setup {
+        standin,
+        client,
+        plan,
+        run: run.into(),
+        host_secret,
+        _temp: temp,
+        dir,
+    }
+}
+
+/// A real job on the pod: metric lines, then a result file; retrieved and checked
+/// against the pod's own SHA-256 manifest.
+struct ScriptJob {
+    run: String,
+    run_dir: String,
+    local: PathBuf,
+    job: Option<JobId>,
+    metrics_seen: u64,
+    started: bool,
+}
+
+impl ScriptJob {
+    fn new(setup: &Setup) -> Self {
+        Self {
+            run: setup.run.clone(),
+            run_dir: setup.plan.run_dir.clone(),
+            local: setup.dir.join("retrieved"),
+            job: None,
+            metrics_seen: 0,
+            started: false,
+        }
+    }
+}
+
+impl PodJob for ScriptJob {
+    async fn start(&mut self, pod: &SshExecutor) -> Result<(), String> {
+        self.started = true;
+        if !pod
+            .claim(&self.run_dir, &self.run)
+            .await
+            .map_err(|e| e.to_string())?
+        {
+            return Err("the run directory belongs to another run".into());
+        }
+        let script = format!(
+            "set -e; mkdir -p output; for i in 1 2 3; do printf '{{\"step\":%d}}\\n' \"$i\" \
+             >> metrics.jsonl; sleep 1; done; printf '%s\\n' {RESULT} > output/result.txt"
+        );
+        let job = pod
+            .spawn(&JobCommand {
+                dir: self.run_dir.clone(),
+                script,
+                secrets: Vec::new(),
+                container: None,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        self.job = Some(job);
+        Ok(())
+    }
+
+    async fn watch(&mut self, pod: &SshExecutor) -> Result<JobNews, String> {
+        let job = self.job.as_ref().ok_or("no job")?;
+        let status = pod.status(job).await.map_err(|e| e.to_string())?;
+        let path = format!("{}/metrics.jsonl", self.run_dir);
+        let new = pod
+            .read_from(&path, self.metrics_seen, 4096)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.metrics_seen += new.len() as u64;
+        Ok(match status {
+            JobStatus::Running if new.is_empty() => JobNews::Quiet,
+            JobStatus::Running => JobNews::Progress,
+            _ => JobNews::Ended,
+        })
+    }
+
+    async fn retrieve(&mut self, pod: &SshExecutor) -> Result<(), String> {
+        let entries = ["output".to_owned(), ".pod".to_owned()];
+        pod.download(&self.run_dir, &self.local, &entries, &[])
+            .await
+            .map_err(|e| e.to_string())?;
+        let remote = pod
+            .manifest(&self.run_dir, &entries, &[])
+            .await
+            .map_err(|e| e.to_string())?;
+        let local = local_manifest(&self.local, &entries, &[]).map_err(|e| e.to_string())?;
+        if remote.is_empty() || remote != local {
+            return Err(format!("not verified: pod {remote:?}, here {local:?}"));
+        }
+        Ok(())
+    }
+}
+
+/// Collects notices and every `pod.json` record; cancels at [`Notice::Ready`] when
+/// asked to (a Ctrl-C before the job exists).
+#[derive(Default)]
+struct Hooks {
+    notices: Vec<Notice>,
+    records: Vec<PodFacts>,
+    cancel_at_ready: Option<CancellationToken>,
+}
+
+impl PodHooks for Hooks {
+    fn notice(&mut self, notice: &Notice) {
+        if matches!(notice, Notice::Ready { .. }) {
+            if let Some(cancel) = &self.cancel_at_ready {
+                cancel.cancel();
+            }
+        }
+        self.notices.push(notice.clone());
+    }
+
+    fn record(&mut self, state: &PodState) -> Result<(), String> {
+        self.records.push(state.facts.clone());
+        Ok(())
+    }
+}
+
+/// The end of every test: every pod deleted within its bound, nothing left, the key in
+/// no request, the host key only in its secret's create body.
+fn assert_clean(setup: &Setup, rules: &Rules) {
+    setup.standin.assert_nothing_left();
+    let state = setup.standin.state();
+    for pod in &state.pods {
+        let deleted = pod.deleted.expect("every pod deleted");
+        let lived = deleted.duration_since(pod.created).unwrap_or_default();
+        assert!(lived < rules.deadline, "pod {} lived {lived:?}", pod.id);
+    }
+    for (method, path, body) in &state.requests {
+        assert!(
+            !body.contains(&KEY[4..24]) && !path.contains(&KEY[4..24]),
+            "{method} {path}"
+        );
+        if body.contains(&setup.host_secret[40..80]) {
+            assert_eq!(path, "/v2/account/secrets", "{method}");
+        }
+    }
+}
+
+fn gone(notices: &[Notice]) -> bool {
+    notices.iter().any(|n| matches!(n, Notice::Gone { .. }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms_the_pod_gone() {
+    let run = "r_20261201-140000-dr01";
+    let setup = setup(run, PINNED_BOOT).await;
+    setup.standin.state().faults.capacity.insert("A".into());
+    let rules = Rules::new(&target(), false, scale());
+    let state = PodState::new(rules, vec!["A".into(), "B".into()]);
+    let mut job = ScriptJob::new(&setup);
+    let mut hooks = Hooks::default();
+    let cancel = CancellationToken::new();
+    let began = now();
+    let driven = drive(
+        &setup.client,
+        &setup.plan,
+        state,
+        Event::Began { at: began },
+        &mut job,
+        &mut hooks,
+        &cancel,
+    )
+    .await
+    .unwrap();
+    assert_eq!(driven.ending, Ending::Done(None), "{:?}", hooks.notices);
+    assert_eq!(driven.secret_left, None);
+    let facts = &driven.state.facts;
+    assert_eq!(facts.gpu_type.as_deref(), Some("B"));
+    assert!(facts.retrieved);
+    let outcomes: Vec<_> = facts
+        .attempts
+        .iter()
+        .map(|a| (a.gpu_type.as_str(), &a.outcome))
+        .collect();
+    assert!(
+        matches!(
+            outcomes[..],
+            [
+                ("A", AttemptOutcome::Refused(_)),
+                ("B", AttemptOutcome::Created(_))
+            ]
+        ),
+        "{outcomes:?}"
+    );
+    // POD-24: each create call was recorded as sent before it went out.
+    for gpu in ["A", "B"] {
+        assert!(
+            hooks.records.iter().any(|f| f
+                .attempts
+                .last()
+                .is_some_and(|a| a.gpu_type == gpu && a.outcome == AttemptOutcome::Sent)),
+            "{gpu}: {:?}",
+            hooks.records
+        );
+    }
+    assert!(
+        hooks
+            .notices
+            .iter()
+            .any(|n| matches!(n, Notice::NextType { gpu_type, .. } if gpu_type == "A"))
+    );
+    assert!(gone(&hooks.notices), "{:?}", hooks.notices);
+    // The job ran on the pod; its results and the lease the driver wrote came back.
+    let result = std::fs::read_to_string(job.local.join("output/result.txt")).unwrap();
+    assert_eq!(result.trim(), RESULT);
+    let lease: u64 = std::fs::read_to_string(job.local.join(LEASE_FILE))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(lease >= began.as_secs() && lease <= now().as_secs());
+    assert_clean(&setup, &rules);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_driver_deletes_a_pod_presenting_another_host_key_before_any_command() {
+    let run = "r_20261201-140000-dr02";
+    let setup = setup(run, IMAGE_KEYS_BOOT).await;
+    let rules = Rules::new(&target(), false, scale());
+    let state = PodState::new(rules, vec!["A".into()]);
+    let mut job = ScriptJob::new(&setup);
+    let mut hooks = Hooks::default();
+    let driven = drive(
+        &setup.client,
+        &setup.plan,
+        state,
+        Event::Began { at: now() },
+        &mut job,
+        &mut hooks,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(
+            driven.ending,
+            Ending::Done(Some(PodFailure::OtherHostKey(_)))
+        ),
+        "{:?}",
+        driven.ending
+    );
+    assert!(!job.started);
+    assert!(gone(&hooks.notices), "{:?}", hooks.notices);
+    assert_clean(&setup, &rules);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_driver_deletes_the_pod_at_a_ctrl_c_before_the_job_exists() {
+    let run = "r_20261201-140000-dr03";
+    let setup = setup(run, PINNED_BOOT).await;
+    let rules = Rules::new(&target(), false, scale());
+    let state = PodState::new(rules, vec!["A".into()]);
+    let mut job = ScriptJob::new(&setup);
+    let cancel = CancellationToken::new();
+    let mut hooks = Hooks {
+        cancel_at_ready: Some(cancel.clone()),
+        ..Hooks::default()
+    };
+    let driven = drive(
+        &setup.client,
+        &setup.plan,
+        state,
+        Event::Began { at: now() },
+        &mut job,
+        &mut hooks,
+        &cancel,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        driven.ending,
+        Ending::Done(Some(PodFailure::Interrupted)),
+        "{:?}",
+        hooks.notices
+    );
+    assert!(job.job.is_none());
+    assert!(gone(&hooks.notices), "{:?}", hooks.notices);
+    assert_clean(&setup, &rules);
+}
