@@ -7,15 +7,16 @@
 //!   guard, retrieve grace, deletion until gone), table-tested.
 //! - [`api`]: the Runpod REST v2 client (pods, account secrets), RFC 9457 problem bodies
 //!   as typed, redacted errors, and the create retry table's classification.
-//!
 //! - [`driver`]: performs the lifecycle's effects (API calls through the client, the
 //!   handshake against the pinned host key through the executor's SSH client and the
 //!   run's `ssh -F` file, the cost files, the lease, snapshot requests and the retrieved
 //!   mark through `put_file` to `.pod/`) on the UNIX clock of the client's pod views; the
 //!   run's own part comes through [`driver::PodJob`], `pod.json` and notices through
 //!   [`driver::PodHooks`].
+//! - [`record`]: `pod.json`, written atomically from the lifecycle's state and read back
+//!   to its facts (field names in its doc).
 //!
-//! What is next (issue 12): `pod.json` from [`lifecycle::PodFacts`]; the run's SSH keys
+//! What is next (issue 12): the run's SSH keys
 //! and host-key secret (base64, one line, as the tests' bootstrap reads it); the
 //! bootstrap and watchdog scripts; strays, the secrets sweep and reconciliation; `pod
 //! ls` / `pod rm`; and only then the `runpod` target in `train`. Nothing here is called
@@ -24,3 +25,4 @@
 pub mod api;
 pub mod driver;
 pub mod lifecycle;
+pub mod record;

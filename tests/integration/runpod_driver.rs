@@ -23,6 +23,7 @@ use overbrainer::runpod::driver::{
 use overbrainer::runpod::lifecycle::{
     AttemptOutcome, Event, Notice, PodFacts, PodFailure, PodState, Rules,
 };
+use overbrainer::runpod::record::{PodContext, PodRecord};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
@@ -245,6 +246,8 @@ struct Hooks {
     notices: Vec<Notice>,
     records: Vec<PodFacts>,
     cancel_at_ready: Option<CancellationToken>,
+    /// Where `pod.json` is written, when it is.
+    run_dir: Option<(PathBuf, PodContext)>,
 }
 
 impl PodHooks for Hooks {
@@ -259,7 +262,12 @@ impl PodHooks for Hooks {
 
     fn record(&mut self, state: &PodState) -> Result<(), String> {
         self.records.push(state.facts.clone());
-        Ok(())
+        match &self.run_dir {
+            Some((dir, context)) => PodRecord::new(context, state)
+                .save(dir)
+                .map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -296,7 +304,17 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
     let rules = Rules::new(&target(), false, scale());
     let state = PodState::new(rules, vec!["A".into(), "B".into()]);
     let mut job = ScriptJob::new(&setup);
-    let mut hooks = Hooks::default();
+    let local_run = setup.dir.join("run");
+    std::fs::create_dir(&local_run).unwrap();
+    let context = PodContext {
+        run_id: run.into(),
+        pod_name: pod_name(run),
+        ..PodContext::default()
+    };
+    let mut hooks = Hooks {
+        run_dir: Some((local_run.clone(), context)),
+        ..Hooks::default()
+    };
     let cancel = CancellationToken::new();
     let began = now();
     let driven = drive(
@@ -357,6 +375,16 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
         .parse()
         .unwrap();
     assert!(lease >= began.as_secs() && lease <= now().as_secs());
+    // pod.json tells the same story, read back.
+    let record = PodRecord::read(&local_run).unwrap().unwrap();
+    assert_eq!(record.facts().unwrap(), *facts);
+    assert_eq!(record.state, "deleted");
+    assert_eq!(record.gpu_type.as_deref(), Some("B"));
+    assert_eq!(
+        record.deleted.as_ref().map(|d| d.by.as_str()),
+        Some("client")
+    );
+    assert!(record.job_started_at.is_some() && record.retrieved);
     assert_clean(&setup, &rules);
 }
 
