@@ -15,14 +15,16 @@
 //!   [`driver::PodHooks`].
 //! - [`record`]: `pod.json`, written atomically from the lifecycle's state and read back
 //!   to its facts (field names in its doc).
+//! - [`keys`]: the run's SSH access under `runs/<run-id>/ssh/` (client key pair, the
+//!   pinned host key under the run's alias, the `ssh -F` file) and its host-key account
+//!   secret, whose creation is the POD-21 check that the key can manage secrets.
 //!
-//! What is next (issue 12): the run's SSH keys
-//! and host-key secret (base64, one line, as the tests' bootstrap reads it); the
-//! bootstrap and watchdog scripts; strays, the secrets sweep and reconciliation; `pod
-//! ls` / `pod rm`; and only then the `runpod` target in `train`. Nothing here is called
-//! from the CLI yet.
+//! What is next (issue 12): the bootstrap and watchdog scripts; strays, the secrets
+//! sweep and reconciliation; `pod ls` / `pod rm`; and only then the `runpod` target in
+//! `train`. Nothing here is called from the CLI yet.
 
 pub mod api;
 pub mod driver;
+pub mod keys;
 pub mod lifecycle;
 pub mod record;

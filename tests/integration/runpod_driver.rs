@@ -7,7 +7,6 @@
 //! is deleted before any command runs; a Ctrl-C before the job exists deletes the pod.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use overbrainer::config::{ListOrAuto, RunpodTarget, SshClient};
@@ -20,14 +19,15 @@ use overbrainer::runpod::api::{
 use overbrainer::runpod::driver::{
     Ending, JobNews, LEASE_FILE, PodHooks, PodJob, PodPlan, drive, now,
 };
+use overbrainer::runpod::keys;
 use overbrainer::runpod::lifecycle::{
     AttemptOutcome, Event, Notice, PodFacts, PodFailure, PodState, Rules,
 };
 use overbrainer::runpod::record::{PodContext, PodRecord};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret as _, SecretString};
 use tokio_util::sync::CancellationToken;
 
-use crate::runpod_containers::{IMAGE_KEYS_BOOT, PINNED_BOOT, keygen, tool};
+use crate::runpod_containers::{IMAGE_KEYS_BOOT, PINNED_BOOT};
 use crate::runpod_standin::Standin;
 
 const KEY: &str = "rpa_CANARY7Wd3Kq9Zm2Tx6Vb4Nh8Lp1Rs5Jc0Fy";
@@ -82,37 +82,11 @@ async fn setup(run: &str, args: &str) -> Setup {
         Duration::from_secs(120),
     )
     .unwrap();
-    let host_pub = keygen(&dir, "host");
-    let client_pub = keygen(&dir, "client");
-    let encoded = tool(Command::new("base64").arg("-w0").arg(dir.join("host")));
-    let host_secret = String::from_utf8(encoded.stdout).unwrap();
-    let secret = client
-        .create_secret(
-            &host_key_secret(run),
-            &SecretString::from(host_secret.clone()),
-            None,
-        )
-        .await
-        .unwrap();
-    // The pinned key under an alias: any address and port the pod gets must present it.
-    let key: Vec<&str> = host_pub.split_whitespace().take(2).collect();
-    std::fs::write(
-        dir.join("known_hosts"),
-        format!("overbrainer-pod {}\n", key.join(" ")),
-    )
-    .unwrap();
-    let config = dir.join("config");
-    std::fs::write(
-        &config,
-        format!(
-            "Host *\n  IdentityFile {client}\n  IdentitiesOnly yes\n  UserKnownHostsFile \
-             {known}\n  GlobalKnownHostsFile /dev/null\n  HostKeyAlias overbrainer-pod\n  \
-             StrictHostKeyChecking yes\n  PasswordAuthentication no\n",
-            client = dir.join("client").display(),
-            known = dir.join("known_hosts").display(),
-        ),
-    )
-    .unwrap();
+    let run_dir = dir.join("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    let keys = keys::create(&run_dir, run).await.unwrap();
+    let secret = keys::create_host_secret(&client, run, &keys).await.unwrap();
+    let host_secret = keys.host_secret.expose_secret().to_owned();
     let body = CreatePod {
         name: pod_name(run),
         image: "overbrainer-pod:test".into(),
@@ -128,7 +102,10 @@ async fn setup(run: &str, args: &str) -> Setup {
                 "OVERBRAINER_HOST_KEY".to_owned(),
                 secret_reference(&host_key_secret(run)),
             ),
-            ("OVERBRAINER_AUTHORIZED_KEY".to_owned(), client_pub),
+            (
+                "OVERBRAINER_AUTHORIZED_KEY".to_owned(),
+                keys.client_public.clone(),
+            ),
         ]
         .into(),
         ports: vec!["22/tcp".into()],
@@ -137,7 +114,7 @@ async fn setup(run: &str, args: &str) -> Setup {
     };
     let plan = PodPlan {
         body,
-        ssh_config: config,
+        ssh_config: keys.config.clone(),
         workdir: "/root/runs".into(),
         run_dir: format!("/root/runs/{run}"),
         host_key_secret: Some(secret.id),
@@ -305,7 +282,6 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
     let state = PodState::new(rules, vec!["A".into(), "B".into()]);
     let mut job = ScriptJob::new(&setup);
     let local_run = setup.dir.join("run");
-    std::fs::create_dir(&local_run).unwrap();
     let context = PodContext {
         run_id: run.into(),
         pod_name: pod_name(run),
@@ -385,6 +361,8 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
         Some("client")
     );
     assert!(record.job_started_at.is_some() && record.retrieved);
+    let text = std::fs::read_to_string(local_run.join("pod.json")).unwrap();
+    assert!(!text.contains(&KEY[4..24]) && !text.contains(&setup.host_secret[40..80]));
     assert_clean(&setup, &rules);
 }
 
@@ -452,4 +430,35 @@ async fn runpod_driver_deletes_the_pod_at_a_ctrl_c_before_the_job_exists() {
     assert!(job.job.is_none());
     assert!(gone(&hooks.notices), "{:?}", hooks.notices);
     assert_clean(&setup, &rules);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_a_key_without_access_to_secrets_is_refused_before_any_pod() {
+    let run = "r_20261201-140000-dr04";
+    let standin = Standin::start(KEY).await;
+    standin.state().faults.secrets_forbidden = true;
+    let client = RunpodClient::new(
+        &standin.base(),
+        SecretString::from(KEY),
+        Redactor::new(),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let run_dir = tempfile::tempdir().unwrap();
+    let keys = keys::create(run_dir.path(), run).await.unwrap();
+    let error = keys::create_host_secret(&client, run, &keys)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, keys::KeyError::NoSecretsAccess { status: 403 }),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(
+        text.contains("OVERBRAINER_RUNPOD__API_KEY") && text.contains("no pod"),
+        "{text}"
+    );
+    assert!(!text.contains(&KEY[4..24]), "{text}");
+    assert!(standin.state().pods.is_empty());
+    standin.assert_nothing_left();
 }

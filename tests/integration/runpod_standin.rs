@@ -64,6 +64,8 @@ pub struct Faults {
     pub ignored_deletes: u32,
     /// `GET`s of a new pod that show `RUNNING` without `ssh.direct`.
     pub ssh_after_polls: u32,
+    /// The key may not manage account secrets: their create answers 403.
+    pub secrets_forbidden: bool,
 }
 
 /// One pod as the stand-in keeps it.
@@ -445,6 +447,13 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
 
 /// `POST /v2/account/secrets`.
 fn create_secret(state: &mut State, body: &[u8]) -> ResponseTemplate {
+    if state.faults.secrets_forbidden {
+        return problem(
+            403,
+            "Forbidden",
+            "This API key does not have access to secrets.",
+        );
+    }
     let fields: BTreeMap<String, Value> = serde_json::from_slice(body).unwrap_or_default();
     let (Some(name), Some(value)) = (
         fields.get("name").and_then(Value::as_str),
