@@ -18,8 +18,12 @@
 //! - [`keys`]: the run's SSH access under `runs/<run-id>/ssh/` (client key pair, the
 //!   pinned host key under the run's alias, the `ssh -F` file) and its host-key account
 //!   secret, whose creation is the POD-21 check that the key can manage secrets.
+//! - [`watchdog`]: the pod's watchdog script (self-check of the pod-scoped key, deletion
+//!   at the retrieved mark, boot and retrieve graces, deadline with lease and snapshot,
+//!   cost snapshot and cap) and the environment that carries its bounds.
 //!
-//! What is next (issue 12): the bootstrap and watchdog scripts; strays, the secrets
+//! What is next (issue 12): the bootstrap that runs the watchdog as the pod's `args`;
+//! strays, the secrets
 //! sweep and reconciliation; `pod ls` / `pod rm`; and only then the `runpod` target in
 //! `train`. Nothing here is called from the CLI yet.
 
@@ -28,3 +32,4 @@ pub mod driver;
 pub mod keys;
 pub mod lifecycle;
 pub mod record;
+pub mod watchdog;

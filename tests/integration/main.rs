@@ -60,3 +60,5 @@ mod runpod_containers;
 mod runpod;
 // Flows: the pod driver performs the lifecycle's effects on real container pods (issue 12).
 mod runpod_driver;
+// Flows: the pod's watchdog script by real bash and curl against the stand-in (issue 12).
+mod runpod_watchdog;
