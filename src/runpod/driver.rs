@@ -36,6 +36,10 @@ pub const COST_CAP_AT_FILE: &str = ".pod/cost_cap_at";
 /// The results were retrieved and verified: the watchdog deletes the pod (POD-50).
 pub const RETRIEVED_FILE: &str = ".pod/retrieved";
 
+/// The pod's `max_hours` deadline in its environment (UNIX seconds), set at each create
+/// call; the watchdog deletes the pod there ([`super::watchdog`]).
+pub const DEADLINE_VAR: &str = "OVERBRAINER_DEADLINE_AT";
+
 /// What the job did since the last look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobNews {
@@ -230,6 +234,12 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
             Effect::Create(gpu_type) => {
                 let mut body = self.plan.body.clone();
                 body.gpu.id = gpu_type;
+                // Every pod carries its bound (issue 12): `max_hours` from this call, never
+                // later than from Runpod's own creation time.
+                body.env.insert(
+                    DEADLINE_VAR.to_owned(),
+                    (now() + state.rules.deadline).as_secs().to_string(),
+                );
                 match self.client.create_pod(&body).await {
                     Ok(pod) => Event::Created {
                         at: now(),

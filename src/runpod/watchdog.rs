@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::driver::DEADLINE_VAR;
 use super::lifecycle::Rules;
 
 /// The watchdog script (bash).
@@ -23,7 +24,7 @@ fn secs(rule: Duration) -> String {
 }
 
 /// The environment of the watchdog of a pod whose `max_hours` ends at `deadline_at`
-/// (UNIX time), whose run directory on the pod is `run_dir`, and which reaches the
+/// (UNIX time; the driver sets it again at each create call), whose run directory on the pod is `run_dir`, and which reaches the
 /// API at `api_base`.
 #[must_use]
 pub fn bounds_env(
@@ -35,7 +36,7 @@ pub fn bounds_env(
     [
         ("OVERBRAINER_RUN_DIR", run_dir.to_owned()),
         ("OVERBRAINER_API_BASE", api_base.to_owned()),
-        ("OVERBRAINER_DEADLINE_AT", deadline_at.as_secs().to_string()),
+        (DEADLINE_VAR, deadline_at.as_secs().to_string()),
         ("OVERBRAINER_KEEP_POD", u8::from(rules.keep_pod).to_string()),
         ("OVERBRAINER_TICK_S", secs(rules.tick)),
         ("OVERBRAINER_BOOT_GRACE_S", secs(rules.boot_grace)),

@@ -9,24 +9,23 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use overbrainer::config::{ListOrAuto, RunpodTarget, SshClient};
 use overbrainer::env::TimeScale;
 use overbrainer::exec::{Executor as _, JobCommand, JobId, JobStatus, SshExecutor, local_manifest};
-use overbrainer::llm::Redactor;
 use overbrainer::runpod::api::{
     CreatePod, GpuRequest, RunpodClient, host_key_secret, pod_name, secret_reference,
 };
 use overbrainer::runpod::driver::{
-    Ending, JobNews, LEASE_FILE, PodHooks, PodJob, PodPlan, drive, now,
+    DEADLINE_VAR, Driven, Ending, JobNews, LEASE_FILE, PodHooks, PodJob, PodPlan, drive, now,
 };
 use overbrainer::runpod::keys;
 use overbrainer::runpod::lifecycle::{
     AttemptOutcome, Event, Notice, PodFacts, PodFailure, PodState, Rules,
 };
 use overbrainer::runpod::record::{PodContext, PodRecord};
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
+use crate::runpod::target;
 use crate::runpod_containers::{IMAGE_KEYS_BOOT, PINNED_BOOT};
 use crate::runpod_standin::Standin;
 
@@ -37,26 +36,6 @@ const RESULT: &str = "RESULT-CANARY-5Gk8Qw2Zx7Mv3Tb9Hn4Lr6Pd1Js";
 /// enough for a container's sshd on a loaded machine; a rule minute is 3 s).
 fn scale() -> TimeScale {
     TimeScale::with_second(Duration::from_millis(50))
-}
-
-fn target() -> RunpodTarget {
-    RunpodTarget {
-        gpu_types: ListOrAuto::List(vec!["A".into(), "B".into()]),
-        min_vram_gb: None,
-        max_price_per_hour: None,
-        max_hours: 1.0,
-        max_cost_usd: None,
-        gpu_count: 1,
-        image: "overbrainer-pod:test".into(),
-        venv: "/workspace/axolotl-venv".into(),
-        container_disk_gb: 20,
-        boot_grace_minutes: 30,
-        retrieve_grace_minutes: 60,
-        data_center_ids: None,
-        network_volume_id: None,
-        max_volume_gb: None,
-        ssh_client: SshClient::default(),
-    }
 }
 
 /// One run's pod on the stand-in: its keys, its `ssh -F` file, its host-key secret.
@@ -75,13 +54,7 @@ async fn setup(run: &str, args: &str) -> Setup {
     let dir = temp.path().to_path_buf();
     std::fs::create_dir(dir.join("env")).unwrap();
     let standin = Standin::with_pods(KEY, dir.join("env")).await;
-    let client = RunpodClient::new(
-        &standin.base(),
-        SecretString::from(KEY),
-        Redactor::new(),
-        Duration::from_secs(120),
-    )
-    .unwrap();
+    let client = standin.client(Duration::from_secs(120));
     let run_dir = dir.join("run");
     std::fs::create_dir(&run_dir).unwrap();
     let keys = keys::create(&run_dir, run).await.unwrap();
@@ -269,6 +242,20 @@ fn assert_clean(setup: &Setup, rules: &Rules) {
     }
 }
 
+/// Drives `state` from its beginning with the setup's client and plan.
+async fn run_pod(
+    setup: &Setup,
+    state: PodState,
+    job: &mut ScriptJob,
+    hooks: &mut Hooks,
+    cancel: &CancellationToken,
+) -> Driven {
+    let began = Event::Began { at: now() };
+    drive(&setup.client, &setup.plan, state, began, job, hooks, cancel)
+        .await
+        .unwrap()
+}
+
 fn gone(notices: &[Notice]) -> bool {
     notices.iter().any(|n| matches!(n, Notice::Gone { .. }))
 }
@@ -293,17 +280,7 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
     };
     let cancel = CancellationToken::new();
     let began = now();
-    let driven = drive(
-        &setup.client,
-        &setup.plan,
-        state,
-        Event::Began { at: began },
-        &mut job,
-        &mut hooks,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    let driven = run_pod(&setup, state, &mut job, &mut hooks, &cancel).await;
     assert_eq!(driven.ending, Ending::Done(None), "{:?}", hooks.notices);
     assert_eq!(driven.secret_left, None);
     let facts = &driven.state.facts;
@@ -342,6 +319,16 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
             .any(|n| matches!(n, Notice::NextType { gpu_type, .. } if gpu_type == "A"))
     );
     assert!(gone(&hooks.notices), "{:?}", hooks.notices);
+    // Every pod carried its bound: `max_hours` from its create call.
+    for pod in &setup.standin.state().pods {
+        let bound: u64 = pod.request["env"][DEADLINE_VAR]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let created = pod.created.duration_since(std::time::UNIX_EPOCH).unwrap();
+        assert!(bound <= (created + rules.deadline).as_secs() && bound >= began.as_secs());
+    }
     // The job ran on the pod; its results and the lease the driver wrote came back.
     let result = std::fs::read_to_string(job.local.join("output/result.txt")).unwrap();
     assert_eq!(result.trim(), RESULT);
@@ -374,17 +361,14 @@ async fn runpod_driver_deletes_a_pod_presenting_another_host_key_before_any_comm
     let state = PodState::new(rules, vec!["A".into()]);
     let mut job = ScriptJob::new(&setup);
     let mut hooks = Hooks::default();
-    let driven = drive(
-        &setup.client,
-        &setup.plan,
+    let driven = run_pod(
+        &setup,
         state,
-        Event::Began { at: now() },
         &mut job,
         &mut hooks,
         &CancellationToken::new(),
     )
-    .await
-    .unwrap();
+    .await;
     assert!(
         matches!(
             driven.ending,
@@ -410,17 +394,7 @@ async fn runpod_driver_deletes_the_pod_at_a_ctrl_c_before_the_job_exists() {
         cancel_at_ready: Some(cancel.clone()),
         ..Hooks::default()
     };
-    let driven = drive(
-        &setup.client,
-        &setup.plan,
-        state,
-        Event::Began { at: now() },
-        &mut job,
-        &mut hooks,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    let driven = run_pod(&setup, state, &mut job, &mut hooks, &cancel).await;
     assert_eq!(
         driven.ending,
         Ending::Done(Some(PodFailure::Interrupted)),
@@ -437,13 +411,7 @@ async fn runpod_a_key_without_access_to_secrets_is_refused_before_any_pod() {
     let run = "r_20261201-140000-dr04";
     let standin = Standin::start(KEY).await;
     standin.state().faults.secrets_forbidden = true;
-    let client = RunpodClient::new(
-        &standin.base(),
-        SecretString::from(KEY),
-        Redactor::new(),
-        Duration::from_secs(30),
-    )
-    .unwrap();
+    let client = standin.client(Duration::from_secs(30));
     let run_dir = tempfile::tempdir().unwrap();
     let keys = keys::create(run_dir.path(), run).await.unwrap();
     let error = keys::create_host_secret(&client, run, &keys)

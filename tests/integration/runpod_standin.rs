@@ -129,6 +129,7 @@ pub struct Standin {
     /// The mock server (its URI plus `/v2` is the API base).
     pub server: MockServer,
     state: Arc<Mutex<State>>,
+    key: String,
 }
 
 impl Standin {
@@ -156,12 +157,27 @@ impl Standin {
             })
             .mount(&server)
             .await;
-        Self { server, state }
+        Self {
+            server,
+            state,
+            key: key.to_owned(),
+        }
     }
 
     /// The API base, as `OVERBRAINER_RUNPOD__BASE_URL` takes it.
     pub fn base(&self) -> String {
         format!("{}/v2", self.server.uri())
+    }
+
+    /// A client of the stand-in with its key, each call bounded by `timeout`.
+    pub fn client(&self, timeout: std::time::Duration) -> overbrainer::runpod::api::RunpodClient {
+        overbrainer::runpod::api::RunpodClient::new(
+            &self.base(),
+            secrecy::SecretString::from(self.key.clone()),
+            overbrainer::llm::Redactor::new(),
+            timeout,
+        )
+        .expect("a client of the stand-in")
     }
 
     /// The state, to read or to set faults.

@@ -8,11 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use overbrainer::llm::Redactor;
 use overbrainer::runpod::api::{CreatePod, GpuRequest, RunpodClient, pod_name};
 use overbrainer::runpod::driver::now;
 use overbrainer::runpod::watchdog::WATCHDOG;
-use secrecy::SecretString;
 
 use crate::runpod_standin::Standin;
 use crate::util::poll;
@@ -21,13 +19,7 @@ const KEY: &str = "rpa_CANARY3Jx8Tm5Wq1Zv7Kd4Nb9Hs2Lc6Pg0Fr";
 
 /// A pod on the stand-in (no container: the watchdog runs here) and its client.
 async fn pod(standin: &Standin, run: &str) -> (RunpodClient, String) {
-    let client = RunpodClient::new(
-        &standin.base(),
-        SecretString::from(KEY),
-        Redactor::new(),
-        Duration::from_secs(30),
-    )
-    .unwrap();
+    let client = standin.client(Duration::from_secs(30));
     let body = CreatePod {
         name: pod_name(run),
         image: "overbrainer-pod:test".into(),
