@@ -140,11 +140,20 @@ impl Standin {
 
     /// A stand-in whose pods are real containers (their env files under `dir`).
     pub async fn with_pods(key: &str, dir: std::path::PathBuf) -> Self {
-        Self::serve(key, Some(PodRunner::new(dir))).await
+        Self::serve(key, Some(PodRunner::new(dir, key))).await
     }
 
     async fn serve(key: &str, runner: Option<PodRunner>) -> Self {
-        let server = MockServer::start().await;
+        // With real pods the API listens on their network's gateway, this machine's
+        // address there (made by the test), and only there.
+        let server = match &runner {
+            Some(runner) => {
+                let listener = std::net::TcpListener::bind((runner.gateway(), 0))
+                    .expect("a port on the pods' network gateway");
+                MockServer::builder().listener(listener).start().await
+            }
+            None => MockServer::start().await,
+        };
         let state = Arc::new(Mutex::new(State {
             ssh: ("127.0.0.1".into(), 22),
             runner,
