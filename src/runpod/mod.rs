@@ -21,13 +21,17 @@
 //! - [`watchdog`]: the pod's watchdog script (self-check of the pod-scoped key, deletion
 //!   at the retrieved mark, boot and retrieve graces, deadline with lease and snapshot,
 //!   cost snapshot and cap) and the environment that carries its bounds.
+//! - [`bootstrap`]: the pod's `args`, rendered in one place: the claim, the pinned host
+//!   key, the watchdog as the first process, `sshd` only after its self-check.
 //!
-//! What is next (issue 12): the bootstrap that runs the watchdog as the pod's `args`;
-//! strays, the secrets
+//! What is next (issue 12): the create body from the target (image, disk, volume, data
+//! centers, [`watchdog::bounds_env`], [`bootstrap::args`]); the run's [`driver::PodJob`]
+//! (upload, spawn, follow, retrieve with the checkpoint check); strays, the secrets
 //! sweep and reconciliation; `pod ls` / `pod rm`; and only then the `runpod` target in
 //! `train`. Nothing here is called from the CLI yet.
 
 pub mod api;
+pub mod bootstrap;
 pub mod driver;
 pub mod keys;
 pub mod lifecycle;

@@ -59,6 +59,8 @@ while :; do
     why=
     if [ -e "$pod_dir/retrieved" ]; then
         why="the results were retrieved"
+    elif [ -e "$pod_dir/bootstrap_failed" ]; then
+        why="the bootstrap failed: $(cat "$pod_dir/bootstrap_failed")"
     elif [ -e "$run_dir/job.pid" ] && [ "$OVERBRAINER_KEEP_POD" = 1 ]; then
         log "--keep-pod: no rule removes this pod once its job exists"
         exit 0

@@ -17,16 +17,17 @@ use overbrainer::runpod::api::{
 use overbrainer::runpod::driver::{
     DEADLINE_VAR, Driven, Ending, JobNews, LEASE_FILE, PodHooks, PodJob, PodPlan, drive, now,
 };
-use overbrainer::runpod::keys;
 use overbrainer::runpod::lifecycle::{
     AttemptOutcome, Event, Notice, PodFacts, PodFailure, PodState, Rules,
 };
 use overbrainer::runpod::record::{PodContext, PodRecord};
+use overbrainer::runpod::watchdog::bounds_env;
+use overbrainer::runpod::{bootstrap, keys};
 use secrecy::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::runpod::target;
-use crate::runpod_containers::{IMAGE_KEYS_BOOT, PINNED_BOOT};
+use crate::runpod_containers::IMAGE_KEYS_BOOT;
 use crate::runpod_standin::Standin;
 
 const KEY: &str = "rpa_CANARY7Wd3Kq9Zm2Tx6Vb4Nh8Lp1Rs5Jc0Fy";
@@ -49,7 +50,9 @@ struct Setup {
     dir: PathBuf,
 }
 
-async fn setup(run: &str, args: &str) -> Setup {
+/// With `bootstrap`, the pod runs the real bootstrap and watchdog; without, a pod that
+/// starts `sshd` with the image's own host keys.
+async fn setup(run: &str, bootstrap: bool) -> Setup {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().to_path_buf();
     std::fs::create_dir(dir.join("env")).unwrap();
@@ -83,13 +86,27 @@ async fn setup(run: &str, args: &str) -> Setup {
         .into(),
         ports: vec!["22/tcp".into()],
         mounts: None,
-        args: Some(args.into()),
+        args: None,
     };
+    let run_dir = format!("/root/runs/{run}");
+    let mut body = body;
+    if bootstrap {
+        let rules = Rules::new(&target(), false, scale());
+        body.env.extend(bounds_env(
+            &rules,
+            now() + rules.deadline,
+            &run_dir,
+            &standin.base(),
+        ));
+        body.args = Some(bootstrap::args(&run_dir, run));
+    } else {
+        body.args = Some(IMAGE_KEYS_BOOT.into());
+    }
     let plan = PodPlan {
         body,
         ssh_config: keys.config.clone(),
         workdir: "/root/runs".into(),
-        run_dir: format!("/root/runs/{run}"),
+        run_dir,
         host_key_secret: Some(secret.id),
         job_poll: scale().scale(Duration::from_secs(5)),
         time_scale: scale(),
@@ -263,7 +280,7 @@ fn gone(notices: &[Notice]) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms_the_pod_gone() {
     let run = "r_20261201-140000-dr01";
-    let setup = setup(run, PINNED_BOOT).await;
+    let setup = setup(run, true).await;
     setup.standin.state().faults.capacity.insert("A".into());
     let rules = Rules::new(&target(), false, scale());
     let state = PodState::new(rules, vec!["A".into(), "B".into()]);
@@ -338,6 +355,17 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
         .parse()
         .unwrap();
     assert!(lease >= began.as_secs() && lease <= now().as_secs());
+    // The pod booted through the bootstrap and its watchdog, whose logs came back.
+    let boot = std::fs::read_to_string(job.local.join(".pod/bootstrap.log")).unwrap();
+    assert!(
+        boot.contains("starting sshd with the pinned host key"),
+        "{boot}"
+    );
+    let watch = std::fs::read_to_string(job.local.join(".pod/watchdog.log")).unwrap();
+    assert!(watch.contains("self-check passed"), "{watch}");
+    for text in [&boot, &watch] {
+        assert!(!text.contains(&KEY[4..24]) && !text.contains(&setup.host_secret[40..80]));
+    }
     // pod.json tells the same story, read back.
     let record = PodRecord::read(&local_run).unwrap().unwrap();
     assert_eq!(record.facts().unwrap(), *facts);
@@ -356,7 +384,7 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_driver_deletes_a_pod_presenting_another_host_key_before_any_command() {
     let run = "r_20261201-140000-dr02";
-    let setup = setup(run, IMAGE_KEYS_BOOT).await;
+    let setup = setup(run, false).await;
     let rules = Rules::new(&target(), false, scale());
     let state = PodState::new(rules, vec!["A".into()]);
     let mut job = ScriptJob::new(&setup);
@@ -385,7 +413,7 @@ async fn runpod_driver_deletes_a_pod_presenting_another_host_key_before_any_comm
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_driver_deletes_the_pod_at_a_ctrl_c_before_the_job_exists() {
     let run = "r_20261201-140000-dr03";
-    let setup = setup(run, PINNED_BOOT).await;
+    let setup = setup(run, true).await;
     let rules = Rules::new(&target(), false, scale());
     let state = PodState::new(rules, vec!["A".into()]);
     let mut job = ScriptJob::new(&setup);
