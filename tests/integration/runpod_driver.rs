@@ -10,15 +10,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use overbrainer::env::TimeScale;
-use overbrainer::exec::{Executor as _, JobCommand, JobId, JobStatus, SshExecutor, local_manifest};
+use overbrainer::exec::{
+    Executor as _, JobCommand, JobId, JobStatus, PodEndpoint, SshExecutor, local_manifest,
+};
 use overbrainer::runpod::api::{
     CreatePod, GpuRequest, RunpodClient, host_key_secret, pod_name, secret_reference,
 };
 use overbrainer::runpod::driver::{
-    DEADLINE_VAR, Driven, Ending, JobNews, LEASE_FILE, PodHooks, PodJob, PodPlan, drive, now,
+    DEADLINE_VAR, Driven, Ending, JobNews, LEASE_FILE, PodHooks, PodJob, PodPlan, RETRIEVED_FILE,
+    drive, now,
 };
 use overbrainer::runpod::lifecycle::{
-    AttemptOutcome, Event, Notice, PodFacts, PodFailure, PodState, Rules,
+    AttemptOutcome, Event, Notice, Phase, PodFacts, PodFailure, PodState, Rules,
 };
 use overbrainer::runpod::record::{PodContext, PodRecord};
 use overbrainer::runpod::watchdog::bounds_env;
@@ -29,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::runpod::target;
 use crate::runpod_containers::IMAGE_KEYS_BOOT;
 use crate::runpod_standin::Standin;
+use crate::util::poll_async;
 
 const KEY: &str = "rpa_CANARY7Wd3Kq9Zm2Tx6Vb4Nh8Lp1Rs5Jc0Fy";
 const RESULT: &str = "RESULT-CANARY-5Gk8Qw2Zx7Mv3Tb9Hn4Lr6Pd1Js";
@@ -213,6 +217,8 @@ struct Hooks {
     notices: Vec<Notice>,
     records: Vec<PodFacts>,
     cancel_at_ready: Option<CancellationToken>,
+    /// Cancels once the job runs (a Ctrl-C after the job exists).
+    cancel_when_running: Option<CancellationToken>,
     /// Where `pod.json` is written, when it is.
     run_dir: Option<(PathBuf, PodContext)>,
 }
@@ -228,6 +234,11 @@ impl PodHooks for Hooks {
     }
 
     fn record(&mut self, state: &PodState) -> Result<(), String> {
+        if state.phase == Phase::Running {
+            if let Some(cancel) = &self.cancel_when_running {
+                cancel.cancel();
+            }
+        }
         self.records.push(state.facts.clone());
         match &self.run_dir {
             Some((dir, context)) => PodRecord::new(context, state)
@@ -457,4 +468,54 @@ async fn runpod_a_key_without_access_to_secrets_is_refused_before_any_pod() {
     assert!(!text.contains(&KEY[4..24]), "{text}");
     assert!(standin.state().pods.is_empty());
     standin.assert_nothing_left();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_a_ctrl_c_after_the_job_exists_leaves_the_pod_to_its_watchdog_which_deletes_it() {
+    let run = "r_20261201-140000-dr05";
+    let setup = setup(run, true).await;
+    let rules = Rules::new(&target(), false, scale());
+    let state = PodState::new(rules, vec!["A".into()]);
+    let mut job = ScriptJob::new(&setup);
+    let cancel = CancellationToken::new();
+    let mut hooks = Hooks {
+        cancel_when_running: Some(cancel.clone()),
+        ..Hooks::default()
+    };
+    let driven = run_pod(&setup, state, &mut job, &mut hooks, &cancel).await;
+    assert_eq!(driven.ending, Ending::Detached, "{:?}", hooks.notices);
+    let id = driven.state.facts.pod.clone().unwrap();
+    // Following stopped; the pod runs on under its watchdog.
+    assert_eq!(setup.client.gone(&id).await.unwrap(), (true, true));
+    // A later process collects the results and marks them retrieved: the watchdog
+    // deletes its own pod.
+    let (host, port) = setup.standin.state().pods[0].ssh.clone().unwrap();
+    let endpoint = PodEndpoint { host, port };
+    let pod = SshExecutor::connect(
+        endpoint.destination(setup.plan.ssh_config.clone()),
+        "/root/runs",
+    )
+    .await
+    .unwrap();
+    let path = format!("{}/{RETRIEVED_FILE}", setup.plan.run_dir);
+    pod.put_file(&path, "1\n").await.unwrap();
+    pod.disconnect().await;
+    poll_async(
+        Duration::from_secs(120),
+        "the watchdog's deletion",
+        || async {
+            match setup.client.gone(&id).await {
+                Ok((false, false)) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    // The run's secret goes with its last pod, once a later command finds it gone.
+    setup
+        .client
+        .delete_secret(setup.plan.host_key_secret.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_clean(&setup, &rules);
 }
