@@ -24,13 +24,16 @@
 //! - [`bootstrap`]: the pod's `args`, rendered in one place: the claim, the pinned host
 //!   key, the watchdog as the first process, `sshd` only after its self-check.
 //!
-//! What is next (issue 12): the create body from the target (image, disk, volume, data
-//! centers, [`watchdog::bounds_env`], [`bootstrap::args`]); the run's [`driver::PodJob`]
-//! (upload, spawn, follow, retrieve with the checkpoint check); strays, the secrets
-//! sweep and reconciliation; `pod ls` / `pod rm`; and only then the `runpod` target in
-//! `train`. Nothing here is called from the CLI yet.
+//! - [`body`]: the create body of a run's pods from its target (the bounds, the
+//!   bootstrap, the host key by reference only).
+//!
+//! What is next (issue 12): the run's [`driver::PodJob`] (upload, spawn, follow with the
+//! run's machine, retrieve with the checkpoint check, POD-56 logs); the network volume's
+//! size; strays, the secrets sweep and reconciliation; `pod ls` / `pod rm`; and only
+//! then the `runpod` target in `train`. Nothing here is called from the CLI yet.
 
 pub mod api;
+pub mod body;
 pub mod bootstrap;
 pub mod driver;
 pub mod keys;

@@ -13,19 +13,17 @@ use overbrainer::env::TimeScale;
 use overbrainer::exec::{
     Executor as _, JobCommand, JobId, JobStatus, PodEndpoint, SshExecutor, local_manifest,
 };
-use overbrainer::runpod::api::{
-    CreatePod, GpuRequest, RunpodClient, host_key_secret, pod_name, secret_reference,
-};
+use overbrainer::runpod::api::{RunpodClient, pod_name};
+use overbrainer::runpod::body::{PodSpec, create_body};
 use overbrainer::runpod::driver::{
     DEADLINE_VAR, Driven, Ending, JobNews, LEASE_FILE, PodHooks, PodJob, PodPlan, RETRIEVED_FILE,
     drive, now,
 };
+use overbrainer::runpod::keys;
 use overbrainer::runpod::lifecycle::{
     AttemptOutcome, Event, Notice, Phase, PodFacts, PodFailure, PodState, Rules,
 };
 use overbrainer::runpod::record::{PodContext, PodRecord};
-use overbrainer::runpod::watchdog::bounds_env;
-use overbrainer::runpod::{bootstrap, keys};
 use secrecy::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
@@ -67,43 +65,19 @@ async fn setup(run: &str, bootstrap: bool) -> Setup {
     let keys = keys::create(&run_dir, run).await.unwrap();
     let secret = keys::create_host_secret(&client, run, &keys).await.unwrap();
     let host_secret = keys.host_secret.expose_secret().to_owned();
-    let body = CreatePod {
-        name: pod_name(run),
-        image: "overbrainer-pod:test".into(),
-        gpu: GpuRequest {
-            id: String::new(),
-            count: 1,
-        },
-        cloud: "SECURE".into(),
-        data_center_ids: Vec::new(),
-        disk: 20,
-        env: [
-            (
-                "OVERBRAINER_HOST_KEY".to_owned(),
-                secret_reference(&host_key_secret(run)),
-            ),
-            (
-                "OVERBRAINER_AUTHORIZED_KEY".to_owned(),
-                keys.client_public.clone(),
-            ),
-        ]
-        .into(),
-        ports: vec!["22/tcp".into()],
-        mounts: None,
-        args: None,
-    };
     let run_dir = format!("/root/runs/{run}");
-    let mut body = body;
-    if bootstrap {
-        let rules = Rules::new(&target(), false, scale());
-        body.env.extend(bounds_env(
-            &rules,
-            now() + rules.deadline,
-            &run_dir,
-            &standin.base(),
-        ));
-        body.args = Some(bootstrap::args(&run_dir, run));
-    } else {
+    let rules = Rules::new(&target(), false, scale());
+    let (mut body, _) = create_body(&PodSpec {
+        target: &target(),
+        run_id: run,
+        run_dir: &run_dir,
+        api_base: &standin.base(),
+        keys: &keys,
+        rules: &rules,
+        now: now(),
+    })
+    .unwrap();
+    if !bootstrap {
         body.args = Some(IMAGE_KEYS_BOOT.into());
     }
     let plan = PodPlan {
