@@ -15,8 +15,6 @@ use super::lifecycle::Rules;
 use super::{bootstrap, watchdog};
 use crate::config::{ListOrAuto, RunpodTarget};
 
-/// Where a network volume is mounted on the pod (spec/runpod.md section 1).
-pub const VOLUME_PATH: &str = "/workspace/data";
 /// The run marker in the pod's environment (POD-24): the run ID.
 pub const RUN_ID_VAR: &str = "OVERBRAINER_RUN_ID";
 /// The pinned host key, as a reference to the run's account secret (POD-26).
@@ -34,6 +32,9 @@ pub enum BodyError {
         key: &'static str,
     },
 }
+
+/// Where a network volume is mounted on the pod (spec/runpod.md section 1).
+pub const VOLUME_PATH: &str = "/workspace/data";
 
 /// What a run's pods are made from.
 #[derive(Debug, Clone, Copy)]

@@ -66,7 +66,7 @@ async fn setup(run: &str, bootstrap: bool) -> Setup {
     let secret = keys::create_host_secret(&client, run, &keys).await.unwrap();
     let host_secret = keys.host_secret.expose_secret().to_owned();
     let run_dir = format!("/root/runs/{run}");
-    let rules = Rules::new(&target(), false, scale());
+    let rules = rules();
     let (mut body, _) = create_body(&PodSpec {
         target: &target(),
         run_id: run,
@@ -244,18 +244,34 @@ fn assert_clean(setup: &Setup, rules: &Rules) {
     }
 }
 
-/// Drives `state` from its beginning with the setup's client and plan.
+/// The pod rules of these tests.
+fn rules() -> Rules {
+    Rules::new(&target(), false, scale())
+}
+
+/// Drives a pod trying `types` from its beginning with the setup's client and plan, and
+/// the script job; what came of it, and the job.
 async fn run_pod(
     setup: &Setup,
-    state: PodState,
-    job: &mut ScriptJob,
+    types: &[&str],
     hooks: &mut Hooks,
     cancel: &CancellationToken,
-) -> Driven {
+) -> (Driven, ScriptJob) {
+    let state = PodState::new(rules(), types.iter().map(|t| (*t).to_owned()).collect());
+    let mut job = ScriptJob::new(setup);
     let began = Event::Began { at: now() };
-    drive(&setup.client, &setup.plan, state, began, job, hooks, cancel)
-        .await
-        .unwrap()
+    let driven = drive(
+        &setup.client,
+        &setup.plan,
+        state,
+        began,
+        &mut job,
+        hooks,
+        cancel,
+    )
+    .await
+    .unwrap();
+    (driven, job)
 }
 
 fn gone(notices: &[Notice]) -> bool {
@@ -267,9 +283,8 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
     let run = "r_20261201-140000-dr01";
     let setup = setup(run, true).await;
     setup.standin.state().faults.capacity.insert("A".into());
-    let rules = Rules::new(&target(), false, scale());
-    let state = PodState::new(rules, vec!["A".into(), "B".into()]);
-    let mut job = ScriptJob::new(&setup);
+    let rules = rules();
+    let types: &[&str] = &["A", "B"];
     let local_run = setup.dir.join("run");
     let context = PodContext {
         run_id: run.into(),
@@ -282,7 +297,7 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
     };
     let cancel = CancellationToken::new();
     let began = now();
-    let driven = run_pod(&setup, state, &mut job, &mut hooks, &cancel).await;
+    let (driven, job) = run_pod(&setup, types, &mut hooks, &cancel).await;
     assert_eq!(driven.ending, Ending::Done(None), "{:?}", hooks.notices);
     assert_eq!(driven.secret_left, None);
     let facts = &driven.state.facts;
@@ -370,18 +385,10 @@ async fn runpod_driver_runs_a_job_on_the_next_gpu_type_retrieves_it_and_confirms
 async fn runpod_driver_deletes_a_pod_presenting_another_host_key_before_any_command() {
     let run = "r_20261201-140000-dr02";
     let setup = setup(run, false).await;
-    let rules = Rules::new(&target(), false, scale());
-    let state = PodState::new(rules, vec!["A".into()]);
-    let mut job = ScriptJob::new(&setup);
+    let rules = rules();
+    let types: &[&str] = &["A"];
     let mut hooks = Hooks::default();
-    let driven = run_pod(
-        &setup,
-        state,
-        &mut job,
-        &mut hooks,
-        &CancellationToken::new(),
-    )
-    .await;
+    let (driven, job) = run_pod(&setup, types, &mut hooks, &CancellationToken::new()).await;
     assert!(
         matches!(
             driven.ending,
@@ -399,15 +406,12 @@ async fn runpod_driver_deletes_a_pod_presenting_another_host_key_before_any_comm
 async fn runpod_driver_deletes_the_pod_at_a_ctrl_c_before_the_job_exists() {
     let run = "r_20261201-140000-dr03";
     let setup = setup(run, true).await;
-    let rules = Rules::new(&target(), false, scale());
-    let state = PodState::new(rules, vec!["A".into()]);
-    let mut job = ScriptJob::new(&setup);
     let cancel = CancellationToken::new();
     let mut hooks = Hooks {
         cancel_at_ready: Some(cancel.clone()),
         ..Hooks::default()
     };
-    let driven = run_pod(&setup, state, &mut job, &mut hooks, &cancel).await;
+    let (driven, job) = run_pod(&setup, &["A"], &mut hooks, &cancel).await;
     assert_eq!(
         driven.ending,
         Ending::Done(Some(PodFailure::Interrupted)),
@@ -416,7 +420,7 @@ async fn runpod_driver_deletes_the_pod_at_a_ctrl_c_before_the_job_exists() {
     );
     assert!(job.job.is_none());
     assert!(gone(&hooks.notices), "{:?}", hooks.notices);
-    assert_clean(&setup, &rules);
+    assert_clean(&setup, &rules());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -448,15 +452,12 @@ async fn runpod_a_key_without_access_to_secrets_is_refused_before_any_pod() {
 async fn runpod_a_ctrl_c_after_the_job_exists_leaves_the_pod_to_its_watchdog_which_deletes_it() {
     let run = "r_20261201-140000-dr05";
     let setup = setup(run, true).await;
-    let rules = Rules::new(&target(), false, scale());
-    let state = PodState::new(rules, vec!["A".into()]);
-    let mut job = ScriptJob::new(&setup);
     let cancel = CancellationToken::new();
     let mut hooks = Hooks {
         cancel_when_running: Some(cancel.clone()),
         ..Hooks::default()
     };
-    let driven = run_pod(&setup, state, &mut job, &mut hooks, &cancel).await;
+    let (driven, _job) = run_pod(&setup, &["A"], &mut hooks, &cancel).await;
     assert_eq!(driven.ending, Ending::Detached, "{:?}", hooks.notices);
     let id = driven.state.facts.pod.clone().unwrap();
     // Following stopped; the pod runs on under its watchdog.
@@ -491,5 +492,5 @@ async fn runpod_a_ctrl_c_after_the_job_exists_leaves_the_pod_to_its_watchdog_whi
         .delete_secret(setup.plan.host_key_secret.as_deref().unwrap())
         .await
         .unwrap();
-    assert_clean(&setup, &rules);
+    assert_clean(&setup, &rules());
 }
