@@ -37,6 +37,7 @@ mod any;
 mod digest;
 mod engine;
 mod error;
+mod keygen;
 mod lines;
 mod local;
 mod runtime;
@@ -60,6 +61,7 @@ pub use digest::{
 pub use engine::container_stop;
 pub(crate) use error::or_empty;
 pub use error::{ExecError, pid_list};
+pub use keygen::{KEYGEN, ed25519_keygen};
 pub use lines::{LineStream, MAX_TAIL_READ, complete_lines};
 pub use local::{LocalExecutor, STRIPPED_ENV_PREFIXES};
 pub use runtime::{

@@ -7,15 +7,36 @@
 //!   guard, retrieve grace, deletion until gone), table-tested.
 //! - [`api`]: the Runpod REST v2 client (pods, account secrets), RFC 9457 problem bodies
 //!   as typed, redacted errors, and the create retry table's classification.
+//! - [`driver`]: performs the lifecycle's effects (API calls through the client, the
+//!   handshake against the pinned host key through the executor's SSH client and the
+//!   run's `ssh -F` file, the cost files, the lease, snapshot requests and the retrieved
+//!   mark through `put_file` to `.pod/`) on the UNIX clock of the client's pod views; the
+//!   run's own part comes through [`driver::PodJob`], `pod.json` and notices through
+//!   [`driver::PodHooks`].
+//! - [`record`]: `pod.json`, written atomically from the lifecycle's state and read back
+//!   to its facts (field names in its doc).
+//! - [`keys`]: the run's SSH access under `runs/<run-id>/ssh/` (client key pair, the
+//!   pinned host key under the run's alias, the `ssh -F` file) and its host-key account
+//!   secret, whose creation is the POD-21 check that the key can manage secrets.
+//! - [`watchdog`]: the pod's watchdog script (self-check of the pod-scoped key, deletion
+//!   at the retrieved mark, boot and retrieve graces, deadline with lease and snapshot,
+//!   cost snapshot and cap) and the environment that carries its bounds.
+//! - [`bootstrap`]: the pod's `args`, rendered in one place: the claim, the pinned host
+//!   key, the watchdog as the first process, `sshd` only after its self-check.
 //!
-//! What is next (issue 12): the driver that performs the lifecycle's effects through
-//! [`api::RunpodClient`] and the executor (handshake against the pinned host key, cost
-//! files, lease, snapshot requests, `.pod/retrieved`) on the UNIX clock the client's
-//! pod views use; `pod.json` from [`lifecycle::PodFacts`]; the run's SSH keys and
-//! host-key secret (base64, one line, as the tests' bootstrap reads it); the bootstrap
-//! and watchdog scripts; strays, the secrets sweep and reconciliation; `pod ls` /
-//! `pod rm`; and only then the `runpod` target in `train`. Nothing here is called from
-//! the CLI yet.
+//! - [`body`]: the create body of a run's pods from its target (the bounds, the
+//!   bootstrap, the host key by reference only).
+//!
+//! What is next (issue 12): the run's [`driver::PodJob`] (upload, spawn, follow with the
+//! run's machine, retrieve with the checkpoint check, POD-56 logs); the network volume's
+//! size; strays, the secrets sweep and reconciliation; `pod ls` / `pod rm`; and only
+//! then the `runpod` target in `train`. Nothing here is called from the CLI yet.
 
 pub mod api;
+pub mod body;
+pub mod bootstrap;
+pub mod driver;
+pub mod keys;
 pub mod lifecycle;
+pub mod record;
+pub mod watchdog;

@@ -58,3 +58,7 @@ mod runpod_pods;
 mod runpod_containers;
 // Flows: the Runpod v2 client and the pod lifecycle against the stand-in (issue 12).
 mod runpod;
+// Flows: the pod driver performs the lifecycle's effects on real container pods (issue 12).
+mod runpod_driver;
+// Flows: the pod's watchdog script by real bash and curl against the stand-in (issue 12).
+mod runpod_watchdog;

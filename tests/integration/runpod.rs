@@ -36,7 +36,8 @@ fn scale() -> TimeScale {
     TimeScale::with_second(Duration::from_millis(5))
 }
 
-fn target() -> RunpodTarget {
+/// A target of three GPU types, one hour, no cost cap.
+pub fn target() -> RunpodTarget {
     RunpodTarget {
         gpu_types: ListOrAuto::List(vec!["A".into(), "B".into(), "C".into()]),
         min_vram_gb: None,

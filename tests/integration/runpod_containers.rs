@@ -22,25 +22,25 @@ const RUN: &str = "r_20261201-130000-cd34";
 
 /// The pod's command: the pinned host key from its secret (base64, one line), the client
 /// key authorized, then `sshd` with that host key only.
-const PINNED_BOOT: &str = r#"set -eu; umask 077; mkdir -p /run/sshd /root/.ssh
+pub const PINNED_BOOT: &str = r#"set -eu; umask 077; mkdir -p /run/sshd /root/.ssh
 printf '%s' "$OVERBRAINER_HOST_KEY" | base64 -d > /etc/ssh/pinned_host_key
 printf '%s\n' "$OVERBRAINER_AUTHORIZED_KEY" > /root/.ssh/authorized_keys
 unset OVERBRAINER_HOST_KEY
 exec /usr/sbin/sshd -D -e -o HostKey=/etc/ssh/pinned_host_key -o PasswordAuthentication=no"#;
 
 /// A pod that starts `sshd` with the image's own host keys.
-const IMAGE_KEYS_BOOT: &str = r#"set -eu; mkdir -p /run/sshd /root/.ssh
+pub const IMAGE_KEYS_BOOT: &str = r#"set -eu; mkdir -p /run/sshd /root/.ssh
 printf '%s\n' "$OVERBRAINER_AUTHORIZED_KEY" > /root/.ssh/authorized_keys
 exec /usr/sbin/sshd -D -e -o PasswordAuthentication=no"#;
 
-fn tool(command: &mut Command) -> Output {
+pub fn tool(command: &mut Command) -> Output {
     command.output().unwrap_or_else(|e| {
         panic!("cannot run {command:?} ({e}): install it with `apt-get install openssh-client coreutils`")
     })
 }
 
 /// A fresh ed25519 key pair `dir/name`; its public line.
-fn keygen(dir: &Path, name: &str) -> String {
+pub fn keygen(dir: &Path, name: &str) -> String {
     let path = dir.join(name);
     let out = tool(
         Command::new("ssh-keygen")

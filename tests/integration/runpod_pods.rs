@@ -2,7 +2,9 @@
 //! pod image of `scripts/container-env.sh` (sshd, bash, python3, curl, tar, sha256sum,
 //! setsid) with the create body's `env`, its `{{ RUNPOD_SECRET_<name> }}` references
 //! substituted as Runpod does inside the pod, and its `args` as the command; port 22 is
-//! published on 127.0.0.1 only. `DELETE` removes the container, so a leaked pod is a
+//! published on 127.0.0.1 only; the pods live on a network the runner makes, whose
+//! gateway (this machine) is where the stand-in listens, so the pods' watchdog reaches
+//! the API and nothing else. `DELETE` removes the container, so a leaked pod is a
 //! running container anyone can see. Every container carries the stand-in's own label,
 //! found and removed when the stand-in is dropped.
 //!
@@ -28,6 +30,12 @@ pub struct PodRunner {
     /// The label value every container of this stand-in carries.
     pub label: String,
     dir: PathBuf,
+    /// The key the pods get as their pod-scoped `RUNPOD_API_KEY`.
+    api_key: String,
+    /// The network the test made for its pods.
+    network: String,
+    /// Its gateway: this machine's address on that network, where the stand-in listens.
+    gateway: std::net::Ipv4Addr,
 }
 
 fn run(command: &mut Command) -> Result<Output, String> {
@@ -46,16 +54,65 @@ fn run(command: &mut Command) -> Result<Output, String> {
 }
 
 impl PodRunner {
-    /// A runner of the pod image, its env files under `dir`.
-    pub fn new(dir: PathBuf) -> Self {
+    /// A runner of the pod image, its env files under `dir`, giving its pods `api_key`.
+    /// It makes the pods' own network, and starts an anchor container on it so that the
+    /// network's gateway address exists here before the stand-in listens on it.
+    pub fn new(dir: PathBuf, api_key: &str) -> Self {
         let env = container_env();
         let label = format!("sr{}", rand_suffix());
-        Self {
-            podman: env.shims().join("podman"),
+        let podman = env.shims().join("podman");
+        let network = format!("{label}-net");
+        let gateway = (0..8)
+            .find_map(|_| {
+                let octets = rand_suffix();
+                let a = 200 + u8::from_str_radix(&octets[0..2], 16).unwrap() % 50;
+                let b = u8::from_str_radix(&octets[2..4], 16).unwrap();
+                run(Command::new(&podman)
+                    .args(["network", "create", "--subnet"])
+                    .arg(format!("10.{a}.{b}.0/24"))
+                    .arg("--label")
+                    .arg(format!("overbrainer-standin={label}"))
+                    .arg(&network))
+                .ok()
+                .map(|_| std::net::Ipv4Addr::new(10, a, b, 1))
+            })
+            .expect("podman network create: no free subnet under 10.200.0.0/10");
+        let runner = Self {
+            podman,
             image: env.get("POD_IMAGE").to_owned(),
             label,
             dir,
+            api_key: api_key.to_owned(),
+            network,
+            gateway,
+        };
+        if let Err(error) = run(runner
+            .podman()
+            .args([
+                "run",
+                "-d",
+                "--name",
+                &runner.anchor(),
+                "--network",
+                &runner.network,
+            ])
+            .arg("--label")
+            .arg(format!("overbrainer-standin={}", runner.label))
+            .args([&runner.image, "sleep", "infinity"]))
+        {
+            runner.remove_all();
+            panic!("the pods' network anchor: {error}");
         }
+        runner
+    }
+
+    /// This machine's address on the pods' network.
+    pub fn gateway(&self) -> std::net::Ipv4Addr {
+        self.gateway
+    }
+
+    fn anchor(&self) -> String {
+        format!("{}-anchor", self.label)
     }
 
     fn podman(&self) -> Command {
@@ -84,6 +141,7 @@ impl PodRunner {
             }
         }
         let _ = writeln!(lines, "RUNPOD_POD_ID={id}");
+        let _ = writeln!(lines, "RUNPOD_API_KEY={}", self.api_key);
         let env_file = self.dir.join(format!("{id}.env"));
         {
             use std::os::unix::fs::OpenOptionsExt;
@@ -102,7 +160,14 @@ impl PodRunner {
             .unwrap_or("sleep infinity");
         let started = run(self
             .podman()
-            .args(["run", "-d", "--name", id, "--network", "bridge"])
+            .args([
+                "run",
+                "-d",
+                "--name",
+                &self.name(id),
+                "--network",
+                &self.network,
+            ])
             .args(["-p", "127.0.0.1::22", "--label"])
             .arg(format!("overbrainer-standin={}", self.label))
             .arg("--env-file")
@@ -110,7 +175,7 @@ impl PodRunner {
             .args([&self.image, "/bin/bash", "-c", args]));
         let _ = std::fs::remove_file(&env_file);
         started?;
-        let port = run(self.podman().args(["port", id, "22/tcp"]))?;
+        let port = run(self.podman().args(["port", &self.name(id), "22/tcp"]))?;
         let text = String::from_utf8_lossy(&port.stdout);
         let port = text
             .trim()
@@ -120,13 +185,31 @@ impl PodRunner {
         Ok(("127.0.0.1".to_owned(), port))
     }
 
-    /// Removes pod `id`'s container.
-    pub fn remove(&self, id: &str) -> Result<(), String> {
-        run(self.podman().args(["rm", "-f", "-t", "0", id])).map(|_| ())
+    /// The container of pod `id`: pod IDs count from 1 in every stand-in, so the name
+    /// carries the stand-in's label (tests run side by side).
+    fn name(&self, id: &str) -> String {
+        format!("{}-{id}", self.label)
     }
 
-    /// The names of this stand-in's containers that still exist.
+    /// Removes pod `id`'s container.
+    pub fn remove(&self, id: &str) -> Result<(), String> {
+        self.remove_container(&self.name(id))
+    }
+
+    fn remove_container(&self, name: &str) -> Result<(), String> {
+        run(self.podman().args(["rm", "-f", "-t", "0", name])).map(|_| ())
+    }
+
+    /// The names of this stand-in's pod containers that still exist.
     pub fn left(&self) -> Vec<String> {
+        let anchor = self.anchor();
+        self.containers()
+            .into_iter()
+            .filter(|name| *name != anchor)
+            .collect()
+    }
+
+    fn containers(&self) -> Vec<String> {
         run(self
             .podman()
             .args(["ps", "-a", "--format", "{{.Names}}", "--filter"])
@@ -140,11 +223,13 @@ impl PodRunner {
         .unwrap_or_default()
     }
 
-    /// Removes every container of this stand-in (a failed test leaves none behind).
+    /// Removes every container of this stand-in and its network (a failed test leaves
+    /// none behind).
     pub fn remove_all(&self) {
-        for name in self.left() {
-            let _ = self.remove(&name);
+        for name in self.containers() {
+            let _ = self.remove_container(&name);
         }
+        let _ = run(self.podman().args(["network", "rm", "-f", &self.network]));
     }
 }
 

@@ -64,6 +64,8 @@ pub struct Faults {
     pub ignored_deletes: u32,
     /// `GET`s of a new pod that show `RUNNING` without `ssh.direct`.
     pub ssh_after_polls: u32,
+    /// The key may not manage account secrets: their create answers 403.
+    pub secrets_forbidden: bool,
 }
 
 /// One pod as the stand-in keeps it.
@@ -127,6 +129,7 @@ pub struct Standin {
     /// The mock server (its URI plus `/v2` is the API base).
     pub server: MockServer,
     state: Arc<Mutex<State>>,
+    key: String,
 }
 
 impl Standin {
@@ -137,11 +140,20 @@ impl Standin {
 
     /// A stand-in whose pods are real containers (their env files under `dir`).
     pub async fn with_pods(key: &str, dir: std::path::PathBuf) -> Self {
-        Self::serve(key, Some(PodRunner::new(dir))).await
+        Self::serve(key, Some(PodRunner::new(dir, key))).await
     }
 
     async fn serve(key: &str, runner: Option<PodRunner>) -> Self {
-        let server = MockServer::start().await;
+        // With real pods the API listens on their network's gateway, this machine's
+        // address there (made by the test), and only there.
+        let server = match &runner {
+            Some(runner) => {
+                let listener = std::net::TcpListener::bind((runner.gateway(), 0))
+                    .expect("a port on the pods' network gateway");
+                MockServer::builder().listener(listener).start().await
+            }
+            None => MockServer::start().await,
+        };
         let state = Arc::new(Mutex::new(State {
             ssh: ("127.0.0.1".into(), 22),
             runner,
@@ -154,12 +166,27 @@ impl Standin {
             })
             .mount(&server)
             .await;
-        Self { server, state }
+        Self {
+            server,
+            state,
+            key: key.to_owned(),
+        }
     }
 
     /// The API base, as `OVERBRAINER_RUNPOD__BASE_URL` takes it.
     pub fn base(&self) -> String {
         format!("{}/v2", self.server.uri())
+    }
+
+    /// A client of the stand-in with its key, each call bounded by `timeout`.
+    pub fn client(&self, timeout: std::time::Duration) -> overbrainer::runpod::api::RunpodClient {
+        overbrainer::runpod::api::RunpodClient::new(
+            &self.base(),
+            secrecy::SecretString::from(self.key.clone()),
+            overbrainer::llm::Redactor::new(),
+            timeout,
+        )
+        .expect("a client of the stand-in")
     }
 
     /// The state, to read or to set faults.
@@ -445,6 +472,13 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
 
 /// `POST /v2/account/secrets`.
 fn create_secret(state: &mut State, body: &[u8]) -> ResponseTemplate {
+    if state.faults.secrets_forbidden {
+        return problem(
+            403,
+            "Forbidden",
+            "This API key does not have access to secrets.",
+        );
+    }
     let fields: BTreeMap<String, Value> = serde_json::from_slice(body).unwrap_or_default();
     let (Some(name), Some(value)) = (
         fields.get("name").and_then(Value::as_str),

@@ -370,4 +370,4 @@ fn retrieved(state: &mut PodState, at: Duration, ok: bool, fx: &mut Vec<Effect>)
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

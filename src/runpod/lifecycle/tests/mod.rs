@@ -18,7 +18,7 @@ pub(super) fn s(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
-pub(super) fn target(max_hours: f64, cap: Option<f64>) -> RunpodTarget {
+pub(crate) fn target(max_hours: f64, cap: Option<f64>) -> RunpodTarget {
     RunpodTarget {
         gpu_types: ListOrAuto::List(vec!["A".into(), "B".into()]),
         min_vram_gb: None,
@@ -50,7 +50,7 @@ pub(super) fn endpoint() -> PodEndpoint {
 }
 
 /// A view of pod `id`: `status`, rate 0.5, with an SSH endpoint when `ssh`.
-pub(super) fn view(id: &str, status: PodStatus, ssh: bool) -> PodView {
+pub(crate) fn view(id: &str, status: PodStatus, ssh: bool) -> PodView {
     PodView {
         id: id.into(),
         status,

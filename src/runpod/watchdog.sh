@@ -1,0 +1,118 @@
+#!/bin/bash
+# The pod's watchdog (spec/runpod.md POD-29, POD-33..POD-35, POD-40, POD-41, POD-50):
+# deletes its own pod through the Runpod API with the pod-scoped RUNPOD_API_KEY when a
+# rule says so, and confirms the answer. Rendered by src/runpod/watchdog.rs; its bounds
+# come in the pod's environment (OVERBRAINER_*), in whole seconds already scaled.
+# The key goes to curl on its standard input (`-K -`), never on a command line.
+set -u
+run_dir=$OVERBRAINER_RUN_DIR
+pod_dir="$run_dir/.pod"
+mkdir -p "$pod_dir"
+base=${OVERBRAINER_API_BASE%/}
+started=$(date +%s)
+
+log() {
+    printf '%s watchdog: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" | tee -a "$pod_dir/watchdog.log"
+}
+
+# api METHOD: the HTTP status of METHOD on this pod (000 when no answer came).
+api() {
+    printf 'header = "Authorization: Bearer %s"\n' "${RUNPOD_API_KEY:-}" |
+        curl -sS -K - -o /dev/null -w '%{http_code}' --max-time 30 -X "$1" \
+            "$base/pods/$RUNPOD_POD_ID" 2>>"$pod_dir/watchdog.log" || true
+}
+
+# A number held by a file, or empty.
+number() {
+    [ -f "$1" ] || return 0
+    tr -cd '0-9' <"$1"
+}
+
+# Deletes the pod; returns 0 once the API says it is deleted or gone.
+delete_pod() {
+    log "deleting pod $RUNPOD_POD_ID: $1"
+    code=$(api DELETE)
+    case $code in
+    2?? | 404)
+        log "pod $RUNPOD_POD_ID deleted (HTTP $code)"
+        return 0
+        ;;
+    esac
+    log "delete refused (HTTP $code); trying again at the next check"
+    return 1
+}
+
+# POD-29: the key inside the pod must be allowed to read this pod.
+code=$(api GET)
+if [ "$code" != 200 ]; then
+    log "self-check failed: the pod's Runpod key cannot read pod $RUNPOD_POD_ID (HTTP $code)"
+    printf 'failed %s\n' "$code" >"$pod_dir/selfcheck"
+    until delete_pod "self-check failed"; do sleep "$OVERBRAINER_TICK_S"; done
+    exit 1
+fi
+printf 'ok\n' >"$pod_dir/selfcheck"
+log "self-check passed; deadline $OVERBRAINER_DEADLINE_AT, keep pod $OVERBRAINER_KEEP_POD"
+
+asked=
+while :; do
+    now=$(date +%s)
+    why=
+    if [ -e "$pod_dir/retrieved" ]; then
+        why="the results were retrieved"
+    elif [ -e "$pod_dir/bootstrap_failed" ]; then
+        why="the bootstrap failed: $(cat "$pod_dir/bootstrap_failed")"
+    elif [ -e "$run_dir/job.pid" ] && [ "$OVERBRAINER_KEEP_POD" = 1 ]; then
+        log "--keep-pod: no rule removes this pod once its job exists"
+        exit 0
+    fi
+    cap=$(number "$pod_dir/cost_cap_at")
+    snap=$(number "$pod_dir/snapshot_at")
+    if [ -z "$why" ] && [ -n "$cap" ] && [ "$now" -ge "$cap" ]; then
+        why="max_cost_usd reached"
+    elif [ -n "$snap" ] && [ "$now" -ge "$snap" ] && [ ! -e "$run_dir/snapshot.request" ]; then
+        log "cost snapshot requested: the cap is reached in $(((cap - now) / 60)) minutes"
+        printf 'cost\n' >"$run_dir/snapshot.request"
+    fi
+    if [ -z "$why" ] && [ ! -e "$run_dir/job.pid" ] &&
+        [ "$now" -ge $((started + OVERBRAINER_BOOT_GRACE_S)) ]; then
+        why="no job started within boot_grace_minutes"
+    fi
+    if [ -z "$why" ] && [ -e "$run_dir/exit_code" ]; then
+        ended=$(stat -c %Y "$run_dir/exit_code")
+        if [ "$now" -ge $((ended + OVERBRAINER_RETRIEVE_GRACE_S)) ]; then
+            why="the results were not retrieved within retrieve_grace_minutes"
+        fi
+    fi
+    lease=$(number "$pod_dir/lease")
+    fresh=0
+    if [ -n "$lease" ] && [ $((now - lease)) -lt "$OVERBRAINER_LEASE_FRESH_S" ]; then
+        fresh=1
+    fi
+    deadline=$OVERBRAINER_DEADLINE_AT
+    if [ "$fresh" = 0 ] && [ -z "$asked" ] &&
+        [ $((now + OVERBRAINER_SNAPSHOT_LEAD_S)) -ge "$deadline" ]; then
+        asked=$now
+        if [ ! -e "$run_dir/snapshot.request" ]; then
+            printf 'deadline\n' >"$run_dir/snapshot.request"
+        fi
+        log "deadline snapshot requested: max_hours ends in $(((deadline - now) / 60)) minutes"
+    fi
+    # POD-40: deletion waits for the snapshot, at most the window past the deadline.
+    until_at=$deadline
+    if [ -n "$asked" ]; then
+        until_at=$((asked + OVERBRAINER_SNAPSHOT_WINDOW_S))
+        if [ "$until_at" -gt $((deadline + OVERBRAINER_SNAPSHOT_WINDOW_S)) ]; then
+            until_at=$((deadline + OVERBRAINER_SNAPSHOT_WINDOW_S))
+        fi
+        if [ "$until_at" -lt "$deadline" ]; then until_at=$deadline; fi
+    fi
+    if [ -z "$why" ] && [ "$fresh" = 0 ] && [ "$now" -ge "$until_at" ]; then
+        why="max_hours reached"
+    fi
+    if [ -n "$why" ]; then
+        if delete_pod "$why"; then exit 0; fi
+    else
+        log "$(((until_at - now) / 60)) minutes before the deadline deletion (lease fresh: $fresh)"
+    fi
+    sleep "$OVERBRAINER_TICK_S"
+done

@@ -1,0 +1,244 @@
+//! The pod's watchdog script (`runpod::watchdog`) run by real `bash` and `curl` against
+//! the stand-in, with the pod-scoped key and pod ID the pod would get: its self-check
+//! (POD-29), the retrieved mark (POD-50), the boot grace, the deadline snapshot and the
+//! deletion at `max_hours` (POD-40), postponed while a lease is fresh (POD-35). The key
+//! reaches `curl` on its standard input only and no log of the watchdog.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use overbrainer::runpod::api::{CreatePod, GpuRequest, RunpodClient, pod_name};
+use overbrainer::runpod::driver::now;
+use overbrainer::runpod::watchdog::WATCHDOG;
+
+use crate::runpod_standin::Standin;
+use crate::util::poll;
+
+const KEY: &str = "rpa_CANARY3Jx8Tm5Wq1Zv7Kd4Nb9Hs2Lc6Pg0Fr";
+
+/// A pod on the stand-in (no container: the watchdog runs here) and its client.
+async fn pod(standin: &Standin, run: &str) -> (RunpodClient, String) {
+    let client = standin.client(Duration::from_secs(30));
+    let body = CreatePod {
+        name: pod_name(run),
+        image: "overbrainer-pod:test".into(),
+        gpu: GpuRequest {
+            id: "A".into(),
+            count: 1,
+        },
+        cloud: "SECURE".into(),
+        data_center_ids: Vec::new(),
+        disk: 20,
+        env: std::collections::BTreeMap::new(),
+        ports: vec!["22/tcp".into()],
+        mounts: None,
+        args: None,
+    };
+    let id = client.create_pod(&body).await.unwrap().id;
+    (client, id)
+}
+
+/// Starts the watchdog for pod `id` with run directory `run_dir`, the key `key` and these
+/// bounds (whole seconds; a one-second tick).
+fn watchdog(
+    standin: &Standin,
+    id: &str,
+    key: &str,
+    run_dir: &Path,
+    deadline_in: u64,
+    bounds: &[(&str, &str)],
+) -> Child {
+    let mut command = Command::new("bash");
+    command
+        .args(["-c", WATCHDOG])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUNPOD_API_KEY", key)
+        .env("RUNPOD_POD_ID", id)
+        .env("OVERBRAINER_RUN_DIR", run_dir)
+        .env("OVERBRAINER_API_BASE", standin.base())
+        .env(
+            "OVERBRAINER_DEADLINE_AT",
+            (now().as_secs() + deadline_in).to_string(),
+        )
+        .env("OVERBRAINER_KEEP_POD", "0")
+        .env("OVERBRAINER_TICK_S", "1")
+        .env("OVERBRAINER_BOOT_GRACE_S", "3600")
+        .env("OVERBRAINER_RETRIEVE_GRACE_S", "3600")
+        .env("OVERBRAINER_LEASE_FRESH_S", "3600")
+        .env("OVERBRAINER_SNAPSHOT_LEAD_S", "1")
+        .env("OVERBRAINER_SNAPSHOT_WINDOW_S", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (name, value) in bounds {
+        command.env(name, value);
+    }
+    command
+        .spawn()
+        .expect("bash and curl: install them with `apt-get install bash curl`")
+}
+
+fn log(run_dir: &Path) -> String {
+    std::fs::read_to_string(run_dir.join(".pod/watchdog.log")).unwrap_or_default()
+}
+
+/// Waits for the watchdog to exit; its status code.
+fn exited(mut child: Child) -> Option<i32> {
+    poll(
+        Duration::from_secs(120),
+        "the watchdog's exit",
+        || match child.try_wait() {
+            Ok(Some(status)) => Ok(status),
+            Ok(None) => Err("running".to_owned()),
+            Err(error) => Err(error.to_string()),
+        },
+    )
+    .code()
+}
+
+async fn assert_gone(client: &RunpodClient, id: &str, run_dir: &Path) {
+    assert_eq!(
+        client.gone(id).await.unwrap(),
+        (false, false),
+        "{}",
+        log(run_dir)
+    );
+    assert!(!log(run_dir).contains(&KEY[4..24]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_watchdog_deletes_its_pod_once_the_results_are_retrieved() {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261201-140000-wd01").await;
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join(".pod")).unwrap();
+    std::fs::write(run.path().join("job.pid"), "1\n").unwrap();
+    std::fs::write(run.path().join(".pod/retrieved"), "1\n").unwrap();
+    let child = watchdog(&standin, &id, KEY, run.path(), 3600, &[]);
+    assert_eq!(exited(child), Some(0), "{}", log(run.path()));
+    assert!(log(run.path()).contains("the results were retrieved"));
+    assert_eq!(
+        std::fs::read_to_string(run.path().join(".pod/selfcheck")).unwrap(),
+        "ok\n"
+    );
+    assert_gone(&client, &id, run.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_watchdog_deletes_a_pod_whose_job_never_started_after_the_boot_grace() {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261201-140000-wd02").await;
+    let run = tempfile::tempdir().unwrap();
+    let child = watchdog(
+        &standin,
+        &id,
+        KEY,
+        run.path(),
+        3600,
+        &[("OVERBRAINER_BOOT_GRACE_S", "1")],
+    );
+    assert_eq!(exited(child), Some(0), "{}", log(run.path()));
+    assert!(log(run.path()).contains("no job started within boot_grace_minutes"));
+    assert_gone(&client, &id, run.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_watchdog_snapshots_then_deletes_at_the_deadline_once_no_lease_holds() {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261201-140000-wd03").await;
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join(".pod")).unwrap();
+    std::fs::write(run.path().join("job.pid"), "1\n").unwrap();
+    std::fs::write(
+        run.path().join(".pod/lease"),
+        format!("{}\n", now().as_secs()),
+    )
+    .unwrap();
+    let deadline = now().as_secs() + 1;
+    let child = watchdog(&standin, &id, KEY, run.path(), 1, &[]);
+    // A fresh lease holds the pod past its deadline: checks go by, the pod stays.
+    poll(
+        Duration::from_secs(60),
+        "two checks under the lease",
+        || {
+            let held = log(run.path()).matches("lease fresh: 1").count();
+            if held >= 2 { Ok(()) } else { Err(held) }
+        },
+    );
+    assert_eq!(client.gone(&id).await.unwrap(), (true, true));
+    assert!(!run.path().join("snapshot.request").exists());
+    // Following stops: the lease goes, the snapshot is requested, the pod deleted.
+    std::fs::remove_file(run.path().join(".pod/lease")).unwrap();
+    assert_eq!(exited(child), Some(0), "{}", log(run.path()));
+    assert_eq!(
+        std::fs::read_to_string(run.path().join("snapshot.request")).unwrap(),
+        "deadline\n"
+    );
+    assert!(log(run.path()).contains("max_hours reached"));
+    let deleted = standin.state().pods[0].deleted.unwrap();
+    let deleted = deleted.duration_since(std::time::UNIX_EPOCH).unwrap();
+    assert!(deleted.as_secs() >= deadline, "deleted before its deadline");
+    assert_gone(&client, &id, run.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_watchdog_with_a_refused_key_writes_its_failed_self_check_and_keeps_the_key_out_of_its_log()
+ {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261201-140000-wd04").await;
+    let run = tempfile::tempdir().unwrap();
+    let wrong = "rpa_CANARY9Qe4Wr7Ty2Ui5Op8As3Df6Gh1Jk0Lz";
+    let mut child = watchdog(&standin, &id, wrong, run.path(), 3600, &[]);
+    let check = run.path().join(".pod/selfcheck");
+    let text = poll(Duration::from_secs(60), "the failed self-check", || {
+        std::fs::read_to_string(&check).map_err(|e| e.to_string())
+    });
+    assert_eq!(text, "failed 401\n");
+    // Its delete is refused as well: the pod is left to the client guard.
+    poll(Duration::from_secs(60), "a refused delete", || {
+        if log(run.path()).contains("delete refused (HTTP 401)") {
+            Ok(())
+        } else {
+            Err(())
+        }
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(client.gone(&id).await.unwrap(), (true, true));
+    assert!(
+        !log(run.path()).contains(&wrong[4..24]),
+        "{}",
+        log(run.path())
+    );
+    client.delete_pod(&id).await.unwrap();
+    standin.assert_nothing_left();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_watchdog_requests_the_cost_snapshot_and_deletes_at_the_cap_whatever_the_lease() {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261201-140000-wd05").await;
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join(".pod")).unwrap();
+    std::fs::write(run.path().join("job.pid"), "1\n").unwrap();
+    let at = now().as_secs();
+    for (file, value) in [("lease", at), ("snapshot_at", at), ("cost_cap_at", at + 2)] {
+        std::fs::write(run.path().join(".pod").join(file), format!("{value}\n")).unwrap();
+    }
+    let child = watchdog(&standin, &id, KEY, run.path(), 3600, &[]);
+    assert_eq!(exited(child), Some(0), "{}", log(run.path()));
+    assert_eq!(
+        std::fs::read_to_string(run.path().join("snapshot.request")).unwrap(),
+        "cost\n"
+    );
+    let text = log(run.path());
+    assert!(
+        text.contains("cost snapshot requested") && text.contains("max_cost_usd reached"),
+        "{text}"
+    );
+    let deleted = standin.state().pods[0].deleted.unwrap();
+    let deleted = deleted.duration_since(std::time::UNIX_EPOCH).unwrap();
+    assert!(deleted.as_secs() >= at + 2, "deleted before the cap");
+    assert_gone(&client, &id, run.path()).await;
+}
