@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// What `scripts/container-env.sh` printed.
@@ -228,10 +228,14 @@ impl TestEngine {
 /// private socket, data root and exec root, as a child of a thread that lives as long
 /// as the process, with `SIGTERM` as its parent-death signal (`setpriv --pdeathsig`),
 /// so it stops with the tests. A daemon already answering on the socket (another
-/// test process) is used as it is.
+/// test process) is used as it is; each call looks again, so a daemon that went with the
+/// other test process that started it is replaced by one of this process's own.
 fn docker_daemon() {
-    static STARTED: OnceLock<()> = OnceLock::new();
-    STARTED.get_or_init(|| {
+    static STARTING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = STARTING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    {
         let env = container_env();
         let host = env.get("DOCKER_HOST").to_owned();
         let answers = || {
@@ -291,7 +295,7 @@ fn docker_daemon() {
                 }
             },
         );
-    });
+    }
 }
 
 /// Process IDs of the processes on this machine whose environment holds `needle`
