@@ -46,6 +46,10 @@ ob_engine() {{
   fi
   return "$ob_r"
 }}
+if [ -n "${{ob_container_id:-}}" ] && ! command -v {program} >/dev/null 2>&1; then
+  echo "the container engine \`{program}\` is not on the PATH here: container $ob_container_id may still run; cancel again where \`{program}\` runs" >&2
+  ob_stop_rc=4
+fi
 if [ -n "${{ob_container_id:-}}" ]; then
   ob_engine {program} stop -t 30 "$ob_container_id" || true
   ob_engine {program} rm -f "$ob_container_id" || true
@@ -108,6 +112,16 @@ mod tests {
             )
         );
         assert!(stderr.is_empty(), "{stderr}");
+    }
+
+    #[test]
+    fn regression_a_missing_engine_is_a_failed_stop_naming_it_never_a_gone_container() {
+        // No `podman` at all: a stop that cannot run must not read as a container gone.
+        let (code, stderr) =
+            run_stop("timeout() { shift 3; \"$@\"; }\nPATH=/nonexistent-0sVq7Lr2\n");
+        assert_eq!(code, 4, "{stderr}");
+        assert!(stderr.contains("`podman` is not on the PATH"), "{stderr}");
+        assert!(stderr.contains(ID), "{stderr}");
     }
 
     /// A container ID as an engine writes it.
