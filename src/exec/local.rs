@@ -421,7 +421,6 @@ fn inherited(name: &std::ffi::OsStr) -> bool {
 /// Writes `content` to a temporary file next to `path`, syncs it and renames it
 /// over `path`.
 fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
-    use std::io::Write as _;
     let io = |source| ExecError::Io {
         path: path.to_path_buf(),
         source,
@@ -431,23 +430,7 @@ fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
         .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io)?;
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(content)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        // A failed write leaves nothing staged behind.
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written.map_err(io)
+    crate::project::write_atomic(path, content).map_err(io)
 }
 
 #[cfg(test)]

@@ -4,12 +4,14 @@
 //! A directory is a project when it holds `overbrainer.toml` (LAY-1). Every path is
 //! resolved from the project directory, never from the current directory.
 
+mod atomic;
 pub mod init;
 mod lock;
 pub mod names;
 
 use std::path::{Path, PathBuf};
 
+pub use atomic::write_atomic;
 pub use lock::{FollowLock, LockError, ProjectLock};
 
 use crate::config::FILE_NAME;

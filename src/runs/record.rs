@@ -207,7 +207,7 @@ impl RunRecord {
 }
 
 /// Replaces `path` with `bytes` through a temporary file in the same directory and a
-/// rename (LAY-4). The temporary file is `.<name>.tmp`: the project lock (LCK-1) makes
+/// rename (LAY-4). The temporary file is `.<name>.<pid>.tmp`: the project lock (LCK-1) makes
 /// this process the only writer, and a file left by a crashed writer is overwritten.
 ///
 /// # Errors
@@ -218,23 +218,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
         path: path.to_owned(),
         source,
     };
-    let name = path
-        .file_name()
-        .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
-    let temporary = path.with_file_name(format!(".{name}.tmp"));
-    let written = (|| {
-        use std::io::Write as _;
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        // A failed write leaves nothing staged behind.
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written.map_err(io)
+    crate::project::write_atomic(path, bytes).map_err(io)
 }
 
 /// Every readable run record under `runs_dir`, oldest first, and a warning for each

@@ -168,10 +168,13 @@ impl PodJob for ScriptJob {
     }
 
     async fn retrieve(&mut self, pod: &SshExecutor) -> Result<(), String> {
+        // `.pod/` comes back for its logs, but only the results are verified: the
+        // watchdog goes on appending to its log while the download runs.
         let entries = ["output".to_owned(), ".pod".to_owned()];
         pod.download(&self.run_dir, &self.local, &entries, &[])
             .await
             .map_err(|e| e.to_string())?;
+        let entries = ["output".to_owned()];
         let remote = pod
             .manifest(&self.run_dir, &entries, &[])
             .await
