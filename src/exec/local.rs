@@ -430,7 +430,8 @@ fn write_atomically(path: &Path, content: &[u8]) -> Result<(), ExecError> {
         .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io)?;
-    crate::project::write_atomic(path, content).map_err(io)
+    crate::project::write_atomic(path, content, &crate::project::temporary_for(path, true))
+        .map_err(io)
 }
 
 #[cfg(test)]

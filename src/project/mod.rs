@@ -11,7 +11,7 @@ pub mod names;
 
 use std::path::{Path, PathBuf};
 
-pub use atomic::write_atomic;
+pub use atomic::{temporary_for, write_atomic};
 pub use lock::{FollowLock, LockError, ProjectLock};
 
 use crate::config::FILE_NAME;

@@ -207,7 +207,7 @@ impl RunRecord {
 }
 
 /// Replaces `path` with `bytes` through a temporary file in the same directory and a
-/// rename (LAY-4). The temporary file is `.<name>.<pid>.tmp`: the project lock (LCK-1) makes
+/// rename (LAY-4). The temporary file is `.<name>.tmp`: the project lock (LCK-1) makes
 /// this process the only writer, and a file left by a crashed writer is overwritten.
 ///
 /// # Errors
@@ -218,7 +218,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
         path: path.to_owned(),
         source,
     };
-    crate::project::write_atomic(path, bytes).map_err(io)
+    crate::project::write_atomic(path, bytes, &crate::project::temporary_for(path, false))
+        .map_err(io)
 }
 
 /// Every readable run record under `runs_dir`, oldest first, and a warning for each
