@@ -1244,7 +1244,7 @@ async fn check_escaped_children(executor: &impl Executor) -> TestResult {
     let started = executor
         .spawn(&job(
             &dir,
-            "setsid sleep 300 &\necho $! > worker.pid\necho ready\nsleep 300",
+            "setsid sh -c 'echo $$ > worker.pid; exec sleep 300' &\necho ready\nsleep 300",
         ))
         .await?;
     wait_for_log(executor, &dir, "ready").await;
@@ -1295,7 +1295,7 @@ async fn check_leftovers_reported(executor: &impl Executor) -> TestResult {
     let started = executor
         .spawn(&job(
             &dir,
-            "setsid sleep 300 &\necho $! > worker.pid\necho ready\nsleep 300",
+            "setsid sh -c 'echo $$ > worker.pid; exec sleep 300' &\necho ready\nsleep 300",
         ))
         .await?;
     wait_for_log(executor, &dir, "ready").await;
