@@ -422,8 +422,9 @@ pub trait Executor: Send + Sync {
     /// Names are bytes and arrive as they are. Symbolic links arrive as links when
     /// their target is relative and stays inside `remote` (issue 8). The stream is
     /// extracted into a fresh directory beside `local` and moved into place (merged
-    /// when `local` exists) only once all of it was accepted: a refused stream leaves
-    /// nothing of itself in `local`.
+    /// when `local` exists) only once all of it was accepted and the target's `tar`
+    /// exited 0: a refused stream, or one whose sender failed, leaves nothing of
+    /// itself in `local`.
     ///
     /// # Errors
     ///
