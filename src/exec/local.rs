@@ -277,7 +277,11 @@ impl Executor for LocalExecutor {
         let mut command = std::process::Command::new("sh");
         command
             .arg("-c")
-            .arg(job_script(&job.dir, &job.script, self.time_scale))
+            .arg(format!(
+                "{}{}",
+                engine_record(job),
+                job_script(&job.dir, &job.script, self.time_scale)
+            ))
             .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -419,6 +423,17 @@ fn inherited(name: &std::ffi::OsStr) -> bool {
     !STRIPPED_ENV_PREFIXES
         .iter()
         .any(|prefix| name.starts_with(prefix))
+}
+
+/// For a container job, the shell commands that record its engine environment in its
+/// directory before its wrapper starts ([`super::engine::record_engine_env`], its
+/// secrets left out); nothing for a native job.
+pub(crate) fn engine_record(job: &JobCommand) -> String {
+    if job.container.is_none() {
+        return String::new();
+    }
+    let secrets: Vec<String> = job.secrets.iter().map(|(name, _)| name.clone()).collect();
+    super::engine::record_engine_env(&job.dir, &secrets)
 }
 
 /// Writes `content` to a temporary file next to `path`, syncs it and renames it

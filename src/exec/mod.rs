@@ -58,7 +58,7 @@ pub use any::AnyExecutor;
 pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
-pub use engine::container_stop;
+pub use engine::{ENGINE_ENV, ENGINE_ENV_DIR, container_stop};
 pub(crate) use error::or_empty;
 pub use error::{ExecError, pid_list};
 pub use keygen::{KEYGEN, ed25519_keygen};

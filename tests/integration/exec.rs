@@ -1032,6 +1032,100 @@ async fn a_container_job_is_stopped_first_and_an_orphaned_container_is_found_by_
     Ok(())
 }
 
+/// Engine variables that point `engine`'s client at an engine that does not know the
+/// test's containers: for Podman a private, empty configuration and storage under
+/// `dir`, for Docker a socket nobody listens on. A shell with them is a user's other
+/// terminal with another `CONTAINERS_CONF` or `DOCKER_HOST`.
+fn other_engine_env(engine: TestEngine, dir: &Path) -> Vec<(String, String)> {
+    std::fs::create_dir_all(dir.join("tmp")).expect("engine dir");
+    match engine {
+        TestEngine::Podman => {
+            let conf = dir.join("containers.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "[containers]\nnetns = \"none\"\n[engine]\nruntime = \"runc\"\n\
+                     cgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
+                     events_logfile_path = \"{d}/events.log\"\ntmp_dir = \"{d}/tmp\"\n",
+                    d = dir.display()
+                ),
+            )
+            .expect("containers.conf");
+            let storage = dir.join("storage.conf");
+            std::fs::write(
+                &storage,
+                format!(
+                    "[storage]\ndriver = \"vfs\"\ngraphroot = \"{d}/graph\"\nrunroot = \"{d}/run\"\n",
+                    d = dir.display()
+                ),
+            )
+            .expect("storage.conf");
+            vec![
+                ("CONTAINERS_CONF".to_owned(), path_str(&conf)),
+                ("CONTAINERS_STORAGE_CONF".to_owned(), path_str(&storage)),
+            ]
+        }
+        TestEngine::Docker => vec![(
+            "DOCKER_HOST".to_owned(),
+            format!("unix://{}", dir.join("nobody.sock").display()),
+        )],
+    }
+}
+
+// Tester defect 2: `train cancel` from a shell whose engine configuration differs
+// from the job's start (another `CONTAINERS_CONF`, `DOCKER_HOST`) read the job's
+// container as gone and left it running. The job starts through one real `sshd`
+// whose sessions have the test's engine, the cancel comes through another whose
+// sessions point elsewhere, on the same target directory; the container outlived its
+// client, so only the engine can stop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_cancel_with_another_engine_environment_stops_the_jobs_container() -> TestResult
+{
+    for engine in TestEngine::ALL {
+        engine.start();
+        let root = tempfile::tempdir()?;
+        let starting = Sshd::start_with(&Options {
+            env: engine.env(),
+            ..Options::default()
+        });
+        let cancelling = Sshd::start_with(&Options {
+            env: other_engine_env(engine, &root.path().join("other-engine")),
+            ..Options::default()
+        });
+        let start = ssh(&starting, root.path()).await;
+        let cancel = ssh(&cancelling, root.path()).await;
+        assert_eq!(start.workdir(), cancel.workdir());
+        let dir = format!("{}/run-other-env", start.workdir());
+        let name = format!("overbrainer-exec-other-env-{}", engine.name());
+        let canary = crate::engines::canary();
+        let job_id = start
+            .spawn(&container_job(&dir, engine, &name, &canary, TRAPPING_BODY))
+            .await?;
+        wait_for_log(&start, &dir, "ready").await;
+        let client: u32 = std::fs::read_to_string(Path::new(&dir).join("client.pid"))?
+            .trim()
+            .parse()?;
+        assert!(signal(client, "KILL"));
+        let status = wait_status(&start, &job_id, JobStatus::is_finished).await;
+        assert_eq!(status, JobStatus::Exited(0), "{engine:?}");
+        assert!(engine.is_running(&name), "{engine:?}: the container ended");
+        let result = cancel.cancel(&job_id).await;
+        let left = engine.containers().contains(&name);
+        engine.remove(&name);
+        result?;
+        assert!(
+            !left,
+            "{engine:?}: the cancel read the running container as gone and left it"
+        );
+        assert_eq!(processes_with_env(&canary), Vec::<u32>::new(), "{engine:?}");
+        let recorded = Path::new(&dir).join(overbrainer::exec::ENGINE_ENV_DIR);
+        for (name, value) in engine.env() {
+            assert_eq!(std::fs::read_to_string(recorded.join(&name))?, value);
+        }
+    }
+    Ok(())
+}
+
 /// The real job of `run_id` in `dir` on `engine`: `exec::stage_command` of the
 /// image's `sh` running `body` in the shell image, after the runtime's prelude.
 fn stage_job(

@@ -19,7 +19,11 @@ pub(crate) const CANCEL_GRACE_SECONDS: u32 = 10;
 /// When there is a `container`, the container whose ID the job recorded in
 /// [`CONTAINER_ID_FILE`] (read again at each stop) is stopped and removed
 /// ([`crate::exec::container_stop`]) whatever the job's state, and no other: a
-/// container of the job's name that the job never started is left alone. A container
+/// container of the job's name that the job never started is left alone. The engine
+/// runs with the environment the job's start recorded
+/// ([`ENGINE_ENV_DIR`](crate::exec::ENGINE_ENV_DIR)), not the cancelling shell's, so a
+/// cancel from a shell with another `CONTAINERS_CONF` or `DOCKER_HOST` still finds
+/// the container. A container
 /// that outlived its wrapper is stopped too, and once more after the processes are
 /// gone (the job's script may have started its next stage's container, under the
 /// same name, between the first stop and the group's end). Then the script prints
@@ -53,8 +57,9 @@ pub fn cancel_script(
         || ":\n".to_owned(),
         |container| {
             format!(
-                "{}{}",
+                "{}{}{}",
                 crate::exec::engine::read_container_id(&format!("\"$d/{CONTAINER_ID_FILE}\"")),
+                crate::exec::engine::restore_engine_env("\"$d\""),
                 crate::exec::engine::container_stop(container)
             )
         },
