@@ -1292,3 +1292,74 @@ fn a_follower_that_cannot_reach_its_target_six_times_detaches() {
     wait_for("the job's exit code", || exit_code.exists());
     assert_eq!(std::fs::read_to_string(&exit_code).unwrap().trim(), "0");
 }
+
+/// Reads, with the venv's own Python and `ast` (nothing imported), the names Axolotl
+/// 0.19 accepts for `optimizer` and `lr_scheduler` from the venv's source: the string
+/// values of `transformers`' `OptimizerNames` and Axolotl's `CustomSupportedOptimizers`,
+/// of `transformers`' `SchedulerType` and the `lr_scheduler in [...]` list of Axolotl's
+/// trainer builder. Prints `optimizers <names>` and `schedulers <names>`, sorted.
+const AXOLOTL_NAMES_PY: &str = r#"
+import ast, glob, os, sys
+site = glob.glob(os.path.join(sys.argv[1], "lib", "python3*", "site-packages"))[0]
+def tree(rel):
+    with open(os.path.join(site, rel)) as f:
+        return ast.parse(f.read())
+def values(rel, cls):
+    for node in ast.walk(tree(rel)):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return [n.value.value for n in node.body
+                    if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                    and isinstance(n.value.value, str)]
+    raise SystemExit(f"no class {cls} in {rel}")
+def alternates(rel):
+    for node in ast.walk(tree(rel)):
+        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "lr_scheduler" and isinstance(node.ops[0], ast.In)
+                and isinstance(node.comparators[0], ast.List)):
+            return [e.value for e in node.comparators[0].elts]
+    raise SystemExit(f"no `lr_scheduler in [...]` in {rel}")
+opt = values("transformers/training_args.py", "OptimizerNames") + values(
+    "axolotl/utils/schemas/enums.py", "CustomSupportedOptimizers")
+sched = values("transformers/trainer_utils.py", "SchedulerType") + alternates(
+    "axolotl/core/builders/base.py")
+print("optimizers " + " ".join(sorted(set(opt))))
+print("schedulers " + " ".join(sorted(set(sched))))
+"#;
+
+// Tester defect 3: the optimizer and scheduler names `config check` accepts are
+// exactly those of the Axolotl 0.19 venv the runs use, read from its source.
+#[test]
+fn the_optimizer_and_scheduler_names_of_train_rules_are_the_axolotl_venvs() {
+    let venv = &training_env().venv;
+    let python = venv.join("bin/python");
+    let output = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(AXOLOTL_NAMES_PY)
+        .arg(venv)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}: run `make training-env`", python.display()));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let names = |prefix: &str| -> Vec<String> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in {text}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        names("optimizers "),
+        overbrainer::train::rules::AXOLOTL_OPTIMIZERS,
+        "train::rules::AXOLOTL_OPTIMIZERS differs from the venv's"
+    );
+    assert_eq!(
+        names("schedulers "),
+        overbrainer::train::rules::AXOLOTL_LR_SCHEDULERS,
+        "train::rules::AXOLOTL_LR_SCHEDULERS differs from the venv's"
+    );
+}
