@@ -1091,6 +1091,72 @@ fn a_cancel_while_a_process_that_does_not_follow_the_run_holds_the_project_is_re
     assert_eq!(training.record(&id)["state"], "cancelled");
 }
 
+// Tester defect 4: `train stop` beside a process that holds the project without
+// following the run placed the request and said that process records the stop; nobody
+// does. It says what becomes of the snapshot and how to retrieve it.
+#[test]
+fn regression_a_stop_beside_a_holder_that_does_not_follow_says_how_to_get_the_snapshot() {
+    let fake = tempfile::tempdir().unwrap();
+    let release = fake.path().join("never");
+    let venv = held_venv(fake.path(), &release);
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let (id, pid) = an_unfollowed_job(&training);
+    let helper = crate::util::build_dir().join("examples/hold_lock");
+    assert!(
+        helper.is_file(),
+        "{} is missing; `cargo test` builds it (run the whole suite, or `cargo build --examples`)",
+        helper.display()
+    );
+    let mut holder = std::process::Command::new(&helper)
+        .arg(training.project.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), format!("locked {}", holder.id()));
+    let stop = training
+        .cmd()
+        .args(["train", "stop", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&stop);
+    assert!(stop.status.success(), "{text}");
+    for part in [
+        format!("snapshot requested for run {id}"),
+        "the job saves a snapshot checkpoint on the target and ends".to_owned(),
+        format!(
+            "overbrainer process {} holds the project but does not follow this run",
+            holder.id()
+        ),
+        format!("`overbrainer train attach {id}` retrieves it"),
+    ] {
+        assert!(text.contains(&part), "`{part}` in: {text}");
+    }
+    assert!(!text.contains("records the stop\n"), "{text}");
+    assert!(
+        training.runs().join(&id).join("snapshot.request").exists(),
+        "the request was placed"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    assert!(cancel.status.success(), "{}", output_text(&cancel));
+    assert!(!group_alive(pid));
+}
+
 /// A venv whose `bin/axolotl` plays a short training that starts a worker leaving the
 /// job's process group (`setsid`, as some data loaders do), writes its PID to
 /// `worker.pid` in the run directory, and waits for ever.
