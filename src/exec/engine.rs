@@ -23,7 +23,7 @@ pub(crate) const ENGINE_CALL_SECONDS: u32 = 45;
 /// nothing to stop.
 ///
 /// Each call of the engine runs under `timeout -s KILL` where the target has
-/// `timeout`, for at most [`ENGINE_CALL_SECONDS`]: an engine that does not answer
+/// `timeout`, for at most `ENGINE_CALL_SECONDS` (45): an engine that does not answer
 /// (a hung daemon) cannot hold the cancel for ever. The first call that runs out
 /// prints, on standard error, the command and that the container may still run,
 /// sets `ob_stop_rc=4`, and no later engine call is made. Used by
@@ -68,8 +68,8 @@ fi
 /// configuration, storage and connection of Podman (and the `containers` libraries),
 /// the daemon, context and client configuration of Docker, and the XDG directories
 /// where rootless Podman keeps its state. A job's start records them
-/// ([`record_engine_env`]) and its cancel runs the engine with them
-/// ([`restore_engine_env`]), so that a cancel from a shell with another
+/// (in [`ENGINE_ENV_DIR`]) and its cancel runs the engine with them
+/// ([`cancel_script`](super::cancel_script)), so that a cancel from a shell with another
 /// configuration still finds the job's container instead of reading it as gone.
 /// They name files, sockets and hosts, never secrets.
 pub const ENGINE_ENV: &[&str] = &[

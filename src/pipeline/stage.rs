@@ -1,7 +1,7 @@
 //! What every stage shares: its [`Context`] (settings, project paths, key resolution,
 //! prices, the event channel, cancellation), the client of a role, the [`StageReport`]
 //! it returns, and the [`StageError`]s that stop it. Its events and counters are in
-//! [`super::progress`], the steps every generating stage runs in [`super::runner`].
+//! [`super::progress`], the steps every generating stage runs in `pipeline/runner.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
