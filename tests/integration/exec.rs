@@ -1032,46 +1032,6 @@ async fn a_container_job_is_stopped_first_and_an_orphaned_container_is_found_by_
     Ok(())
 }
 
-/// Engine variables that point `engine`'s client at an engine that does not know the
-/// test's containers: for Podman a private, empty configuration and storage under
-/// `dir`, for Docker a socket nobody listens on. A shell with them is a user's other
-/// terminal with another `CONTAINERS_CONF` or `DOCKER_HOST`.
-fn other_engine_env(engine: TestEngine, dir: &Path) -> Vec<(String, String)> {
-    std::fs::create_dir_all(dir.join("tmp")).expect("engine dir");
-    match engine {
-        TestEngine::Podman => {
-            let conf = dir.join("containers.conf");
-            std::fs::write(
-                &conf,
-                format!(
-                    "[containers]\nnetns = \"none\"\n[engine]\nruntime = \"runc\"\n\
-                     cgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
-                     events_logfile_path = \"{d}/events.log\"\ntmp_dir = \"{d}/tmp\"\n",
-                    d = dir.display()
-                ),
-            )
-            .expect("containers.conf");
-            let storage = dir.join("storage.conf");
-            std::fs::write(
-                &storage,
-                format!(
-                    "[storage]\ndriver = \"vfs\"\ngraphroot = \"{d}/graph\"\nrunroot = \"{d}/run\"\n",
-                    d = dir.display()
-                ),
-            )
-            .expect("storage.conf");
-            vec![
-                ("CONTAINERS_CONF".to_owned(), path_str(&conf)),
-                ("CONTAINERS_STORAGE_CONF".to_owned(), path_str(&storage)),
-            ]
-        }
-        TestEngine::Docker => vec![(
-            "DOCKER_HOST".to_owned(),
-            format!("unix://{}", dir.join("nobody.sock").display()),
-        )],
-    }
-}
-
 // Tester defect 2: `train cancel` from a shell whose engine configuration differs
 // from the job's start (another `CONTAINERS_CONF`, `DOCKER_HOST`) read the job's
 // container as gone and left it running. The job starts through one real `sshd`
@@ -1089,7 +1049,7 @@ async fn regression_a_cancel_with_another_engine_environment_stops_the_jobs_cont
             ..Options::default()
         });
         let cancelling = Sshd::start_with(&Options {
-            env: other_engine_env(engine, &root.path().join("other-engine")),
+            env: engine.env_elsewhere(&root.path().join("other-engine")),
             ..Options::default()
         });
         let start = ssh(&starting, root.path()).await;
