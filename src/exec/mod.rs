@@ -305,6 +305,10 @@ pub trait Executor: Send + Sync {
     /// only, and the wrapper adds the job's run marker ([`RUN_MARKER_VAR`]). A program that depends on shell setup (a conda activation, a `PATH`
     /// entry from a profile) may therefore be found locally and not over SSH.
     ///
+    /// For a job with a container, the variables of [`ENGINE_ENV`] that this base
+    /// environment sets (the secrets left out) are recorded in [`ENGINE_ENV_DIR`] in
+    /// the run directory before the wrapper starts, for [`Executor::cancel`].
+    ///
     /// # Errors
     ///
     /// [`ExecError::InvalidSecret`], naming the variable only, when a secret has an
@@ -363,6 +367,9 @@ pub trait Executor: Send + Sync {
     /// whatever the job's state, also for a job that already ended or was
     /// cancelled: it may have outlived its wrapper (TGT-6). Each engine call is
     /// bounded (45 seconds, where the target has `timeout`; see [`container_stop`]).
+    /// The engine runs with the environment the job's start recorded
+    /// ([`ENGINE_ENV`] in [`ENGINE_ENV_DIR`], written by [`Executor::spawn`] for a job
+    /// with a container), not the cancelling shell's.
     ///
     /// A job that already ended by itself is not touched: it stays
     /// [`JobStatus::Exited`] and no marker is written. Otherwise [`CANCELLING_FILE`]
