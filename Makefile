@@ -28,9 +28,12 @@ container-env: training-env
 test: test-deps training-env container-env
 	$(CARGO) test
 
+# The documentation builds without a warning: no broken link, no public page linking
+# to a private item.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
 
 # Trains the demo project (examples/demo) on this machine's CPU with real Axolotl, then
 # prints where the adapter and the merged model are.

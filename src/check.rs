@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use crate::config::{ConfigError, Entry, EnvSnapshot, Loaded, entries};
+use crate::config::{ConfigError, Entry, EnvSnapshot, Loaded, Target, entries};
 use crate::llm::reasoning::ReasoningRule;
 use crate::project::Project;
 use crate::secrets::{Resolver, SecretError, SecretRef};
@@ -47,6 +47,25 @@ pub enum CheckError {
     /// A secret cannot be resolved (SEC-4).
     #[error(transparent)]
     Secret(#[from] SecretError),
+    /// SSH targets without a `host`, by name: loading accepts them (the host is set
+    /// only on the machines that use the target, through a variable), `config check`
+    /// says what every run on them would be refused for.
+    #[error("{}", missing_hosts(.0))]
+    MissingHost(Vec<String>),
+}
+
+/// One line per SSH target of `names` without a `host`, naming its key and variable.
+fn missing_hosts(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| {
+            format!(
+                "`targets.{name}.host` is missing: an ssh target needs `user@host` or a `~/.ssh/config` alias; set `{}` in `.env` or the environment",
+                crate::config::var_name(&["targets", name, "host"])
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Checks the configuration `loaded` of `project`; with `resolve` it resolves every
@@ -54,7 +73,8 @@ pub enum CheckError {
 ///
 /// # Errors
 ///
-/// [`CheckError`]: the eval data problem, or the first secret that cannot be resolved.
+/// [`CheckError`]: the eval data problem, SSH targets without a `host`, or the first
+/// secret that cannot be resolved.
 pub async fn check(
     project: &Project,
     loaded: &Loaded,
@@ -62,6 +82,16 @@ pub async fn check(
 ) -> Result<Vec<Checked>, CheckError> {
     if let Some(problem) = crate::runs::start::eval_data_problem(project, &loaded.settings) {
         return Err(CheckError::EvalData(problem));
+    }
+    let hostless: Vec<String> = loaded
+        .settings
+        .targets
+        .iter()
+        .filter(|(_, target)| matches!(target, Target::Ssh(ssh) if ssh.host.is_none()))
+        .map(|(name, _)| name.clone())
+        .collect();
+    if !hostless.is_empty() {
+        return Err(CheckError::MissingHost(hostless));
     }
     let resolved = if resolve {
         resolve_all(loaded).await?

@@ -72,7 +72,8 @@ pub enum Command {
     Answers(answers::Args),
     /// Write `data/train.jsonl` and `data/eval.jsonl` from the answers.
     Split(split::Args),
-    /// Run every dataset stage in order.
+    /// Run every dataset stage in order, then, when `[training]` is set, train the child
+    /// and follow the run.
     Run(run::Args),
     /// Show stage totals, or every stage execution with `--all`.
     History(history::Args),

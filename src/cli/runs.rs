@@ -44,8 +44,11 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         RunsCommand::Logs(args) => {
-            let lines = crate::runs::job_log::retrieved_lines(&project, &args.run_id, args.tail)?;
-            for line in &lines {
+            let log = crate::runs::job_log::retrieved_lines(&project, &args.run_id, args.tail)?;
+            if let Some(problem) = &log.bad_record {
+                tracing::warn!("{problem}; showing the retrieved log anyway");
+            }
+            for line in &log.lines {
                 outln!("{line}");
             }
             Ok(ExitCode::SUCCESS)

@@ -111,7 +111,9 @@ impl<'a> Check<'a> {
     }
 
     pub(super) fn safe(&mut self, key: &str, value: &str) {
-        if !safe_path(value) {
+        if value.trim().is_empty() {
+            self.fail(key, "must not be empty");
+        } else if !safe_path(value) {
             self.fail(
                 key,
                 "invalid value: use only letters, digits and `/ . _ - ~ : @ +`, not starting with `-`",

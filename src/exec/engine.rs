@@ -3,6 +3,7 @@
 //! Run by [`super::cancel_script`]; the container's start is [`super::runtime`]'s.
 
 use super::Container;
+use super::shell::quote;
 
 /// Seconds [`container_stop`] lets one call of the engine run where `timeout`
 /// exists: `stop -t 30` and a margin.
@@ -22,7 +23,7 @@ pub(crate) const ENGINE_CALL_SECONDS: u32 = 45;
 /// nothing to stop.
 ///
 /// Each call of the engine runs under `timeout -s KILL` where the target has
-/// `timeout`, for at most [`ENGINE_CALL_SECONDS`]: an engine that does not answer
+/// `timeout`, for at most `ENGINE_CALL_SECONDS` (45): an engine that does not answer
 /// (a hung daemon) cannot hold the cancel for ever. The first call that runs out
 /// prints, on standard error, the command and that the container may still run,
 /// sets `ob_stop_rc=4`, and no later engine call is made. Used by
@@ -63,6 +64,92 @@ fi
     )
 }
 
+/// The variables that point a container engine's client at its engine: the
+/// configuration, storage and connection of Podman (and the `containers` libraries),
+/// the daemon, context and client configuration of Docker, and the XDG directories
+/// where rootless Podman keeps its state. A job's start records them
+/// (in [`ENGINE_ENV_DIR`]) and its cancel runs the engine with them
+/// ([`cancel_script`](super::cancel_script)), so that a cancel from a shell with another
+/// configuration still finds the job's container instead of reading it as gone.
+/// They name files, sockets and hosts, never secrets.
+pub const ENGINE_ENV: &[&str] = &[
+    "CONTAINERS_CONF",
+    "CONTAINERS_CONF_OVERRIDE",
+    "CONTAINERS_STORAGE_CONF",
+    "CONTAINERS_REGISTRIES_CONF",
+    "CONTAINER_HOST",
+    "CONTAINER_CONNECTION",
+    "CONTAINER_SSHKEY",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "DOCKER_HOST",
+    "DOCKER_CONTEXT",
+    "DOCKER_CONFIG",
+    "DOCKER_CERT_PATH",
+    "DOCKER_TLS_VERIFY",
+    "DOCKER_API_VERSION",
+];
+
+/// Directory in a container job's directory holding the engine environment of its
+/// start: one file per variable of [`ENGINE_ENV`] that was set, named after it and
+/// holding its value; a variable that was unset has no file.
+pub const ENGINE_ENV_DIR: &str = "job.engine-env";
+
+/// The shell commands that record, in `dir` (a path, quoted here), the variables of
+/// [`ENGINE_ENV`] as this shell has them, leaving out those named in `skip` (the
+/// job's secrets: a value handed to the job as a secret is never written to a file).
+/// The record is made aside and renamed into place, so a cancel reads a whole one or
+/// none; a record that cannot be made is left out (the cancel then runs the engine
+/// in its own environment, as before records existed).
+#[must_use]
+pub(crate) fn record_engine_env(dir: &str, skip: &[String]) -> String {
+    let names: Vec<&str> = ENGINE_ENV
+        .iter()
+        .copied()
+        .filter(|name| !skip.iter().any(|s| s == name))
+        .collect();
+    format!(
+        r#"ob_e={dir}/{ENGINE_ENV_DIR}
+rm -rf -- "$ob_e.tmp"
+if mkdir -- "$ob_e.tmp"; then
+  for ob_n in {names}; do
+    eval "ob_set=\${{$ob_n+x}}"
+    [ -n "$ob_set" ] || continue
+    eval "printf '%s' \"\$$ob_n\"" > "$ob_e.tmp/$ob_n" || ob_e_failed=1
+  done
+  if [ -z "${{ob_e_failed:-}}" ]; then rm -rf -- "$ob_e"; mv -f -- "$ob_e.tmp" "$ob_e"; else rm -rf -- "$ob_e.tmp"; fi
+fi
+unset ob_e ob_n ob_set ob_e_failed
+"#,
+        dir = quote(dir),
+        names = names.join(" "),
+    )
+}
+
+/// The shell commands that give this shell the engine environment recorded by
+/// [`record_engine_env`] in the job directory `dir_word` (a shell word): every
+/// variable of [`ENGINE_ENV`] set to its recorded value, or unset when the start had
+/// it unset. Without a record (a job started before records existed) nothing changes.
+/// Values are read as data, never evaluated.
+#[must_use]
+pub(crate) fn restore_engine_env(dir_word: &str) -> String {
+    format!(
+        r#"if [ -d {dir_word}/{ENGINE_ENV_DIR} ]; then
+  for ob_n in {names}; do
+    if [ -f {dir_word}/{ENGINE_ENV_DIR}/"$ob_n" ]; then
+      ob_v=$(cat {dir_word}/{ENGINE_ENV_DIR}/"$ob_n") && export "$ob_n=$ob_v"
+    else
+      unset "$ob_n"
+    fi
+  done
+  unset ob_n ob_v
+fi
+"#,
+        names = ENGINE_ENV.join(" "),
+    )
+}
+
 /// The shell commands that set `ob_container_id` from the file `id_file` (a shell
 /// word): the container ID the engine's client wrote there, when it is one (12 to 64
 /// lowercase hexadecimal digits), else empty.
@@ -88,6 +175,7 @@ esac
 mod tests {
     use super::*;
     use crate::config::Engine;
+    use std::fmt::Write as _;
 
     // Issue 11: cancel stops the container, removes it and waits until the engine no
     // longer knows it.
@@ -179,6 +267,112 @@ mod tests {
                 "`podman stop -t 30 {ID}` did not return within {ENGINE_CALL_SECONDS} seconds"
             )),
             "{stderr}"
+        );
+    }
+
+    // Tester defect 2: `train cancel` from a shell with another engine configuration
+    // runs the engine with the one the job's start recorded, values read as data,
+    // unset variables unset, a secret of the job never written down.
+    #[test]
+    fn regression_a_cancel_gets_the_engine_environment_recorded_at_the_start() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("run 'r1'");
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = "/the job's/containers.conf $(touch pwned) `id`";
+        let secret = "docker-config-secret-Qm7Xv2Lp9Rz4Tn8W";
+        let record = record_engine_env(&dir.to_string_lossy(), &["DOCKER_CONFIG".to_owned()]);
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&record)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("CONTAINERS_CONF", conf)
+            .env("DOCKER_HOST", "unix:///run/job.sock")
+            .env("DOCKER_CONFIG", secret)
+            .current_dir(root.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let recorded = dir.join(ENGINE_ENV_DIR);
+        let mut names: Vec<_> = std::fs::read_dir(&recorded)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["CONTAINERS_CONF", "DOCKER_HOST"],
+            "the secret is left out"
+        );
+        let mut print = String::new();
+        for name in ENGINE_ENV {
+            writeln!(print, "printf '%s=%s|\\n' {name} \"${{{name}-<unset>}}\"").unwrap();
+        }
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "d={}\n{}{print}",
+                crate::exec::quote(&dir.to_string_lossy()),
+                restore_engine_env("\"$d\"")
+            ))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("CONTAINERS_CONF", "/the cancel's/containers.conf")
+            .env("CONTAINERS_STORAGE_CONF", "/the cancel's/storage.conf")
+            .env("DOCKER_HOST", "unix:///run/other.sock")
+            .current_dir(root.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("CONTAINERS_CONF={conf}|")),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("CONTAINERS_STORAGE_CONF=<unset>|"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("DOCKER_HOST=unix:///run/job.sock|"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("DOCKER_CONFIG=<unset>|"), "{stdout}");
+        assert!(!root.path().join("pwned").exists(), "a value was evaluated");
+        for name in names {
+            assert!(
+                !std::fs::read_to_string(recorded.join(name))
+                    .unwrap()
+                    .contains(secret)
+            );
+        }
+        // Without a record, the cancel's own environment stays.
+        std::fs::remove_dir_all(&recorded).unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "d={}\n{}printf %s \"$DOCKER_HOST\"",
+                crate::exec::quote(&dir.to_string_lossy()),
+                restore_engine_env("\"$d\"")
+            ))
+            .env("DOCKER_HOST", "unix:///run/other.sock")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "unix:///run/other.sock"
+        );
+    }
+
+    #[test]
+    fn the_engine_environment_scripts_pass_shellcheck() {
+        crate::exec::shellcheck::assert_passes(
+            &format!(
+                "d=/w\n{}{}",
+                record_engine_env("/w/r 1", &[]),
+                restore_engine_env("\"$d\"")
+            ),
+            "SC2016",
         );
     }
 

@@ -161,21 +161,24 @@ pub(crate) fn finish(action: &'static str, output: Output) -> Result<Vec<u8>, Ex
 
 /// The result of a download from what [`tar::drain`](super::tar::drain) made of the stream and how the target's
 /// archiving command ended. A refused entry stops the reading, which then breaks the
-/// target's `tar`: the refusal is the cause worth reporting.
+/// target's `tar`: the refusal is the cause worth reporting. The extracted stream is
+/// moved into place only after the command exited 0: a `tar` that failed (a file it
+/// could not read, one that changed while read) may have sent a well-formed but
+/// incomplete archive, and the destination must keep what it held.
 ///
 /// # Errors
 ///
-/// The refusal; else [`ExecError::Command`] (action `download`) when the command failed;
-/// else what `drained` holds.
+/// The refusal; else [`ExecError::Command`] (action `download`) when the command failed,
+/// the staged stream removed; else what `drained` holds or placing it fails with.
 pub(crate) fn downloaded(
-    drained: Result<(), ExecError>,
+    drained: Result<tar::Extracted, ExecError>,
     output: std::process::Output,
 ) -> Result<(), ExecError> {
     if let Err(refused @ ExecError::Protocol(_)) = drained {
         return Err(refused);
     }
     finish("download", output)?;
-    drained
+    drained?.place()
 }
 
 /// [`ExecError::Command`] for a script that exited with `status` and wrote `stderr`.
@@ -274,7 +277,11 @@ impl Executor for LocalExecutor {
         let mut command = std::process::Command::new("sh");
         command
             .arg("-c")
-            .arg(job_script(&job.dir, &job.script, self.time_scale))
+            .arg(format!(
+                "{}{}",
+                engine_record(job),
+                job_script(&job.dir, &job.script, self.time_scale)
+            ))
             .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -416,6 +423,17 @@ fn inherited(name: &std::ffi::OsStr) -> bool {
     !STRIPPED_ENV_PREFIXES
         .iter()
         .any(|prefix| name.starts_with(prefix))
+}
+
+/// For a container job, the shell commands that record its engine environment in its
+/// directory before its wrapper starts ([`super::engine::record_engine_env`], its
+/// secrets left out); nothing for a native job.
+pub(crate) fn engine_record(job: &JobCommand) -> String {
+    if job.container.is_none() {
+        return String::new();
+    }
+    let secrets: Vec<String> = job.secrets.iter().map(|(name, _)| name.clone()).collect();
+    super::engine::record_engine_env(&job.dir, &secrets)
 }
 
 /// Writes `content` to a temporary file next to `path`, syncs it and renames it

@@ -58,7 +58,7 @@ pub use any::AnyExecutor;
 pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
-pub use engine::container_stop;
+pub use engine::{ENGINE_ENV, ENGINE_ENV_DIR, container_stop};
 pub(crate) use error::or_empty;
 pub use error::{ExecError, pid_list};
 pub use keygen::{KEYGEN, ed25519_keygen};
@@ -305,6 +305,10 @@ pub trait Executor: Send + Sync {
     /// only, and the wrapper adds the job's run marker ([`RUN_MARKER_VAR`]). A program that depends on shell setup (a conda activation, a `PATH`
     /// entry from a profile) may therefore be found locally and not over SSH.
     ///
+    /// For a job with a container, the variables of [`ENGINE_ENV`] that this base
+    /// environment sets (the secrets left out) are recorded in [`ENGINE_ENV_DIR`] in
+    /// the run directory before the wrapper starts, for [`Executor::cancel`].
+    ///
     /// # Errors
     ///
     /// [`ExecError::InvalidSecret`], naming the variable only, when a secret has an
@@ -363,6 +367,9 @@ pub trait Executor: Send + Sync {
     /// whatever the job's state, also for a job that already ended or was
     /// cancelled: it may have outlived its wrapper (TGT-6). Each engine call is
     /// bounded (45 seconds, where the target has `timeout`; see [`container_stop`]).
+    /// The engine runs with the environment the job's start recorded
+    /// ([`ENGINE_ENV`] in [`ENGINE_ENV_DIR`], written by [`Executor::spawn`] for a job
+    /// with a container), not the cancelling shell's.
     ///
     /// A job that already ended by itself is not touched: it stays
     /// [`JobStatus::Exited`] and no marker is written. Otherwise [`CANCELLING_FILE`]
@@ -422,8 +429,9 @@ pub trait Executor: Send + Sync {
     /// Names are bytes and arrive as they are. Symbolic links arrive as links when
     /// their target is relative and stays inside `remote` (issue 8). The stream is
     /// extracted into a fresh directory beside `local` and moved into place (merged
-    /// when `local` exists) only once all of it was accepted: a refused stream leaves
-    /// nothing of itself in `local`.
+    /// when `local` exists) only once all of it was accepted and the target's `tar`
+    /// exited 0: a refused stream, or one whose sender failed, leaves nothing of
+    /// itself in `local`.
     ///
     /// # Errors
     ///

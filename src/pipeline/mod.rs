@@ -12,7 +12,7 @@ pub mod stage;
 pub mod templates;
 
 pub use progress::{Event, Progress};
-pub use stage::{Context, Stage, StageError, StageReport};
+pub use stage::{Context, Rerun, Stage, StageError, StageReport};
 pub mod answers;
 pub mod questions;
 pub mod sequence;

@@ -173,10 +173,10 @@ pub(crate) async fn replacing(
 ) -> Result<(), StageError> {
     use crate::dataset::jsonl::{count_lines, drop_old_lines, lines_after};
     if !force {
-        return body.await;
+        return body.await.map_err(|error| error.ran_with(topic, force));
     }
     let (lines, old) = count_lines(path, |line| line_selected(topic, line))?;
-    let result = body.await;
+    let result = body.await.map_err(|error| error.ran_with(topic, force));
     if old == 0 {
         return result;
     }

@@ -1,7 +1,7 @@
 //! What every stage shares: its [`Context`] (settings, project paths, key resolution,
 //! prices, the event channel, cancellation), the client of a role, the [`StageReport`]
 //! it returns, and the [`StageError`]s that stop it. Its events and counters are in
-//! [`super::progress`], the steps every generating stage runs in [`super::runner`].
+//! [`super::progress`], the steps every generating stage runs in `pipeline/runner.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -239,18 +239,48 @@ pub enum StageError {
     /// ([`llm::Error::WaitTooLong`]): the stage stopped rather than sleep, with what is
     /// done saved, and says how to go on.
     #[error(
-        "stopped: {error}; what is done is saved: run `overbrainer {}` (or `overbrainer run`) again after that time to go on from there",
-        stage.name()
+        "stopped: {error}; what is done is saved: run {} again after that time to go on from there",
+        rerun_hint(*stage, rerun)
     )]
     Paused {
         /// The stage that stopped.
         stage: Stage,
         /// The wait it was asked for.
         error: llm::Error,
+        /// The options the stage ran with, repeated in the hint.
+        rerun: Rerun,
     },
     /// A data file cannot be read or written.
     #[error(transparent)]
     Data(#[from] JsonlError),
+}
+
+/// The options of a stage's command that a hint to run it again repeats: its
+/// `--topic` and `--force`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rerun {
+    /// `--topic NAME`.
+    pub topic: Option<String>,
+    /// `--force`.
+    pub force: bool,
+}
+
+/// The command that runs `stage` again with the options of `rerun`; without options,
+/// `overbrainer run` goes on from there too.
+fn rerun_hint(stage: Stage, rerun: &Rerun) -> String {
+    let mut command = format!("overbrainer {}", stage.name());
+    if let Some(topic) = &rerun.topic {
+        command.push_str(" --topic ");
+        command.push_str(&crate::exec::quote(topic));
+    }
+    if rerun.force {
+        command.push_str(" --force");
+    }
+    if rerun == &Rerun::default() {
+        format!("`{command}` (or `overbrainer run`)")
+    } else {
+        format!("`{command}`")
+    }
 }
 
 impl StageError {
@@ -258,9 +288,29 @@ impl StageError {
     #[must_use]
     pub fn stopped(stage: Stage, error: llm::Error) -> Self {
         if matches!(error, llm::Error::WaitTooLong { .. }) {
-            Self::Paused { stage, error }
+            Self::Paused {
+                stage,
+                error,
+                rerun: Rerun::default(),
+            }
         } else {
             Self::Provider(error)
+        }
+    }
+
+    /// This error, its hint to run the stage again given the options it ran with.
+    #[must_use]
+    pub fn ran_with(self, topic: Option<&str>, force: bool) -> Self {
+        match self {
+            Self::Paused { stage, error, .. } => Self::Paused {
+                stage,
+                error,
+                rerun: Rerun {
+                    topic: topic.map(str::to_owned),
+                    force,
+                },
+            },
+            other => other,
         }
     }
 }
@@ -316,7 +366,10 @@ mod tests {
         };
         let text = StageError::stopped(Stage::Answers, error).to_string();
         assert!(text.contains("2026-12-01 15:00:00 UTC"), "{text}");
-        assert!(text.contains("run `overbrainer answers`"), "{text}");
+        assert!(
+            text.contains("run `overbrainer answers` (or `overbrainer run`) again"),
+            "{text}"
+        );
         assert!(matches!(
             StageError::stopped(
                 Stage::Answers,
@@ -327,5 +380,30 @@ mod tests {
             ),
             StageError::Provider(_)
         ));
+    }
+
+    // Tester defect 4: the hint to run a stage again repeats the options it ran with;
+    // `--force` is never dropped.
+    #[test]
+    fn regression_the_rerun_hint_keeps_force_and_topic() {
+        let error = || crate::llm::Error::WaitTooLong {
+            wait: Duration::from_secs(3 * 3600),
+            limit: Duration::from_secs(600),
+            resets_at: "2026-12-01T15:00:00Z".parse().unwrap(),
+        };
+        let forced = StageError::stopped(Stage::Questions, error())
+            .ran_with(None, true)
+            .to_string();
+        assert!(
+            forced.contains("run `overbrainer questions --force` again"),
+            "{forced}"
+        );
+        let both = StageError::stopped(Stage::Answers, error())
+            .ran_with(Some("rust lang"), true)
+            .to_string();
+        assert!(
+            both.contains("run `overbrainer answers --topic 'rust lang' --force` again"),
+            "{both}"
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! delete, gone, the host-key secret's deletion), the handshake through the executor's
 //! SSH client with the run's own `ssh -F` configuration (which pins the host key: a pod
 //! presenting another one is refused before any command runs), and the small files in
-//! the pod's run directory through [`Executor::put_file`]: the cost files, the lease, the
+//! the pod's run directory through [`Executor::put_file`](crate::exec::Executor::put_file): the cost files, the lease, the
 //! snapshot request and the retrieved mark. What the run itself does (upload and start
 //! the job, watch it, retrieve and verify its results) comes through [`PodJob`]; what
 //! the front end and `pod.json` learn, through [`PodHooks`].

@@ -1,6 +1,6 @@
 //! A run's SSH access to its pods (POD-26): its own client key pair and its own pod host
 //! key pair, made on this machine, under `runs/<run-id>/ssh/` (mode 700):
-//! `id_ed25519` (mode 600, through [`secrets::private`]) and `id_ed25519.pub`; the host
+//! `id_ed25519` (mode 600, through [`secrets::private`](crate::secrets::private)) and `id_ed25519.pub`; the host
 //! key's public half as the only entry of `known_hosts`, under the run's host-key alias
 //! (so whatever address and port Runpod gives the pod, only that key is accepted); and
 //! `config`, the `ssh -F` file that bypasses `~/.ssh/config` and the agent. The host

@@ -62,6 +62,10 @@ pub enum StopOutcome {
     RequestOnly {
         /// The run.
         record: RunRecord,
+        /// Whether a process follows the run (holds its `FollowLock`) and so records
+        /// the stop and retrieves the snapshot; without one the job saves its snapshot
+        /// and ends, and nothing is retrieved until `train attach`.
+        followed: bool,
     },
     /// The request was placed and the run followed to its end, or detached.
     Followed(Outcome),
@@ -110,7 +114,8 @@ pub async fn stop(
         .await
         .map_err(exec)?;
     if request_only {
-        return Ok(StopOutcome::RequestOnly { record });
+        let followed = project.is_followed(&record.id);
+        return Ok(StopOutcome::RequestOnly { record, followed });
     }
     let outcome = follow::follow(project, &executor, record, events, cancel, true).await?;
     Ok(StopOutcome::Followed(outcome))

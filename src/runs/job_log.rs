@@ -7,36 +7,54 @@ use super::record::RunRecord;
 use super::refusal::Refusal;
 use crate::project::Project;
 
+/// The retrieved `job.log` of a run, for `runs logs`.
+#[derive(Debug)]
+pub struct RetrievedLog {
+    /// Its lines (the last `tail` with `Some`).
+    pub lines: Vec<String>,
+    /// Why the run's `run.json` could not be read ([`RunError::BadRecord`], naming the
+    /// file), when it could not: the log is shown anyway and this is the warning.
+    pub bad_record: Option<RunError>,
+}
+
 /// The lines of the retrieved `job.log` of run `run_id` of `project`, only the last
 /// `tail` with `Some` (RUN-45); never contacts the target. Bytes that are not UTF-8 read
-/// as U+FFFD.
+/// as U+FFFD. A `run.json` that cannot be parsed does not hide the log: it is read from
+/// the run's directory all the same, the record's problem handed back as a warning.
 ///
 /// # Errors
 ///
-/// The [`RunRecord::load`] errors (a bad or unknown run ID, an unreadable `run.json`),
+/// A bad run ID, an unknown run or an unreadable `run.json` ([`RunRecord::load`]),
 /// [`Refusal::LogNotRetrieved`] when there is no local `job.log` yet, [`RunError::Io`]
 /// when it cannot be read.
 pub fn retrieved_lines(
     project: &Project,
     run_id: &str,
     tail: Option<usize>,
-) -> Result<Vec<String>, RunError> {
-    let record = RunRecord::load(&project.runs_dir(), run_id)?;
-    let path = project.run_dir(&record.id).join(crate::exec::JOB_LOG);
+) -> Result<RetrievedLog, RunError> {
+    let (id, bad_record) = match RunRecord::load(&project.runs_dir(), run_id) {
+        Ok(record) => (record.id, None),
+        Err(bad @ RunError::BadRecord { .. }) => (run_id.to_owned(), Some(bad)),
+        Err(other) => return Err(other),
+    };
+    let path = project.run_dir(&id).join(crate::exec::JOB_LOG);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Refusal::LogNotRetrieved { run_id: record.id }.into());
+            return Err(Refusal::LogNotRetrieved { run_id: id }.into());
         }
         Err(source) => return Err(RunError::Io { path, source }),
     };
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     let start = tail.map_or(0, |n| lines.len().saturating_sub(n));
-    Ok(lines[start..]
-        .iter()
-        .map(|line| (*line).to_owned())
-        .collect())
+    Ok(RetrievedLog {
+        lines: lines[start..]
+            .iter()
+            .map(|line| (*line).to_owned())
+            .collect(),
+        bad_record,
+    })
 }
 
 /// The `; `-prefixed pointer into the log `log` (a path relative to the run directory
@@ -111,11 +129,11 @@ fn root_tracebacks(lines: &[&str]) -> Vec<(usize, usize, String)> {
         else {
             break;
         };
+        let (end, text) = exception_with_reason(lines, exception);
         if !is_wrapper_exception(lines[exception]) {
-            let text: String = lines[exception].trim().chars().take(300).collect();
-            found.push((header + 1, exception + 1, text));
+            found.push((header + 1, end + 1, text));
         }
-        index = exception + 1;
+        index = end + 1;
     }
     found
 }
@@ -145,8 +163,30 @@ fn last_error_line(lines: &[&str]) -> Option<(usize, usize, String)> {
         .iter()
         .rposition(|line| line.starts_with("Traceback (most recent call last)"))
         .unwrap_or(last);
-    let text: String = lines[last].trim().chars().take(300).collect();
-    Some((first + 1, last + 1, text))
+    let (end, text) = exception_with_reason(lines, last);
+    Some((first + 1, end + 1, text))
+}
+
+/// The exception line at `index` with the indented lines right after it, which carry
+/// its reason when it has several lines (pydantic's `ValidationError: 1 validation
+/// error for ...` is followed by `  Value error, <reason> [type=...]` and a `For
+/// further information` line): the index of the last of them, and the exception line
+/// joined with the first reason line, trimmed to 300 characters.
+fn exception_with_reason(lines: &[&str], index: usize) -> (usize, String) {
+    let reasons = lines[index + 1..]
+        .iter()
+        .take_while(|line| line.starts_with(char::is_whitespace) && !line.trim().is_empty())
+        .count();
+    let mut text = lines[index].trim().to_owned();
+    if let Some(reason) = lines[index + 1..index + 1 + reasons]
+        .iter()
+        .map(|line| line.trim())
+        .find(|line| !line.starts_with("For further information"))
+    {
+        text.push(' ');
+        text.push_str(reason);
+    }
+    (index + reasons, text.chars().take(300).collect())
 }
 
 #[cfg(test)]
@@ -174,15 +214,80 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            retrieved_lines(&project, "r_1", Some(2)).unwrap(),
+            retrieved_lines(&project, "r_1", Some(2)).unwrap().lines,
             ["two\u{fffd}", "three"]
         );
-        assert_eq!(retrieved_lines(&project, "r_1", Some(9)).unwrap().len(), 3);
-        assert_eq!(retrieved_lines(&project, "r_1", None).unwrap()[0], "one");
+        assert_eq!(
+            retrieved_lines(&project, "r_1", Some(9))
+                .unwrap()
+                .lines
+                .len(),
+            3
+        );
+        assert_eq!(
+            retrieved_lines(&project, "r_1", None).unwrap().lines[0],
+            "one"
+        );
         assert!(matches!(
             retrieved_lines(&project, "x/y", None),
             Err(RunError::BadRunId(_))
         ));
+    }
+
+    // Tester defect 4: a corrupt `run.json` does not hide the retrieved log; the
+    // problem comes back as a warning naming the file.
+    #[test]
+    fn regression_runs_logs_shows_the_log_of_a_run_whose_record_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("overbrainer.toml"), "").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let run = project.run_dir("r_2");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(
+            run.join(super::super::record::RUN_JSON),
+            "{\"id\": \"r_2\", trunc",
+        )
+        .unwrap();
+        std::fs::write(run.join(crate::exec::JOB_LOG), "first\nlast\n").unwrap();
+        let log = retrieved_lines(&project, "r_2", None).unwrap();
+        assert_eq!(log.lines, ["first", "last"]);
+        let warning = log.bad_record.expect("a warning").to_string();
+        assert!(warning.contains("run.json"), "{warning}");
+        assert!(warning.contains("r_2"), "{warning}");
+        // Without a log, the refusal says so as before.
+        std::fs::remove_file(run.join(crate::exec::JOB_LOG)).unwrap();
+        assert!(matches!(
+            retrieved_lines(&project, "r_2", None),
+            Err(RunError::Refused(_))
+        ));
+    }
+
+    // Tester defect 4: the failure message's line range of a real Axolotl 0.19 log of a
+    // configuration pydantic refused ended at the `ValidationError` line and missed the
+    // reason below it; it covers the reason lines and the text carries the reason.
+    #[test]
+    fn regression_the_line_range_of_a_pydantic_error_includes_its_reason() {
+        let log = include_str!("../../tests/fixtures/logs/axolotl-pydantic.log");
+        let (first, last, text) = error_lines(log).expect("a root cause");
+        assert_eq!((first, last), (2, 35));
+        assert!(
+            text.starts_with(
+                "pydantic_core._pydantic_core.ValidationError: 1 validation error for AxolotlConfigWCapabilities Value error, Can't load qlora in 8bit"
+            ),
+            "{text}"
+        );
+        assert_eq!(last_error_lines(log).map(|(f, l, _)| (f, l)), Some((2, 35)));
+        // Without a traceback, the error line's reason lines count as well.
+        assert_eq!(
+            error_lines(
+                "x\nValidationError: 1 validation error\n  Value error, bad [type=v]\nnext\n"
+            ),
+            Some((
+                2,
+                3,
+                "ValidationError: 1 validation error Value error, bad [type=v]".to_owned()
+            ))
+        );
     }
 
     #[test]

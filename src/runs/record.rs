@@ -107,9 +107,9 @@ pub struct RunRecord {
     pub target: String,
     /// Target kind.
     pub target_kind: TargetKind,
-    /// Run directory on the target, absolute [design].
+    /// Run directory on the target, absolute \[design\].
     pub dir: String,
-    /// The run's owner value in the target's `.claim` (RUN-3) [design].
+    /// The run's owner value in the target's `.claim` (RUN-3) \[design\].
     pub owner: String,
     /// The executor's job handle, once the job started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,7 +127,7 @@ pub struct RunRecord {
     /// The stopped run this run resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<String>,
-    /// Whether `merge = true` was in effect at start [design].
+    /// Whether `merge = true` was in effect at start \[design\].
     #[serde(default)]
     pub merge: bool,
     /// The job of the last `train merge` of a `merge_failed` run, once one started; its
@@ -140,7 +140,7 @@ pub struct RunRecord {
     /// Last step seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_step: Option<u64>,
-    /// Last epoch seen [design].
+    /// Last epoch seen \[design\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<f64>,
     /// Last training loss (absent when unknown or not finite).

@@ -367,4 +367,67 @@ mod tests {
             .collect();
         assert!(staged.is_empty(), "{staged:?}");
     }
+    /// A stand-in `tar` in `bin` that runs the system's own and then fails as GNU
+    /// `tar` does after a file it could not read: the archive is whole, the exit
+    /// status 2.
+    fn failing_tar(bin: &Path) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let real = ["/usr/bin/tar", "/bin/tar"]
+            .into_iter()
+            .find(|path| Path::new(path).exists())
+            .expect("GNU tar is missing: run `apt-get install tar`");
+        std::fs::create_dir_all(bin).unwrap();
+        let path = bin.join("tar");
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\n{real} \"$@\" || exit\necho 'tar: ./job.log: Cannot open: Input/output error' >&2\nexit 2\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_failed_remote_tar_keeps_the_old_local_files_and_names_the_run() {
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("bin");
+        failing_tar(&bin);
+        let executor = AnyExecutor::Local(
+            crate::exec::LocalExecutor::new(&root.path().join("target"))
+                .unwrap()
+                .with_path_prefix(&bin),
+        );
+        let dir = Path::new(executor.workdir()).join("r1");
+        std::fs::create_dir_all(dir.join(OUTPUT_DIR)).unwrap();
+        std::fs::write(dir.join(OUTPUT_DIR).join("adapter.bin"), "new weights").unwrap();
+        std::fs::write(dir.join(JOB_LOG), "new log\n").unwrap();
+        let record = ssh_record(&dir.to_string_lossy());
+        let local = root.path().join("runs/r1");
+        std::fs::create_dir_all(local.join(OUTPUT_DIR)).unwrap();
+        std::fs::write(local.join(OUTPUT_DIR).join("adapter.bin"), "old weights").unwrap();
+        std::fs::write(local.join(JOB_LOG), "old log\n").unwrap();
+
+        let error = retrieve(&executor, &record, &local, None, &[])
+            .await
+            .unwrap_err();
+        let RunError::Retrieval { run_id, reason } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(run_id, "r1");
+        assert!(error.to_string().contains("r1"), "{error}");
+        assert!(reason.contains("Cannot open"), "{reason}");
+        assert_eq!(
+            std::fs::read_to_string(local.join(OUTPUT_DIR).join("adapter.bin")).unwrap(),
+            "old weights"
+        );
+        assert_eq!(
+            std::fs::read_to_string(local.join(JOB_LOG)).unwrap(),
+            "old log\n"
+        );
+        let staged: Vec<_> = std::fs::read_dir(&local)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with('.'))
+            .collect();
+        assert!(staged.is_empty(), "{staged:?}");
+    }
 }

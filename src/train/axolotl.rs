@@ -103,7 +103,7 @@ fn dataset(path: &str) -> Yaml {
 /// The Axolotl configuration of a run (AXO-2), with `axolotl_extra` merged last (AXO-3,
 /// AXO-7). `resume_checkpoint` is the name (`checkpoint-N`) of the checkpoint a resumed
 /// run starts from, under [`RESUME_DIR`]. Without eval data (`has_eval` false, an empty
-/// `data/eval.jsonl`) there is no `test_datasets` and no `evals_per_epoch` [design].
+/// `data/eval.jsonl`) there is no `test_datasets` and no `evals_per_epoch` \[design\].
 ///
 /// # Errors
 ///

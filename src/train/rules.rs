@@ -1,8 +1,9 @@
 //! What Axolotl accepts of `[training]`, as rules of the configuration
 //! (spec/training.md, AXO-4..AXO-7): the keys of `axolotl_extra` that overbrainer refuses
 //! because a typed setting or overbrainer itself writes them ([`AXOLOTL_TYPED_KEYS`],
-//! [`AXOLOTL_MANAGED_KEYS`], [`refused_extra`]), and the pairs of settings that Axolotl
-//! refuses together.
+//! [`AXOLOTL_MANAGED_KEYS`], [`refused_extra`]), the optimizer and scheduler names it
+//! knows ([`AXOLOTL_OPTIMIZERS`], [`AXOLOTL_LR_SCHEDULERS`]), and the pairs of settings
+//! that Axolotl refuses together.
 //!
 //! `config` knows the shape of its keys, not Axolotl: [`check`] is the rule that loading
 //! takes from above (`config::Rules`, passed by `check::load`), so every command that
@@ -10,7 +11,7 @@
 //! where it was set. [`super::axolotl::check_extra`] applies the same table to every other
 //! caller of the YAML generator.
 
-use crate::config::{Problem, Provenance, Settings, Training};
+use crate::config::{AdapterKind, Problem, Provenance, Settings, Training};
 
 /// Keys of the generated Axolotl YAML that come from a typed `[training]` setting (AXO-4),
 /// with that setting.
@@ -46,6 +47,95 @@ pub const AXOLOTL_MANAGED_KEYS: [&str; 7] = [
     "dataset_prepared_path",
     "plugins",
     "resume_from_checkpoint",
+];
+
+/// The optimizer names Axolotl 0.19 accepts for `optimizer`, sorted: the values of
+/// `transformers`' `OptimizerNames` (`transformers/training_args.py`, which
+/// `TrainingArguments` checks `optim` against) and of Axolotl's own
+/// `CustomSupportedOptimizers` (`axolotl/utils/schemas/enums.py`), as the venv of
+/// `scripts/training-env.sh` holds them (transformers 5.16.1). A test reads them back
+/// from that venv's source.
+pub const AXOLOTL_OPTIMIZERS: [&str; 58] = [
+    "adafactor",
+    "adagrad",
+    "adalomo",
+    "adamc",
+    "adamw_8bit",
+    "adamw_anyprecision",
+    "adamw_bnb_8bit",
+    "adamw_torch",
+    "adamw_torch_4bit",
+    "adamw_torch_8bit",
+    "adamw_torch_fused",
+    "adamw_torch_npu_fused",
+    "adamw_torch_xla",
+    "ademamix",
+    "ademamix_8bit",
+    "adopt_adamw",
+    "ao_adamw_4bit",
+    "ao_adamw_8bit",
+    "ao_adamw_fp8",
+    "apollo_adamw",
+    "apollo_adamw_layerwise",
+    "came_pytorch",
+    "dion",
+    "flash_adam",
+    "flash_adamw",
+    "flash_lion",
+    "flash_sgd",
+    "flash_sgdw",
+    "galore_adafactor",
+    "galore_adafactor_layerwise",
+    "galore_adamw",
+    "galore_adamw_8bit",
+    "galore_adamw_8bit_layerwise",
+    "galore_adamw_layerwise",
+    "grokadamw",
+    "lion_32bit",
+    "lion_8bit",
+    "lomo",
+    "muon",
+    "optimi_adamw",
+    "paged_adamw_32bit",
+    "paged_adamw_8bit",
+    "paged_ademamix_32bit",
+    "paged_ademamix_8bit",
+    "paged_lion_32bit",
+    "paged_lion_8bit",
+    "polora",
+    "q_galore_adamw8bit",
+    "rmsprop",
+    "rmsprop_bnb",
+    "rmsprop_bnb_32bit",
+    "rmsprop_bnb_8bit",
+    "schedule_free_adamw",
+    "schedule_free_radam",
+    "schedule_free_sgd",
+    "sgd",
+    "sinkgd",
+    "stable_adamw",
+];
+
+/// The scheduler names Axolotl 0.19 accepts for `lr_scheduler`, sorted: the values of
+/// `transformers`' `SchedulerType` (`transformers/trainer_utils.py`, which
+/// `TrainingArguments` checks `lr_scheduler_type` against) and the two Axolotl runs
+/// itself (`one_cycle`, `rex`: `axolotl/core/builders/base.py`). A test reads them
+/// back from the venv's source.
+pub const AXOLOTL_LR_SCHEDULERS: [&str; 14] = [
+    "constant",
+    "constant_with_warmup",
+    "cosine",
+    "cosine_warmup_with_min_lr",
+    "cosine_with_min_lr",
+    "cosine_with_restarts",
+    "greedy",
+    "inverse_sqrt",
+    "linear",
+    "one_cycle",
+    "polynomial",
+    "reduce_lr_on_plateau",
+    "rex",
+    "warmup_stable_decay",
 ];
 
 /// Why overbrainer refuses a key of `axolotl_extra` (AXO-4..AXO-6).
@@ -119,7 +209,98 @@ pub fn check(settings: &Settings, provenance: &Provenance, problems: &mut Vec<Pr
             refusal.to_string(),
         ));
     }
+    names(training, problems);
     combinations(training, provenance, problems);
+    adapter_combinations(training, provenance, problems);
+}
+
+/// Adds a problem for a typed `optimizer` or `lr_scheduler` that Axolotl 0.19 does not
+/// know ([`AXOLOTL_OPTIMIZERS`], [`AXOLOTL_LR_SCHEDULERS`]); an empty one is the
+/// section's own problem. The value is not repeated: the key and the names accepted
+/// are.
+fn names(training: &Training, problems: &mut Vec<Problem>) {
+    for (key, value, known, what) in [
+        (
+            "training.optimizer",
+            &training.optimizer,
+            &AXOLOTL_OPTIMIZERS[..],
+            "an optimizer",
+        ),
+        (
+            "training.lr_scheduler",
+            &training.lr_scheduler,
+            &AXOLOTL_LR_SCHEDULERS[..],
+            "a scheduler",
+        ),
+    ] {
+        if !value.trim().is_empty() && !known.contains(&value.as_str()) {
+            problems.push(Problem::new(
+                key,
+                format!(
+                    "not {what} Axolotl 0.19 knows; use one of: {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+}
+
+/// Adds a problem for every setting that Axolotl 0.19 refuses with the kind of
+/// fine-tuning, or that has no effect with it, naming both keys: `load_in_8bit` with
+/// `qlora` (`validate_qlora` in `utils/schemas/peft.py`: "Can't load qlora in 8bit")
+/// or with `full` (`validate_adapter`: no quantized base without an adapter), the LoRA
+/// settings set with `full`, and `chat_template = "jinja"` without
+/// `chat_template_jinja` (`check_chat_template_config` in `utils/schemas/validation.py`).
+fn adapter_combinations(training: &Training, provenance: &Provenance, problems: &mut Vec<Problem>) {
+    let extra = &training.axolotl_extra;
+    let set = |key: &str| extra.get(key).is_some_and(axolotl_truthy);
+    let extra_key = |key: &str| format!("training.axolotl_extra.{key}");
+    if set("load_in_8bit") {
+        let reason = match training.adapter {
+            AdapterKind::Qlora => Some(
+                "cannot be used with `training.adapter = \"qlora\"`: Axolotl loads a qlora base in 4 bits only; remove it, or use `adapter = \"lora\"` for an 8-bit base",
+            ),
+            AdapterKind::Full => Some(
+                "cannot be used with `training.adapter = \"full\"`: Axolotl loads a quantized base only under an adapter; remove it, or use `adapter = \"lora\"`",
+            ),
+            AdapterKind::Lora => None,
+        };
+        if let Some(reason) = reason {
+            problems.push(
+                Problem::new(extra_key("load_in_8bit"), reason).with_other("training.adapter"),
+            );
+        }
+    }
+    if training.adapter == AdapterKind::Full {
+        for key in [
+            "training.lora_r",
+            "training.lora_alpha",
+            "training.lora_dropout",
+        ] {
+            if provenance.is_set(key) {
+                problems.push(
+                    Problem::new(
+                        key,
+                        "is a LoRA setting and cannot be used with `training.adapter = \"full\"`, which trains every weight; remove it, or use `adapter = \"lora\"`",
+                    )
+                    .with_other("training.adapter"),
+                );
+            }
+        }
+    }
+    if extra.get("chat_template").and_then(toml::Value::as_str) == Some("jinja")
+        && !set("chat_template_jinja")
+    {
+        problems.push(
+            Problem::new(
+                extra_key("chat_template"),
+                format!(
+                    "`\"jinja\"` needs `{}`, the template itself: Axolotl refuses it without one; set that, or choose another template",
+                    extra_key("chat_template_jinja")
+                ),
+            ),
+        );
+    }
 }
 
 /// Adds a problem for every pair of settings that Axolotl 0.19 refuses together
@@ -208,6 +389,115 @@ mod tests {
         );
         let allowed: toml::Table = toml::from_str("save_only_model = false").unwrap();
         assert_eq!(refused_extra(&allowed).count(), 0);
+    }
+
+    /// The problems that loading with [`check`] finds in a project whose `[training]`
+    /// is `toml` (with `target = "t"` and `base_model = "b"` added), every key set in
+    /// `overbrainer.toml`; none when it loads.
+    fn problems_of(toml: &str) -> Vec<Problem> {
+        let dir = tempfile::tempdir().unwrap();
+        let (training, extra) = toml.split_once("[axolotl_extra]").unwrap_or((toml, ""));
+        std::fs::write(
+            dir.path().join("overbrainer.toml"),
+            format!(
+                "[project]\nname = \"p\"\n\n[targets.t]\nkind = \"local\"\n\n[training]\ntarget = \"t\"\nbase_model = \"b\"\n{training}\n[training.axolotl_extra]\n{extra}"
+            ),
+        )
+        .unwrap();
+        let env = crate::config::EnvSnapshot::from_pairs::<[(&str, &str); 0], _, _>([]);
+        match crate::config::load(dir.path(), &env, check) {
+            Ok(_) => Vec::new(),
+            Err(crate::config::ConfigError::Invalid { problems, .. }) => problems,
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    fn keys(problems: &[Problem]) -> Vec<(&str, Option<&str>)> {
+        problems
+            .iter()
+            .map(|p| (p.key.as_str(), p.other.as_deref()))
+            .collect()
+    }
+
+    // Tester defect 3: what Axolotl refuses with the kind of fine-tuning is refused at
+    // loading, naming the key (and the other key).
+    #[test]
+    fn regression_axolotl_refusals_of_the_adapter_kind_name_their_keys() {
+        let qlora = problems_of(
+            "adapter = \"qlora\"\n[axolotl_extra]\nload_in_8bit = true\nchat_template = \"jinja\"\n",
+        );
+        assert_eq!(
+            keys(&qlora),
+            [
+                (
+                    "training.axolotl_extra.load_in_8bit",
+                    Some("training.adapter")
+                ),
+                ("training.axolotl_extra.chat_template", None),
+            ]
+        );
+        let full = problems_of(
+            "adapter = \"full\"\nmerge = false\nlora_r = 8\nlora_dropout = 0.1\n[axolotl_extra]\nload_in_8bit = 1\n",
+        );
+        assert_eq!(
+            keys(&full),
+            [
+                (
+                    "training.axolotl_extra.load_in_8bit",
+                    Some("training.adapter")
+                ),
+                ("training.lora_r", Some("training.adapter")),
+                ("training.lora_dropout", Some("training.adapter")),
+            ]
+        );
+        // What Axolotl accepts stays accepted: an 8-bit LoRA base, a jinja template
+        // with its text, `load_in_8bit = false`, LoRA defaults under `full`.
+        for ok in [
+            "adapter = \"lora\"\nlora_r = 8\n[axolotl_extra]\nload_in_8bit = true\n",
+            "adapter = \"qlora\"\n[axolotl_extra]\nload_in_8bit = false\nchat_template = \"jinja\"\nchat_template_jinja = \"{{ messages }}\"\n",
+            "adapter = \"full\"\nmerge = false\n[axolotl_extra]\nchat_template = \"chatml\"\n",
+        ] {
+            assert_eq!(keys(&problems_of(ok)), [], "{ok}");
+        }
+    }
+
+    // Tester defect 3: an optimizer or scheduler Axolotl does not know is refused at
+    // loading, naming the key and the names it knows, never the value.
+    #[test]
+    fn regression_unknown_optimizer_and_scheduler_names_are_refused_without_echo() {
+        let canary = "adamw_Xq7Rv2Lm9Tz4Kp8Wn3";
+        let problems = problems_of(&format!(
+            "adapter = \"lora\"\noptimizer = \"{canary}\"\nlr_scheduler = \"{canary}\"\n"
+        ));
+        assert_eq!(
+            keys(&problems),
+            [
+                ("training.optimizer", None),
+                ("training.lr_scheduler", None)
+            ]
+        );
+        for problem in &problems {
+            assert!(!problem.message.contains(canary), "{problem}");
+            assert!(!problem.message.contains("Xq7Rv2Lm9Tz4"), "{problem}");
+        }
+        assert!(
+            problems[0].message.contains("adamw_torch_fused, "),
+            "{}",
+            problems[0]
+        );
+        assert!(problems[1].message.contains("cosine, "), "{}", problems[1]);
+        // The defaults and every pinned name pass.
+        assert_eq!(keys(&problems_of("adapter = \"lora\"\n")), []);
+        for (optimizer, scheduler) in AXOLOTL_OPTIMIZERS
+            .iter()
+            .zip(AXOLOTL_LR_SCHEDULERS.iter().cycle())
+        {
+            let toml = format!(
+                "adapter = \"lora\"\noptimizer = \"{optimizer}\"\nlr_scheduler = \"{scheduler}\"\n"
+            );
+            assert_eq!(keys(&problems_of(&toml)), [], "{toml}");
+        }
+        assert!(AXOLOTL_OPTIMIZERS.is_sorted() && AXOLOTL_LR_SCHEDULERS.is_sorted());
     }
 
     #[test]

@@ -162,3 +162,22 @@ fn help_claims_only_what_this_build_does() {
         assert!(!help.contains(absent), "`{absent}` in:\n{help}");
     }
 }
+
+// Tester defect 4: `run --help` and the command list say that `run` trains when
+// `[training]` is set, after the dataset stages.
+#[test]
+fn regression_run_help_says_it_trains_when_training_is_set() {
+    let project = TestProject::empty();
+    for args in [&["run", "--help"][..], &["--help"][..]] {
+        let output = crate::util::overbrainer(&project.home())
+            .args(args)
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{help}");
+        assert!(
+            help.contains("then, when `[training]` is set, train the child"),
+            "{args:?}:\n{help}"
+        );
+    }
+}

@@ -131,8 +131,18 @@ fn init_merges_an_existing_gitignore() {
 #[test]
 fn valid_fixtures_load() {
     for file in fixtures("valid") {
-        let project = TestProject::with_config(&std::fs::read_to_string(&file).unwrap());
-        let output = project.cmd().args(["config", "check"]).output().unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let project = TestProject::with_config(&text);
+        let mut cmd = project.cmd();
+        // `# env: NAME=value` lines: what the environment sets (an ssh target's `host`).
+        for (name, value) in text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# env: "))
+            .filter_map(|l| l.split_once('='))
+        {
+            cmd.env(name, value);
+        }
+        let output = cmd.args(["config", "check"]).output().unwrap();
         assert!(
             output.status.success(),
             "{}: {}",
@@ -393,6 +403,7 @@ fn deprecated_and_ignored_keys_are_warned_about_on_stderr() {
         .cmd()
         .args(["config", "check"])
         .env("OVERBRAINER_SSH_CLIENT", "builtin")
+        .env("OVERBRAINER_TARGETS__BOX__HOST", "me@box")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -411,9 +422,39 @@ fn deprecated_and_ignored_keys_are_warned_about_on_stderr() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("targets.box.host = (unset)  (default)"),
+        stdout.contains("targets.box.host = \"me@box\"  (env)"),
         "{stdout}"
     );
+}
+
+// Tester defect 3: `config check` passed an SSH target without `host`, which every
+// run on it is refused for; it names the key and the variable that sets it, for
+// each such target, and prints no setting.
+#[test]
+fn regression_config_check_refuses_ssh_targets_without_host_naming_the_key() {
+    let project = TestProject::init();
+    let config = project.read("overbrainer.toml")
+        + "\n[targets.box]\nkind = \"ssh\"\n\n[targets.far]\nkind = \"ssh\"\n\n[targets.near]\nkind = \"ssh\"\n";
+    project.write("overbrainer.toml", &config);
+    let output = project
+        .cmd()
+        .args(["config", "check"])
+        .env("OVERBRAINER_TARGETS__NEAR__HOST", "me@near")
+        .output()
+        .unwrap();
+    let all = output_text(&output);
+    assert!(!output.status.success(), "{all}");
+    assert!(output.stdout.is_empty(), "{all}");
+    for name in ["box", "far"] {
+        assert!(
+            all.contains(&format!(
+                "`targets.{name}.host` is missing: an ssh target needs `user@host` or a `~/.ssh/config` alias; set `OVERBRAINER_TARGETS__{}__HOST`",
+                name.to_uppercase()
+            )),
+            "{all}"
+        );
+    }
+    assert!(!all.contains("targets.near.host"), "{all}");
 }
 
 /// A stand-in Vault: KV v2 reads of `secret/overbrainer/openrouter` with token `TOKEN`.

@@ -243,3 +243,36 @@ fn regression_an_empty_image_variable_is_refused_naming_it() {
             .stderr(predicate::str::contains(format!("`{var}`")));
     }
 }
+
+// Tester defect 4: an empty image name got the charset message; it is refused as empty,
+// naming the key and, when a variable set it, the variable.
+#[test]
+fn regression_an_empty_image_is_refused_as_empty_naming_its_key_and_variable() {
+    let project = TestProject::init();
+    let mut config = project.read("overbrainer.toml");
+    config.push_str(
+        "\n[targets.here]\nkind = \"local\"\nruntime = \"docker\"\nimage = \"\"\n\n\
+         [targets.far]\nkind = \"ssh\"\nruntime = \"docker\"\n",
+    );
+    project.write("overbrainer.toml", &config);
+    let output = project
+        .cmd()
+        .env("OVERBRAINER_TARGETS__FAR__IMAGE", " ")
+        .env("OVERBRAINER_TARGETS__FAR__HOST", "me@far")
+        .args(["config", "check"])
+        .output()
+        .unwrap();
+    let text = crate::util::output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("`targets.here.image`: must not be empty (in `overbrainer.toml`"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "`targets.far.image`: must not be empty (set by `OVERBRAINER_TARGETS__FAR__IMAGE`)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("use only letters"), "{text}");
+}

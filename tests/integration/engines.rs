@@ -156,6 +156,52 @@ impl TestEngine {
         }
     }
 
+    /// Engine variables that point this engine's client at an engine that does not know the
+    /// test's containers: for Podman a private, empty configuration and storage under
+    /// `dir`, for Docker a socket nobody listens on. A shell with them is a user's other
+    /// terminal with another `CONTAINERS_CONF` or `DOCKER_HOST`.
+    pub fn env_elsewhere(self, dir: &Path) -> Vec<(String, String)> {
+        std::fs::create_dir_all(dir.join("tmp")).expect("engine dir");
+        match self {
+            TestEngine::Podman => {
+                let conf = dir.join("containers.conf");
+                std::fs::write(
+                    &conf,
+                    format!(
+                        "[containers]\nnetns = \"none\"\n[engine]\nruntime = \"runc\"\n\
+                         cgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
+                         events_logfile_path = \"{d}/events.log\"\ntmp_dir = \"{d}/tmp\"\n",
+                        d = dir.display()
+                    ),
+                )
+                .expect("containers.conf");
+                let storage = dir.join("storage.conf");
+                std::fs::write(
+                    &storage,
+                    format!(
+                        "[storage]\ndriver = \"vfs\"\ngraphroot = \"{d}/graph\"\nrunroot = \"{d}/run\"\n",
+                        d = dir.display()
+                    ),
+                )
+                .expect("storage.conf");
+                vec![
+                    (
+                        "CONTAINERS_CONF".to_owned(),
+                        conf.to_string_lossy().into_owned(),
+                    ),
+                    (
+                        "CONTAINERS_STORAGE_CONF".to_owned(),
+                        storage.to_string_lossy().into_owned(),
+                    ),
+                ]
+            }
+            TestEngine::Docker => vec![(
+                "DOCKER_HOST".to_owned(),
+                format!("unix://{}", dir.join("nobody.sock").display()),
+            )],
+        }
+    }
+
     /// Makes sure the engine answers: starts the test's Docker daemon for Docker
     /// (Podman has no daemon).
     pub fn start(self) {

@@ -1032,6 +1032,60 @@ async fn a_container_job_is_stopped_first_and_an_orphaned_container_is_found_by_
     Ok(())
 }
 
+// Tester defect 2: `train cancel` from a shell whose engine configuration differs
+// from the job's start (another `CONTAINERS_CONF`, `DOCKER_HOST`) read the job's
+// container as gone and left it running. The job starts through one real `sshd`
+// whose sessions have the test's engine, the cancel comes through another whose
+// sessions point elsewhere, on the same target directory; the container outlived its
+// client, so only the engine can stop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_cancel_with_another_engine_environment_stops_the_jobs_container() -> TestResult
+{
+    for engine in TestEngine::ALL {
+        engine.start();
+        let root = tempfile::tempdir()?;
+        let starting = Sshd::start_with(&Options {
+            env: engine.env(),
+            ..Options::default()
+        });
+        let cancelling = Sshd::start_with(&Options {
+            env: engine.env_elsewhere(&root.path().join("other-engine")),
+            ..Options::default()
+        });
+        let start = ssh(&starting, root.path()).await;
+        let cancel = ssh(&cancelling, root.path()).await;
+        assert_eq!(start.workdir(), cancel.workdir());
+        let dir = format!("{}/run-other-env", start.workdir());
+        let name = format!("overbrainer-exec-other-env-{}", engine.name());
+        let canary = crate::engines::canary();
+        let job_id = start
+            .spawn(&container_job(&dir, engine, &name, &canary, TRAPPING_BODY))
+            .await?;
+        wait_for_log(&start, &dir, "ready").await;
+        let client: u32 = std::fs::read_to_string(Path::new(&dir).join("client.pid"))?
+            .trim()
+            .parse()?;
+        assert!(signal(client, "KILL"));
+        let status = wait_status(&start, &job_id, JobStatus::is_finished).await;
+        assert_eq!(status, JobStatus::Exited(0), "{engine:?}");
+        assert!(engine.is_running(&name), "{engine:?}: the container ended");
+        let result = cancel.cancel(&job_id).await;
+        let left = engine.containers().contains(&name);
+        engine.remove(&name);
+        result?;
+        assert!(
+            !left,
+            "{engine:?}: the cancel read the running container as gone and left it"
+        );
+        assert_eq!(processes_with_env(&canary), Vec::<u32>::new(), "{engine:?}");
+        let recorded = Path::new(&dir).join(overbrainer::exec::ENGINE_ENV_DIR);
+        for (name, value) in engine.env() {
+            assert_eq!(std::fs::read_to_string(recorded.join(&name))?, value);
+        }
+    }
+    Ok(())
+}
+
 /// The real job of `run_id` in `dir` on `engine`: `exec::stage_command` of the
 /// image's `sh` running `body` in the shell image, after the runtime's prelude.
 fn stage_job(
@@ -1878,6 +1932,95 @@ async fn hostile_streams_ssh() -> TestResult {
         ..Options::default()
     });
     check_hostile_streams(&ssh(&sshd, root.path()).await, root.path()).await
+}
+
+/// The system's own `tar`, which the stand-in of [`failing_tar`] runs.
+fn real_tar() -> &'static str {
+    ["/usr/bin/tar", "/bin/tar"]
+        .into_iter()
+        .find(|path| Path::new(path).exists())
+        .expect("GNU tar is missing: run `apt-get install tar`")
+}
+
+/// A stand-in `tar` in `bin` that runs the real one, so the whole, well-formed
+/// archive is sent, then fails as GNU `tar` does after a file it could not read (exit
+/// 2, the reason on standard error): the one thing a real `tar` run as root cannot be
+/// made to do on demand.
+fn failing_tar(bin: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(bin)?;
+    let path = bin.join("tar");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh
+{} \"$@\" || exit
+echo 'tar: ./output/adapter.bin: Cannot open: Input/output error' >&2
+exit 2
+",
+            real_tar()
+        ),
+    )?;
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+}
+
+/// A download whose target `tar` exits non-zero after sending its archive replaces
+/// nothing: an existing destination keeps its files, a new one is not created, and
+/// no staging directory is left.
+async fn check_failed_sender(executor: &impl Executor, scratch: &Path) -> TestResult {
+    let remote = format!("{}/run-failed-tar", executor.workdir());
+    let out = Path::new(&remote).join("output");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("adapter.bin"), "new weights")?;
+    std::fs::write(out.join("added"), "new file")?;
+    let entries = vec!["output".to_owned()];
+    let existing = scratch.join("existing");
+    std::fs::create_dir_all(existing.join("output"))?;
+    std::fs::write(existing.join("output/adapter.bin"), "old weights")?;
+    let error = executor
+        .download(&remote, &existing, &entries, &[])
+        .await
+        .expect_err("the target's tar failed");
+    assert!(
+        matches!(&error, ExecError::Command { action: "download", message } if message.contains("Cannot open")),
+        "{error:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(existing.join("output/adapter.bin"))?,
+        "old weights"
+    );
+    assert!(
+        !existing.join("output/added").exists(),
+        "nothing was merged"
+    );
+    let fresh = scratch.join("fresh");
+    executor
+        .download(&remote, &fresh, &entries, &[])
+        .await
+        .expect_err("the target's tar failed");
+    assert!(!fresh.exists(), "nothing of the failed transfer");
+    assert_no_staging_left(scratch);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_remote_tar_replaces_nothing_local() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let bin = root.path().join("bin");
+    failing_tar(&bin)?;
+    let executor = local(root.path()).with_path_prefix(&bin);
+    check_failed_sender(&executor, root.path()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_remote_tar_replaces_nothing_ssh() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let bin = root.path().join("bin");
+    failing_tar(&bin)?;
+    let sshd = Sshd::start_with(&Options {
+        path_prefix: Some(bin.clone()),
+        ..Options::default()
+    });
+    check_failed_sender(&ssh(&sshd, root.path()).await, root.path()).await
 }
 
 // Defect 4: a control directory left behind by a process killed with SIGKILL (it could

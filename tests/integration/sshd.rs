@@ -34,6 +34,9 @@ pub struct Options {
     /// stay there as zombies. Process IDs of the target are then those of the
     /// namespace; look at them through the executor (`probe`).
     pub pid_namespace: bool,
+    /// Variables set in every session (sshd's `SetEnv`, beside `PATH`), as a login
+    /// shell's profile would: values without spaces or quotes.
+    pub env: Vec<(String, String)>,
 }
 
 /// A running `sshd`, stopped when dropped.
@@ -80,10 +83,25 @@ impl Sshd {
                  PidFile none\nMaxSessions 64\nMaxStartups 64\nLogLevel VERBOSE\n",
                 root = root.display()
             );
+            let mut set_env = Vec::new();
             if let Some(prefix) = &options.path_prefix {
-                config.push_str("SetEnv PATH=");
-                config.push_str(&prefix.to_string_lossy());
-                config.push_str(":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin\n");
+                set_env.push(format!(
+                    "PATH={}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+                    prefix.to_string_lossy()
+                ));
+            }
+            for (name, value) in &options.env {
+                assert!(
+                    !value.contains([' ', '"', '\'', '\n']),
+                    "SetEnv {name}: a value without spaces or quotes"
+                );
+                set_env.push(format!("{name}={value}"));
+            }
+            if !set_env.is_empty() {
+                // One line: sshd keeps the first `SetEnv` only.
+                config.push_str("SetEnv ");
+                config.push_str(&set_env.join(" "));
+                config.push('\n');
             }
             std::fs::write(root.join("sshd_config"), config).expect("sshd_config");
             let log = std::fs::File::create(root.join("sshd.log")).expect("sshd.log");

@@ -1091,6 +1091,72 @@ fn a_cancel_while_a_process_that_does_not_follow_the_run_holds_the_project_is_re
     assert_eq!(training.record(&id)["state"], "cancelled");
 }
 
+// Tester defect 4: `train stop` beside a process that holds the project without
+// following the run placed the request and said that process records the stop; nobody
+// does. It says what becomes of the snapshot and how to retrieve it.
+#[test]
+fn regression_a_stop_beside_a_holder_that_does_not_follow_says_how_to_get_the_snapshot() {
+    let fake = tempfile::tempdir().unwrap();
+    let release = fake.path().join("never");
+    let venv = held_venv(fake.path(), &release);
+    let training = Training::new(&Setup {
+        merge: false,
+        venv: Some(&venv),
+        ..Setup::default()
+    });
+    let (id, pid) = an_unfollowed_job(&training);
+    let helper = crate::util::build_dir().join("examples/hold_lock");
+    assert!(
+        helper.is_file(),
+        "{} is missing; `cargo test` builds it (run the whole suite, or `cargo build --examples`)",
+        helper.display()
+    );
+    let mut holder = std::process::Command::new(&helper)
+        .arg(training.project.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), format!("locked {}", holder.id()));
+    let stop = training
+        .cmd()
+        .args(["train", "stop", &id])
+        .output()
+        .unwrap();
+    let text = output_text(&stop);
+    assert!(stop.status.success(), "{text}");
+    for part in [
+        format!("snapshot requested for run {id}"),
+        "the job saves a snapshot checkpoint on the target and ends".to_owned(),
+        format!(
+            "overbrainer process {} holds the project but does not follow this run",
+            holder.id()
+        ),
+        format!("`overbrainer train attach {id}` retrieves it"),
+    ] {
+        assert!(text.contains(&part), "`{part}` in: {text}");
+    }
+    assert!(!text.contains("records the stop\n"), "{text}");
+    assert!(
+        training.runs().join(&id).join("snapshot.request").exists(),
+        "the request was placed"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let cancel = training
+        .cmd()
+        .args(["train", "cancel", &id])
+        .output()
+        .unwrap();
+    assert!(cancel.status.success(), "{}", output_text(&cancel));
+    assert!(!group_alive(pid));
+}
+
 /// A venv whose `bin/axolotl` plays a short training that starts a worker leaving the
 /// job's process group (`setsid`, as some data loaders do), writes its PID to
 /// `worker.pid` in the run directory, and waits for ever.
@@ -1291,4 +1357,75 @@ fn a_follower_that_cannot_reach_its_target_six_times_detaches() {
     let exit_code = Path::new(&dir).join("exit_code");
     wait_for("the job's exit code", || exit_code.exists());
     assert_eq!(std::fs::read_to_string(&exit_code).unwrap().trim(), "0");
+}
+
+/// Reads, with the venv's own Python and `ast` (nothing imported), the names Axolotl
+/// 0.19 accepts for `optimizer` and `lr_scheduler` from the venv's source: the string
+/// values of `transformers`' `OptimizerNames` and Axolotl's `CustomSupportedOptimizers`,
+/// of `transformers`' `SchedulerType` and the `lr_scheduler in [...]` list of Axolotl's
+/// trainer builder. Prints `optimizers <names>` and `schedulers <names>`, sorted.
+const AXOLOTL_NAMES_PY: &str = r#"
+import ast, glob, os, sys
+site = glob.glob(os.path.join(sys.argv[1], "lib", "python3*", "site-packages"))[0]
+def tree(rel):
+    with open(os.path.join(site, rel)) as f:
+        return ast.parse(f.read())
+def values(rel, cls):
+    for node in ast.walk(tree(rel)):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return [n.value.value for n in node.body
+                    if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+                    and isinstance(n.value.value, str)]
+    raise SystemExit(f"no class {cls} in {rel}")
+def alternates(rel):
+    for node in ast.walk(tree(rel)):
+        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "lr_scheduler" and isinstance(node.ops[0], ast.In)
+                and isinstance(node.comparators[0], ast.List)):
+            return [e.value for e in node.comparators[0].elts]
+    raise SystemExit(f"no `lr_scheduler in [...]` in {rel}")
+opt = values("transformers/training_args.py", "OptimizerNames") + values(
+    "axolotl/utils/schemas/enums.py", "CustomSupportedOptimizers")
+sched = values("transformers/trainer_utils.py", "SchedulerType") + alternates(
+    "axolotl/core/builders/base.py")
+print("optimizers " + " ".join(sorted(set(opt))))
+print("schedulers " + " ".join(sorted(set(sched))))
+"#;
+
+// Tester defect 3: the optimizer and scheduler names `config check` accepts are
+// exactly those of the Axolotl 0.19 venv the runs use, read from its source.
+#[test]
+fn the_optimizer_and_scheduler_names_of_train_rules_are_the_axolotl_venvs() {
+    let venv = &training_env().venv;
+    let python = venv.join("bin/python");
+    let output = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(AXOLOTL_NAMES_PY)
+        .arg(venv)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}: run `make training-env`", python.display()));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let names = |prefix: &str| -> Vec<String> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in {text}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        names("optimizers "),
+        overbrainer::train::rules::AXOLOTL_OPTIMIZERS,
+        "train::rules::AXOLOTL_OPTIMIZERS differs from the venv's"
+    );
+    assert_eq!(
+        names("schedulers "),
+        overbrainer::train::rules::AXOLOTL_LR_SCHEDULERS,
+        "train::rules::AXOLOTL_LR_SCHEDULERS differs from the venv's"
+    );
 }

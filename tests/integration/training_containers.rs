@@ -286,6 +286,58 @@ fn a_container_run_stops_at_a_snapshot_resumes_and_its_cancel_leaves_nothing_doc
     a_container_run_stops_at_a_snapshot_resumes_and_its_cancel_leaves_nothing(TestEngine::Docker);
 }
 
+// Tester defect 2: `train cancel` from a shell whose engine configuration differs from
+// the one `train` started the run with (another `CONTAINERS_CONF` and storage) read the
+// run's live container as gone: the job's processes went, the container trained on.
+// The cancel runs the engine with the environment of the start and stops it; the
+// follower records the run cancelled, and nothing of it is left.
+#[test]
+fn regression_a_train_cancel_with_another_engine_configuration_stops_the_container_podman() {
+    let engine = TestEngine::Podman;
+    let since = SystemTime::now();
+    let token = crate::engines::canary();
+    let training = container_training(
+        engine,
+        Setup {
+            // Far more steps than the test waits for: the run is cancelled while it
+            // trains.
+            max_steps: 5000,
+            merge: false,
+            ..Setup::default()
+        },
+        &token,
+    );
+    let mut follower = training.spawn(&["train"]);
+    let id = training.wait_running(&mut follower);
+    let name = format!("overbrainer-{id}");
+    engine.wait_running(&name, DEADLINE);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut cancel = training.cmd();
+    for (key, value) in engine.env_elsewhere(elsewhere.path()) {
+        cancel.env(key, value);
+    }
+    let cancel = cancel.args(["train", "cancel", &id]).output().unwrap();
+    let still_running = engine.is_running(&name);
+    if still_running {
+        engine.remove(&name);
+    }
+    assert!(cancel.status.success(), "{}", output_text(&cancel));
+    assert!(
+        !still_running,
+        "the cancel read the live container {name} as gone: {}",
+        output_text(&cancel)
+    );
+    let output = finish(follower);
+    let record = training.record(&id);
+    assert_eq!(
+        record["state"],
+        "cancelled",
+        "{record}\n{}",
+        output_text(&output)
+    );
+    assert_nothing_left(&training, engine, &id, &token, since);
+}
+
 // Issue 11: the job's own non-zero exit code comes out of the container; the run fails
 // pointing at its log.
 fn a_container_job_that_exits_non_zero_fails_pointing_at_its_log(engine: TestEngine) {

@@ -286,7 +286,7 @@ fn gpu_flags(engine: Engine) -> (&'static str, &'static str) {
 ///
 /// - `ob_cid`: the job directory's [`CONTAINER_ID_FILE`], absolute (the prelude runs
 ///   where the wrapper started the job, before a script changes directory).
-/// - `ob_gpu_flag` and `ob_gpu_value`: [`gpu_flags`] of `engine` when the target
+/// - `ob_gpu_flag` and `ob_gpu_value`: the GPU flags of `engine` when the target
 ///   has an NVIDIA device (`/dev/nvidia0`, `/dev/nvidia1`, ...), else empty. Both engines refuse the
 ///   flags on a machine without one (Docker: no NVIDIA Container Toolkit, "could not
 ///   select device driver"; Podman: "unresolvable CDI devices"), so a CPU-only

@@ -19,17 +19,21 @@ pub(crate) const CANCEL_GRACE_SECONDS: u32 = 10;
 /// When there is a `container`, the container whose ID the job recorded in
 /// [`CONTAINER_ID_FILE`] (read again at each stop) is stopped and removed
 /// ([`crate::exec::container_stop`]) whatever the job's state, and no other: a
-/// container of the job's name that the job never started is left alone. A container
+/// container of the job's name that the job never started is left alone. The engine
+/// runs with the environment the job's start recorded
+/// ([`ENGINE_ENV_DIR`](crate::exec::ENGINE_ENV_DIR)), not the cancelling shell's, so a
+/// cancel from a shell with another `CONTAINERS_CONF` or `DOCKER_HOST` still finds
+/// the container. A container
 /// that outlived its wrapper is stopped too, and once more after the processes are
 /// gone (the job's script may have started its next stage's container, under the
 /// same name, between the first stop and the group's end). Then the script prints
 /// `gone` when the run directory is gone, `cancelled` and does nothing more when
 /// [`CANCEL_FILE`] exists without [`LEFTOVERS_FILE`], and `exited` when the job
 /// already exited by itself and none of its processes lives, or none does once the
-/// wrapper had the time to stop what was left ([`REAP_GRACE_SECONDS`] and two more).
+/// wrapper had the time to stop what was left (the wrapper's reap grace of 5 seconds, and two more).
 /// Otherwise it writes [`CANCELLING_FILE`], sends `SIGTERM` to the job's processes
 /// (its process group when the group is the job's, and every process carrying its
-/// run marker, see [`GROUP_SIGNAL`]), waits up to [`CANCEL_GRACE_SECONDS`] (seconds
+/// run marker, see [`GROUP_SIGNAL`]), waits up to `CANCEL_GRACE_SECONDS` (10 seconds
 /// of `scale`, as every wait of this script), sends
 /// `SIGKILL` to those left and waits as long again. Processes still there then
 /// (zombies do not count) are written to [`LEFTOVERS_FILE`], one ID a line, and
@@ -38,7 +42,7 @@ pub(crate) const CANCEL_GRACE_SECONDS: u32 = 10;
 /// leftovers signals what is still there again and rewrites [`LEFTOVERS_FILE`]
 /// (removing it when none is left).
 ///
-/// When the job's identity cannot be established ([`START_FILE`](super::START_FILE) is missing or
+/// When the job's identity cannot be established (its `job.start` file is missing or
 /// names another process, and no process carries the marker) nothing is
 /// signalled. The script exits 4, after doing all the rest, when the engine did not
 /// answer in time (its standard error names the command).
@@ -53,8 +57,9 @@ pub fn cancel_script(
         || ":\n".to_owned(),
         |container| {
             format!(
-                "{}{}",
+                "{}{}{}",
                 crate::exec::engine::read_container_id(&format!("\"$d/{CONTAINER_ID_FILE}\"")),
+                crate::exec::engine::restore_engine_env("\"$d\""),
                 crate::exec::engine::container_stop(container)
             )
         },

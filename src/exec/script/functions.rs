@@ -5,7 +5,7 @@
 /// `/proc` exists they read `/proc` only; elsewhere they use `ps`.
 ///
 /// - `ob_identity PID` prints the identity of process `PID` in the form of
-///   [`START_FILE`](super::START_FILE), and fails when no process has that ID or
+///   `job.start`, and fails when no process has that ID or
 ///   its identity cannot be read.
 /// - `ob_leader DIR PID` compares the identity of `PID` with the one recorded in
 ///   `DIR/job.start`: `0` when they match, `2` when no process has that ID (the
@@ -15,7 +15,7 @@
 ///   (state `Z`) do not count, so a group left with zombies under a `PID 1` that
 ///   does not reap them is gone.
 /// - `ob_marked DIR` prints the live processes whose environment holds the job's
-///   run marker ([`MARKER_FILE`](super::MARKER_FILE)), from `/proc/<pid>/environ`;
+///   run marker (its `job.marker` file), from `/proc/<pid>/environ`;
 ///   none without `/proc`.
 /// - `ob_group_ours DIR PID` succeeds when the process group `PID` is the job's:
 ///   its leader's identity matches, or the leader is gone while `DIR/job.start`

@@ -15,7 +15,7 @@ use crate::exec::{CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, JobStatus}
 /// 4. [`EXIT_FILE`] exists: `exited <code>`.
 /// 5. A process of the job lives (`job_alive` of [`GROUP_SIGNAL`]: a process with
 ///    its run marker, or a live member of its group whose leader's identity
-///    matches [`START_FILE`](super::START_FILE); zombies do not count): `running`.
+///    matches `job.start`; zombies do not count): `running`.
 /// 6. Otherwise `lost`, which includes a job whose identity cannot be established.
 ///
 /// A job may end while the script looks: its wrapper writes [`EXIT_FILE`] (or a

@@ -15,8 +15,8 @@ pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 /// The wrapper that runs a job's `script` in the run directory `dir`.
 ///
 /// It changes to `dir`, draws the job's run marker from `/dev/urandom`, records it in
-/// [`MARKER_FILE`] (and exports it as [`RUN_MARKER_VAR`] in the job's subshell), records its own identity
-/// in [`START_FILE`] and its process ID in [`PID_FILE`] (each through a rename, the
+/// `job.marker` (and exports it as [`RUN_MARKER_VAR`] in the job's subshell), records its own identity
+/// in `job.start` and its process ID in [`PID_FILE`] (each through a rename, the
 /// process ID last), runs `script` in a subshell with standard output and error
 /// appended to [`JOB_LOG`] and standard input from `/dev/null`, then writes the
 /// script's exit code to [`EXIT_FILE`] through a rename. A wrapper killed by a
@@ -28,7 +28,7 @@ pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 /// other live members of its process group, such as data-loader workers of a main
 /// process that the OOM killer took, and every process that carries the run marker,
 /// such as a worker that left the group with `setsid`. It ignores `SIGTERM` itself,
-/// sends `SIGTERM` to them, waits up to [`REAP_GRACE_SECONDS`] (seconds of `scale`)
+/// sends `SIGTERM` to them, waits up to `REAP_GRACE_SECONDS` (5 seconds of `scale`)
 /// for them to be gone (zombies do not count), and sends `SIGKILL` to those left (to
 /// the group last, itself included, its exit code being written).
 /// [`status_script`](super::status_script) reads such a job as exited throughout: [`EXIT_FILE`] wins over live processes when no cancel

@@ -12,7 +12,9 @@ use tokio::io::AsyncWriteExt;
 use super::master::{self, master_log_tail};
 use super::{SshDestination, SshError};
 use crate::env::TimeScale;
-use crate::exec::local::{STALE_FILES, command_error, downloaded, finish, parse_claim};
+use crate::exec::local::{
+    STALE_FILES, command_error, downloaded, engine_record, finish, parse_claim,
+};
 use crate::exec::runtime::shell_path;
 use crate::exec::script::{self, cancel_script, claim_script, job_script};
 use crate::exec::shell::quote;
@@ -254,7 +256,7 @@ fn launcher(job: &JobCommand, time_scale: TimeScale) -> String {
         r#"d={dir}
 mkdir -p -- "$d" && cd -- "$d" || exit 1
 rm -f -- {stale}
-{reads}unset ob_v
+{record}{reads}unset ob_v
 setsid nohup sh -c {wrapper} </dev/null >/dev/null 2>&1 &
 ob_i=0
 while [ ! -s {pid} ]; do
@@ -266,6 +268,7 @@ cat {pid}
 "#,
         dir = quote(&job.dir),
         stale = stale.join(" "),
+        record = engine_record(job),
         wrapper = quote(&job_script(&job.dir, &job.script, time_scale)),
         pid = PID_FILE,
     )

@@ -9,8 +9,9 @@
 //! absolute path, a `..` component, a path through a symbolic link, a hard link
 //! to such a path, or a symbolic link whose target is absolute or leaves the
 //! stream's root. It extracts into a fresh directory beside the destination and
-//! moves the result into place only when the whole stream was accepted, so a
-//! refused stream leaves nothing behind (`place.rs`).
+//! moves the result into place only when the whole stream was accepted and the
+//! sending `tar` exited 0, so a refused stream or a failed sender leaves nothing
+//! behind (`place.rs`).
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -22,7 +23,9 @@ mod place;
 mod unpack;
 
 pub(crate) use pack::pack;
-pub(crate) use unpack::unpack;
+pub(crate) use unpack::Extracted;
+#[cfg(test)]
+use unpack::unpack;
 
 use super::ExecError;
 use super::digest::{entries_words, prune_expression};
@@ -150,14 +153,16 @@ pub(crate) fn pipe<T>(pipe: Option<T>, which: &str) -> Result<T, ExecError> {
     pipe.ok_or_else(|| ExecError::Protocol(format!("no standard {which}")))
 }
 
-/// Reads a tar stream from `stdout` and extracts it into `dest` (see [`unpack`]). A
-/// blocking thread reads the pipe itself; after the end of the archive it reads the
-/// rest (the padding of the last record), so the target's `tar` ends cleanly.
+/// Reads a tar stream from `stdout` and extracts it beside `dest` (see
+/// [`unpack::extract`]), not yet in place: the caller places it
+/// ([`Extracted::place`]) once the target's `tar` has exited 0. A blocking thread
+/// reads the pipe itself; after the end of the archive it reads the rest (the padding
+/// of the last record), so the target's `tar` ends cleanly.
 ///
 /// # Errors
 ///
 /// Returns the extraction error, or [`ExecError::Io`] when `stdout` breaks.
-pub(crate) async fn drain(stdout: impl IntoPipeFd, dest: &Path) -> Result<(), ExecError> {
+pub(crate) async fn drain(stdout: impl IntoPipeFd, dest: &Path) -> Result<Extracted, ExecError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ExecError::Io { path, source }
@@ -168,9 +173,9 @@ pub(crate) async fn drain(stdout: impl IntoPipeFd, dest: &Path) -> Result<(), Ex
         let _span = tracing::debug_span!("unpack", dest = %dest_owned.display()).entered();
         widen(&fd);
         let mut input = BufReader::with_capacity(CHUNK, File::from(fd));
-        unpack(&mut input, &dest_owned)?;
+        let extracted = unpack::extract(&mut input, &dest_owned)?;
         std::io::copy(&mut input, &mut std::io::sink()).map_err(io(&dest_owned))?;
-        Ok(())
+        Ok(extracted)
     });
     unpacker.await.map_err(|error| joined(dest, &error))?
 }
@@ -458,9 +463,11 @@ mod tests {
             .spawn()
             .unwrap();
         let dest = root.path().join("dest");
-        drain(child.stdout.take().unwrap(), &dest).await.unwrap();
+        let extracted = drain(child.stdout.take().unwrap(), &dest).await.unwrap();
         // `cat` wrote everything: the padding was read, nothing broke its pipe.
         assert!(child.wait().await.unwrap().success());
+        assert!(!dest.exists(), "not in place before it is placed");
+        extracted.place().unwrap();
         assert!(std::fs::read(dest.join("a/file")).unwrap() == data);
     }
 }

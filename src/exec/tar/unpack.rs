@@ -27,23 +27,58 @@ use crate::exec::digest::check_link;
 const WRITE_CHUNK: usize = 1 << 20;
 
 /// Extracts the tar stream `input` into `dest`, creating `dest` (and its parents)
-/// only when the stream holds at least one entry.
+/// only when the stream holds at least one entry: [`extract`], then
+/// [`Extracted::place`].
 ///
-/// The entries land first in a fresh directory beside `dest` (next to its nearest
-/// existing ancestor), which is moved into place only once the whole stream was read
-/// and accepted: a refused or broken stream leaves nothing in `dest`. When `dest`
-/// already exists, the extracted tree is merged into it, files and links replacing
-/// those of the same name.
+/// # Errors
+///
+/// As [`extract`] and [`Extracted::place`].
+#[cfg(test)]
+pub(crate) fn unpack(input: impl Read, dest: &Path) -> Result<(), ExecError> {
+    extract(input, dest)?.place()
+}
+
+/// A stream extracted in full into a staging directory beside its destination, not
+/// yet in place: [`Extracted::place`] moves it there; dropped, it is removed and the
+/// destination stays as it was. A download places it only once the target's side of
+/// the transfer (its `tar`) has ended well.
+#[derive(Debug)]
+#[must_use = "an extracted stream is not in place until `place` is called"]
+pub(crate) struct Extracted {
+    staging: Option<tempfile::TempDir>,
+    dest: PathBuf,
+}
+
+impl Extracted {
+    /// Moves the extracted tree into place: renamed to the destination, or merged
+    /// into it when it exists (files and links replacing those of the same name).
+    /// Nothing happens for a stream without entries.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Io`] when an extracted directory meets a non-directory of the same
+    /// name in the destination (or the other way round), or a move fails.
+    pub(crate) fn place(self) -> Result<(), ExecError> {
+        match self.staging {
+            Some(staging) => move_into_place(staging, &self.dest),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Extracts the tar stream `input` into a fresh directory beside `dest` (next to its
+/// nearest existing ancestor), made only when the stream holds at least one entry.
+/// Nothing of `dest` changes: the caller places the result ([`Extracted::place`])
+/// once it knows the stream is good, so a refused or broken stream, or one whose
+/// sender failed, leaves nothing in `dest`.
 ///
 /// # Errors
 ///
 /// Returns [`ExecError::Protocol`] for an entry that would land outside `dest`, or a
 /// symbolic link whose target is absolute or leaves the stream's root (see
 /// [`crate::exec::digest::link_stays_inside`]); [`ExecError::Io`] when the stream
-/// cannot be read or ends inside an entry, a file cannot be written, or an extracted
-/// directory meets a non-directory of the same name in `dest` (or the other way
-/// round).
-pub(crate) fn unpack(input: impl Read, dest: &Path) -> Result<(), ExecError> {
+/// cannot be read or ends inside an entry, or a file cannot be written.
+pub(crate) fn extract(input: impl Read, dest: &Path) -> Result<Extracted, ExecError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ExecError::Io { path, source }
@@ -86,10 +121,10 @@ pub(crate) fn unpack(input: impl Read, dest: &Path) -> Result<(), ExecError> {
             }
         }
     }
-    match staging {
-        Some(stage) => move_into_place(stage.dir, dest),
-        None => Ok(()),
-    }
+    Ok(Extracted {
+        staging: staging.map(|stage| stage.dir),
+        dest: dest.to_path_buf(),
+    })
 }
 
 /// The staging directory of one stream and the directories in it known to be real
