@@ -29,6 +29,10 @@ pub async fn open(
 ) -> Result<(RunRecord, AnyExecutor), RunError> {
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
     let resolved = target::resolve(settings, &record.target)?;
+    if resolved.kind == super::record::TargetKind::Runpod {
+        let executor = Box::pin(super::pod::connect(project, settings, env, &record)).await?;
+        return Ok((record, executor));
+    }
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
     Ok((record, executor))
 }

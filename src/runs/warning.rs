@@ -62,6 +62,9 @@ pub enum RunWarning {
         /// What the record may still read.
         state: State,
     },
+    /// The run's pod ended its life without the result it was made for, after the
+    /// following ended: what went wrong ([`crate::runs::pod::failure_text`]).
+    PodFailed(String),
     /// The log of a failed `train merge` could not be retrieved.
     MergeLogUnretrieved {
         /// The run.
