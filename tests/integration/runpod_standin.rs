@@ -143,6 +143,17 @@ impl Standin {
         Self::serve(key, Some(PodRunner::new(dir, key))).await
     }
 
+    /// A stand-in whose pods are real containers that also mount `mounts` read-only.
+    pub async fn with_pods_mounting(
+        key: &str,
+        dir: std::path::PathBuf,
+        mounts: Vec<std::path::PathBuf>,
+    ) -> Self {
+        let mut runner = PodRunner::new(dir, key);
+        runner.mounts = mounts;
+        Self::serve(key, Some(runner)).await
+    }
+
     async fn serve(key: &str, runner: Option<PodRunner>) -> Self {
         // With real pods the API listens on their network's gateway, this machine's
         // address there (made by the test), and only there.

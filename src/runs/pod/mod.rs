@@ -40,6 +40,11 @@ pub const POD_WORKDIR: &str = "/workspace/runs";
 /// How long one Runpod API call may take.
 const API_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): the API base the pods' own
+/// watchdog calls, when the test's stand-in is reached at another address from inside
+/// its pods' network than from this machine (real Runpod has one address for both).
+pub const POD_API_VAR: &str = "OVERBRAINER_TEST_RUNPOD_POD_BASE_URL";
+
 /// The Runpod key's variable (POD-4).
 pub const KEY_VAR: &str = "OVERBRAINER_RUNPOD__API_KEY";
 
@@ -220,7 +225,9 @@ pub async fn train(
             target: runpod,
             run_id: &run_id,
             run_dir: &pod_dir,
-            api_base: settings.runpod.endpoint(),
+            api_base: env
+                .get(POD_API_VAR)
+                .unwrap_or_else(|| settings.runpod.endpoint()),
             keys: &keys,
             rules: &rules,
             now: driver::now(),

@@ -1,0 +1,242 @@
+//! `train` on a `runpod` target through the real binary (issue 12, case 1): the demo
+//! trains with real Axolotl on the CPU inside a real pod of the stand-in (a Podman
+//! container with the Axolotl venv, its Python and the tiny model mounted read-only);
+//! the first GPU type answers the capacity 400 and the second is used; the host key is
+//! pinned; the results come back verified; the pod is deleted and confirmed gone and
+//! the host-key secret deleted; `pod.json` and `runs ls` show the rate and the spend.
+//! The refusals before any pod: no key, a key that cannot manage secrets, `"auto"`.
+//!
+//! The binary reaches the stand-in on 127.0.0.1 (a forwarder the test makes: the
+//! configuration accepts plain `http` on loopback only), the pods' watchdog on the
+//! pods' network gateway, where the stand-in listens
+//! (`OVERBRAINER_TEST_RUNPOD_POD_BASE_URL`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::engines::container_env;
+use crate::runpod_standin::Standin;
+use crate::training::{Setup, Training, training_env};
+
+const KEY: &str = "rpa_CANARY3Zr8Kw5Tq1Vm7Hx4Lb9Nd2Jf6Ps0Gc";
+
+/// One rule second lasts 50 ms: `max_hours = 10` is 30 minutes, readiness 45 s.
+const SECOND_MS: &str = "50";
+
+/// Forwards connections on 127.0.0.1 to `to` (the stand-in on the pods' gateway).
+async fn forwarder(to: std::net::SocketAddr) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let at = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(to).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    at
+}
+
+/// The demo project with a `pod` target on the stand-in, and the binary's environment.
+struct PodProject {
+    training: Training,
+    standin: Standin,
+    _env: tempfile::TempDir,
+}
+
+async fn pod_project(gpu_types: &str) -> PodProject {
+    let env = training_env();
+    let python = std::fs::read_to_string(env.venv.join("pyvenv.cfg"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("home = ").map(|h| PathBuf::from(h.trim())))
+        .expect("home in pyvenv.cfg");
+    let python = python.parent().unwrap().to_path_buf();
+    let mounts = vec![env.venv.clone(), env.model.clone(), python];
+    let env_dir = tempfile::tempdir().unwrap();
+    let standin = Standin::with_pods_mounting(KEY, env_dir.path().to_path_buf(), mounts).await;
+    let gateway = *standin.server.address();
+    let local = forwarder(gateway).await;
+    let mut training = Training::new(&Setup {
+        max_steps: 2,
+        ..Setup::default()
+    });
+    let config = training.project.read("overbrainer.toml");
+    training.project.write(
+        "overbrainer.toml",
+        &format!(
+            "{config}\n[targets.pod]\nkind = \"runpod\"\ngpu_types = {gpu_types}\nmax_hours = 10\nimage = \"{image}\"\nvenv = \"{venv}\"\ncontainer_disk_gb = 20\n",
+            image = container_env().get("POD_IMAGE"),
+            venv = env.venv.display(),
+        ),
+    );
+    for (name, value) in [
+        ("OVERBRAINER_RUNPOD__API_KEY", KEY.to_owned()),
+        ("OVERBRAINER_RUNPOD__BASE_URL", format!("http://{local}/v2")),
+        ("OVERBRAINER_TEST_RUNPOD_POD_BASE_URL", standin.base()),
+        ("OVERBRAINER_TEST_SECOND_MS", SECOND_MS.to_owned()),
+    ] {
+        training.extra_env.push((name.to_owned(), value));
+    }
+    PodProject {
+        training,
+        standin,
+        _env: env_dir,
+    }
+}
+
+/// Runs the binary off the runtime's threads (the stand-in answers on them).
+async fn overbrainer(project: &Training, args: &[&str]) -> std::process::Output {
+    let mut cmd = project.cmd();
+    cmd.args(args);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn text(output: &std::process::Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Every pod deleted within its bound and nothing left; the key and the host private
+/// key in no request but their own.
+fn assert_clean(project: &PodProject) {
+    project.standin.assert_nothing_left();
+    let state = project.standin.state();
+    for pod in &state.pods {
+        let deleted = pod.deleted.expect("every pod deleted");
+        let lived = deleted.duration_since(pod.created).unwrap_or_default();
+        assert!(
+            lived < Duration::from_secs(30 * 60),
+            "pod {} lived {lived:?}",
+            pod.id
+        );
+    }
+    for (method, path, body) in &state.requests {
+        assert!(
+            !body.contains(&KEY[4..24]) && !path.contains(&KEY[4..24]),
+            "{method} {path}"
+        );
+    }
+}
+
+/// No file the binary wrote holds the key.
+fn assert_key_in_no_file(project: &PodProject) {
+    for entry in walk(project.training.project.path()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(&KEY[4..24]), "{}", entry.display());
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else if path.is_file() {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_runs_the_demo_on_the_next_gpu_type_verifies_it_and_confirms_the_pod_gone() {
+    let project = pod_project(r#"["A", "B"]"#).await;
+    project.standin.state().faults.capacity.insert("A".into());
+    let output = overbrainer(&project.training, &["train", "--target", "pod"]).await;
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    assert!(all.contains("GPU type A refused"), "{all}");
+    assert!(all.contains("is ready (pinned host key)"), "{all}");
+    assert!(all.contains("is gone"), "{all}");
+    let ids = project.training.run_ids();
+    assert_eq!(ids.len(), 1, "{all}");
+    let record = project.training.record(&ids[0]);
+    assert_eq!(record["state"], "succeeded", "{record}");
+    assert_eq!(record["retrieved"], true, "{record}");
+    let run_dir = project.training.runs().join(&ids[0]);
+    crate::training::assert_file(&run_dir.join("output/adapter_model.safetensors"));
+    crate::training::assert_file(&run_dir.join("output/merged/config.json"));
+    let pod: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("pod.json")).unwrap()).unwrap();
+    assert_eq!(pod["gpu_type"], "B", "{pod}");
+    assert_eq!(pod["state"], "deleted", "{pod}");
+    assert_eq!(pod["retrieved"], true, "{pod}");
+    assert!(pod["rate_usd_per_hour"].as_f64().is_some(), "{pod}");
+    assert!(pod["deleted"]["cost_usd"].as_f64().is_some(), "{pod}");
+    let attempts: Vec<&str> = pod["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["gpu_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(attempts, ["A", "B"], "{pod}");
+    let ls = overbrainer(&project.training, &["runs", "ls"]).await;
+    let ls_text = String::from_utf8_lossy(&ls.stdout);
+    assert!(
+        ls_text.contains("deleted by client, spent USD"),
+        "{ls_text}"
+    );
+    // The secret's create body is the only request holding the host key; none is left.
+    assert_clean(&project);
+    assert!(
+        project
+            .standin
+            .state()
+            .secrets
+            .iter()
+            .all(|s| s.deleted.is_some())
+    );
+    assert_key_in_no_file(&project);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_refuses_before_any_pod_without_key_without_secrets_access_or_with_auto() {
+    let project = pod_project(r#"["A"]"#).await;
+    // No key: refused naming the variable.
+    let mut cmd = project.training.cmd();
+    cmd.args(["train", "--target", "pod"])
+        .env_remove("OVERBRAINER_RUNPOD__API_KEY");
+    let output = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let all = text(&output);
+    assert!(!output.status.success(), "{all}");
+    assert!(all.contains("OVERBRAINER_RUNPOD__API_KEY"), "{all}");
+    // A key that cannot manage secrets (POD-21).
+    project.standin.state().faults.secrets_forbidden = true;
+    let output = overbrainer(&project.training, &["train", "--target", "pod"]).await;
+    let all = text(&output);
+    assert!(!output.status.success(), "{all}");
+    assert!(all.contains("cannot manage account secrets"), "{all}");
+    assert!(!all.contains(&KEY[4..24]), "{all}");
+    project.standin.state().faults.secrets_forbidden = false;
+    // `"auto"`, refused naming the key.
+    let config = project.training.project.read("overbrainer.toml");
+    project.training.project.write(
+        "overbrainer.toml",
+        &config.replace(r#"gpu_types = ["A"]"#, r#"gpu_types = "auto""#),
+    );
+    let output = overbrainer(&project.training, &["train", "--target", "pod"]).await;
+    let all = text(&output);
+    assert!(!output.status.success(), "{all}");
+    assert!(all.contains("targets.pod.gpu_types"), "{all}");
+    // Nothing was made: no pod, no run directory.
+    assert!(project.standin.state().pods.is_empty());
+    assert!(
+        project.training.run_ids().is_empty(),
+        "{:?}",
+        project.training.run_ids()
+    );
+    assert_clean(&project);
+}
