@@ -55,6 +55,13 @@ pub async fn attach(
     if (record.state.is_terminal() && record.retrieved) || record.job.is_none() {
         return Ok(Outcome::Ended(record));
     }
+    if record.target_kind == super::record::TargetKind::Runpod {
+        let how = super::pod::TakeUp::Follow { requested: false };
+        return Box::pin(super::pod::take_up(
+            project, settings, env, record, how, events, cancel,
+        ))
+        .await;
+    }
     let (record, executor) = open(project, settings, env, run_id).await?;
     follow::follow(project, &executor, record, events, cancel, false).await
 }
@@ -115,6 +122,17 @@ pub async fn stop(
         .map_err(exec)?;
     if request_only {
         return Ok(StopOutcome::RequestOnly { record });
+    }
+    if record.target_kind == super::record::TargetKind::Runpod {
+        if let AnyExecutor::Ssh(ssh) = &executor {
+            ssh.disconnect().await;
+        }
+        let how = super::pod::TakeUp::Follow { requested: true };
+        let outcome = Box::pin(super::pod::take_up(
+            project, settings, env, record, how, events, cancel,
+        ))
+        .await?;
+        return Ok(StopOutcome::Followed(outcome));
     }
     let outcome = follow::follow(project, &executor, record, events, cancel, true).await?;
     Ok(StopOutcome::Followed(outcome))
@@ -271,17 +289,35 @@ pub async fn cancel(
     let run_json = project.runs_dir().join(&record.id).join(RUN_JSON);
     let mut unrecorded = record.clone();
     unrecorded.set_summary(&summary);
-    match follow::finish(
+    match Box::pin(follow::finish(
         project,
         &executor,
         record,
         JobStatus::Cancelled,
         summary,
         events,
-    )
+    ))
     .await
     {
         Ok(Outcome::Ended(record) | Outcome::Detached { record, .. }) => {
+            if record.target_kind == super::record::TargetKind::Runpod {
+                // The artifacts are here: the pod is marked retrieved and deleted.
+                let how = super::pod::TakeUp::Ended(Box::new(record.clone()));
+                let never = CancellationToken::new();
+                if let Err(error) = Box::pin(super::pod::take_up(
+                    project,
+                    settings,
+                    env,
+                    record.clone(),
+                    how,
+                    events,
+                    &never,
+                ))
+                .await
+                {
+                    tracing::warn!("the run's pod: {}", super::start::error_chain(&error));
+                }
+            }
             Ok(CancelOutcome::Cancelled { record, leftovers })
         }
         // RUN-42: the job is stopped; only the record could not say so.

@@ -26,7 +26,10 @@ pub async fn train(
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
     if super::start::is_runpod(settings, options) {
-        return super::pod::train(project, settings, env, options, events, cancel).await;
+        return Box::pin(super::pod::train(
+            project, settings, env, options, events, cancel,
+        ))
+        .await;
     }
     let started = start(project, settings, env, options, events).await?;
     follow(

@@ -240,3 +240,83 @@ async fn runpod_train_refuses_before_any_pod_without_key_without_secrets_access_
     );
     assert_clean(&project);
 }
+
+/// The pod's state in `pod.json` of the only run, once there is one.
+fn pod_state(project: &PodProject) -> Option<serde_json::Value> {
+    let id = project.training.run_ids().into_iter().next()?;
+    let text = std::fs::read_to_string(project.training.runs().join(&id).join("pod.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_ctrl_c_before_the_job_exists_deletes_the_pod_and_fails_the_run() {
+    let project = pod_project(r#"["A"]"#).await;
+    // The pod shows RUNNING for a while before its SSH endpoint exists: Ctrl-C then.
+    project.standin.state().faults.ssh_after_polls = 1000;
+    let child = tokio::task::block_in_place(|| {
+        let child = project.training.spawn(&["train", "--target", "pod"]);
+        crate::util::poll(
+            crate::training::DEADLINE,
+            "a created pod",
+            || match pod_state(&project) {
+                Some(pod) if pod["pod_id"].is_string() => Ok(()),
+                other => Err(other),
+            },
+        );
+        crate::util::signal(child.id(), "INT");
+        child
+    });
+    let output = tokio::task::block_in_place(|| crate::training::finish(child));
+    let all = text(&output);
+    assert!(!output.status.success(), "{all}");
+    let ids = project.training.run_ids();
+    let record = project.training.record(&ids[0]);
+    assert_eq!(record["state"], "failed", "{record}");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("interrupted"),
+        "{record}"
+    );
+    let pod = pod_state(&project).unwrap();
+    assert_eq!(pod["state"], "deleted", "{pod}");
+    assert!(pod["job_started_at"].is_null(), "{pod}");
+    assert_clean(&project);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_collects_and_deletes_the_pod()
+ {
+    let project = pod_project(r#"["A"]"#).await;
+    let id = tokio::task::block_in_place(|| {
+        let mut child = project.training.spawn(&["train", "--target", "pod"]);
+        let id = project.training.wait_running(&mut child);
+        crate::util::signal(child.id(), "INT");
+        let output = crate::training::finish(child);
+        // A follower stopped by Ctrl-C exits as interrupted.
+        assert_eq!(output.status.code(), Some(130), "{}", text(&output));
+        id
+    });
+    // Following stopped; the pod runs on under its watchdog.
+    let record = project.training.record(&id);
+    assert_eq!(record["state"], "running", "{record}");
+    assert_eq!(
+        project
+            .standin
+            .state()
+            .pods
+            .iter()
+            .filter(|p| p.deleted.is_none())
+            .count(),
+        1
+    );
+    let output = overbrainer(&project.training, &["train", "attach", &id]).await;
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    crate::training::assert_merged_run(&project.training, &id);
+    let pod = pod_state(&project).unwrap();
+    assert_eq!(pod["state"], "deleted", "{pod}");
+    assert_eq!(pod["retrieved"], true, "{pod}");
+    assert_clean(&project);
+}

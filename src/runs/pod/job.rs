@@ -64,8 +64,41 @@ fn lock(shared: &SharedRef) -> std::sync::MutexGuard<'_, Shared> {
 pub(super) struct Begin {
     record: RunRecord,
     destination: crate::exec::SshDestination,
-    workdir: String,
     scale: TimeScale,
+    /// A `train stop` placed the snapshot request just before (RUN-26).
+    requested: bool,
+}
+
+impl Begin {
+    /// The following of `record`'s job on the pod at `destination`.
+    pub(super) fn new(
+        record: RunRecord,
+        destination: crate::exec::SshDestination,
+        scale: TimeScale,
+        requested: bool,
+    ) -> Self {
+        Self {
+            record,
+            destination,
+            scale,
+            requested,
+        }
+    }
+}
+
+/// Records in `shared` that this process already retrieved and recorded the run of
+/// `record` (`train cancel`): the pod may go.
+pub(super) fn ended(shared: &SharedRef, record: RunRecord) {
+    let mut shared = lock(shared);
+    shared.end = Some(if record.retrieved {
+        FollowEnd::Retrieved
+    } else {
+        FollowEnd::NotRetrieved
+    });
+    if !record.retrieved {
+        shared.not_retrieved = Some(format!("run `{}` is not retrieved", record.id));
+    }
+    shared.result = Some(Ok(Outcome::Ended(record)));
 }
 
 /// The run's part on its pod.
@@ -120,8 +153,8 @@ impl PodJob for PodRun<'_> {
             let _ = begin.send(Begin {
                 record: self.record.clone(),
                 destination: pod.destination().clone(),
-                workdir: self.workdir.clone(),
                 scale: self.scale,
+                requested: false,
             });
         }
         Ok(())
@@ -201,7 +234,7 @@ pub(super) async fn follower(
         },
         () = stop.cancelled() => return,
     };
-    let executor = match SshExecutor::connect(begin.destination, &begin.workdir).await {
+    let executor = match SshExecutor::connect(begin.destination, super::POD_WORKDIR).await {
         Ok(executor) => AnyExecutor::Ssh(executor.with_time_scale(begin.scale)),
         Err(error) => {
             let mut shared = lock(&shared);
@@ -229,7 +262,15 @@ pub(super) async fn follower(
         }
     };
     let run = async {
-        let result = follow(project, &executor, begin.record, &tx, &either, false).await;
+        let result = follow(
+            project,
+            &executor,
+            begin.record,
+            &tx,
+            &either,
+            begin.requested,
+        )
+        .await;
         drop(tx);
         either.cancel();
         result

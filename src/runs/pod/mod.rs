@@ -252,6 +252,7 @@ pub async fn train(
         pod_name: pod_name(&run_id),
         data_center_ids: body.data_center_ids.clone(),
         network_volume_id: runpod.network_volume_id.clone(),
+        host_key_secret_id: Some(secret.id.clone()),
     };
     let plan = PodPlan {
         body,
@@ -262,65 +263,168 @@ pub async fn train(
         job_poll: scale.scale(Duration::from_secs(5)),
         time_scale: scale,
     };
-    let mut hooks = Hooks {
+    let part = Part {
+        project,
+        target: &target.name,
+        runtime: target.runtime.clone(),
+        merge,
+        secrets,
+        scale,
         events,
-        run_dir: local_dir.clone(),
+        cancel,
+    };
+    let state = PodState::new(rules, gpu_types);
+    let first = Event::Began { at: driver::now() };
+    let (driven, shared) = run_pod(
+        &part,
+        &client,
+        &plan,
+        context,
+        record.clone(),
+        state,
+        first,
+        Start::Fresh,
+    )
+    .await;
+    conclude(&part, record, driven, shared)
+}
+
+/// What the run's part on its pod needs besides the pod.
+struct Part<'a> {
+    project: &'a Project,
+    target: &'a str,
+    runtime: crate::exec::JobRuntime,
+    merge: bool,
+    secrets: Vec<(String, secrecy::SecretString)>,
+    scale: TimeScale,
+    events: &'a Events,
+    cancel: &'a CancellationToken,
+}
+
+/// How the pod's life is taken up.
+enum Start {
+    /// A new pod: the job starts once it is ready.
+    Fresh,
+    /// A pod this process connected to again whose job runs: followed at once
+    /// (`requested`: a `train stop` placed the snapshot request, RUN-26).
+    Follow {
+        pod: Box<crate::exec::SshExecutor>,
+        requested: bool,
+    },
+    /// A pod whose run ended and was retrieved by this process (`train cancel`): it is
+    /// marked retrieved and deleted.
+    Ended {
+        pod: Box<crate::exec::SshExecutor>,
+        record: Box<RunRecord>,
+    },
+}
+
+/// Drives the pod's life with the run's part on it and the run's follower beside it;
+/// what the driver returned and what the follower left.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the pod's plan, state and start, and the run's part"
+)]
+async fn run_pod(
+    part: &Part<'_>,
+    client: &RunpodClient,
+    plan: &PodPlan,
+    context: PodContext,
+    record: RunRecord,
+    state: PodState,
+    first: Event,
+    start: Start,
+) -> (Result<driver::Driven, driver::DriveError>, job::Shared) {
+    let mut hooks = Hooks {
+        events: part.events,
+        run_dir: part.project.run_dir(&record.id),
         context,
     };
     let shared: job::SharedRef = Arc::new(Mutex::new(job::Shared::default()));
     let (begin_tx, begin_rx) = tokio::sync::oneshot::channel();
     let mut run = job::PodRun {
-        project,
+        project: part.project,
         record: record.clone(),
-        runtime: target.runtime.clone(),
+        runtime: part.runtime.clone(),
         workdir: POD_WORKDIR.to_owned(),
-        scale,
-        merge,
-        secrets,
+        scale: part.scale,
+        merge: part.merge,
+        secrets: part.secrets.clone(),
         shared: Arc::clone(&shared),
-        begin: Some(begin_tx),
+        begin: None,
         seen: 0,
     };
+    let pod = match start {
+        Start::Fresh => {
+            run.begin = Some(begin_tx);
+            None
+        }
+        Start::Follow { pod, requested } => {
+            let _ = begin_tx.send(job::Begin::new(
+                record,
+                pod.destination().clone(),
+                part.scale,
+                requested,
+            ));
+            Some(*pod)
+        }
+        Start::Ended { pod, record } => {
+            job::ended(&shared, *record);
+            Some(*pod)
+        }
+    };
     let stop = CancellationToken::new();
-    let state = PodState::new(rules, gpu_types);
-    let pod = async {
-        let driven = driver::drive(
-            &client,
-            &plan,
+    let driving = async {
+        let driven = driver::drive_on(
+            client,
+            plan,
             state,
-            Event::Began { at: driver::now() },
+            first,
             &mut run,
             &mut hooks,
-            cancel,
+            part.cancel,
+            pod,
         )
         .await;
         stop.cancel();
         driven
     };
     let following = job::follower(
-        project,
+        part.project,
         begin_rx,
         Arc::clone(&shared),
-        events,
-        cancel,
+        part.events,
+        part.cancel,
         &stop,
     );
-    let (driven, ()) = Box::pin(async { tokio::join!(pod, following) }).await;
+    let (driven, ()) = Box::pin(async { tokio::join!(driving, following) }).await;
+    let left = std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner));
+    (driven, left)
+}
 
-    let (result, started, not_retrieved) = {
-        let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
-        (
-            shared.result.take(),
-            shared.started.take(),
-            shared.not_retrieved.take(),
-        )
-    };
+/// The run's result from the pod's end and the follower's.
+fn conclude(
+    part: &Part<'_>,
+    record: RunRecord,
+    driven: Result<driver::Driven, driver::DriveError>,
+    shared: job::Shared,
+) -> Result<Outcome, RunError> {
+    let runs_dir = part.project.runs_dir();
+    let run_id = record.id.clone();
+    let job::Shared {
+        result,
+        started,
+        not_retrieved,
+        ..
+    } = shared;
     let driven = match driven {
         Ok(driven) => driven,
         Err(error) => {
             let mut record = started.unwrap_or(record);
-            transitions::start_failed(&mut record, &error.to_string());
-            let _ = record.save(&runs_dir);
+            if record.job.is_none() {
+                transitions::start_failed(&mut record, &error.to_string());
+                let _ = record.save(&runs_dir);
+            }
             return Err(RunError::Pod {
                 run_id,
                 reason: error.to_string(),
@@ -334,9 +438,9 @@ pub async fn train(
         (Ending::Done(None), Some(result)) => result,
         (Ending::Done(Some(failure)), Some(result)) => {
             emit(
-                events,
+                part.events,
                 RunEvent::Warning(super::RunWarning::PodFailed(failure_text(
-                    &target.name,
+                    part.target,
                     &failure,
                 ))),
             );
@@ -353,20 +457,24 @@ pub async fn train(
         (ending, None) => {
             // The job never ran, or its follower never began.
             let mut record = started.unwrap_or(record);
-            if let (Ending::Detached, Some(_)) = (&ending, &record.job) {
-                return Ok(Outcome::Detached {
-                    record,
-                    reason: DetachReason::Interrupted,
-                });
+            if record.job.is_some() {
+                if let Ending::Detached = ending {
+                    return Ok(Outcome::Detached {
+                        record,
+                        reason: DetachReason::Interrupted,
+                    });
+                }
             }
             let reason = match &ending {
-                Ending::Done(Some(failure)) => failure_text(&target.name, failure),
+                Ending::Done(Some(failure)) => failure_text(part.target, failure),
                 Ending::Done(None) | Ending::Detached => {
                     not_retrieved.unwrap_or_else(|| "the pod's life ended first".to_owned())
                 }
             };
-            transitions::start_failed(&mut record, &reason);
-            let _ = record.save(&runs_dir);
+            if record.job.is_none() {
+                transitions::start_failed(&mut record, &reason);
+                let _ = record.save(&runs_dir);
+            }
             Err(RunError::Pod { run_id, reason })
         }
     }
@@ -466,4 +574,132 @@ pub async fn connect(
     Ok(crate::exec::AnyExecutor::Ssh(
         executor.with_time_scale(TimeScale::from_env(env)),
     ))
+}
+
+/// How a later command takes up a run's pod.
+#[derive(Debug, Clone)]
+pub enum TakeUp {
+    /// Follow its job again (`train attach`; `train stop` with `requested`).
+    Follow {
+        /// A snapshot request was just placed.
+        requested: bool,
+    },
+    /// The run was retrieved and recorded by this process (`train cancel`): the pod
+    /// is marked retrieved and deleted.
+    Ended(Box<RunRecord>),
+}
+
+/// Takes up the pod of `record`'s run (recorded in its `pod.json`) with the pod's
+/// lifecycle again: for `train attach` and `train stop` its job is followed and its
+/// results retrieved beside the pod's rules (lease, deadline, cost cap); then, as after
+/// `train cancel`, the pod is marked retrieved, deleted and confirmed gone, and the
+/// run's host-key secret deleted.
+///
+/// # Errors
+/// [`RunError::Pod`] when the run has no recorded pod or the pod is gone; the errors of
+/// the following.
+pub async fn take_up(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    record: RunRecord,
+    how: TakeUp,
+    events: &Events,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
+    let pod_error = |reason: String| RunError::Pod {
+        run_id: record.id.clone(),
+        reason,
+    };
+    let target = super::target::resolve(settings, &record.target)?;
+    let Some(runpod) = target.runpod.as_deref() else {
+        return Err(pod_error(format!(
+            "target `{}` is not a Runpod target",
+            record.target
+        )));
+    };
+    let local_dir = project.run_dir(&record.id);
+    let recorded = PodRecord::read(&local_dir)
+        .map_err(|e| pod_error(e.to_string()))?
+        .ok_or_else(|| pod_error("the run has no `pod.json`".to_owned()))?;
+    let facts = recorded.facts().map_err(pod_error)?;
+    let executor = Box::pin(connect(project, settings, env, &record)).await?;
+    let crate::exec::AnyExecutor::Ssh(pod) = executor else {
+        return Err(pod_error("the pod is not reached over SSH".to_owned()));
+    };
+    let client = client(settings, env).await?;
+    let scale = TimeScale::from_env(env);
+    let rules = Rules::new(runpod, recorded.keep_pod, scale);
+    let now = driver::now();
+    let (ended, start) = match how {
+        TakeUp::Follow { requested } => (
+            None,
+            Start::Follow {
+                pod: Box::new(pod),
+                requested,
+            },
+        ),
+        TakeUp::Ended(done) => (
+            Some(now),
+            Start::Ended {
+                pod: Box::new(pod),
+                record: done,
+            },
+        ),
+    };
+    let state = PodState::attached(rules, facts, ended, now);
+    let context = PodContext {
+        run_id: record.id.clone(),
+        pod_name: recorded.pod_name.clone(),
+        data_center_ids: recorded.data_center_ids.clone(),
+        network_volume_id: recorded.network_volume_id.clone(),
+        host_key_secret_id: recorded.host_key_secret_id.clone(),
+    };
+    let plan = PodPlan {
+        body: crate::runpod::api::CreatePod {
+            name: recorded.pod_name.clone(),
+            image: runpod.image.clone(),
+            gpu: crate::runpod::api::GpuRequest {
+                id: recorded.gpu_type.clone().unwrap_or_default(),
+                count: runpod.gpu_count,
+            },
+            cloud: "SECURE".into(),
+            data_center_ids: recorded.data_center_ids.clone(),
+            disk: runpod.container_disk_gb,
+            env: std::collections::BTreeMap::new(),
+            ports: vec!["22/tcp".into()],
+            mounts: None,
+            args: None,
+        },
+        ssh_config: local_dir.join(keys::SSH_DIR).join(keys::CONFIG),
+        workdir: POD_WORKDIR.to_owned(),
+        run_dir: record.dir.clone(),
+        host_key_secret: recorded.host_key_secret_id.clone(),
+        job_poll: scale.scale(Duration::from_secs(5)),
+        time_scale: scale,
+    };
+    let training = start::training(settings)?;
+    let part = Part {
+        project,
+        target: &target.name,
+        runtime: target.runtime.clone(),
+        merge: training.merge && training.adapter != AdapterKind::Full,
+        secrets: Vec::new(),
+        scale,
+        events,
+        cancel,
+    };
+    let first = Event::Tick { at: now };
+    let (driven, shared) = run_pod(
+        &part,
+        &client,
+        &plan,
+        context,
+        record.clone(),
+        state,
+        first,
+        start,
+    )
+    .await;
+    conclude(&part, record, driven, shared)
 }
