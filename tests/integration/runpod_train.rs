@@ -127,13 +127,69 @@ fn assert_clean(project: &PodProject) {
     }
 }
 
-/// No file the binary wrote holds the key.
+/// The fragments of every secret of the run: the key's and each host private key's
+/// (base64, as its account secret holds it).
+fn secret_fragments(project: &PodProject) -> Vec<String> {
+    let mut fragments = vec![KEY[4..24].to_owned()];
+    for secret in &project.standin.state().secrets {
+        fragments.push(secret.value[40..80].to_owned());
+    }
+    fragments
+}
+
+/// No file the binary wrote holds the key or a host private key, and no request but
+/// the secret's own create body carries a host private key.
 fn assert_key_in_no_file(project: &PodProject) {
+    let fragments = secret_fragments(project);
+    assert!(fragments.len() > 1, "no host-key secret was made");
     for entry in walk(project.training.project.path()) {
         let bytes = std::fs::read(&entry).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
-        assert!(!text.contains(&KEY[4..24]), "{}", entry.display());
+        for fragment in &fragments {
+            assert!(!text.contains(fragment.as_str()), "{}", entry.display());
+        }
     }
+    for (method, path, body) in &project.standin.state().requests {
+        if fragments[1..].iter().any(|f| body.contains(f.as_str())) {
+            assert_eq!(
+                (method.as_str(), path.as_str()),
+                ("POST", "/v2/account/secrets")
+            );
+        }
+    }
+}
+
+/// Runs `cmd` while sampling the command line of every process of this machine (the
+/// pods' processes are this kernel's too) for the key and the host private keys; the
+/// output and every command line that held one.
+fn with_argv_sampler(
+    project: &PodProject,
+    mut cmd: assert_cmd::Command,
+) -> (std::process::Output, Vec<String>) {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut found = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let fragments = secret_fragments(project);
+                for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                    let Ok(argv) = std::fs::read(entry.path().join("cmdline")) else {
+                        continue;
+                    };
+                    let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
+                    if fragments.iter().any(|f| argv.contains(f.as_str())) {
+                        found.push(argv);
+                    }
+                }
+                // Pacing of the sampler, not a synchronization.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            found
+        });
+        let output = cmd.output().unwrap();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (output, sampler.join().unwrap())
+    })
 }
 
 fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
@@ -153,9 +209,12 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
 async fn runpod_train_runs_the_demo_on_the_next_gpu_type_verifies_it_and_confirms_the_pod_gone() {
     let project = pod_project(r#"["A", "B"]"#).await;
     project.standin.state().faults.capacity.insert("A".into());
-    let output = overbrainer(&project.training, &["train", "--target", "pod"]).await;
+    let mut cmd = project.training.cmd();
+    cmd.args(["train", "--target", "pod"]);
+    let (output, argvs) = tokio::task::block_in_place(|| with_argv_sampler(&project, cmd));
     let all = text(&output);
     assert!(output.status.success(), "{all}");
+    assert!(argvs.is_empty(), "secrets in argv: {argvs:?}");
     assert!(all.contains("GPU type A refused"), "{all}");
     assert!(all.contains("is ready (pinned host key)"), "{all}");
     assert!(all.contains("is gone"), "{all}");
