@@ -347,6 +347,9 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         RunWarning::TemplateDropsReasoning(text)
         | RunWarning::Metrics(text)
         | RunWarning::PodFailed(text) => text.clone(),
+        RunWarning::PodKept { run_id, command } => format!(
+            "the pod of run `{run_id}` is kept with no limit (it bills until `overbrainer pod rm {run_id} --force`); reach it with: {command}"
+        ),
         RunWarning::SnapshotOverdue { run_id } => format!(
             "run `{run_id}` did not stop in time after the snapshot request; cancelling its job"
         ),

@@ -148,6 +148,23 @@ pub enum Refusal {
         /// Target name.
         target: String,
     },
+    /// `pod rm` of an ID absent from `runs/` without `--force` (POD-65).
+    #[error(
+        "no run `{run_id}` in this project's `runs/` (another checkout may own it); `overbrainer pod rm {run_id} --force` removes its pods anyway"
+    )]
+    PodRmNotHere {
+        /// The ID.
+        run_id: String,
+    },
+    /// `pod rm` of a run still starting its pod, or whose pod is not recorded, without
+    /// `--force` (POD-65, POD-66).
+    #[error(
+        "run `{run_id}` is still starting its pod, or its pod is not recorded; `overbrainer pod rm {run_id} --force` removes its pods and fails the run"
+    )]
+    PodRmStarting {
+        /// The run.
+        run_id: String,
+    },
     /// A Runpod target without the account's key (POD-4).
     #[error(
         "`{variable}` is not set: a Runpod target needs the account's API key; no pod was created"

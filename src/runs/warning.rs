@@ -65,6 +65,14 @@ pub enum RunWarning {
     /// The run's pod ended its life without the result it was made for, after the
     /// following ended: what went wrong ([`crate::runs::pod::failure_text`]).
     PodFailed(String),
+    /// `--keep-pod`: the run's pod stays with no limit until `pod rm` (POD-61); the
+    /// command that reaches it.
+    PodKept {
+        /// The run.
+        run_id: String,
+        /// `ssh -F runs/<run-id>/ssh/config -p PORT root@HOST`.
+        command: String,
+    },
     /// The log of a failed `train merge` could not be retrieved.
     MergeLogUnretrieved {
         /// The run.

@@ -379,3 +379,68 @@ async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_coll
     assert_eq!(pod["retrieved"], true, "{pod}");
     assert_clean(&project);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_rm_find_and_remove_it()
+ {
+    let project = pod_project(r#"["A"]"#).await;
+    let output = overbrainer(
+        &project.training,
+        &["train", "--target", "pod", "--keep-pod"],
+    )
+    .await;
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    let id = project.training.run_ids().remove(0);
+    crate::training::assert_merged_run(&project.training, &id);
+    let pod = pod_state(&project).unwrap();
+    assert_eq!(pod["state"], "kept", "{pod}");
+    assert_eq!(pod["keep_pod"], true, "{pod}");
+    let pod_id = pod["pod_id"].as_str().unwrap().to_owned();
+    // The printed command reaches the pod with the run's pinned host key.
+    let command = all
+        .lines()
+        .find_map(|l| l.split_once("reach it with: ").map(|(_, c)| c.to_owned()))
+        .unwrap_or_else(|| panic!("no ssh command in {all}"));
+    assert!(command.starts_with("ssh -F "), "{command}");
+    let reached = tokio::task::block_in_place(|| {
+        crate::runpod_containers::tool(std::process::Command::new("bash").arg("-c").arg(format!(
+            "{command} -o BatchMode=yes cat /proc/1/cmdline >/dev/null && echo reached"
+        )))
+    });
+    assert!(
+        String::from_utf8_lossy(&reached.stdout).contains("reached"),
+        "{}",
+        String::from_utf8_lossy(&reached.stderr)
+    );
+    // No rule removed it: it is still listed, and `pod ls` shows it with its run.
+    assert_eq!(
+        project
+            .standin
+            .state()
+            .pods
+            .iter()
+            .filter(|p| p.deleted.is_none())
+            .count(),
+        1
+    );
+    let ls = overbrainer(&project.training, &["pod", "ls"]).await;
+    let ls_text = text(&ls);
+    assert!(ls.status.success(), "{ls_text}");
+    assert!(
+        ls_text.contains(&pod_id) && ls_text.contains(&id),
+        "{ls_text}"
+    );
+    // `pod rm` deletes it, confirms it gone, deletes the secret, records the deletion.
+    let rm = overbrainer(&project.training, &["pod", "rm", &id]).await;
+    let rm_text = text(&rm);
+    assert!(rm.status.success(), "{rm_text}");
+    assert!(
+        rm_text.contains(&format!("removed pod {pod_id}")),
+        "{rm_text}"
+    );
+    let pod = pod_state(&project).unwrap();
+    assert_eq!(pod["state"], "deleted", "{pod}");
+    assert!(pod["deleted"]["cost_usd"].as_f64().is_some(), "{pod}");
+    assert_clean(&project);
+}

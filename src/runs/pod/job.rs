@@ -52,6 +52,8 @@ pub(super) struct Shared {
     pub(super) started: Option<RunRecord>,
     /// Why the results do not count as retrieved, when they do not.
     pub(super) not_retrieved: Option<String>,
+    /// Where the pod's `sshd` was reached: `user@host` and port.
+    pub(super) endpoint: Option<(String, Option<u16>)>,
 }
 
 pub(super) type SharedRef = Arc<Mutex<Shared>>;
@@ -148,7 +150,12 @@ impl PodJob for PodRun<'_> {
         self.record
             .save(&self.project.runs_dir())
             .map_err(|e| error_chain(&e))?;
-        lock(&self.shared).started = Some(self.record.clone());
+        {
+            let mut shared = lock(&self.shared);
+            shared.started = Some(self.record.clone());
+            let destination = pod.destination();
+            shared.endpoint = Some((destination.host.clone(), destination.port));
+        }
         if let Some(begin) = self.begin.take() {
             let _ = begin.send(Begin {
                 record: self.record.clone(),

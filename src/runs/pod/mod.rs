@@ -12,6 +12,7 @@
 
 pub mod checkpoint;
 mod job;
+pub mod manage;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -270,6 +271,7 @@ pub async fn train(
         merge,
         secrets,
         scale,
+        keep_pod: options.keep_pod,
         events,
         cancel,
     };
@@ -297,6 +299,8 @@ struct Part<'a> {
     merge: bool,
     secrets: Vec<(String, secrecy::SecretString)>,
     scale: TimeScale,
+    /// `--keep-pod` (POD-61).
+    keep_pod: bool,
     events: &'a Events,
     cancel: &'a CancellationToken,
 }
@@ -360,6 +364,8 @@ async fn run_pod(
             None
         }
         Start::Follow { pod, requested } => {
+            let destination = pod.destination();
+            lock_shared(&shared).endpoint = Some((destination.host.clone(), destination.port));
             let _ = begin_tx.send(job::Begin::new(
                 record,
                 pod.destination().clone(),
@@ -369,6 +375,8 @@ async fn run_pod(
             Some(*pod)
         }
         Start::Ended { pod, record } => {
+            let destination = pod.destination();
+            lock_shared(&shared).endpoint = Some((destination.host.clone(), destination.port));
             job::ended(&shared, *record);
             Some(*pod)
         }
@@ -402,6 +410,35 @@ async fn run_pod(
     (driven, left)
 }
 
+fn lock_shared(shared: &job::SharedRef) -> std::sync::MutexGuard<'_, job::Shared> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// POD-61: the command that reaches a kept pod, once its job exists.
+fn keep_pod_command(run: &Part<'_>, run_id: &str, reached: Option<&(String, Option<u16>)>) {
+    let Some((host, port)) = reached else {
+        return;
+    };
+    let config = run
+        .project
+        .run_dir(run_id)
+        .join(keys::SSH_DIR)
+        .join(keys::CONFIG);
+    let port_option = port.map_or_else(String::new, |p| format!(" -p {p}"));
+    let command = format!(
+        "ssh -F {}{port_option} {}",
+        crate::exec::quote(&config.to_string_lossy()),
+        crate::exec::quote(host)
+    );
+    emit(
+        run.events,
+        RunEvent::Warning(super::RunWarning::PodKept {
+            run_id: run_id.to_owned(),
+            command,
+        }),
+    );
+}
+
 /// The run's result from the pod's end and the follower's.
 fn conclude(
     part: &Part<'_>,
@@ -415,8 +452,17 @@ fn conclude(
         result,
         started,
         not_retrieved,
+        endpoint,
         ..
     } = shared;
+    if part.keep_pod
+        && started
+            .as_ref()
+            .or(Some(&record))
+            .is_some_and(|r| r.job.is_some())
+    {
+        keep_pod_command(part, &run_id, endpoint.as_ref());
+    }
     let driven = match driven {
         Ok(driven) => driven,
         Err(error) => {
@@ -686,6 +732,7 @@ pub async fn take_up(
         merge: training.merge && training.adapter != AdapterKind::Full,
         secrets: Vec::new(),
         scale,
+        keep_pod: recorded.keep_pod,
         events,
         cancel,
     };
