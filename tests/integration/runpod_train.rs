@@ -47,6 +47,10 @@ struct PodProject {
 }
 
 async fn pod_project(gpu_types: &str) -> PodProject {
+    pod_project_of(gpu_types, 2).await
+}
+
+async fn pod_project_of(gpu_types: &str, max_steps: u32) -> PodProject {
     let env = training_env();
     let python = std::fs::read_to_string(env.venv.join("pyvenv.cfg"))
         .unwrap()
@@ -60,7 +64,7 @@ async fn pod_project(gpu_types: &str) -> PodProject {
     let gateway = *standin.server.address();
     let local = forwarder(gateway).await;
     let mut training = Training::new(&Setup {
-        max_steps: 2,
+        max_steps,
         ..Setup::default()
     });
     let config = training.project.read("overbrainer.toml");
@@ -443,4 +447,45 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert!(pod["deleted"]["cost_usd"].as_f64().is_some(), "{pod}");
     assert_clean(&project);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_deletes_the_pod_and_resumes_locally()
+ {
+    let project = pod_project_of(r#"["A"]"#, 6).await;
+    let (id, output) = tokio::task::block_in_place(|| {
+        let mut follower = project.training.spawn(&["train", "--target", "pod"]);
+        let id = project.training.wait_running(&mut follower);
+        // The follower holds the project: `train stop` only places the request (RUN-33).
+        let stop = project
+            .training
+            .cmd()
+            .args(["train", "stop", &id])
+            .output()
+            .unwrap();
+        assert!(stop.status.success(), "{}", text(&stop));
+        (id, crate::training::finish(follower))
+    });
+    let all = text(&output);
+    let record = project.training.record(&id);
+    assert_eq!(record["state"], "stopped", "{record}\n{all}");
+    let checkpoint = record["snapshot"]["checkpoint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = project.training.runs().join(&id);
+    crate::training::assert_file(&run.join(format!("output/{checkpoint}/optimizer.pt")));
+    // The checkpoint passed the check on the pod (the job's Python loaded it): only
+    // then was the pod marked retrieved and deleted.
+    let pod = pod_state(&project).unwrap();
+    assert_eq!(pod["retrieved"], true, "{pod}\n{all}");
+    assert_eq!(pod["state"], "deleted", "{pod}\n{all}");
+    assert_clean(&project);
+    // Resumable on the local target.
+    let resumed = overbrainer(
+        &project.training,
+        &["train", "--resume-from", &id, "--target", "local"],
+    )
+    .await;
+    assert!(resumed.status.success(), "{}", text(&resumed));
 }
