@@ -347,6 +347,17 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         RunWarning::TemplateDropsReasoning(text)
         | RunWarning::Metrics(text)
         | RunWarning::PodFailed(text) => text.clone(),
+        RunWarning::PodReconciled {
+            pod,
+            run_id,
+            failed,
+        } => super::pod::reconciled_text(&crate::runs::pod::manage::Reconciled {
+            pod: pod.clone(),
+            run_id: run_id.clone(),
+            failed: failed.clone(),
+        })
+        .trim_start_matches("warning: ")
+        .to_owned(),
         RunWarning::PodKept { run_id, command } => format!(
             "the pod of run `{run_id}` is kept with no limit (it bills until `overbrainer pod rm {run_id} --force`); reach it with: {command}"
         ),

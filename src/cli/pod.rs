@@ -29,6 +29,24 @@ pub struct RmArgs {
     pub force: bool,
 }
 
+/// One pod past its bound that the reconciliation deleted.
+pub(super) fn reconciled_text(done: &manage::Reconciled) -> String {
+    let run = done
+        .run_id
+        .as_deref()
+        .map_or_else(String::new, |r| format!(" of run `{r}`"));
+    match &done.failed {
+        None => format!(
+            "warning: pod {}{run} was past its bound (max_hours plus grace) and not kept: deleted and confirmed gone",
+            done.pod
+        ),
+        Some(why) => format!(
+            "warning: pod {}{run} is past its bound and not kept, but could not be confirmed gone: {why}",
+            done.pod
+        ),
+    }
+}
+
 /// Runs `pod ls` or `pod rm`.
 ///
 /// # Errors
@@ -38,7 +56,10 @@ pub async fn run(ctx: &Context, command: &PodCommand) -> anyhow::Result<ExitCode
     let (project, loaded) = ctx.load()?;
     match command {
         PodCommand::Ls => {
-            let rows = manage::list(&project, &loaded.settings, &loaded.env).await?;
+            let (reconciled, rows) = manage::list(&project, &loaded.settings, &loaded.env).await?;
+            for done in &reconciled {
+                errln!("{}", reconciled_text(done));
+            }
             let mut lines = vec![format!(
                 "{:<20} {:<40} {:<12} {:<24} {:>10} {:>8}",
                 "POD", "RUN", "STATE", "GPU", "USD/H", "AGE"

@@ -489,3 +489,72 @@ async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_deletes_the_po
     .await;
     assert!(resumed.status.success(), "{}", text(&resumed));
 }
+
+/// A pod made straight on the stand-in, as another project's overbrainer made it:
+/// named for `run`, its marker, its deadline `deadline` (UNIX seconds), kept or not.
+async fn foreign_pod(project: &PodProject, run: &str, deadline: u64, kept: bool) -> String {
+    use overbrainer::runpod::api::{CreatePod, GpuRequest, pod_name};
+    let body = CreatePod {
+        name: pod_name(run),
+        image: container_env().get("POD_IMAGE").to_owned(),
+        gpu: GpuRequest {
+            id: "A".into(),
+            count: 1,
+        },
+        cloud: "SECURE".into(),
+        data_center_ids: Vec::new(),
+        disk: 20,
+        env: [
+            ("OVERBRAINER_RUN_ID".to_owned(), run.to_owned()),
+            ("OVERBRAINER_DEADLINE_AT".to_owned(), deadline.to_string()),
+            (
+                "OVERBRAINER_KEEP_POD".to_owned(),
+                u8::from(kept).to_string(),
+            ),
+        ]
+        .into(),
+        ports: vec!["22/tcp".into()],
+        mounts: None,
+        args: Some("sleep infinity".into()),
+    };
+    let client = project.standin.client(Duration::from_secs(60));
+    client.create_pod(&body).await.unwrap().id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_pod_ls_deletes_pods_past_their_bound_whoever_made_them_and_leaves_the_rest() {
+    let project = pod_project(r#"["A"]"#).await;
+    let now = overbrainer::runpod::driver::now().as_secs();
+    // One rule hour is 180 s at this scale; the grace is 20 rule minutes (60 s).
+    let past = foreign_pod(&project, "other_20260101-000000", now - 600, false).await;
+    let kept = foreign_pod(&project, "other_20260101-000001", now - 600, true).await;
+    let within = foreign_pod(&project, "other_20260101-000002", now + 600, false).await;
+    let ls = overbrainer(&project.training, &["pod", "ls"]).await;
+    let all = text(&ls);
+    assert!(ls.status.success(), "{all}");
+    assert!(
+        all.contains(&format!(
+            "pod {past} of run `other_20260101-000000` was past its bound"
+        )),
+        "{all}"
+    );
+    let live: Vec<String> = project
+        .standin
+        .state()
+        .pods
+        .iter()
+        .filter(|p| p.deleted.is_none())
+        .map(|p| p.id.clone())
+        .collect();
+    assert_eq!(live, [kept.clone(), within.clone()], "{all}");
+    // Listed, marked as not this project's.
+    assert!(
+        all.contains(kept.as_str()) && all.contains("(not in this project)"),
+        "{all}"
+    );
+    let client = project.standin.client(Duration::from_secs(60));
+    for pod in [kept, within] {
+        client.delete_pod(&pod).await.unwrap();
+    }
+    assert_clean(&project);
+}

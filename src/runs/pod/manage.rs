@@ -47,7 +47,8 @@ fn ours(pod: &Pod) -> bool {
     pod.name.starts_with("overbrainer-")
 }
 
-/// `pod ls` (POD-64): read-only.
+/// `pod ls` (POD-64): read-only but for the reconciliation of pods past their bound
+/// ([`reconcile`]), whose deletions come first in the answer.
 ///
 /// # Errors
 /// The key's refusals; [`RunError::Pod`] when the API cannot list the pods.
@@ -55,14 +56,15 @@ pub async fn list(
     project: &Project,
     settings: &Settings,
     env: &EnvSnapshot,
-) -> Result<Vec<PodRow>, RunError> {
+) -> Result<(Vec<Reconciled>, Vec<PodRow>), RunError> {
     let client = client(settings, env).await?;
+    let reconciled = reconcile(&client, TimeScale::from_env(env)).await?;
     let pods = client.list_pods().await.map_err(|e| RunError::Pod {
         run_id: "-".to_owned(),
         reason: e.to_string(),
     })?;
     let now = crate::runpod::driver::now();
-    Ok(pods
+    let rows = pods
         .iter()
         .filter(|pod| ours(pod))
         .map(|pod| {
@@ -80,7 +82,68 @@ pub async fn list(
                 age: view.created_at.map(|at| now.saturating_sub(at)),
             }
         })
-        .collect())
+        .collect();
+    Ok((reconciled, rows))
+}
+
+/// An overbrainer pod past its bound that this process deleted (issue 12,
+/// reconciliation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Pod ID.
+    pub pod: String,
+    /// Its run marker.
+    pub run_id: Option<String>,
+    /// Why it could not be confirmed gone, when it could not.
+    pub failed: Option<String>,
+}
+
+/// Reconciliation (issue 12, beyond the spec): every overbrainer pod carries its bound
+/// in its environment (`OVERBRAINER_DEADLINE_AT`, `OVERBRAINER_KEEP_POD`). A pod past
+/// its deadline plus a grace, and not kept, is deleted and confirmed gone, whichever
+/// project started it; pods within their bound are left to their owner. The grace is
+/// the deadline snapshot's window plus the client guard (POD-36, POD-40: 20 minutes on
+/// the scale), by when the owner's own rules have ended the pod; a lease cannot
+/// postpone it beyond that.
+///
+/// # Errors
+/// [`RunError::Pod`] when the pods cannot be listed.
+pub async fn reconcile(
+    client: &RunpodClient,
+    scale: TimeScale,
+) -> Result<Vec<Reconciled>, RunError> {
+    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
+        run_id: "-".to_owned(),
+        reason: e.to_string(),
+    })?;
+    let rules = deletion_rules(scale);
+    let grace = rules.snapshot_window + rules.client_guard;
+    let now = crate::runpod::driver::now();
+    let mut done = Vec::new();
+    for pod in pods.iter().filter(|pod| ours(pod)) {
+        let kept = pod
+            .env
+            .get("OVERBRAINER_KEEP_POD")
+            .is_some_and(|k| k == "1");
+        let deadline = pod
+            .env
+            .get(crate::runpod::driver::DEADLINE_VAR)
+            .and_then(|d| d.parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let Some(deadline) = deadline.filter(|_| !kept) else {
+            continue;
+        };
+        if now <= deadline + grace {
+            continue;
+        }
+        let failed = delete_until_gone(client, &pod.id, scale).await.err();
+        done.push(Reconciled {
+            pod: pod.id.clone(),
+            run_id: run_of(pod),
+            failed,
+        });
+    }
+    Ok(done)
 }
 
 /// What `pod rm` did.

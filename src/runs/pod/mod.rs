@@ -143,6 +143,17 @@ pub async fn train(
     let client = client(settings, env).await?;
     let secrets = start::job_secrets(settings, env).await?;
     let scale = TimeScale::from_env(env);
+    // Reconciliation (issue 12): pods past their bound go first, whoever made them.
+    for done in manage::reconcile(&client, scale).await? {
+        emit(
+            events,
+            RunEvent::Warning(super::RunWarning::PodReconciled {
+                pod: done.pod,
+                run_id: done.run_id,
+                failed: done.failed,
+            }),
+        );
+    }
     let rules = Rules::new(runpod, options.keep_pod, scale);
 
     // The ID: a free local directory; the pod is fresh, so no claim can be taken yet.
