@@ -52,6 +52,18 @@ pub async fn attach(
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
+    if record.target_kind == super::record::TargetKind::Runpod
+        && record.job.is_none()
+        && record.state == State::Starting
+    {
+        // The process that started it died before the job existed (it held the
+        // project, which this process holds now): its pods go, the run fails.
+        let record = Box::pin(super::pod::manage::abandon_start(
+            project, settings, env, record,
+        ))
+        .await?;
+        return Ok(Outcome::Ended(record));
+    }
     if (record.state.is_terminal() && record.retrieved) || record.job.is_none() {
         return Ok(Outcome::Ended(record));
     }

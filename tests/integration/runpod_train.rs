@@ -558,3 +558,56 @@ async fn runpod_pod_ls_deletes_pods_past_their_bound_whoever_made_them_and_leave
     }
     assert_clean(&project);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_kill_9_during_readiness_leaves_the_pod_to_the_next_command_which_deletes_it() {
+    let project = pod_project(r#"["A"]"#).await;
+    project.standin.state().faults.ssh_after_polls = 1000;
+    let id = tokio::task::block_in_place(|| {
+        let child = project.training.spawn(&["train", "--target", "pod"]);
+        crate::util::poll(
+            crate::training::DEADLINE,
+            "a created pod",
+            || match pod_state(&project) {
+                Some(pod) if pod["pod_id"].is_string() => Ok(()),
+                other => Err(other),
+            },
+        );
+        crate::util::signal(child.id(), "KILL");
+        let _ = crate::training::finish(child);
+        project.training.run_ids().remove(0)
+    });
+    assert_eq!(project.training.record(&id)["state"], "starting");
+    let output = overbrainer(&project.training, &["train", "attach", &id]).await;
+    let all = text(&output);
+    let record = project.training.record(&id);
+    assert_eq!(record["state"], "failed", "{record}\n{all}");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ended before its job existed"),
+        "{record}"
+    );
+    assert_eq!(pod_state(&project).unwrap()["state"], "deleted");
+    assert_clean(&project);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_kill_9_while_the_job_runs_and_train_attach_recovers_the_run_and_deletes_the_pod() {
+    let project = pod_project(r#"["A"]"#).await;
+    let id = tokio::task::block_in_place(|| {
+        let mut child = project.training.spawn(&["train", "--target", "pod"]);
+        let id = project.training.wait_running(&mut child);
+        crate::util::signal(child.id(), "KILL");
+        let _ = crate::training::finish(child);
+        id
+    });
+    let output = overbrainer(&project.training, &["train", "attach", &id]).await;
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    crate::training::assert_merged_run(&project.training, &id);
+    let pod = pod_state(&project).unwrap();
+    assert_eq!(pod["state"], "deleted", "{pod}");
+    assert_clean(&project);
+}

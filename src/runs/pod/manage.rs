@@ -261,6 +261,34 @@ pub async fn remove(
     Ok(outcome)
 }
 
+/// A Runpod run whose start died before its job existed (`kill -9` before, during or
+/// right after the create call, or during readiness): seen by the next command that
+/// holds the project, its pods are deleted until gone, its host-key secret deleted and
+/// the run recorded `failed`.
+///
+/// # Errors
+/// As [`remove`].
+pub async fn abandon_start(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    mut record: RunRecord,
+) -> Result<RunRecord, RunError> {
+    let removed = Box::pin(remove(project, settings, env, &record.id, true)).await?;
+    record = RunRecord::load(&project.runs_dir(), &record.id)?;
+    record.state = State::Failed;
+    record.message = Some(format!(
+        "start failed: the process starting the run ended before its job existed; {}",
+        if removed.removed.is_empty() {
+            "no pod of the run was left".to_owned()
+        } else {
+            format!("its pods {} were deleted", removed.removed.join(", "))
+        }
+    ));
+    record.save(&project.runs_dir())?;
+    Ok(record)
+}
+
 /// Records in `pod.json` that its pod was deleted by this process now (POD-67), with
 /// its uptime and estimated spend (POD-68).
 fn record_deleted(
