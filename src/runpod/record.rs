@@ -20,7 +20,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::lifecycle::{Attempt, AttemptOutcome, Deleter, Phase, PodFacts, PodState};
-use crate::runs::record::write_atomic;
 
 /// The file's name in the run directory.
 pub const POD_FILE: &str = "pod.json";
@@ -292,7 +291,8 @@ impl PodRecord {
             source: Box::new(e),
         })?;
         bytes.push(b'\n');
-        write_atomic(&path, &bytes).map_err(|e| RecordError::Write {
+        let temporary = crate::project::temporary_for(&path, false);
+        crate::project::write_atomic(&path, &bytes, &temporary).map_err(|e| RecordError::Write {
             path,
             source: Box::new(e),
         })

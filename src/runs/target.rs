@@ -18,6 +18,9 @@ use crate::exec::{
 /// password database and not `HOME`.
 pub const SSH_CONFIG_VAR: &str = "OVERBRAINER_TEST_SSH_CONFIG";
 
+/// The work directory on a Runpod pod, under which its run directory lives.
+pub const POD_WORKDIR: &str = "/workspace/runs";
+
 /// A resolved target, not yet connected.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -116,7 +119,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
                 venv: Some(runpod.venv.clone()),
             },
             host: None,
-            workdir: Some(super::pod::POD_WORKDIR.to_owned()),
+            workdir: Some(POD_WORKDIR.to_owned()),
             runpod: Some(Box::new(runpod.clone())),
         }),
     }

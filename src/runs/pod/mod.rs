@@ -35,8 +35,7 @@ use crate::runpod::keys::{self, KeyError};
 use crate::runpod::lifecycle::{Event, Notice, PodFailure, PodState, Rules};
 use crate::runpod::record::{PodContext, PodRecord};
 
-/// The work directory on a pod, under which its run directory lives.
-pub const POD_WORKDIR: &str = "/workspace/runs";
+pub use super::target::POD_WORKDIR;
 
 /// How long one Runpod API call may take.
 const API_TIMEOUT: Duration = Duration::from_secs(60);
