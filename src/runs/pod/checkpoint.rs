@@ -135,11 +135,16 @@ mod tests {
 
     /// Runs the check with this machine's `python3` on a checkpoint made here: the
     /// Python itself is what runs on the pod.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test code runs the check directly"
+    )]
     fn run(dir: &std::path::Path, step: u64) -> Vec<String> {
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "test code runs the check directly"
-        )]
+        let found = std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(found, "python3 is missing: apt-get install -y python3");
         let output = std::process::Command::new("bash")
             .arg("-c")
             .arg(command(&dir.to_string_lossy(), step, None))
