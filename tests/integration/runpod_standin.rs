@@ -49,6 +49,8 @@ pub struct Faults {
     pub capacity: BTreeSet<String>,
     /// GPU types answering 403.
     pub forbidden: BTreeSet<String>,
+    /// GPU type IDs Runpod does not know: a 400 rule violation, not the capacity text.
+    pub unknown_gpu: BTreeSet<String>,
     /// Every create answers 402.
     pub no_credit: bool,
     /// Creates answering 429 with `Retry-After: retry_after` seconds.
@@ -438,6 +440,9 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
     }
     if faults.forbidden.contains(&gpu) {
         return problem(403, "Forbidden", "access denied");
+    }
+    if faults.unknown_gpu.contains(&gpu) {
+        return problem(400, "Bad Request", "gpu.id: unknown GPU type");
     }
     if faults.capacity.contains(&gpu) {
         return problem(400, "Bad Request", CAPACITY);

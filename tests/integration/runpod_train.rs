@@ -611,3 +611,44 @@ async fn runpod_kill_9_while_the_job_runs_and_train_attach_recovers_the_run_and_
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert_clean(&project);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_refuses_bad_bounds_a_lone_volume_and_an_unknown_gpu_type_naming_the_key() {
+    let project = pod_project(r#"["NOPE"]"#).await;
+    let config = project.training.project.read("overbrainer.toml");
+    let refused = async |toml: String, expected: &str| {
+        project.training.project.write("overbrainer.toml", &toml);
+        let output = overbrainer(&project.training, &["train", "--target", "pod"]).await;
+        let all = text(&output);
+        assert!(!output.status.success(), "{all}");
+        assert!(all.contains(expected), "{expected}: {all}");
+    };
+    refused(
+        config.replace("max_hours = 10", "max_hours = 0"),
+        "targets.pod.max_hours",
+    )
+    .await;
+    refused(
+        config.replace("max_hours = 10", "max_hours = 721"),
+        "targets.pod.max_hours",
+    )
+    .await;
+    refused(
+        format!("{config}network_volume_id = \"vol1\"\n"),
+        "targets.pod.network_volume_id",
+    )
+    .await;
+    assert!(project.training.run_ids().is_empty());
+    // Runpod's own answer: an ID it does not know is a rule violation, not capacity.
+    project
+        .standin
+        .state()
+        .faults
+        .unknown_gpu
+        .insert("NOPE".into());
+    refused(config.clone(), "targets.pod.gpu_types").await;
+    assert!(project.standin.state().pods.is_empty());
+    let id = project.training.run_ids().remove(0);
+    assert_eq!(project.training.record(&id)["state"], "failed");
+    assert_clean(&project);
+}
