@@ -652,3 +652,36 @@ async fn runpod_train_refuses_bad_bounds_a_lone_volume_and_an_unknown_gpu_type_n
     assert_eq!(project.training.record(&id)["state"], "failed");
     assert_clean(&project);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_attach_of_a_run_whose_pod_is_gone_fails_it_as_lost_and_deletes_its_secret() {
+    let project = pod_project(r#"["A"]"#).await;
+    let id = tokio::task::block_in_place(|| {
+        let mut child = project.training.spawn(&["train", "--target", "pod"]);
+        let id = project.training.wait_running(&mut child);
+        crate::util::signal(child.id(), "INT");
+        let _ = crate::training::finish(child);
+        id
+    });
+    // Its watchdog, or someone in the console, deletes the pod meanwhile.
+    let pod = pod_state(&project).unwrap()["pod_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let client = project.standin.client(Duration::from_secs(60));
+    client.delete_pod(&pod).await.unwrap();
+    let output = overbrainer(&project.training, &["train", "attach", &id]).await;
+    let all = text(&output);
+    assert!(!output.status.success(), "{all}");
+    let record = project.training.record(&id);
+    assert_eq!(record["state"], "failed", "{record}");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("its pod {pod} is gone")),
+        "{record}"
+    );
+    assert_eq!(pod_state(&project).unwrap()["state"], "deleted");
+    assert_clean(&project);
+}

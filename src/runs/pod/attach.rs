@@ -110,11 +110,21 @@ pub async fn take_up(
         .map_err(|e| pod_error(e.to_string()))?
         .ok_or_else(|| pod_error("the run has no `pod.json`".to_owned()))?;
     let facts = recorded.facts().map_err(pod_error)?;
+    let client = client(settings, env).await?;
+    if let Some(pod_id) = &recorded.pod_id {
+        let found = client
+            .get_pod(pod_id)
+            .await
+            .map_err(|e| pod_error(e.to_string()))?;
+        if found.is_none() && matches!(how, TakeUp::Follow { .. }) {
+            // Its watchdog (or someone) deleted it: what it held is lost.
+            return Box::pin(lost(project, &client, record, recorded)).await;
+        }
+    }
     let executor = Box::pin(connect(project, settings, env, &record)).await?;
     let crate::exec::AnyExecutor::Ssh(pod) = executor else {
         return Err(pod_error("the pod is not reached over SSH".to_owned()));
     };
-    let client = client(settings, env).await?;
     let scale = TimeScale::from_env(env);
     let rules = Rules::new(runpod, recorded.keep_pod, scale);
     let now = driver::now();
@@ -142,29 +152,7 @@ pub async fn take_up(
         network_volume_id: recorded.network_volume_id.clone(),
         host_key_secret_id: recorded.host_key_secret_id.clone(),
     };
-    let plan = PodPlan {
-        body: crate::runpod::api::CreatePod {
-            name: recorded.pod_name.clone(),
-            image: runpod.image.clone(),
-            gpu: crate::runpod::api::GpuRequest {
-                id: recorded.gpu_type.clone().unwrap_or_default(),
-                count: runpod.gpu_count,
-            },
-            cloud: "SECURE".into(),
-            data_center_ids: recorded.data_center_ids.clone(),
-            disk: runpod.container_disk_gb,
-            env: std::collections::BTreeMap::new(),
-            ports: vec!["22/tcp".into()],
-            mounts: None,
-            args: None,
-        },
-        ssh_config: local_dir.join(keys::SSH_DIR).join(keys::CONFIG),
-        workdir: POD_WORKDIR.to_owned(),
-        run_dir: record.dir.clone(),
-        host_key_secret: recorded.host_key_secret_id.clone(),
-        job_poll: scale.scale(Duration::from_secs(5)),
-        time_scale: scale,
-    };
+    let plan = plan_of(&record, &recorded, runpod, &local_dir, scale);
     let training = start::training(settings)?;
     let part = Part {
         project,
@@ -190,4 +178,75 @@ pub async fn take_up(
     )
     .await;
     conclude(&part, record, driven, shared)
+}
+
+/// A run whose pod is gone before its results were retrieved: recorded `failed` with
+/// what was lost, the pod's deletion recorded (by its watchdog, or anyone), and the
+/// run's host-key secret deleted with its last pod (POD-31).
+async fn lost(
+    project: &Project,
+    client: &crate::runpod::api::RunpodClient,
+    mut record: RunRecord,
+    mut recorded: PodRecord,
+) -> Result<Outcome, RunError> {
+    let pod = recorded.pod_id.clone().unwrap_or_default();
+    if let Some(secret) = &recorded.host_key_secret_id {
+        if let Err(error) = client.delete_secret(secret).await {
+            tracing::warn!("the run's host-key secret could not be deleted: {error}");
+        }
+    }
+    if recorded.deleted.is_none() {
+        let at = jiff::Timestamp::now();
+        let uptime = recorded
+            .created_at
+            .map_or(0.0, |c| (at - c).total(jiff::Unit::Second).unwrap_or(0.0));
+        "deleted".clone_into(&mut recorded.state);
+        recorded.deleted = Some(crate::runpod::record::DeletedRecord {
+            at,
+            by: "watchdog".to_owned(),
+            uptime_s: uptime,
+            cost_usd: None,
+        });
+        let _ = recorded.save(&project.run_dir(&record.id));
+    }
+    record.state = crate::runs::record::State::Failed;
+    record.message = Some(format!(
+        "its pod {pod} is gone (deleted by its watchdog or by hand) before the results were retrieved; they are lost"
+    ));
+    record.save(&project.runs_dir())?;
+    Ok(Outcome::Ended(record))
+}
+
+/// The plan of a recorded pod taken up again: its name for a search, the run's `ssh -F`
+/// file, its run directory and its host-key secret (no create call is made for it).
+fn plan_of(
+    record: &RunRecord,
+    recorded: &PodRecord,
+    runpod: &crate::config::RunpodTarget,
+    local_dir: &std::path::Path,
+    scale: TimeScale,
+) -> PodPlan {
+    PodPlan {
+        body: crate::runpod::api::CreatePod {
+            name: recorded.pod_name.clone(),
+            image: runpod.image.clone(),
+            gpu: crate::runpod::api::GpuRequest {
+                id: recorded.gpu_type.clone().unwrap_or_default(),
+                count: runpod.gpu_count,
+            },
+            cloud: "SECURE".into(),
+            data_center_ids: recorded.data_center_ids.clone(),
+            disk: runpod.container_disk_gb,
+            env: std::collections::BTreeMap::new(),
+            ports: vec!["22/tcp".into()],
+            mounts: None,
+            args: None,
+        },
+        ssh_config: local_dir.join(keys::SSH_DIR).join(keys::CONFIG),
+        workdir: POD_WORKDIR.to_owned(),
+        run_dir: record.dir.clone(),
+        host_key_secret: recorded.host_key_secret_id.clone(),
+        job_poll: scale.scale(Duration::from_secs(5)),
+        time_scale: scale,
+    }
 }
