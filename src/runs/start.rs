@@ -105,7 +105,7 @@ pub fn eval_data_problem(project: &Project, settings: &Settings) -> Option<Strin
 
 /// Where the run's train and eval data come from, and the resume checkpoint.
 pub(super) struct Inputs {
-    train: PathBuf,
+    pub(super) train: PathBuf,
     eval: Option<PathBuf>,
     resume: Option<(String, PathBuf)>,
 }

@@ -39,6 +39,7 @@ use crate::runpod::driver::{self, PodPlan};
 use crate::runpod::keys::{self, KeyError};
 use crate::runpod::lifecycle::{Event, PodState, Rules};
 use crate::runpod::record::PodContext;
+use crate::train::template::Decision;
 use drive::{Part, Start, conclude, run_pod};
 
 pub use super::target::POD_WORKDIR;
@@ -126,6 +127,18 @@ pub async fn train(
     refuse_auto(&target.name, runpod)?;
     let training = start::training(settings)?;
     start::warn(settings, events);
+    // TGT-12 by name: the pod that would be read does not exist before the run.
+    let reason = "the pod is made for the run, so its template cannot be read before";
+    match super::template::check_by_name(training, &inputs.train, reason)? {
+        Decision::Fine => {}
+        Decision::Warn(text) => emit(
+            events,
+            RunEvent::Warning(super::RunWarning::TemplateDropsReasoning(text)),
+        ),
+        Decision::Refuse(text) => {
+            return Err(RunError::Refused(Refusal::TemplateDropsReasoning(text)));
+        }
+    }
     let client = client(settings, env).await?;
     let secrets = start::job_secrets(settings, env).await?;
     let scale = TimeScale::from_env(env);
