@@ -194,8 +194,11 @@ stop_dockerd
 # The pod image of the Runpod stand-in (issue 12): a bookworm root with sshd, bash,
 # python3, curl, tar, sha256sum and setsid; its own host keys stay in it (a pod must
 # present the run's pinned key instead). Podman only: the stand-in runs its pods there.
-pod_root="$base/bookworm-pod"
-pod_includes=openssh-server,curl,python3-minimal
+# The libraries beside python3 are those the Axolotl venv's own Python and torch load
+# (the venv is mounted into the pods read-only, as on a Runpod image that holds it).
+pod_includes=openssh-server,curl,python3-minimal,libsqlite3-0,libreadline8,libgomp1
+pod_key=$(echo "$pod_includes" | sha256sum | cut -c1-12)
+pod_root="$base/bookworm-pod-$pod_key"
 if [[ ! -e "$pod_root/.complete" ]] || [[ "$(cat "$pod_root/.complete")" != "$pod_includes" ]]; then
     log "building a Debian bookworm root with sshd in $pod_root (about a minute, once)"
     rm -rf "$pod_root"
@@ -207,7 +210,6 @@ if [[ ! -e "$pod_root/.complete" ]] || [[ "$(cat "$pod_root/.complete")" != "$po
     mkdir -p "$pod_root/run/sshd"
     printf '%s' "$pod_includes" > "$pod_root/.complete"
 fi
-pod_key=$(echo "$pod_includes" | sha256sum | cut -c1-12)
 pod_image="localhost/overbrainer-test/pod:$pod_key"
 if ! podman image exists "$pod_image"; then
     log "building $pod_image"

@@ -29,6 +29,7 @@
 //!     `.overbrainer/`), writing a new project (`init`), the project lock
 //!     (`.overbrainer/lock`) and the names a shell completes (`names`).
 //!   - [`logging`]: log lines on stderr through `tracing`.
+//!   - [`machine`]: the form of the pure lifecycle state machines (runs and pods).
 
 // Printing goes through `cli`'s checked macros (`cli/out.rs`): `println!` panics on a closed
 // pipe or a full disk, and no other layer prints.
@@ -44,6 +45,7 @@ pub mod exec;
 pub mod history;
 pub mod llm;
 pub mod logging;
+pub mod machine;
 pub mod pipeline;
 pub mod pricing;
 pub mod project;

@@ -3,6 +3,7 @@
 //! lines, a system sample line every 10 s), and the summary lines on stdout
 //! (spec/training.md, RUN-16..RUN-20, RUN-27).
 
+use crate::runpod::lifecycle::Notice;
 use std::fmt::Write as _;
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -165,6 +166,7 @@ impl Renderer {
                 self.line(&format!("train: system {}", sample_text(&sample)));
             }
             RunEvent::JobLog(line) => tracing::debug!(target: "overbrainer::job", "{line}"),
+            RunEvent::Pod(notice) => self.line(&pod_text(&notice)),
             RunEvent::Warning(warning) => {
                 let message = warning_text(&warning);
                 if let Some(bar) = &self.bar {
@@ -342,7 +344,23 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
             limit,
             cause,
         } => format!("cannot reach target `{target}` ({failures}/{limit}): {cause}"),
-        RunWarning::TemplateDropsReasoning(text) | RunWarning::Metrics(text) => text.clone(),
+        RunWarning::TemplateDropsReasoning(text)
+        | RunWarning::Metrics(text)
+        | RunWarning::PodFailed(text) => text.clone(),
+        RunWarning::PodReconciled {
+            pod,
+            run_id,
+            failed,
+        } => super::pod::reconciled_text(&crate::runs::pod::manage::Reconciled {
+            pod: pod.clone(),
+            run_id: run_id.clone(),
+            failed: failed.clone(),
+        })
+        .trim_start_matches("warning: ")
+        .to_owned(),
+        RunWarning::PodKept { run_id, command } => format!(
+            "the pod of run `{run_id}` is kept with no limit (it bills until `overbrainer pod rm {run_id} --force`); reach it with: {command}"
+        ),
         RunWarning::SnapshotOverdue { run_id } => format!(
             "run `{run_id}` did not stop in time after the snapshot request; cancelling its job"
         ),
@@ -364,6 +382,51 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         ),
         RunWarning::MergeLogUnretrieved { run_id, log, cause } => {
             format!("cannot retrieve `{log}` of run `{run_id}`: {cause}")
+        }
+    }
+}
+
+/// One line of what the run's pod went through.
+fn pod_text(notice: &Notice) -> String {
+    let rate = |rate: &Option<f64>| {
+        rate.map_or_else(|| "rate unknown".to_owned(), |r| format!("USD {r:.3}/h"))
+    };
+    match notice {
+        Notice::Creating { gpu_type } => format!("pod: creating a pod of GPU type {gpu_type}"),
+        Notice::NextType { gpu_type, reason } => {
+            format!("pod: GPU type {gpu_type} refused ({reason}); trying the next one")
+        }
+        Notice::RateLimited(wait) => format!("pod: rate limited, waiting {}s", wait.as_secs()),
+        Notice::Searching(cause) => {
+            format!("pod: no clear answer to the create call ({cause}); searching for the run's pod")
+        }
+        Notice::Created { pod, adopted } => {
+            if *adopted {
+                format!("pod: adopted pod {pod}, found by the run's name")
+            } else {
+                format!("pod: created pod {pod}")
+            }
+        }
+        Notice::Strays(pods) => format!(
+            "pod: more pods carry this run's name: {} (`overbrainer pod rm` removes them)",
+            pods.join(", ")
+        ),
+        Notice::Ready { pod } => format!("pod: {pod} is ready (pinned host key)"),
+        Notice::CapShort { smallest } => format!(
+            "pod: `max_cost_usd` buys less than 30 minutes at the pod's rate; the smallest cap that does is USD {smallest:.2}"
+        ),
+        Notice::Snapshot(cause) => format!("pod: snapshot requested ({cause:?})"),
+        Notice::Deleting { pod, cause } => format!("pod: deleting {pod} ({cause:?})"),
+        Notice::StillListed { pod } => {
+            format!("pod: {pod} is still listed after its delete; deleting again")
+        }
+        Notice::Gone { pod, by } => format!("pod: {pod} is gone (deleted by {by:?})"),
+        Notice::Kept { pod, rate: r } => format!(
+            "pod: keeping {pod} ({}) with no limit until `overbrainer pod rm`",
+            rate(r)
+        ),
+        Notice::RetrieveLater { .. } => {
+            "pod: the results are not retrieved yet; the pod stays within its retrieve grace and `overbrainer train attach` retries".to_owned()
         }
     }
 }

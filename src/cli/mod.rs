@@ -17,6 +17,7 @@ pub mod config_check;
 mod follow;
 pub mod history;
 pub mod init;
+pub mod pod;
 pub mod questions;
 pub mod run;
 pub mod runs;
@@ -83,6 +84,9 @@ pub enum Command {
     /// List runs, or print a run's job log.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
+    /// List the Runpod pods overbrainer created, or remove a run's pods.
+    #[command(subcommand)]
+    Pod(pod::PodCommand),
 }
 
 /// `overbrainer config ...`.
@@ -184,6 +188,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::History(args) => history::run(ctx, &args),
         Command::Train(args) => train::run(ctx, args).await,
         Command::Runs(command) => runs::run(ctx, &command),
+        Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,
     }
 }
 

@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use super::Context;
-use crate::runs::record::{RunRecord, State, list};
+use crate::runpod::record::PodRecord;
+use crate::runs::record::{RunRecord, State, TargetKind, list};
 
 /// `runs ...`.
 #[derive(Debug, clap::Subcommand)]
@@ -40,7 +41,19 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
             for warning in warnings {
                 tracing::warn!("{warning}");
             }
-            out!("{}", table(&records));
+            let pods: Vec<Option<PodRecord>> = records
+                .iter()
+                .map(|record| {
+                    if record.target_kind != TargetKind::Runpod {
+                        return None;
+                    }
+                    PodRecord::read(&project.run_dir(&record.id))
+                        .map_err(|e| tracing::warn!("{e}"))
+                        .ok()
+                        .flatten()
+                })
+                .collect();
+            out!("{}", table(&records, &pods));
             Ok(ExitCode::SUCCESS)
         }
         RunsCommand::Logs(args) => {
@@ -56,8 +69,26 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// POD-68: a Runpod run's pod as `pod.json` last recorded it, with its rate while alive
+/// and its estimated spend once deleted.
+fn pod_note(pod: &PodRecord) -> String {
+    let id = pod.pod_id.as_deref().unwrap_or("(none yet)");
+    let gpu = pod.gpu_type.as_deref().unwrap_or("?");
+    match (&pod.deleted, pod.rate_usd_per_hour) {
+        (Some(deleted), _) => format!(
+            "pod {id} {gpu} deleted by {}, spent USD {}",
+            deleted.by,
+            deleted
+                .cost_usd
+                .map_or_else(|| "unknown".to_owned(), |c| format!("{c:.4}"))
+        ),
+        (None, Some(rate)) => format!("pod {id} {gpu} {}, USD {rate:.3}/h", pod.state),
+        (None, None) => format!("pod {id} {gpu} {}, rate unknown", pod.state),
+    }
+}
+
 /// The `runs ls` table: ID, STATE, TARGET, CREATED, STEP, LOSS, NOTE.
-fn table(records: &[RunRecord]) -> String {
+fn table(records: &[RunRecord], pods: &[Option<PodRecord>]) -> String {
     let mut rows = vec![[
         "ID".to_owned(),
         "STATE".to_owned(),
@@ -67,8 +98,11 @@ fn table(records: &[RunRecord]) -> String {
         "LOSS".to_owned(),
         "NOTE".to_owned(),
     ]];
-    for record in records {
+    for (index, record) in records.iter().enumerate() {
         let mut notes = Vec::new();
+        if let Some(Some(pod)) = pods.get(index) {
+            notes.push(pod_note(pod));
+        }
         if let (State::Stopped, Some(snapshot)) = (record.state, &record.snapshot) {
             let reason = serde_json::to_value(snapshot.reason)
                 .ok()

@@ -58,13 +58,11 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
-    if args.keep_pod {
-        anyhow::bail!("`--keep-pod` applies only to Runpod targets");
-    }
     let _lock = project.lock()?;
     let options = StartOptions {
         target: args.target,
         resume_from: args.resume_from,
+        keep_pod: args.keep_pod,
     };
     let (events, mut receiver) = follow::channel();
     let outcome = follow::drive(

@@ -37,14 +37,14 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let (events, mut receiver) = follow::channel();
     let outcome = follow::drive(
         &mut receiver,
-        cancel_as(
+        Box::pin(cancel_as(
             &access,
             &project,
             &loaded.settings,
             &loaded.env,
             &args.run_id,
             &events,
-        ),
+        )),
     )
     .await?;
     let holder = access.holder();

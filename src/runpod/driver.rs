@@ -148,13 +148,36 @@ pub async fn drive<J: PodJob, H: PodHooks>(
     hooks: &mut H,
     cancel: &CancellationToken,
 ) -> Result<Driven, DriveError> {
+    drive_on(client, plan, state, first, job, hooks, cancel, None).await
+}
+
+/// [`drive`] of a pod this process takes up again ([`PodState::attached`]), already
+/// connected through `pod` with the run's `ssh -F` file (its pinned host key), so the
+/// job's part, the lease and the retrieved mark reach it without a new handshake.
+///
+/// # Errors
+/// See [`DriveError`].
+#[allow(
+    clippy::too_many_arguments,
+    reason = "drive's arguments and the connection"
+)]
+pub async fn drive_on<J: PodJob, H: PodHooks>(
+    client: &RunpodClient,
+    plan: &PodPlan,
+    state: PodState,
+    first: Event,
+    job: &mut J,
+    hooks: &mut H,
+    cancel: &CancellationToken,
+    pod: Option<SshExecutor>,
+) -> Result<Driven, DriveError> {
     let mut driver = Driver {
         client,
         plan,
         job,
         hooks,
         cancel,
-        pod: None,
+        pod,
         interrupted: false,
         secret_left: None,
     };

@@ -1,5 +1,6 @@
 //! Runpod pods as a training target (spec/runpod.md; issue 12). A flow-level module: it
-//! uses `config`, `secrets`, `exec` and `llm::Redactor`; nothing below it imports it.
+//! uses `config`, `secrets`, `exec` and `llm::Redactor`; nothing below it imports it
+//! (`runs::pod` above it drives it for a run).
 //!
 //! What exists:
 //! - [`lifecycle`]: a pod's life as a pure state machine beside the run's (create with
@@ -27,10 +28,10 @@
 //! - [`body`]: the create body of a run's pods from its target (the bounds, the
 //!   bootstrap, the host key by reference only).
 //!
-//! What is next (issue 12): the run's [`driver::PodJob`] (upload, spawn, follow with the
-//! run's machine, retrieve with the checkpoint check, POD-56 logs); the network volume's
-//! size; strays, the secrets sweep and reconciliation; `pod ls` / `pod rm`; and only
-//! then the `runpod` target in `train`. Nothing here is called from the CLI yet.
+//! The run's side ([`driver::PodJob`]), the `runpod` target in `train`, `train
+//! attach|stop|cancel`, reconciliation, `pod ls` and `pod rm` are `crate::runs::pod`
+//! (a flow above this one). What is next (issue 12): POD-56 logs, the network volume's
+//! size, the strays report and the secrets sweep (POD-62, POD-63).
 
 pub mod api;
 pub mod body;

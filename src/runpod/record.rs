@@ -7,7 +7,7 @@
 //! Fields (POD-52 leaves their names to the design): `version`; `run_id`; `pod_name`;
 //! `state` (the pod's phase, see [`state_name`]: `running` once the job started,
 //! `deleted` once confirmed gone); `pod_id`; `gpu_type`; `data_center_ids` and
-//! `network_volume_id` as the create body asked; `rate_usd_per_hour`; `created_at`;
+//! `network_volume_id` as the create body asked; `host_key_secret_id` (the run's host-key secret, for its deletion by a later process); `rate_usd_per_hour`; `created_at`;
 //! `deadline_at` (`max_hours` after creation); `cost_snapshot_at` and `cost_cap_at`
 //! (POD-41, with `max_cost_usd`); `keep_pod`; `attempts` (each create call: `gpu_type`,
 //! `at`, `outcome` of `sent`, `created`, `refused`, `ambiguous`, and its `detail`);
@@ -20,7 +20,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::lifecycle::{Attempt, AttemptOutcome, Deleter, Phase, PodFacts, PodState};
-use crate::runs::record::write_atomic;
 
 /// The file's name in the run directory.
 pub const POD_FILE: &str = "pod.json";
@@ -96,6 +95,9 @@ pub struct PodContext {
     pub data_center_ids: Vec<String>,
     /// The network volume mounted.
     pub network_volume_id: Option<String>,
+    /// The ID of the run's host-key secret, so that a later process deletes it with the
+    /// run's last pod (POD-31; the API lists no secrets).
+    pub host_key_secret_id: Option<String>,
 }
 
 /// `pod.json`.
@@ -118,6 +120,9 @@ pub struct PodRecord {
     pub data_center_ids: Vec<String>,
     /// Network volume ID.
     pub network_volume_id: Option<String>,
+    /// The ID of the run's host-key secret (its name is `overbrainer_host_key_<run-id>`).
+    #[serde(default)]
+    pub host_key_secret_id: Option<String>,
     /// Hourly rate in USD.
     pub rate_usd_per_hour: Option<f64>,
     /// Creation time.
@@ -213,6 +218,7 @@ impl PodRecord {
             gpu_type: facts.gpu_type.clone(),
             data_center_ids: context.data_center_ids.clone(),
             network_volume_id: context.network_volume_id.clone(),
+            host_key_secret_id: context.host_key_secret_id.clone(),
             rate_usd_per_hour: facts.rate,
             created_at: facts.created_at.map(stamp),
             deadline_at: state.deadline().map(stamp),
@@ -285,7 +291,8 @@ impl PodRecord {
             source: Box::new(e),
         })?;
         bytes.push(b'\n');
-        write_atomic(&path, &bytes).map_err(|e| RecordError::Write {
+        let temporary = crate::project::temporary_for(&path, false);
+        crate::project::write_atomic(&path, &bytes, &temporary).map_err(|e| RecordError::Write {
             path,
             source: Box::new(e),
         })

@@ -14,6 +14,7 @@ fn context() -> PodContext {
         pod_name: "overbrainer-r_20261201-130000-ab12".into(),
         data_center_ids: vec!["EU-RO-1".into()],
         network_volume_id: None,
+        host_key_secret_id: Some("sec_1".into()),
     }
 }
 

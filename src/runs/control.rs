@@ -29,6 +29,10 @@ pub async fn open(
 ) -> Result<(RunRecord, AnyExecutor), RunError> {
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
     let resolved = target::resolve(settings, &record.target)?;
+    if resolved.kind == super::record::TargetKind::Runpod {
+        let executor = Box::pin(super::pod::connect(project, settings, env, &record)).await?;
+        return Ok((record, executor));
+    }
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
     Ok((record, executor))
 }
@@ -48,8 +52,27 @@ pub async fn attach(
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
+    if record.target_kind == super::record::TargetKind::Runpod
+        && record.job.is_none()
+        && record.state == State::Starting
+    {
+        // The process that started it died before the job existed (it held the
+        // project, which this process holds now): its pods go, the run fails.
+        let record = Box::pin(super::pod::manage::abandon_start(
+            project, settings, env, record,
+        ))
+        .await?;
+        return Ok(Outcome::Ended(record));
+    }
     if (record.state.is_terminal() && record.retrieved) || record.job.is_none() {
         return Ok(Outcome::Ended(record));
+    }
+    if record.target_kind == super::record::TargetKind::Runpod {
+        let how = super::pod::TakeUp::Follow { requested: false };
+        return Box::pin(super::pod::take_up(
+            project, settings, env, record, how, events, cancel,
+        ))
+        .await;
     }
     let (record, executor) = open(project, settings, env, run_id).await?;
     follow::follow(project, &executor, record, events, cancel, false).await
@@ -116,6 +139,17 @@ pub async fn stop(
     if request_only {
         let followed = project.is_followed(&record.id);
         return Ok(StopOutcome::RequestOnly { record, followed });
+    }
+    if record.target_kind == super::record::TargetKind::Runpod {
+        if let AnyExecutor::Ssh(ssh) = &executor {
+            ssh.disconnect().await;
+        }
+        let how = super::pod::TakeUp::Follow { requested: true };
+        let outcome = Box::pin(super::pod::take_up(
+            project, settings, env, record, how, events, cancel,
+        ))
+        .await?;
+        return Ok(StopOutcome::Followed(outcome));
     }
     let outcome = follow::follow(project, &executor, record, events, cancel, true).await?;
     Ok(StopOutcome::Followed(outcome))
@@ -272,17 +306,35 @@ pub async fn cancel(
     let run_json = project.runs_dir().join(&record.id).join(RUN_JSON);
     let mut unrecorded = record.clone();
     unrecorded.set_summary(&summary);
-    match follow::finish(
+    match Box::pin(follow::finish(
         project,
         &executor,
         record,
         JobStatus::Cancelled,
         summary,
         events,
-    )
+    ))
     .await
     {
         Ok(Outcome::Ended(record) | Outcome::Detached { record, .. }) => {
+            if record.target_kind == super::record::TargetKind::Runpod {
+                // The artifacts are here: the pod is marked retrieved and deleted.
+                let how = super::pod::TakeUp::Ended(Box::new(record.clone()));
+                let never = CancellationToken::new();
+                if let Err(error) = Box::pin(super::pod::take_up(
+                    project,
+                    settings,
+                    env,
+                    record.clone(),
+                    how,
+                    events,
+                    &never,
+                ))
+                .await
+                {
+                    tracing::warn!("the run's pod: {}", super::start::error_chain(&error));
+                }
+            }
             Ok(CancelOutcome::Cancelled { record, leftovers })
         }
         // RUN-42: the job is stopped; only the record could not say so.

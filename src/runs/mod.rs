@@ -19,6 +19,7 @@
 //! - [`control`]: `train stop` and `train cancel` (RUN-26..RUN-42); [`access`]: how they
 //!   stand with the project lock (LCK-1, LCK-2, LCK-8, LCK-9);
 //! - [`template`]: whether the run's chat template renders the data's reasoning (TGT-12);
+//! - [`pod`]: a run on a `runpod` target: the pod's life beside the run's (issue 12);
 //! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\].
 //!
 //! - [`refusal`]: why a flow refuses, one variant each; [`warning`]: what it warns
@@ -34,6 +35,7 @@ pub mod id;
 pub mod job_log;
 pub mod lifecycle;
 pub mod merge;
+pub mod pod;
 pub mod record;
 pub mod refusal;
 pub mod retrieve;
@@ -75,6 +77,8 @@ pub enum RunEvent {
     JobLog(String),
     /// Something the user should know; the flow goes on.
     Warning(RunWarning),
+    /// What the run's pod went through (a `runpod` target).
+    Pod(crate::runpod::lifecycle::Notice),
 }
 
 /// Sender of [`RunEvent`]s.
@@ -140,6 +144,17 @@ pub enum RunError {
     /// A refusal before anything starts or changes, with its reason and fix.
     #[error(transparent)]
     Refused(Refusal),
+    /// The Runpod key could not be resolved or used (POD-4); the text names the variable.
+    #[error("cannot use `OVERBRAINER_RUNPOD__API_KEY`: {0}")]
+    RunpodKey(String),
+    /// The run's pod failed it; the pod was deleted unless the text says otherwise.
+    #[error("run `{run_id}`: {reason}")]
+    Pod {
+        /// Run ID.
+        run_id: String,
+        /// What happened.
+        reason: String,
+    },
     /// The merged model of `train merge` could not be retrieved or failed verification;
     /// `train merge` retries.
     #[error(

@@ -142,13 +142,52 @@ pub enum Refusal {
         /// The variable that sets it.
         variable: String,
     },
-    /// A Runpod target, which this build cannot run yet.
-    #[error(
-        "target `{target}` is a Runpod target, which this build cannot run yet; use a `local` or `ssh` target"
-    )]
-    Runpod {
+    /// `--keep-pod` on a target that is not a Runpod target.
+    #[error("`--keep-pod` applies only to Runpod targets; target `{target}` is not one")]
+    KeepPodNotRunpod {
         /// Target name.
         target: String,
+    },
+    /// `pod rm` of an ID absent from `runs/` without `--force` (POD-65).
+    #[error(
+        "no run `{run_id}` in this project's `runs/` (another checkout may own it); `overbrainer pod rm {run_id} --force` removes its pods anyway"
+    )]
+    PodRmNotHere {
+        /// The ID.
+        run_id: String,
+    },
+    /// `pod rm` of a run still starting its pod, or whose pod is not recorded, without
+    /// `--force` (POD-65, POD-66).
+    #[error(
+        "run `{run_id}` is still starting its pod, or its pod is not recorded; `overbrainer pod rm {run_id} --force` removes its pods and fails the run"
+    )]
+    PodRmStarting {
+        /// The run.
+        run_id: String,
+    },
+    /// A Runpod target without the account's key (POD-4).
+    #[error(
+        "`{variable}` is not set: a Runpod target needs the account's API key; no pod was created"
+    )]
+    NoRunpodKey {
+        /// The variable.
+        variable: String,
+    },
+    /// `"auto"` in a Runpod target: it comes with the catalog (the next Runpod issue).
+    #[error(
+        "`{key} = \"auto\"` is not supported yet: list the IDs to try, in order; no pod was created"
+    )]
+    RunpodAuto {
+        /// The key.
+        key: String,
+    },
+    /// POD-21: the Runpod key may not manage account secrets.
+    #[error(
+        "the Runpod key (OVERBRAINER_RUNPOD__API_KEY) cannot manage account secrets (HTTP {status}): give it read and write access to secrets in the Runpod console; no pod was created"
+    )]
+    NoSecretsAccess {
+        /// HTTP status.
+        status: u16,
     },
     /// The run has no job to act on.
     #[error("run `{run_id}` has not started a job")]

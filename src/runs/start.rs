@@ -29,6 +29,8 @@ pub struct StartOptions {
     pub target: Option<String>,
     /// `--resume-from RUN_ID`.
     pub resume_from: Option<String>,
+    /// `--keep-pod` (Runpod targets, POD-61).
+    pub keep_pod: bool,
 }
 
 /// A started run: its record (state `running`) and the executor of its target.
@@ -102,8 +104,8 @@ pub fn eval_data_problem(project: &Project, settings: &Settings) -> Option<Strin
 }
 
 /// Where the run's train and eval data come from, and the resume checkpoint.
-struct Inputs {
-    train: PathBuf,
+pub(super) struct Inputs {
+    pub(super) train: PathBuf,
     eval: Option<PathBuf>,
     resume: Option<(String, PathBuf)>,
 }
@@ -249,7 +251,7 @@ fn check_chat_file(path: &Path, name: &str) -> Result<(), RunError> {
 ///
 /// a [`Refusal`] (or [`RunError::UnknownRun`], [`RunError::BadRunId`]) naming
 /// what is missing or wrong.
-fn check(
+pub(super) fn check(
     project: &Project,
     settings: &Settings,
     options: &StartOptions,
@@ -316,6 +318,18 @@ fn check(
     Ok((target, inputs, yaml))
 }
 
+/// Whether the run `options` asks for is on a `runpod` target (an unknown target is
+/// refused by the start).
+#[must_use]
+pub fn is_runpod(settings: &Settings, options: &StartOptions) -> bool {
+    let name = options
+        .target
+        .clone()
+        .or_else(|| settings.training.as_ref().map(|t| t.target.clone()));
+    name.and_then(|name| settings.targets.get(&name).cloned())
+        .is_some_and(|t| matches!(t, crate::config::Target::Runpod(_)))
+}
+
 /// Checks a remote venv has `bin/axolotl` (read-only probe).
 async fn check_remote_venv(executor: &AnyExecutor, target: &Resolved) -> Result<(), RunError> {
     if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
@@ -357,12 +371,13 @@ pub async fn start(
 ) -> Result<Started, RunError> {
     let (target, inputs, yaml) = check(project, settings, options)?;
     let training = training(settings)?;
-    if training.hub_model_id.is_some() {
-        emit(events, RunEvent::Warning(RunWarning::HubModelIdDeprecated));
+    if options.keep_pod {
+        return Err(Refusal::KeepPodNotRunpod {
+            target: target.name.clone(),
+        }
+        .into());
     }
-    if settings.hub.after_training && settings.hf_token.is_none() {
-        emit(events, RunEvent::Warning(RunWarning::HubTokenMissing));
-    }
+    warn(settings, events);
     let secrets = job_secrets(settings, env).await?;
     let runs_dir = project.runs_dir();
     std::fs::create_dir_all(&runs_dir).map_err(|source| RunError::Io {
@@ -463,8 +478,22 @@ pub async fn start(
     }
 }
 
+/// The warnings of every start.
+pub(super) fn warn(settings: &Settings, events: &Events) {
+    if settings
+        .training
+        .as_ref()
+        .is_some_and(|t| t.hub_model_id.is_some())
+    {
+        emit(events, RunEvent::Warning(RunWarning::HubModelIdDeprecated));
+    }
+    if settings.hub.after_training && settings.hf_token.is_none() {
+        emit(events, RunEvent::Warning(RunWarning::HubTokenMissing));
+    }
+}
+
 /// Writes the start files into the local run directory (RUN-6, RUN-35).
-fn prepare(local_dir: &Path, inputs: &Inputs, yaml: &str) -> Result<(), RunError> {
+pub(super) fn prepare(local_dir: &Path, inputs: &Inputs, yaml: &str) -> Result<(), RunError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| RunError::Io { path, source }

@@ -18,6 +18,9 @@ use crate::exec::{
 /// password database and not `HOME`.
 pub const SSH_CONFIG_VAR: &str = "OVERBRAINER_TEST_SSH_CONFIG";
 
+/// The work directory on a Runpod pod, under which its run directory lives.
+pub const POD_WORKDIR: &str = "/workspace/runs";
+
 /// A resolved target, not yet connected.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -31,6 +34,8 @@ pub struct Resolved {
     pub host: Option<String>,
     /// Remote work directory, for `ssh` targets.
     pub workdir: Option<String>,
+    /// The target's keys, for `runpod` targets.
+    pub runpod: Option<Box<crate::config::RunpodTarget>>,
 }
 
 fn runtime(
@@ -55,8 +60,7 @@ fn runtime(
 ///
 /// # Errors
 ///
-/// a [`super::Refusal`] for an unknown target, a Runpod target (not supported by this
-/// build), an `ssh` target without its host, or the built-in SSH client (SSH-4).
+/// a [`super::Refusal`] for an unknown target, an `ssh` target without its host, or the built-in SSH client (SSH-4).
 pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
     let Some(target) = settings.targets.get(name) else {
         return Err(Refusal::UnknownTarget {
@@ -77,6 +81,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
             ),
             host: None,
             workdir: None,
+            runpod: None,
         }),
         Target::Ssh(ssh) => {
             if settings.ssh_client_for(target) == Some(SshClient::Builtin) {
@@ -104,12 +109,19 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
                 runtime: runtime(ssh.runtime, ssh.venv.as_ref(), ssh.engine, &ssh.image),
                 host: Some(host),
                 workdir: Some(ssh.workdir.clone()),
+                runpod: None,
             })
         }
-        Target::Runpod(_) => Err(Refusal::Runpod {
-            target: name.to_owned(),
-        }
-        .into()),
+        Target::Runpod(runpod) => Ok(Resolved {
+            name: name.to_owned(),
+            kind: TargetKind::Runpod,
+            runtime: JobRuntime::Native {
+                venv: Some(runpod.venv.clone()),
+            },
+            host: None,
+            workdir: Some(POD_WORKDIR.to_owned()),
+            runpod: Some(Box::new(runpod.clone())),
+        }),
     }
 }
 
@@ -131,6 +143,14 @@ pub async fn connect(
         source: Box::new(source),
     };
     let scale = TimeScale::from_env(env);
+    if target.kind == TargetKind::Runpod {
+        // A pod is reached through its run (`runs::pod::connect`), never by name.
+        return Err(Refusal::UnknownTarget {
+            name: target.name.clone(),
+            known: Vec::new(),
+        }
+        .into());
+    }
     match (&target.host, &target.workdir) {
         (Some(host), Some(workdir)) => {
             let executor = SshExecutor::connect(ssh_destination(host, env), workdir)

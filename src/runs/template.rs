@@ -163,6 +163,21 @@ async fn find(
     }
 }
 
+/// The chat template decision by name alone (TGT-12's rule), for a target that cannot
+/// be read before the run exists (a Runpod pod is made for the run): `reason` says why.
+///
+/// # Errors
+///
+/// [`RunError::Io`] when `train` cannot be read.
+pub fn check_by_name(
+    training: &Training,
+    train: &Path,
+    reason: &str,
+) -> Result<Decision, RunError> {
+    let (_, has_reasoning) = data_shape(train)?;
+    Ok(template::decide_by_name(training, reason, has_reasoning))
+}
+
 /// The chat template decision of a run on `target` training on `train` (a local file).
 ///
 /// # Errors

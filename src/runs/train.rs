@@ -25,6 +25,12 @@ pub async fn train(
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
+    if super::start::is_runpod(settings, options) {
+        return Box::pin(super::pod::train(
+            project, settings, env, options, events, cancel,
+        ))
+        .await;
+    }
     let started = start(project, settings, env, options, events).await?;
     follow(
         project,

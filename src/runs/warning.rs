@@ -62,6 +62,27 @@ pub enum RunWarning {
         /// What the record may still read.
         state: State,
     },
+    /// The run's pod ended its life without the result it was made for, after the
+    /// following ended: what went wrong ([`crate::runs::pod::failure_text`]).
+    PodFailed(String),
+    /// An overbrainer pod past its bound and not kept was deleted by this process
+    /// (issue 12, reconciliation), or could not be confirmed gone (`failed`).
+    PodReconciled {
+        /// Pod ID.
+        pod: String,
+        /// Its run marker.
+        run_id: Option<String>,
+        /// Why it could not be confirmed gone.
+        failed: Option<String>,
+    },
+    /// `--keep-pod`: the run's pod stays with no limit until `pod rm` (POD-61); the
+    /// command that reaches it.
+    PodKept {
+        /// The run.
+        run_id: String,
+        /// `ssh -F runs/<run-id>/ssh/config -p PORT root@HOST`.
+        command: String,
+    },
     /// The log of a failed `train merge` could not be retrieved.
     MergeLogUnretrieved {
         /// The run.

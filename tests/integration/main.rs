@@ -62,3 +62,5 @@ mod runpod;
 mod runpod_driver;
 // Flows: the pod's watchdog script by real bash and curl against the stand-in (issue 12).
 mod runpod_watchdog;
+// Flows: `train` on a `runpod` target through the binary, its pods real (issue 12, case 1).
+mod runpod_train;

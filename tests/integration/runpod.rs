@@ -6,22 +6,24 @@
 //! the pod listed is retried). Every test ends asserting that no pod outlived its bound
 //! and no pod or secret is left.
 //!
-//! The driver here performs the lifecycle's effects with the client, up to the SSH
-//! handshake (the next step of issue 12 gives the stand-in real pods to shake hands
-//! with); it stands in for the library driver still to be written.
+//! The library driver (`runpod::driver::drive`) performs the lifecycle's effects with
+//! the client; each test ends with a Ctrl-C once the pod exists (before any job), or
+//! at a real `sshd` presenting another host key than the run's pinned one.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use overbrainer::config::{ListOrAuto, RunpodTarget, SshClient};
 use overbrainer::env::TimeScale;
+use overbrainer::exec::SshExecutor;
 use overbrainer::llm::Redactor;
 use overbrainer::runpod::api::{
     CreatePod, GpuRequest, RunpodClient, host_key_secret, pod_name, secret_reference,
 };
-use overbrainer::runpod::lifecycle::{
-    Effect, Event, Handshake, Notice, PodFailure, PodState, Rules, handle,
-};
+use overbrainer::runpod::driver::{Ending, JobNews, PodHooks, PodJob, PodPlan};
+use overbrainer::runpod::keys;
+use overbrainer::runpod::lifecycle::{Event, Notice, PodFailure, PodState, Rules};
 use secrecy::SecretString;
+use tokio_util::sync::CancellationToken;
 
 use crate::runpod_standin::{CAPACITY, Standin};
 
@@ -100,93 +102,85 @@ fn body(gpu: &str) -> CreatePod {
 #[derive(Debug, Default)]
 struct Drive {
     notices: Vec<Notice>,
-    handshakes: u32,
     /// What the machine's `Done` said (it must say it).
     failure: Option<PodFailure>,
 }
 
-/// Performs `state`'s effects with `client` until it is done. At the first handshake,
-/// `at_handshake` is fed (the test's choice: Ctrl-C, or a host key).
-async fn drive(
-    state: &mut PodState,
-    client: &RunpodClient,
-    secret_id: &str,
-    at_handshake: impl Fn() -> Vec<Event>,
-) -> Drive {
-    let mut seen = Drive::default();
-    let mut queue: std::collections::VecDeque<Effect> =
-        handle(state, Event::Began { at: now() }).into();
-    let pod = |state: &PodState| state.facts.pod.clone().unwrap_or_default();
-    while let Some(effect) = queue.pop_front() {
-        let events = match effect {
-            Effect::Notice(notice) => {
-                seen.notices.push(notice);
-                Vec::new()
-            }
-            Effect::Record => Vec::new(),
-            Effect::Create(gpu) => vec![match client.create_pod(&body(&gpu)).await {
-                Ok(pod) => Event::Created {
-                    at: now(),
-                    pod: pod.view(),
-                },
-                Err(error) => Event::CreateFailed {
-                    at: now(),
-                    refusal: error.refusal(),
-                },
-            }],
-            Effect::Search => vec![Event::Searched {
-                at: now(),
-                found: client
-                    .pods_named(&pod_name(RUN))
-                    .await
-                    .map(|pods| {
-                        pods.iter()
-                            .map(overbrainer::runpod::api::Pod::view)
-                            .collect()
-                    })
-                    .map_err(|e| e.to_string()),
-            }],
-            Effect::Poll => vec![Event::Polled {
-                at: now(),
-                pod: client
-                    .get_pod(&pod(state))
-                    .await
-                    .map(|p| p.map(|p| p.view()))
-                    .map_err(|e| e.to_string()),
-            }],
-            Effect::Handshake(endpoint) => {
-                assert_eq!(endpoint.host, "127.0.0.1");
-                seen.handshakes += 1;
-                at_handshake()
-            }
-            Effect::Delete(id) => vec![Event::DeleteAnswered {
-                at: now(),
-                result: client.delete_pod(&id).await.map_err(|e| e.to_string()),
-            }],
-            Effect::CheckGone(id) => vec![Event::GoneChecked {
-                at: now(),
-                seen: client.gone(&id).await.map_err(|e| e.to_string()),
-            }],
-            Effect::DeleteSecret => {
-                client.delete_secret(secret_id).await.unwrap();
-                Vec::new()
-            }
-            Effect::Wait(pause) => {
-                // The machine's own (scaled) pause, not a synchronization.
-                tokio::time::sleep(pause).await;
-                vec![Event::Tick { at: now() }]
-            }
-            Effect::Done(outcome) => {
-                seen.failure = outcome;
-                return seen;
-            }
-            other => panic!("no such effect before the handshake: {other:?}"),
-        };
-        for event in events {
-            queue.extend(handle(state, event));
-        }
+/// No job in these tests: each ends before one could start.
+struct NoJob;
+
+impl PodJob for NoJob {
+    async fn start(&mut self, _pod: &SshExecutor) -> Result<(), String> {
+        Err("these tests start no job".into())
     }
-    panic!("the machine stopped without saying it was done: {seen:?}");
+    async fn watch(&mut self, _pod: &SshExecutor) -> Result<JobNews, String> {
+        Ok(JobNews::Ended)
+    }
+    async fn retrieve(&mut self, _pod: &SshExecutor) -> Result<(), String> {
+        Err("these tests retrieve nothing".into())
+    }
+}
+
+/// Collects the notices; a Ctrl-C once the pod exists, when asked.
+struct Hooks {
+    notices: Vec<Notice>,
+    cancel_at_created: Option<CancellationToken>,
+}
+
+impl PodHooks for Hooks {
+    fn notice(&mut self, notice: &Notice) {
+        if matches!(notice, Notice::Created { .. }) {
+            if let Some(cancel) = &self.cancel_at_created {
+                cancel.cancel();
+            }
+        }
+        self.notices.push(notice.clone());
+    }
+    fn record(&mut self, _state: &PodState) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Drives `state` with the library driver (`runpod::driver::drive`) and `client` until
+/// it is done; with `interrupt`, a Ctrl-C once the pod exists (before any job). The
+/// handshake is the driver's own, with the run's `ssh -F` file: these pods have no real
+/// `sshd` unless the test points the stand-in's endpoint at one.
+async fn drive(state: PodState, client: &RunpodClient, secret_id: &str, interrupt: bool) -> Drive {
+    let temp = tempfile::tempdir().unwrap();
+    let keys = keys::create(temp.path(), RUN).await.unwrap();
+    let plan = PodPlan {
+        body: body("A"),
+        ssh_config: keys.config.clone(),
+        workdir: "/root/runs".into(),
+        run_dir: format!("/root/runs/{RUN}"),
+        host_key_secret: Some(secret_id.to_owned()),
+        job_poll: scale().scale(Duration::from_secs(5)),
+        time_scale: scale(),
+    };
+    let cancel = CancellationToken::new();
+    let mut hooks = Hooks {
+        notices: Vec::new(),
+        cancel_at_created: interrupt.then(|| cancel.clone()),
+    };
+    let driven = overbrainer::runpod::driver::drive(
+        client,
+        &plan,
+        state,
+        Event::Began { at: now() },
+        &mut NoJob,
+        &mut hooks,
+        &cancel,
+    )
+    .await
+    .unwrap();
+    let Ending::Done(failure) = driven.ending else {
+        panic!("the pod's life did not end: {:?}", hooks.notices);
+    };
+    assert_eq!(driven.secret_left, None);
+    Drive {
+        notices: hooks.notices,
+        failure,
+    }
 }
 
 /// The run's host-key secret, as `train` creates it before the first create call.
@@ -200,10 +194,6 @@ async fn host_key(client: &RunpodClient) -> String {
         .await
         .unwrap()
         .id
-}
-
-fn interrupt() -> Vec<Event> {
-    vec![Event::Interrupted { at: now() }]
 }
 
 /// The end of every test: no pod outlived its bound, nothing is left, and neither canary
@@ -293,8 +283,8 @@ async fn runpod_capacity_and_403_move_to_the_next_type_and_ctrl_c_deletes_the_po
     }
     let client = client(&standin, Duration::from_secs(10));
     let secret = host_key(&client).await;
-    let mut pod = PodState::new(standin_rules(), types());
-    let seen = drive(&mut pod, &client, &secret, interrupt).await;
+    let pod = PodState::new(standin_rules(), types());
+    let seen = drive(pod, &client, &secret, true).await;
     assert_eq!(seen.failure, Some(PodFailure::Interrupted));
     let next: Vec<_> = seen
         .notices
@@ -318,8 +308,8 @@ async fn runpod_402_stops_with_no_pod_and_no_secret_left() {
     standin.state().faults.no_credit = true;
     let client = client(&standin, Duration::from_secs(10));
     let secret = host_key(&client).await;
-    let mut pod = PodState::new(standin_rules(), types());
-    let seen = drive(&mut pod, &client, &secret, interrupt).await;
+    let pod = PodState::new(standin_rules(), types());
+    let seen = drive(pod, &client, &secret, true).await;
     assert_eq!(
         seen.failure,
         Some(PodFailure::Refused {
@@ -341,8 +331,8 @@ async fn runpod_429_with_retry_after_is_waited_out() {
     }
     let client = client(&standin, Duration::from_secs(10));
     let secret = host_key(&client).await;
-    let mut pod = PodState::new(standin_rules(), types());
-    let seen = drive(&mut pod, &client, &secret, interrupt).await;
+    let pod = PodState::new(standin_rules(), types());
+    let seen = drive(pod, &client, &secret, true).await;
     assert_eq!(seen.failure, Some(PodFailure::Interrupted));
     let waits: Vec<_> = seen
         .notices
@@ -367,8 +357,8 @@ async fn runpod_429_with_retry_after_is_waited_out() {
 async fn adopted_after(standin: Standin, timeout: Duration) {
     let client = client(&standin, timeout);
     let secret = host_key(&client).await;
-    let mut pod = PodState::new(standin_rules(), types());
-    let seen = drive(&mut pod, &client, &secret, interrupt).await;
+    let pod = PodState::new(standin_rules(), types());
+    let seen = drive(pod, &client, &secret, true).await;
     assert_eq!(seen.failure, Some(PodFailure::Interrupted));
     assert!(
         seen.notices
@@ -412,28 +402,31 @@ async fn runpod_create_that_times_out_is_resolved_by_adoption() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runpod_running_without_ssh_direct_is_not_ready() {
+async fn runpod_running_without_ssh_direct_is_not_ready_and_another_host_key_is_refused() {
     let standin = Standin::start(KEY).await;
-    standin.state().faults.ssh_after_polls = 3;
+    // Once `ssh.direct` exists it leads to a real sshd presenting its own host key,
+    // not the run's pinned one.
+    let sshd = crate::sshd::Sshd::start();
+    {
+        let mut state = standin.state();
+        state.faults.ssh_after_polls = 3;
+        state.ssh = ("127.0.0.1".into(), sshd.port());
+    }
     let client = client(&standin, Duration::from_secs(10));
     let secret = host_key(&client).await;
-    let mut pod = PodState::new(standin_rules(), types());
-    let seen = drive(&mut pod, &client, &secret, || {
-        vec![Event::Handshook {
-            at: now(),
-            result: Handshake::OtherKey("SHA256:not-the-pinned-key".into()),
-        }]
-    })
-    .await;
-    assert_eq!(seen.handshakes, 1);
+    let pod = PodState::new(standin_rules(), types());
+    let seen = drive(pod, &client, &secret, false).await;
     // A pod presenting another host key is deleted and the run stops.
-    assert_eq!(
-        seen.failure,
-        Some(PodFailure::OtherHostKey("SHA256:not-the-pinned-key".into()))
+    assert!(
+        matches!(seen.failure, Some(PodFailure::OtherHostKey(_))),
+        "{:?}",
+        seen.failure
     );
     let state = standin.state();
-    // The create answer and three polls showed RUNNING without `ssh.direct`.
-    assert_eq!(state.pods[0].polls, 4);
+    // The create answer and three polls showed RUNNING without `ssh.direct`; only the
+    // fourth poll gave the endpoint the handshake was tried on.
+    assert_eq!(state.pods.len(), 1);
+    assert!(state.pods[0].polls >= 4, "{}", state.pods[0].polls);
     drop(state);
     assert_clean(&standin, &standin_rules());
 }
@@ -444,8 +437,8 @@ async fn runpod_delete_204_while_still_listed_is_retried_until_gone() {
     standin.state().faults.ignored_deletes = 2;
     let client = client(&standin, Duration::from_secs(10));
     let secret = host_key(&client).await;
-    let mut pod = PodState::new(standin_rules(), types());
-    let seen = drive(&mut pod, &client, &secret, interrupt).await;
+    let pod = PodState::new(standin_rules(), types());
+    let seen = drive(pod, &client, &secret, true).await;
     assert_eq!(seen.failure, Some(PodFailure::Interrupted));
     let still: Vec<_> = seen
         .notices

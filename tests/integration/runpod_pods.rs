@@ -36,6 +36,9 @@ pub struct PodRunner {
     network: String,
     /// Its gateway: this machine's address on that network, where the stand-in listens.
     gateway: std::net::Ipv4Addr,
+    /// Directories of this machine mounted read-only at the same path in every pod (the
+    /// Axolotl venv, its Python and the tiny model, as a Runpod image would hold them).
+    pub mounts: Vec<PathBuf>,
 }
 
 fn run(command: &mut Command) -> Result<Output, String> {
@@ -85,6 +88,7 @@ impl PodRunner {
             api_key: api_key.to_owned(),
             network,
             gateway,
+            mounts: Vec::new(),
         };
         if let Err(error) = run(runner
             .podman()
@@ -172,6 +176,11 @@ impl PodRunner {
             .arg(format!("overbrainer-standin={}", self.label))
             .arg("--env-file")
             .arg(&env_file)
+            .args(
+                self.mounts
+                    .iter()
+                    .flat_map(|m| ["-v".to_owned(), format!("{0}:{0}:ro", m.display())]),
+            )
             .args([&self.image, "/bin/bash", "-c", args]));
         let _ = std::fs::remove_file(&env_file);
         started?;

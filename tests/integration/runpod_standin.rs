@@ -49,6 +49,8 @@ pub struct Faults {
     pub capacity: BTreeSet<String>,
     /// GPU types answering 403.
     pub forbidden: BTreeSet<String>,
+    /// GPU type IDs Runpod does not know: a 400 rule violation, not the capacity text.
+    pub unknown_gpu: BTreeSet<String>,
     /// Every create answers 402.
     pub no_credit: bool,
     /// Creates answering 429 with `Retry-After: retry_after` seconds.
@@ -141,6 +143,17 @@ impl Standin {
     /// A stand-in whose pods are real containers (their env files under `dir`).
     pub async fn with_pods(key: &str, dir: std::path::PathBuf) -> Self {
         Self::serve(key, Some(PodRunner::new(dir, key))).await
+    }
+
+    /// A stand-in whose pods are real containers that also mount `mounts` read-only.
+    pub async fn with_pods_mounting(
+        key: &str,
+        dir: std::path::PathBuf,
+        mounts: Vec<std::path::PathBuf>,
+    ) -> Self {
+        let mut runner = PodRunner::new(dir, key);
+        runner.mounts = mounts;
+        Self::serve(key, Some(runner)).await
     }
 
     async fn serve(key: &str, runner: Option<PodRunner>) -> Self {
@@ -427,6 +440,9 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
     }
     if faults.forbidden.contains(&gpu) {
         return problem(403, "Forbidden", "access denied");
+    }
+    if faults.unknown_gpu.contains(&gpu) {
+        return problem(400, "Bad Request", "gpu.id: unknown GPU type");
     }
     if faults.capacity.contains(&gpu) {
         return problem(400, "Bad Request", CAPACITY);

@@ -51,7 +51,7 @@ pub use events::{
 pub use rules::Rules;
 
 use crate::exec::PodEndpoint;
-use crate::runs::lifecycle::Machine;
+use crate::machine::Machine;
 
 /// Where a pod is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

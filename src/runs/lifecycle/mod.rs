@@ -41,15 +41,7 @@ use crate::train::axolotl::MERGED_DIR;
 use crate::train::metrics::{MetricLine, MetricReader, Parsed, Summary};
 use crate::train::phase::PhaseTracker;
 
-/// A pure state machine: a state that takes events and returns effects.
-pub trait Machine {
-    /// What happened.
-    type Event;
-    /// What to do.
-    type Effect;
-    /// Takes `event` into the state and returns what to do, in order.
-    fn handle(&mut self, event: Self::Event) -> Vec<Self::Effect>;
-}
+pub use crate::machine::Machine;
 
 /// Why a follower stopped following while the job goes on (RUN-16).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,6 +34,7 @@ fn label(effect: &Effect) -> String {
         Effect::Emit(RunEvent::Eval(line)) => format!("eval step {}", line.step),
         Effect::Emit(RunEvent::Sample(_)) => "sample".into(),
         Effect::Emit(RunEvent::JobLog(line)) => format!("log {line}"),
+        Effect::Emit(RunEvent::Pod(notice)) => format!("pod {notice:?}"),
         Effect::Emit(RunEvent::Warning(warning)) => match warning {
             RunWarning::Unreachable {
                 failures, limit, ..

@@ -1,0 +1,367 @@
+//! `pod ls` and `pod rm` (spec/runpod.md section 13, POD-64..POD-67): the pods
+//! overbrainer created, recognized by name (`overbrainer-<run-id>`) and run marker
+//! (`OVERBRAINER_RUN_ID` in their environment), and their removal by run ID, waiting
+//! until Runpod no longer lists them and `GET` answers 404 ("gone means gone", the
+//! delete sent again with the pod rules' backoff), then the run's host-key secret and
+//! the deletion in `pod.json`.
+
+use std::time::Duration;
+
+use super::client;
+use crate::config::{EnvSnapshot, Settings};
+use crate::env::TimeScale;
+use crate::project::Project;
+use crate::runpod::api::{Pod, RunpodClient, pod_name};
+use crate::runpod::body::RUN_ID_VAR;
+use crate::runpod::record::{DeletedRecord, PodRecord};
+use crate::runs::record::{RunRecord, State};
+use crate::runs::{Refusal, RunError, id};
+
+/// One pod of `pod ls`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodRow {
+    /// Pod ID.
+    pub pod: String,
+    /// Its run marker; `None` when it carries none that matches its name.
+    pub run_id: Option<String>,
+    /// Whether that run is in this project's `runs/`.
+    pub in_project: bool,
+    /// Runpod's status.
+    pub status: String,
+    /// GPU type.
+    pub gpu_type: Option<String>,
+    /// USD per hour.
+    pub rate: Option<f64>,
+    /// Age, when Runpod gave the creation time.
+    pub age: Option<Duration>,
+}
+
+/// The run ID a pod carries, when its name and its marker agree.
+fn run_of(pod: &Pod) -> Option<String> {
+    let marker = pod.env.get(RUN_ID_VAR)?;
+    (pod.name == pod_name(marker) && id::is_valid(marker)).then(|| marker.clone())
+}
+
+/// Whether `pod` is named like overbrainer's pods.
+fn ours(pod: &Pod) -> bool {
+    pod.name.starts_with("overbrainer-")
+}
+
+/// `pod ls` (POD-64): read-only but for the reconciliation of pods past their bound
+/// ([`reconcile`]), whose deletions come first in the answer.
+///
+/// # Errors
+/// The key's refusals; [`RunError::Pod`] when the API cannot list the pods.
+pub async fn list(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+) -> Result<(Vec<Reconciled>, Vec<PodRow>), RunError> {
+    let client = client(settings, env).await?;
+    let reconciled = reconcile(&client, TimeScale::from_env(env)).await?;
+    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
+        run_id: "-".to_owned(),
+        reason: e.to_string(),
+    })?;
+    let now = crate::runpod::driver::now();
+    let rows = pods
+        .iter()
+        .filter(|pod| ours(pod))
+        .map(|pod| {
+            let run_id = run_of(pod);
+            let view = pod.view();
+            PodRow {
+                pod: pod.id.clone(),
+                in_project: run_id
+                    .as_ref()
+                    .is_some_and(|run| project.run_dir(run).join("run.json").is_file()),
+                run_id,
+                status: pod.status.clone(),
+                gpu_type: pod.gpu.as_ref().map(|g| g.id.clone()),
+                rate: view.cost_per_hour,
+                age: view.created_at.map(|at| now.saturating_sub(at)),
+            }
+        })
+        .collect();
+    Ok((reconciled, rows))
+}
+
+/// An overbrainer pod past its bound that this process deleted (issue 12,
+/// reconciliation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Pod ID.
+    pub pod: String,
+    /// Its run marker.
+    pub run_id: Option<String>,
+    /// Why it could not be confirmed gone, when it could not.
+    pub failed: Option<String>,
+}
+
+/// Reconciliation (issue 12, beyond the spec): every overbrainer pod carries its bound
+/// in its environment (`OVERBRAINER_DEADLINE_AT`, `OVERBRAINER_KEEP_POD`). A pod past
+/// its deadline plus a grace, and not kept, is deleted and confirmed gone, whichever
+/// project started it; pods within their bound are left to their owner. The grace is
+/// the deadline snapshot's window plus the client guard (POD-36, POD-40: 20 minutes on
+/// the scale), by when the owner's own rules have ended the pod; a lease cannot
+/// postpone it beyond that.
+///
+/// # Errors
+/// [`RunError::Pod`] when the pods cannot be listed.
+pub async fn reconcile(
+    client: &RunpodClient,
+    scale: TimeScale,
+) -> Result<Vec<Reconciled>, RunError> {
+    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
+        run_id: "-".to_owned(),
+        reason: e.to_string(),
+    })?;
+    let rules = deletion_rules(scale);
+    let grace = rules.snapshot_window + rules.client_guard;
+    let now = crate::runpod::driver::now();
+    let mut done = Vec::new();
+    for pod in pods.iter().filter(|pod| ours(pod)) {
+        let kept = pod
+            .env
+            .get("OVERBRAINER_KEEP_POD")
+            .is_some_and(|k| k == "1");
+        let deadline = pod
+            .env
+            .get(crate::runpod::driver::DEADLINE_VAR)
+            .and_then(|d| d.parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let Some(deadline) = deadline.filter(|_| !kept) else {
+            continue;
+        };
+        if now <= deadline + grace {
+            continue;
+        }
+        let failed = delete_until_gone(client, &pod.id, scale).await.err();
+        done.push(Reconciled {
+            pod: pod.id.clone(),
+            run_id: run_of(pod),
+            failed,
+        });
+    }
+    Ok(done)
+}
+
+/// What `pod rm` did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Removed {
+    /// Pods deleted and confirmed gone.
+    pub removed: Vec<String>,
+    /// Pods left alone: the training pod of a run in progress (POD-66).
+    pub left: Vec<String>,
+    /// Whether the run was marked `failed` (`--force` on a run in progress).
+    pub failed_run: bool,
+}
+
+/// `pod rm RUN_ID [--force]` (POD-65..POD-67); the caller holds the project lock.
+///
+/// # Errors
+/// A refusal for a bad ID, a run absent from `runs/` or still starting its pod without
+/// `--force`; [`RunError::Pod`] when a pod cannot be deleted or stays listed.
+pub async fn remove(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run_id: &str,
+    force: bool,
+) -> Result<Removed, RunError> {
+    if !id::is_valid(run_id) {
+        return Err(RunError::BadRunId(run_id.to_owned()));
+    }
+    let runs_dir = project.runs_dir();
+    let local_dir = project.run_dir(run_id);
+    let record = if local_dir.join("run.json").is_file() {
+        Some(RunRecord::load(&runs_dir, run_id)?)
+    } else if force {
+        None
+    } else {
+        return Err(Refusal::PodRmNotHere {
+            run_id: run_id.to_owned(),
+        }
+        .into());
+    };
+    let recorded = if record.is_some() {
+        PodRecord::read(&local_dir).map_err(|e| RunError::Pod {
+            run_id: run_id.to_owned(),
+            reason: e.to_string(),
+        })?
+    } else {
+        None
+    };
+    let in_progress = record.as_ref().is_some_and(|r| !r.state.is_terminal());
+    let training_pod = recorded.as_ref().and_then(|r| r.pod_id.clone());
+    if in_progress
+        && !force
+        && (training_pod.is_none() || record.as_ref().is_some_and(|r| r.state == State::Starting))
+    {
+        return Err(Refusal::PodRmStarting {
+            run_id: run_id.to_owned(),
+        }
+        .into());
+    }
+    let client = client(settings, env).await?;
+    let api = |e: crate::runpod::api::ApiError| RunError::Pod {
+        run_id: run_id.to_owned(),
+        reason: e.to_string(),
+    };
+    let pods = client.list_pods().await.map_err(api)?;
+    let mut of_run: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| run_of(p).as_deref() == Some(run_id))
+        .collect();
+    if let Some(training) = &training_pod {
+        if !of_run.iter().any(|p| &p.id == training) {
+            if let Some(found) = pods.iter().find(|p| &p.id == training) {
+                of_run.push(found);
+            }
+        }
+    }
+    let mut outcome = Removed::default();
+    let scale = TimeScale::from_env(env);
+    for pod in of_run {
+        if in_progress && !force && Some(&pod.id) == training_pod.as_ref() {
+            outcome.left.push(pod.id.clone());
+            continue;
+        }
+        delete_until_gone(&client, &pod.id, scale)
+            .await
+            .map_err(|reason| RunError::Pod {
+                run_id: run_id.to_owned(),
+                reason,
+            })?;
+        outcome.removed.push(pod.id.clone());
+    }
+    if outcome.left.is_empty() {
+        // POD-67: the run's last pod is gone: its host-key secret goes too.
+        if let Some(secret) = recorded.as_ref().and_then(|r| r.host_key_secret_id.clone()) {
+            client.delete_secret(&secret).await.map_err(api)?;
+        }
+    }
+    if let Some(pod) = recorded.filter(|r| {
+        r.deleted.is_none()
+            && r.pod_id
+                .as_ref()
+                .is_some_and(|t| outcome.removed.contains(t))
+    }) {
+        record_deleted(&local_dir, pod, scale).map_err(|reason| RunError::Pod {
+            run_id: run_id.to_owned(),
+            reason,
+        })?;
+    }
+    if let (Some(mut record), true) = (record, in_progress && force) {
+        record.state = State::Failed;
+        record.message = Some("its pod was removed with `overbrainer pod rm --force`".to_owned());
+        record.save(&runs_dir)?;
+        outcome.failed_run = true;
+    }
+    Ok(outcome)
+}
+
+/// A Runpod run whose start died before its job existed (`kill -9` before, during or
+/// right after the create call, or during readiness): seen by the next command that
+/// holds the project, its pods are deleted until gone, its host-key secret deleted and
+/// the run recorded `failed`.
+///
+/// # Errors
+/// As [`remove`].
+pub async fn abandon_start(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    mut record: RunRecord,
+) -> Result<RunRecord, RunError> {
+    let removed = Box::pin(remove(project, settings, env, &record.id, true)).await?;
+    record = RunRecord::load(&project.runs_dir(), &record.id)?;
+    record.state = State::Failed;
+    record.message = Some(format!(
+        "start failed: the process starting the run ended before its job existed; {}",
+        if removed.removed.is_empty() {
+            "no pod of the run was left".to_owned()
+        } else {
+            format!("its pods {} were deleted", removed.removed.join(", "))
+        }
+    ));
+    record.save(&project.runs_dir())?;
+    Ok(record)
+}
+
+/// Records in `pod.json` that its pod was deleted by this process now (POD-67), with
+/// its uptime and estimated spend (POD-68).
+fn record_deleted(
+    local_dir: &std::path::Path,
+    mut pod: PodRecord,
+    scale: TimeScale,
+) -> Result<(), String> {
+    let at = jiff::Timestamp::now();
+    let uptime = pod
+        .created_at
+        .map_or(0.0, |c| (at - c).total(jiff::Unit::Second).unwrap_or(0.0));
+    // Rates are per hour of the rules' clock (the test-only factor).
+    let hour = scale.scale(Duration::from_secs(3600)).as_secs_f64();
+    "deleted".clone_into(&mut pod.state);
+    pod.deleted = Some(DeletedRecord {
+        at,
+        by: "client".to_owned(),
+        uptime_s: uptime,
+        cost_usd: pod.rate_usd_per_hour.map(|r| r * uptime / hour),
+    });
+    pod.save(local_dir).map_err(|e| e.to_string())
+}
+
+/// Deletes pod `id` and waits until it is no longer listed and `GET` answers 404,
+/// sending the delete again with the pod rules' backoff; gives up after their patience.
+async fn delete_until_gone(
+    client: &RunpodClient,
+    id: &str,
+    scale: TimeScale,
+) -> Result<(), String> {
+    let rules = deletion_rules(scale);
+    let began = tokio::time::Instant::now();
+    let mut attempt = 0;
+    loop {
+        client.delete_pod(id).await.map_err(|e| e.to_string())?;
+        attempt += 1;
+        let next = tokio::time::Instant::now() + rules.backoff(attempt);
+        loop {
+            if let Ok((false, false)) = client.gone(id).await {
+                return Ok(());
+            }
+            if began.elapsed() > rules.gone_patience {
+                return Err(format!(
+                    "pod {id} is still listed after its delete; delete it in the Runpod console"
+                ));
+            }
+            tokio::time::sleep(rules.poll_interval).await;
+            if tokio::time::Instant::now() >= next {
+                break;
+            }
+        }
+    }
+}
+
+/// The pod rules' deletion durations (poll, backoff, patience), which no target key
+/// changes, on `scale`.
+fn deletion_rules(scale: TimeScale) -> crate::runpod::lifecycle::Rules {
+    let target = crate::config::RunpodTarget {
+        gpu_types: crate::config::ListOrAuto::List(Vec::new()),
+        min_vram_gb: None,
+        max_price_per_hour: None,
+        max_hours: 1.0,
+        max_cost_usd: None,
+        gpu_count: 1,
+        image: String::new(),
+        venv: "/".to_owned(),
+        container_disk_gb: 20,
+        boot_grace_minutes: 5,
+        retrieve_grace_minutes: 1,
+        data_center_ids: None,
+        network_volume_id: None,
+        max_volume_gb: None,
+        ssh_client: crate::config::SshClient::default(),
+    };
+    crate::runpod::lifecycle::Rules::new(&target, false, scale)
+}

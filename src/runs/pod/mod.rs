@@ -1,0 +1,302 @@
+//! A training run on a `runpod` target (spec/runpod.md sections 5-8, 10, 12; issue 12):
+//! the checks of every run first, then the refusals that need no pod (no
+//! `OVERBRAINER_RUNPOD__API_KEY`, `"auto"`, a key that cannot manage secrets: POD-4,
+//! POD-21), the local run directory and its start files, the run's SSH keys and its
+//! host-key secret, and then the pod's life ([`crate::runpod::driver::drive`]) with the
+//! run's own part on it ([`job::PodRun`]): upload, the job, the run's follower beside
+//! the pod's driver, the checkpoint check on the pod ([`checkpoint`]), the retrieved
+//! mark, the deletion until gone.
+//!
+//! The run directory on the pod is `<POD_WORKDIR>/<run-id>`; `run.json` records it, with
+//! the run ID as the claim's owner (the pod's bootstrap claims the directory for it).
+
+mod attach;
+pub mod checkpoint;
+mod drive;
+mod failure;
+mod job;
+pub mod manage;
+
+pub use attach::{TakeUp, connect, take_up};
+pub use failure::failure_text;
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::follow::Outcome;
+use super::lifecycle::transitions;
+use super::record::{RunRecord, State, TargetKind};
+use super::start::{self, StartOptions, error_chain};
+use super::{Events, Refusal, RunError, RunEvent, emit, id};
+use crate::config::{AdapterKind, EnvSnapshot, ListOrAuto, RunpodTarget, Settings};
+use crate::env::TimeScale;
+use crate::llm::Redactor;
+use crate::project::Project;
+use crate::runpod::api::{RunpodClient, pod_name};
+use crate::runpod::body::{PodSpec, create_body};
+use crate::runpod::driver::{self, PodPlan};
+use crate::runpod::keys::{self, KeyError};
+use crate::runpod::lifecycle::{Event, PodState, Rules};
+use crate::runpod::record::PodContext;
+use crate::train::template::Decision;
+use drive::{Part, Start, conclude, run_pod};
+
+pub use super::target::POD_WORKDIR;
+
+/// How long one Runpod API call may take.
+const API_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): the API base the pods' own
+/// watchdog calls, when the test's stand-in is reached at another address from inside
+/// its pods' network than from this machine (real Runpod has one address for both).
+pub const POD_API_VAR: &str = "OVERBRAINER_TEST_RUNPOD_POD_BASE_URL";
+
+/// The Runpod key's variable (POD-4).
+pub const KEY_VAR: &str = "OVERBRAINER_RUNPOD__API_KEY";
+
+/// A client of the Runpod API with the account's key, resolved now (POD-4).
+///
+/// # Errors
+/// [`Refusal::NoRunpodKey`] when the key is unset; [`RunError::RunpodKey`] when it cannot
+/// be resolved or used.
+pub async fn client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClient, RunError> {
+    let Some(reference) = &settings.runpod.api_key else {
+        return Err(Refusal::NoRunpodKey {
+            variable: KEY_VAR.to_owned(),
+        }
+        .into());
+    };
+    let key = crate::secrets::Resolver::new(env)
+        .resolve(KEY_VAR, reference)
+        .await
+        .map_err(|e| RunError::RunpodKey(e.to_string()))?;
+    RunpodClient::new(
+        settings.runpod.endpoint(),
+        key,
+        Redactor::new(),
+        API_TIMEOUT,
+    )
+    .map_err(|e| RunError::RunpodKey(e.to_string()))
+}
+
+/// `"auto"` comes with the next Runpod issue: refused naming the key, before anything.
+fn refuse_auto(name: &str, target: &RunpodTarget) -> Result<(), RunError> {
+    let auto = |key: &str| {
+        Err(Refusal::RunpodAuto {
+            key: format!("targets.{name}.{key}"),
+        }
+        .into())
+    };
+    if matches!(target.gpu_types, ListOrAuto::Auto(_)) {
+        return auto("gpu_types");
+    }
+    if matches!(target.data_center_ids, Some(ListOrAuto::Auto(_))) {
+        return auto("data_center_ids");
+    }
+    Ok(())
+}
+
+/// Starts a run of `project` on its `runpod` target and follows it until it ends or the
+/// follower detaches; the caller holds the project lock.
+///
+/// # Errors
+/// A [`RunError`]: a refusal before any pod exists (nothing is left on disk), a start
+/// that failed (the run recorded `failed` with the cause, its pod deleted), or what the
+/// run's following reported.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one sequence of start steps, read top to bottom"
+)]
+pub async fn train(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    options: &StartOptions,
+    events: &Events,
+    cancel: &CancellationToken,
+) -> Result<Outcome, RunError> {
+    let (target, inputs, yaml) = start::check(project, settings, options)?;
+    let Some(runpod) = target.runpod.as_deref() else {
+        return Err(Refusal::UnknownTarget {
+            name: target.name.clone(),
+            known: settings.targets.keys().cloned().collect(),
+        }
+        .into());
+    };
+    refuse_auto(&target.name, runpod)?;
+    let training = start::training(settings)?;
+    start::warn(settings, events);
+    // TGT-12 by name: the pod that would be read does not exist before the run.
+    let reason = "the pod is made for the run, so its template cannot be read before";
+    match super::template::check_by_name(training, &inputs.train, reason)? {
+        Decision::Fine => {}
+        Decision::Warn(text) => emit(
+            events,
+            RunEvent::Warning(super::RunWarning::TemplateDropsReasoning(text)),
+        ),
+        Decision::Refuse(text) => {
+            return Err(RunError::Refused(Refusal::TemplateDropsReasoning(text)));
+        }
+    }
+    let client = client(settings, env).await?;
+    let secrets = start::job_secrets(settings, env).await?;
+    let scale = TimeScale::from_env(env);
+    // Reconciliation (issue 12): pods past their bound go first, whoever made them.
+    for done in manage::reconcile(&client, scale).await? {
+        emit(
+            events,
+            RunEvent::Warning(super::RunWarning::PodReconciled {
+                pod: done.pod,
+                run_id: done.run_id,
+                failed: done.failed,
+            }),
+        );
+    }
+    let rules = Rules::new(runpod, options.keep_pod, scale);
+
+    // The ID: a free local directory; the pod is fresh, so no claim can be taken yet.
+    let runs_dir = project.runs_dir();
+    std::fs::create_dir_all(&runs_dir).map_err(|source| RunError::Io {
+        path: runs_dir.clone(),
+        source,
+    })?;
+    let created = jiff::Timestamp::now();
+    let base = id::base_id(&settings.project.name, created);
+    let (run_id, local_dir) = (1..)
+        .map(|n| id::candidate(&base, n))
+        .find_map(|candidate| {
+            let dir = runs_dir.join(&candidate);
+            match std::fs::create_dir(&dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                result => Some(result.map(|()| (candidate, dir))),
+            }
+        })
+        .unwrap_or_else(|| Err(std::io::Error::other("no free run ID")))
+        .map_err(|source| RunError::Io {
+            path: runs_dir.clone(),
+            source,
+        })?;
+
+    // POD-21: the key must manage account secrets before anything else is made; the
+    // run's keys are made for that check, and nothing stays when it fails.
+    let keys = match keys::create(&local_dir, &run_id).await {
+        Ok(keys) => keys,
+        Err(error) => {
+            let _ = std::fs::remove_dir_all(&local_dir);
+            return Err(RunError::Pod {
+                run_id,
+                reason: error_chain(&error),
+            });
+        }
+    };
+    let secret = match keys::create_host_secret(&client, &run_id, &keys).await {
+        Ok(secret) => secret,
+        Err(error) => {
+            let _ = std::fs::remove_dir_all(&local_dir);
+            return Err(match error {
+                KeyError::NoSecretsAccess { status } => Refusal::NoSecretsAccess { status }.into(),
+                other => RunError::Pod {
+                    run_id,
+                    reason: error_chain(&other),
+                },
+            });
+        }
+    };
+
+    let merge = training.merge && training.adapter != AdapterKind::Full;
+    let pod_dir = format!("{POD_WORKDIR}/{run_id}");
+    let mut record = RunRecord {
+        id: run_id.clone(),
+        created,
+        target: target.name.clone(),
+        target_kind: TargetKind::Runpod,
+        dir: pod_dir.clone(),
+        owner: run_id.clone(),
+        job: None,
+        state: State::Starting,
+        message: None,
+        snapshots: true,
+        snapshot: None,
+        resumed_from: options.resume_from.clone(),
+        merge,
+        merge_job: None,
+        max_steps: None,
+        last_step: None,
+        epoch: None,
+        last_loss: None,
+        last_eval_loss: None,
+        retrieved: false,
+    };
+    let made = record
+        .save(&runs_dir)
+        .and_then(|()| start::prepare(&local_dir, &inputs, &yaml));
+    let body = made.and_then(|()| {
+        create_body(&PodSpec {
+            target: runpod,
+            run_id: &run_id,
+            run_dir: &pod_dir,
+            api_base: env
+                .get(POD_API_VAR)
+                .unwrap_or_else(|| settings.runpod.endpoint()),
+            keys: &keys,
+            rules: &rules,
+            now: driver::now(),
+        })
+        .map_err(|e| {
+            RunError::Refused(Refusal::Axolotl {
+                reason: e.to_string(),
+            })
+        })
+    });
+    let (body, gpu_types) = match body {
+        Ok(made) => made,
+        Err(error) => {
+            let _ = client.delete_secret(&secret.id).await;
+            transitions::start_failed(&mut record, &error_chain(&error));
+            let _ = record.save(&runs_dir);
+            return Err(error);
+        }
+    };
+    let context = PodContext {
+        run_id: run_id.clone(),
+        pod_name: pod_name(&run_id),
+        data_center_ids: body.data_center_ids.clone(),
+        network_volume_id: runpod.network_volume_id.clone(),
+        host_key_secret_id: Some(secret.id.clone()),
+    };
+    let plan = PodPlan {
+        body,
+        ssh_config: keys.config.clone(),
+        workdir: POD_WORKDIR.to_owned(),
+        run_dir: pod_dir,
+        host_key_secret: Some(secret.id),
+        job_poll: scale.scale(Duration::from_secs(5)),
+        time_scale: scale,
+    };
+    let part = Part {
+        project,
+        target: &target.name,
+        runtime: target.runtime.clone(),
+        merge,
+        secrets,
+        scale,
+        keep_pod: options.keep_pod,
+        events,
+        cancel,
+    };
+    let state = PodState::new(rules, gpu_types);
+    let first = Event::Began { at: driver::now() };
+    let (driven, shared) = run_pod(
+        &part,
+        &client,
+        &plan,
+        context,
+        record.clone(),
+        state,
+        first,
+        Start::Fresh,
+    )
+    .await;
+    conclude(&part, record, driven, shared)
+}
