@@ -62,3 +62,5 @@ mod runpod;
 mod runpod_driver;
 // Flows: the pod's watchdog script by real bash and curl against the stand-in (issue 12).
 mod runpod_watchdog;
+// A stand-in of the Hugging Face Hub, proven by `huggingface_hub` (issue 16).
+mod hub_standin;
