@@ -17,6 +17,7 @@ pub mod config_check;
 mod follow;
 pub mod history;
 pub mod init;
+pub mod push;
 pub mod questions;
 pub mod run;
 pub mod runs;
@@ -83,6 +84,8 @@ pub enum Command {
     /// List runs, or print a run's job log.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
+    /// Push a run's model to the Hugging Face Hub in one commit with a generated card.
+    Push(push::Args),
 }
 
 /// `overbrainer config ...`.
@@ -184,6 +187,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::History(args) => history::run(ctx, &args),
         Command::Train(args) => train::run(ctx, args).await,
         Command::Runs(command) => runs::run(ctx, &command),
+        Command::Push(args) => push::run(ctx, &args).await,
     }
 }
 

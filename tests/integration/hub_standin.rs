@@ -11,6 +11,14 @@
 //! `scripts/hf-hub-env.sh`) in `hub_standin_serves_huggingface_hub_upload_and_download`.
 
 #![allow(dead_code)]
+// Test code: a stand-in answers with whole `ResponseTemplate`s and mirrors the wire text.
+#![allow(
+    clippy::result_large_err,
+    clippy::case_sensitive_file_extension_comparisons,
+    clippy::too_many_lines,
+    clippy::map_unwrap_or,
+    clippy::nonminimal_bool
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -299,7 +307,7 @@ impl Respond for Api {
         let segments: Vec<String> = path
             .trim_start_matches('/')
             .split('/')
-            .map(|s| percent_decode(s))
+            .map(percent_decode)
             .collect();
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let ctx = Ctx {
