@@ -64,3 +64,5 @@ mod runpod_driver;
 mod runpod_watchdog;
 // A stand-in of the Hugging Face Hub, proven by `huggingface_hub` (issue 16).
 mod hub_standin;
+// Flows: `push` of a trained run to the Hub stand-in, read back by `huggingface_hub`.
+mod hub;
