@@ -59,8 +59,9 @@ pub struct Faults {
     pub preupload_429: u32,
     /// `Retry-After` of those 429s, in seconds.
     pub retry_after: u64,
-    /// Object uploads (basic PUTs or parts) answered only after this delay, counted
-    /// from the `stall_after`-th upload request on (0 = the first).
+    /// Object uploads (basic PUTs or parts) that store nothing and are answered (503)
+    /// only after this delay, counted from the `stall_after`-th upload request on (0 = the
+    /// first): an upload still under way.
     pub stall: Option<Duration>,
     /// Which upload request starts stalling.
     pub stall_after: usize,
@@ -341,14 +342,15 @@ impl Respond for Api {
             ("GET" | "HEAD", [ns, name, "resolve", rev, rest @ ..]) => {
                 resolve(&state, &ctx, &format!("{ns}/{name}"), rev, &rest.join("/"))
             }
-            ("PUT", ["lfs-store", oid]) => {
-                let delay = stall(&mut state);
-                put_basic(&mut state, oid, &request.body).set_delay(delay)
-            }
-            ("PUT", ["lfs-store", oid, "part", n]) => {
-                let delay = stall(&mut state);
-                put_part(&mut state, oid, n, &request.body).set_delay(delay)
-            }
+            // A stalled upload stores nothing: it stands for one still under way.
+            ("PUT", ["lfs-store", oid]) => match stall(&mut state) {
+                Some(delay) => error(503, "stalled").set_delay(delay),
+                None => put_basic(&mut state, oid, &request.body),
+            },
+            ("PUT", ["lfs-store", oid, "part", n]) => match stall(&mut state) {
+                Some(delay) => error(503, "stalled").set_delay(delay),
+                None => put_part(&mut state, oid, n, &request.body),
+            },
             ("POST", ["lfs-store", oid, "complete"]) => complete(&mut state, oid, request),
             ("POST", ["lfs-verify", oid]) => verify(&state, &ctx, oid),
             _ => error(404, &format!("no route for {method} {path}")),
@@ -414,13 +416,11 @@ impl Ctx<'_> {
     }
 }
 
-fn stall(state: &mut State) -> Duration {
+/// Counts an upload request; the delay of its answer when it stalls.
+fn stall(state: &mut State) -> Option<Duration> {
     let n = state.uploads;
     state.uploads += 1;
-    match state.faults.stall {
-        Some(delay) if n >= state.faults.stall_after => delay,
-        _ => Duration::ZERO,
-    }
+    state.faults.stall.filter(|_| n >= state.faults.stall_after)
 }
 
 fn whoami(ctx: &Ctx<'_>) -> ResponseTemplate {
