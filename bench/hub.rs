@@ -18,7 +18,6 @@
 )]
 
 #[path = "../tests/integration/hub_standin.rs"]
-#[allow(dead_code, reason = "the stand-in has more than the bench needs")]
 mod hub_standin;
 
 use std::io::Write as _;
@@ -69,7 +68,7 @@ fn project(dir: &Path, mib: u64) -> String {
 }
 
 /// Runs `command` under `/usr/bin/time -f %M`; gives its wall time and peak RSS in KiB.
-fn timed(mut command: Command) -> (Duration, u64) {
+fn timed(command: &Command) -> (Duration, u64) {
     let rss = tempfile::NamedTempFile::new().unwrap();
     let program = command.get_program().to_owned();
     let args: Vec<_> = command.get_args().map(ToOwned::to_owned).collect();
@@ -132,7 +131,7 @@ async fn ours(mib: u64) -> (Duration, u64) {
         .arg("-C")
         .arg(dir.path())
         .args(["push", &id, "--repo", "alice/ours"]);
-    let result = tokio::task::spawn_blocking(move || timed(command))
+    let result = tokio::task::spawn_blocking(move || timed(&command))
         .await
         .unwrap();
     assert!(hub.repo("alice/ours").unwrap().commits.len() == 2);
@@ -160,7 +159,7 @@ async fn python(mib: u64) -> (Duration, u64) {
         .arg("-c")
         .arg("import sys\nfrom huggingface_hub import HfApi\napi = HfApi()\napi.create_repo('alice/python', private=True)\napi.upload_file(path_or_fileobj=sys.argv[1], path_in_repo='model.safetensors', repo_id='alice/python')\n")
         .arg(&file);
-    let result = tokio::task::spawn_blocking(move || timed(command))
+    let result = tokio::task::spawn_blocking(move || timed(&command))
         .await
         .unwrap();
     assert!(hub.repo("alice/python").unwrap().commits.len() == 2);
