@@ -251,6 +251,97 @@ mod tests {
         }
     }
 
+    fn input_parts() -> (Settings, RunRecord) {
+        let settings: Settings = toml::from_str(
+            r#"
+[project]
+name = "child"
+
+[[topics]]
+name = "rust"
+description = "ownership | borrowing"
+subtopics = 1
+questions_per_subtopic = 1
+
+[roles.parent]
+provider = "p"
+model = "big-model"
+
+[roles.judge]
+provider = "p"
+model = "judge-model"
+
+[training]
+target = "local"
+base_model = "Qwen/Qwen2.5-0.5B"
+adapter = "lora"
+"#,
+        )
+        .unwrap();
+        let run: RunRecord = serde_json::from_str(
+            r#"{"id":"child_1","created":"2026-01-01T00:00:00Z","target":"local","target_kind":"local","dir":"/d","owner":"o","state":"succeeded","snapshots":true,"retrieved":true,"last_step":4,"last_loss":1.25}"#,
+        )
+        .unwrap();
+        (settings, run)
+    }
+
+    #[test]
+    fn render_gives_front_matter_topics_roles_training_usage_and_ends_with_the_marker() {
+        let (settings, run) = input_parts();
+        let card = render(&CardInput {
+            settings: &settings,
+            run: &run,
+            repo: "alice/child",
+            ggufs: vec!["child-Q4_K_M.gguf".into(), "child-Q8_0.gguf".into()],
+            loss_curve: true,
+            merged: true,
+        });
+        assert!(
+            card.starts_with("---\nbase_model: \"Qwen/Qwen2.5-0.5B\"\nlibrary_name: peft\ntags:\n"),
+            "{card}"
+        );
+        assert!(card.contains("- gguf\n---\n"), "{card}");
+        assert!(card.contains("- **rust**: ownership | borrowing"), "{card}");
+        assert!(card.contains("| parent | p | big-model |"), "{card}");
+        assert!(card.contains("| judge | p | judge-model |"), "{card}");
+        assert!(!card.contains("| generator |"), "{card}");
+        assert!(
+            card.contains("| steps | 4 |") && card.contains("| final train loss | 1.2500 |"),
+            "{card}"
+        );
+        assert!(
+            card.contains("ollama run hf.co/alice/child:Q4_K_M"),
+            "{card}"
+        );
+        assert!(card.contains("llama-cli -hf alice/child:Q4_K_M"), "{card}");
+        assert!(card.contains("`Q8_0`"), "{card}");
+        assert!(card.contains("![loss curve](loss.svg)"), "{card}");
+        assert_eq!(card.lines().last(), Some(MARKER));
+    }
+
+    #[test]
+    fn render_without_ggufs_has_no_usage_and_a_local_base_no_base_model_key() {
+        let (mut settings, run) = input_parts();
+        if let Some(t) = settings.training.as_mut() {
+            t.base_model = "/models/tiny".into();
+        }
+        let card = render(&CardInput {
+            settings: &settings,
+            run: &run,
+            repo: "alice/child",
+            ggufs: vec![],
+            loss_curve: false,
+            merged: false,
+        });
+        assert!(!card.contains("base_model:"), "{card}");
+        assert!(
+            !card.contains("## Usage") && !card.contains("- gguf"),
+            "{card}"
+        );
+        assert!(!card.contains("loss.svg"), "{card}");
+        assert!(card.contains("- Base model: `/models/tiny`"), "{card}");
+    }
+
     #[test]
     fn quant_of_takes_the_last_dash_part_of_the_stem() {
         assert_eq!(quant_of("child-Q4_K_M.gguf"), "Q4_K_M");
