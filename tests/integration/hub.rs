@@ -527,3 +527,31 @@ async fn push_waits_out_a_429_with_retry_after_on_preupload() {
     assert_eq!(preuploads, 3);
     assert_eq!(hub.repo("alice/tiny-test").expect("repo").commits.len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn push_whose_commit_answer_is_lost_checks_the_head_and_commits_once() {
+    let (project, id) = project_with_run();
+    let hub = HubStandin::start().await;
+    let token = canary("hf_");
+    hub.add_token(&token, "alice", "write", &[]);
+    hub.set_faults(Faults {
+        commit_lost: 1,
+        ..Faults::default()
+    });
+    let output = push(&project, &hub, Some(&token), &[&id])
+        .assert()
+        .success();
+    let text = output_text(output.get_output());
+    let held = hub.repo("alice/tiny-test").expect("repo");
+    assert_eq!(held.commits.len(), 2, "one commit, not two");
+    let commits = hub
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("/commit/"))
+        .count();
+    assert_eq!(
+        commits, 1,
+        "the commit is not sent again once the head moved"
+    );
+    assert!(text.contains(&held.head().oid), "{text}");
+}

@@ -65,6 +65,8 @@ pub struct Faults {
     pub stall: Option<Duration>,
     /// Which upload request starts stalling.
     pub stall_after: usize,
+    /// Commits that land and then answer 500, as if the answer were lost.
+    pub commit_lost: u32,
 }
 
 /// An account a token belongs to.
@@ -899,6 +901,10 @@ fn commit(state: &mut State, ctx: &Ctx<'_>, repo: &str, rev: &str) -> ResponseTe
         summary,
         files,
     });
+    if state.faults.commit_lost > 0 {
+        state.faults.commit_lost -= 1;
+        return error(500, "Internal Error");
+    }
     ResponseTemplate::new(200).set_body_json(json!({"commitUrl": url, "commitOid": oid}))
 }
 
