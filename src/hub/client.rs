@@ -883,7 +883,7 @@ async fn file_body(file: &Path, offset: u64, len: u64) -> Result<reqwest::Body, 
     Ok(reqwest::Body::wrap_stream(stream))
 }
 
-/// The sha256 (hex) and the first 512 bytes of `file`, read in [`READ_CHUNK`] pieces.
+/// The sha256 (hex) and the first 512 bytes of `file`, read 1 MiB at a time.
 ///
 /// # Errors
 ///
