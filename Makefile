@@ -4,7 +4,7 @@
 CARGO ?= cargo
 BIN := target/debug/overbrainer
 
-.PHONY: all build test test-deps training-env container-env demo lint
+.PHONY: all build test test-deps training-env container-env hub-env demo lint
 
 all: build
 
@@ -23,9 +23,14 @@ training-env:
 container-env: training-env
 	@scripts/container-env.sh >/dev/null
 
+# The pinned huggingface_hub venv that proves the Hub stand-in (issue 16), in the user's
+# cache, built only when missing.
+hub-env:
+	@scripts/hf-hub-env.sh >/dev/null
+
 # `cargo test` builds the library, the binary, the examples (the lock tests run one) and
 # runs unit, integration and doc tests.
-test: test-deps training-env container-env
+test: test-deps training-env container-env hub-env
 	$(CARGO) test
 
 # The documentation builds without a warning: no broken link, no public page linking

@@ -18,6 +18,7 @@ mod follow;
 pub mod history;
 pub mod init;
 pub mod pod;
+pub mod push;
 pub mod questions;
 pub mod run;
 pub mod runs;
@@ -87,6 +88,8 @@ pub enum Command {
     /// List the Runpod pods overbrainer created, or remove a run's pods.
     #[command(subcommand)]
     Pod(pod::PodCommand),
+    /// Push a run's model to the Hugging Face Hub in one commit with a generated card.
+    Push(push::Args),
 }
 
 /// `overbrainer config ...`.
@@ -189,6 +192,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Train(args) => train::run(ctx, args).await,
         Command::Runs(command) => runs::run(ctx, &command),
         Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,
+        Command::Push(args) => push::run(ctx, &args).await,
     }
 }
 

@@ -1,0 +1,126 @@
+//! `overbrainer push RUN_ID [--repo NAMESPACE/NAME] [--public] [--overwrite-card]
+//! [--dry-run]`: a run's model to the Hugging Face Hub in one commit (see `hub`). Takes the
+//! project lock; Ctrl-C before the commit commits nothing (HUB-11).
+
+use std::process::ExitCode;
+
+use super::Context;
+use crate::hub::{self, Event, Outcome};
+
+/// Arguments of `push`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run to push.
+    #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
+    pub run_id: String,
+    /// The repo, `NAMESPACE/NAME` (default: `[hub] repo`, else `<account>/<project name>`).
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub repo: Option<String>,
+    /// Create a repo that does not exist yet public (or push to an existing public one).
+    #[arg(long)]
+    pub public: bool,
+    /// Replace the repo's README.md even without the overbrainer marker.
+    #[arg(long)]
+    pub overwrite_card: bool,
+    /// Show what would be pushed; send nothing, need no token.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Megabytes with one decimal (HUB-9).
+#[allow(clippy::cast_precision_loss, reason = "sizes shown to 0.1 MB")]
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1_000_000.0)
+}
+
+fn visibility(private: bool) -> &'static str {
+    if private { "private" } else { "public" }
+}
+
+fn render(event: &Event) {
+    match event {
+        Event::RepoExists { repo, private } => {
+            errln!("push: {repo} exists; it remains {}", visibility(*private));
+        }
+        Event::RepoCreated { repo, private } => {
+            errln!("push: created {repo} ({})", visibility(*private));
+        }
+        Event::CardKept => errln!(
+            "push: kept the repo's own README.md (it lacks {}); pass --overwrite-card to replace it",
+            hub::card::MARKER
+        ),
+        Event::Uploading { path, size } => errln!("push: uploading {path} ({})", mb(*size)),
+        Event::AlreadyUploaded { path } => errln!("push: {path} is on the Hub already, not sent"),
+        Event::Retrying { what, wait } => {
+            errln!(
+                "push: the Hub asked to wait; {what} again in {:.1} s",
+                wait.as_secs_f64()
+            );
+        }
+        Event::Committing => errln!("push: committing"),
+    }
+}
+
+/// Runs `push`.
+///
+/// # Errors
+///
+/// For an unknown or ineligible run, a held lock, a missing or refused token, a refused
+/// repo, an unreadable file, a Hub error, or a cancel before the commit.
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let (project, loaded) = ctx.load()?;
+    let _lock = project.lock()?;
+    let request = hub::Request {
+        run_id: args.run_id.clone(),
+        repo: args.repo.clone(),
+        public: args.public,
+        overwrite_card: args.overwrite_card,
+        dry_run: args.dry_run,
+    };
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let printer = tokio::spawn(async move {
+        while let Some(event) = received.recv().await {
+            render(&event);
+        }
+    });
+    let cancel = super::follow::ctrl_c();
+    let outcome = hub::push(
+        &project,
+        &loaded.settings,
+        &ctx.env,
+        &request,
+        &events,
+        &cancel,
+    )
+    .await;
+    drop(events);
+    let _ = printer.await;
+    match outcome? {
+        Outcome::DryRun(plan) => {
+            outln!(
+                "push: {} ({} when created); dry run, nothing is sent",
+                plan.repo,
+                visibility(plan.private)
+            );
+            for file in &plan.files {
+                outln!("  {}  {}", file.path, mb(file.size));
+            }
+            let card = plan.card.strip_prefix(project.root()).unwrap_or(&plan.card);
+            outln!(
+                "{} files, {}; card written to {}",
+                plan.files.len(),
+                mb(plan.total()),
+                card.display()
+            );
+        }
+        Outcome::Pushed { record, total } => {
+            outln!(
+                "pushed {} ({} files, {})",
+                record.url,
+                record.files,
+                mb(total)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
