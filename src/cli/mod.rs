@@ -14,6 +14,7 @@ mod out;
 pub mod answers;
 pub mod complete;
 pub mod config_check;
+pub mod export;
 mod follow;
 pub mod history;
 pub mod init;
@@ -82,6 +83,8 @@ pub enum Command {
     /// List runs, or print a run's job log.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
+    /// Export a trained run to a GGUF (llama.cpp) with a Modelfile, and to Ollama.
+    Export(export::Args),
 }
 
 /// `overbrainer config ...`.
@@ -183,6 +186,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::History(args) => history::run(ctx, &args),
         Command::Train(args) => train::run(ctx, args).await,
         Command::Runs(command) => runs::run(ctx, &command),
+        Command::Export(args) => export::run(ctx, &args).await,
     }
 }
 
