@@ -104,12 +104,11 @@ def preflight(args):
     tokenizer = load_tokenizer(args.tokenizer)
     vocab = len(tokenizer)
     embedding_rows = None
-    if not args.merge:
-        _, tensors = safetensors_headers(args.model)
-        for name, _, shape in tensors:
-            if name.endswith("embed_tokens.weight") or name in ("transformer.wte.weight", "tok_embeddings.weight"):
-                embedding_rows = shape[0]
-                break
+    _, tensors = safetensors_headers(args.model)
+    for name, _, shape in tensors:
+        if name.endswith("embed_tokens.weight") or name in ("transformer.wte.weight", "tok_embeddings.weight"):
+            embedding_rows = shape[0]
+            break
     if embedding_rows is None:
         embedding_rows = config.get("vocab_size")
     if embedding_rows is None:

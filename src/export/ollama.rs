@@ -113,8 +113,14 @@ async fn rest(base: &str, name: &str, gguf: &Path, num_ctx: u64) -> Result<(), S
     let file = tokio::fs::File::open(gguf)
         .await
         .map_err(|e| format!("`{}`: {e}", gguf.display()))?;
+    let size = file
+        .metadata()
+        .await
+        .map_err(|e| format!("`{}`: {e}", gguf.display()))?
+        .len();
     let response = client
         .post(format!("{base}/api/blobs/sha256:{digest}"))
+        .header(reqwest::header::CONTENT_LENGTH, size)
         .body(reqwest::Body::wrap_stream(
             tokio_util::io::ReaderStream::new(file),
         ))
