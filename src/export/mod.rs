@@ -279,6 +279,7 @@ pub async fn export(
         source: source.clone(),
         pre_tokenizer: settings.export.pre_tokenizer.clone(),
         num_ctx,
+        export_json: format!("{job_dir}/{EXPORT_JSON}"),
     };
     let spec = target::job_spec(&record, &executor, &resolved.runtime, &[]);
     let job = JobCommand {
@@ -439,6 +440,44 @@ async fn make_ollama(
             Ok(None)
         }
     }
+}
+
+/// The export stage of a training job on `executor` for run `record` (EXP-12), when
+/// `[export] after_training` is set: the model is the merge stage's `output/merged/`, the
+/// adapter over `base_model`, or a full fine-tune's `output/`.
+#[must_use]
+pub fn in_job_stage(
+    settings: &Settings,
+    executor: &AnyExecutor,
+    record: &RunRecord,
+    spec: &crate::exec::JobSpec,
+) -> Option<String> {
+    let training = settings.training.as_ref()?;
+    if !settings.export.after_training {
+        return None;
+    }
+    let run_dir = record.dir.trim_end_matches('/').to_owned();
+    let source = if record.merge {
+        Source::Model(format!("{run_dir}/{OUTPUT_DIR}/{MERGED_DIR}"))
+    } else if training.adapter == crate::config::AdapterKind::Full {
+        Source::Model(format!("{run_dir}/{OUTPUT_DIR}"))
+    } else {
+        Source::Adapter {
+            base_model: training.base_model.clone(),
+        }
+    };
+    let plan = Plan {
+        run_id: record.id.clone(),
+        run_dir: run_dir.clone(),
+        job_dir: run_dir.clone(),
+        quantize: settings.export.quantize.clone(),
+        llama: llama_of(settings, &record.target, executor.workdir()),
+        source,
+        pre_tokenizer: settings.export.pre_tokenizer.clone(),
+        num_ctx: u64::from(training.sequence_len),
+        export_json: format!("{run_dir}/{OUTPUT_DIR}/{GGUF_DIR}/{EXPORT_JSON}"),
+    };
+    Some(script::in_job(&plan, spec))
 }
 
 /// Where llama.cpp comes from on target `name`: its `llama_cpp_dir`, or built into its

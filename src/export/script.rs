@@ -88,6 +88,9 @@ pub struct Plan {
     pub pre_tokenizer: Option<String>,
     /// The Modelfile's `num_ctx` (`sequence_len` of the run's `axolotl.yaml`).
     pub num_ctx: u64,
+    /// Where `export.json` goes, absolute: the job's directory, or `output/gguf/` for
+    /// an in-job export.
+    pub export_json: String,
 }
 
 impl Plan {
@@ -201,7 +204,7 @@ impl Plan {
         self.check_step(
             &mut s,
             &python,
-            &[&tree, &bin, &staged, &tokenizer, &work, job, run],
+            &[&tree, &bin, &staged, &tokenizer, &work, run],
         );
         step(&mut s, "done");
         s
@@ -254,9 +257,9 @@ impl Plan {
         merged
     }
 
-    fn check_step(&self, s: &mut String, python: &str, paths: &[&str; 7]) {
+    fn check_step(&self, s: &mut String, python: &str, paths: &[&str; 6]) {
         let p = |path: &str| shell_path(path);
-        let [tree, bin, staged, tokenizer, work, job, run] = *paths;
+        let [tree, bin, staged, tokenizer, work, run] = *paths;
         let gguf_dir = format!("{run}/{OUTPUT_DIR}/{GGUF_DIR}");
         let _ = writeln!(s, "mkdir -p {}", p(&gguf_dir));
         let _ = writeln!(
@@ -268,7 +271,7 @@ impl Plan {
             quote(&self.run_id),
             p(&format!("{bin}/llama-server")),
             p(&format!("{work}/Modelfile")),
-            p(&format!("{job}/{EXPORT_JSON}")),
+            p(&self.export_json),
             quote(&self.quantize),
             quote(&self.file()),
             self.num_ctx
@@ -282,6 +285,15 @@ impl Plan {
             p(&gguf_dir)
         );
     }
+}
+
+/// The export stage of a training job with `[export] after_training = true` (EXP-12):
+/// [`Plan::script`] in a subshell (so its `EXIT` trap stays its own), run in the run
+/// directory after the merge; its `export-work/` is there, and `export.json` goes to
+/// `output/gguf/` so it comes back with `output/` \[design\].
+#[must_use]
+pub fn in_job(plan: &Plan, spec: &JobSpec) -> String {
+    format!("(\n{})", plan.script(spec))
 }
 
 fn step(script: &mut String, what: &str) {
@@ -323,6 +335,7 @@ mod tests {
             source,
             pre_tokenizer: Some("gpt-2".into()),
             num_ctx: 256,
+            export_json: "/w/r_1/exports/export_1/export.json".into(),
         }
     }
 

@@ -363,6 +363,14 @@ pub async fn start(
     if settings.hub.after_training && settings.hf_token.is_none() {
         emit(events, RunEvent::Warning(RunWarning::HubTokenMissing));
     }
+    if settings.export.after_training
+        && matches!(target.runtime, crate::exec::JobRuntime::Container { .. })
+    {
+        return Err(Refusal::ExportInContainer {
+            target: target.name.clone(),
+        }
+        .into());
+    }
     let secrets = job_secrets(settings, env).await?;
     let runs_dir = project.runs_dir();
     std::fs::create_dir_all(&runs_dir).map_err(|source| RunError::Io {
@@ -446,7 +454,12 @@ pub async fn start(
 
     let prepared = prepare(&local_dir, &inputs, &yaml);
     let result = match prepared {
-        Ok(()) => launch(&executor, &target, &record, &local_dir, merge, secrets).await,
+        Ok(()) => {
+            launch(
+                &executor, settings, &target, &record, &local_dir, merge, secrets,
+            )
+            .await
+        }
         Err(error) => Err(error),
     };
     match result {
@@ -485,6 +498,7 @@ fn prepare(local_dir: &Path, inputs: &Inputs, yaml: &str) -> Result<(), RunError
 /// Uploads (SSH) and starts the job.
 async fn launch(
     executor: &AnyExecutor,
+    settings: &Settings,
     target: &Resolved,
     record: &RunRecord,
     local_dir: &Path,
@@ -503,11 +517,9 @@ async fn launch(
             .map_err(exec)?;
     }
     let spec = target::job_spec(record, executor, &target.runtime, &secrets);
-    let job = Stages {
-        merge,
-        export: None,
-    }
-    .job(&spec, secrets);
+    // EXP-12: the export stage, when `[export] after_training` is set.
+    let export = crate::export::in_job_stage(settings, executor, record, &spec);
+    let job = Stages { merge, export }.job(&spec, secrets);
     executor.spawn(&job).await.map_err(exec)
 }
 

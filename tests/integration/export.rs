@@ -485,3 +485,52 @@ fn without_the_ollama_cli_the_rest_route_uploads_the_blob_and_creates_the_model(
     );
     assert!(seen[1].contains("\"num_ctx\":256"), "{seen:?}");
 }
+
+// Issue 14, test 3: `[export] after_training = true`: the training job exports after the
+// merge (stage line `export`), and `output/gguf/` comes back from the SSH target with
+// `output/`, checked against its manifest.
+#[test]
+fn an_in_job_export_comes_back_with_the_output_of_the_training_run() {
+    let setup = Setup {
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    };
+    let mut training = Training::new(&setup);
+    for (key, value) in [
+        (
+            "OVERBRAINER_TARGETS__REMOTE__LLAMA_CPP_DIR",
+            llama_dir().to_string_lossy().into_owned(),
+        ),
+        ("OVERBRAINER_TRAINING__TARGET", "remote".to_owned()),
+        ("OVERBRAINER_EXPORT__PRE_TOKENIZER", "gpt-2".to_owned()),
+        ("OVERBRAINER_EXPORT__AFTER_TRAINING", "true".to_owned()),
+        ("OVERBRAINER_EXPORT__QUANTIZE", "Q8_0".to_owned()),
+    ] {
+        training.extra_env.push((key.to_owned(), value));
+    }
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    let id = training.run_ids().pop().unwrap();
+    crate::training::assert_merged_run(&training, &id);
+    let run = training.runs().join(&id);
+    let file = format!("{id}-Q8_0.gguf");
+    let gguf = run.join("output/gguf").join(&file);
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("output/gguf/export.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["sha256"], sha256(&gguf));
+    assert_eq!(record["file"], format!("output/gguf/{file}"));
+    assert_eq!(
+        std::fs::read_to_string(run.join("output/gguf/Modelfile")).unwrap(),
+        format!("FROM ./{file}\nPARAMETER num_ctx 256\n")
+    );
+    let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    assert!(metrics.contains("\"stage\":\"export\""), "{metrics}");
+    let log = std::fs::read_to_string(run.join("job.log")).unwrap();
+    assert!(log.contains("check: llama-server answered '"), "{log}");
+    assert!(!run.join("export-work").exists());
+    let remote = training.project.home().join("remote-work").join(&id);
+    assert!(!remote.join("export-work").exists());
+}
