@@ -11,7 +11,7 @@ use crate::export::{ExportEvent, Request};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The run to export (succeeded).
-    #[arg(value_name = "RUN_ID")]
+    #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
     pub run_id: String,
     /// Quantization type, over `export.quantize`.
     #[arg(long, value_name = "TYPE")]
