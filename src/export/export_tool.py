@@ -65,6 +65,8 @@ def safetensors_headers(model):
 
 
 def load_tokenizer(tokenizer_dir):
+    """Transformers' tokenizer; only for a tokenizer without `tokenizer.json` (it imports
+    torch, seconds of the export's time)."""
     from transformers import AutoTokenizer
 
     try:
@@ -74,13 +76,75 @@ def load_tokenizer(tokenizer_dir):
                "the model directory needs `tokenizer.json` or `tokenizer.model` with `tokenizer_config.json`")
 
 
-def preflight(args):
-    use_tree(args.tree)
+def vocab_size(tokenizer_dir):
+    """The tokenizer's size with its added tokens, as `len(tokenizer)` counts it."""
+    path = os.path.join(tokenizer_dir, "tokenizer.json")
+    if not os.path.exists(path):
+        return len(load_tokenizer(tokenizer_dir))
+    from tokenizers import Tokenizer
+
     try:
-        import conversion
+        return Tokenizer.from_file(path).get_vocab_size(with_added_tokens=True)
     except Exception as error:  # noqa: BLE001
-        refuse(f"the llama.cpp converter in `{args.tree}` cannot be imported ({error}); "
-               "a missing Python module must be installed in the target's venv")
+        refuse(f"`{path}` cannot be loaded ({error})")
+
+
+def chat_template(tokenizer_dir):
+    """The chat template the converter embeds: `chat_template.jinja`, else
+    `chat_template` of `tokenizer_config.json` (a text, or the `default` of a list)."""
+    path = os.path.join(tokenizer_dir, "chat_template.jinja")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    path = os.path.join(tokenizer_dir, "tokenizer_config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return None
+    template = config.get("chat_template")
+    if isinstance(template, list):
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default")
+    return template or None
+
+
+def render(template):
+    """The template rendered for the probe conversation as transformers renders it (a
+    sandboxed Jinja environment with `trim_blocks` and `lstrip_blocks`)."""
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message):
+        raise ValueError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
+    return env.from_string(template).render(
+        messages=PROBE, add_generation_prompt=True, bos_token="", eos_token="")
+
+
+def registered_architectures(tree):
+    """The architectures the pinned converter registers (`TEXT_MODEL_MAP` of its
+    `conversion` package), read from the source without importing it (and torch)."""
+    import ast
+
+    path = os.path.join(tree, "conversion", "__init__.py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            module = ast.parse(f.read())
+    except (OSError, SyntaxError) as error:
+        refuse(f"cannot read the converter's architectures in `{path}` ({error})")
+    for node in module.body:
+        target = getattr(node, "target", None) or (getattr(node, "targets", None) or [None])[0]
+        if isinstance(target, ast.Name) and target.id == "TEXT_MODEL_MAP":
+            return set(ast.literal_eval(node.value))
+    refuse(f"`{path}` has no `TEXT_MODEL_MAP`; `llama_cpp_dir` must hold llama.cpp b11434")
+
+
+def preflight(args):
+    supported = registered_architectures(args.tree)
     config_path = os.path.join(args.model, "config.json")
     try:
         with open(config_path) as f:
@@ -91,7 +155,7 @@ def preflight(args):
     if not architectures:
         refuse(f"`{config_path}` names no `architectures`; the converter needs one")
     arch = architectures[0]
-    if arch not in conversion.TEXT_MODEL_MAP:
+    if arch not in supported:
         refuse(f"architecture `{arch}` (`architectures` in `{config_path}`) is not supported by "
                f"llama.cpp b11434's convert_hf_to_gguf.py; export a model of a supported architecture "
                f"(such as LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM)")
@@ -101,8 +165,7 @@ def preflight(args):
     if not ({"tokenizer.json", "tokenizer.model"} & names):
         refuse(f"no `tokenizer.json` or `tokenizer.model` in `{args.tokenizer}`; "
                "save the tokenizer with the model")
-    tokenizer = load_tokenizer(args.tokenizer)
-    vocab = len(tokenizer)
+    vocab = vocab_size(args.tokenizer)
     embedding_rows = None
     _, tensors = safetensors_headers(args.model)
     for name, _, shape in tensors:
@@ -120,13 +183,13 @@ def preflight(args):
                "the base model, or resize the embedding (`resize_token_embeddings`)")
     step(f"preflight: tokenizer with {vocab} tokens, embedding with {embedding_rows} rows")
 
-    template = getattr(tokenizer, "chat_template", None)
+    template = chat_template(args.tokenizer)
     if not template:
         refuse(f"the tokenizer in `{args.tokenizer}` has no chat template (`chat_template` in "
                "`tokenizer_config.json` or `chat_template.jinja`); a GGUF without one would undo "
                "the fine-tune: set `[training] chat_template` and train again")
     try:
-        rendered = tokenizer.apply_chat_template(PROBE, tokenize=False, add_generation_prompt=True)
+        rendered = render(template)
     except Exception as error:  # noqa: BLE001
         refuse(f"the chat template of `{args.tokenizer}` does not render a probe conversation ({error})")
     if "probe-question-7f3a" not in rendered:
@@ -270,7 +333,7 @@ def check(args):
         refuse(f"`{args.gguf}` has no `general.architecture`")
     if tensors == 0:
         refuse(f"`{args.gguf}` holds no tensors")
-    expected = load_tokenizer(args.tokenizer).chat_template
+    expected = chat_template(args.tokenizer)
     if template != expected:
         refuse(f"`{args.gguf}`'s `tokenizer.chat_template` differs from the model's chat template")
     if name != args.name:
