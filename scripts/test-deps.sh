@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the tools the test suite runs for real are installed: OpenSSH's sshd (the SSH
-# target tests), shellcheck (generated shell scripts) and PyYAML (the Axolotl YAML
-# round trip). Installs the missing ones with apt-get when running as root; otherwise
+# target tests), shellcheck (generated shell scripts), PyYAML (the Axolotl YAML
+# round trip) and what the llama.cpp build needs (a C++ compiler, curl, flock). Installs the missing ones with apt-get when running as root; otherwise
 # names them and fails.
 set -euo pipefail
 
@@ -10,6 +10,10 @@ packages=()
 [[ -x /usr/sbin/sshd ]] || command -v sshd >/dev/null 2>&1 || { missing+=("sshd"); packages+=("openssh-server"); }
 command -v ssh >/dev/null 2>&1 || { missing+=("ssh"); packages+=("openssh-client"); }
 command -v shellcheck >/dev/null 2>&1 || { missing+=("shellcheck"); packages+=("shellcheck"); }
+# The pinned llama.cpp's build (scripts/llama-env.sh): a C++ compiler, curl and flock.
+command -v c++ >/dev/null 2>&1 || { missing+=("c++"); packages+=("g++"); }
+command -v curl >/dev/null 2>&1 || { missing+=("curl"); packages+=("curl"); }
+command -v flock >/dev/null 2>&1 || { missing+=("flock"); packages+=("util-linux"); }
 if ! command -v python3 >/dev/null 2>&1; then
     missing+=("python3"); packages+=("python3" "python3-yaml")
 elif ! python3 -c 'import yaml' >/dev/null 2>&1; then

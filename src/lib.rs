@@ -42,6 +42,7 @@ pub mod dataset;
 pub mod dedup;
 pub mod env;
 pub mod exec;
+pub mod export;
 pub mod history;
 pub mod hub;
 pub mod llm;

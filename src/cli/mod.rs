@@ -14,6 +14,7 @@ mod out;
 pub mod answers;
 pub mod complete;
 pub mod config_check;
+pub mod export;
 mod follow;
 pub mod history;
 pub mod init;
@@ -90,6 +91,8 @@ pub enum Command {
     Pod(pod::PodCommand),
     /// Push a run's model to the Hugging Face Hub in one commit with a generated card.
     Push(push::Args),
+    /// Export a trained run to a GGUF (llama.cpp) with a Modelfile, and to Ollama.
+    Export(export::Args),
 }
 
 /// `overbrainer config ...`.
@@ -193,6 +196,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Runs(command) => runs::run(ctx, &command),
         Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,
         Command::Push(args) => push::run(ctx, &args).await,
+        Command::Export(args) => export::run(ctx, &args).await,
     }
 }
 

@@ -20,6 +20,9 @@ pub struct Export {
     pub quantize: String,
     /// Ollama model name for `ollama create`.
     pub ollama_name: Option<String>,
+    /// llama.cpp pre-tokenizer name (`tokenizer.ggml.pre`) for a custom BPE tokenizer
+    /// whose hash the pinned converter does not know (issue 14); used only then.
+    pub pre_tokenizer: Option<String>,
 }
 
 impl Default for Export {
@@ -28,6 +31,7 @@ impl Default for Export {
             after_training: false,
             quantize: "Q4_K_M".to_owned(),
             ollama_name: None,
+            pre_tokenizer: None,
         }
     }
 }
@@ -45,5 +49,46 @@ pub(super) fn check(check: &mut Check<'_>, export: &Export) {
     }
     if let Some(name) = &export.ollama_name {
         check.non_empty("export.ollama_name", name);
+    }
+    if let Some(pre) = &export.pre_tokenizer {
+        if let Some(problem) = pre_tokenizer_problem(pre) {
+            check.fail("export.pre_tokenizer", problem);
+        }
+    }
+}
+
+/// What is wrong with `pre` as a llama.cpp pre-tokenizer name, if anything: a name of
+/// `a-z`, `0-9`, `-`, `_` and `.`; `gpt2` (which `llama-server` refuses) is pointed at
+/// `gpt-2`.
+#[must_use]
+pub fn pre_tokenizer_problem(pre: &str) -> Option<String> {
+    if pre == "gpt2" {
+        return Some(
+            "invalid value: llama.cpp names GPT-2's pre-tokenizer `gpt-2` (`gpt2` is refused by `llama-server`)"
+                .to_owned(),
+        );
+    }
+    let valid = !pre.is_empty()
+        && pre
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
+    (!valid).then(|| {
+        "invalid value: expected a llama.cpp pre-tokenizer name such as `gpt-2` or `llama-bpe` (`a-z`, `0-9`, `-`, `_`, `.`)"
+            .to_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pre_tokenizer_names_are_checked_and_gpt2_points_at_gpt_dash_2() {
+        assert_eq!(pre_tokenizer_problem("gpt-2"), None);
+        assert_eq!(pre_tokenizer_problem("llama-bpe"), None);
+        assert!(pre_tokenizer_problem("gpt2").unwrap().contains("`gpt-2`"));
+        for bad in ["", "GPT-2", "gpt 2", "a;b", "../x"] {
+            assert!(pre_tokenizer_problem(bad).is_some(), "{bad:?}");
+        }
     }
 }

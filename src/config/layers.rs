@@ -19,10 +19,13 @@ use crate::env::EnvSnapshot;
 /// The prefix of every variable that sets a configuration key (ENV-1).
 pub const PREFIX: &str = "OVERBRAINER_";
 
-/// Variables under the prefix that never map to keys (ENV-5).
+/// Variables under the prefix that never map to keys (ENV-5). `OVERBRAINER_OLLAMA__BASE_URL`
+/// is an Ollama server for export's REST route when `ollama` is not on `PATH` (issue 14,
+/// read by `export::ollama`).
 fn exempt(name: &str) -> bool {
     name == "OVERBRAINER_TUI_COLOR"
         || name == "OVERBRAINER_TUI_MOTION"
+        || name == "OVERBRAINER_OLLAMA__BASE_URL"
         || name.starts_with("OVERBRAINER_TEST_")
 }
 

@@ -97,6 +97,11 @@ pub struct LocalTarget {
     /// Docker runtime: image reference.
     #[serde(default = "default_image")]
     pub image: String,
+    /// A prebuilt llama.cpp tree for export (issue 14): `convert_hf_to_gguf.py` and
+    /// `gguf-py/` at its top, `build/bin/llama-quantize` and `build/bin/llama-server`,
+    /// checked to be build b11434; unset builds the pinned one in the target's cache.
+    #[serde(default)]
+    pub llama_cpp_dir: Option<String>,
 }
 
 /// `kind = "ssh"`.
@@ -115,6 +120,9 @@ pub struct SshTarget {
     /// Docker runtime: image reference.
     #[serde(default = "default_image")]
     pub image: String,
+    /// A prebuilt llama.cpp tree for export, as for a local target.
+    #[serde(default)]
+    pub llama_cpp_dir: Option<String>,
     /// Remote directory of the run directories, relative to the remote home.
     #[serde(default = "default_workdir")]
     pub workdir: String,
@@ -161,11 +169,17 @@ pub(super) fn check(check: &mut Check<'_>, targets: &BTreeMap<String, Target>) {
                 if let Some(venv) = &local.venv {
                     check.safe(&key("venv"), venv);
                 }
+                if let Some(dir) = &local.llama_cpp_dir {
+                    check.safe(&key("llama_cpp_dir"), dir);
+                }
                 check.safe(&key("image"), &local.image);
             }
             Target::Ssh(ssh) => {
                 if let Some(venv) = &ssh.venv {
                     check.safe(&key("venv"), venv);
+                }
+                if let Some(dir) = &ssh.llama_cpp_dir {
+                    check.safe(&key("llama_cpp_dir"), dir);
                 }
                 check.safe(&key("image"), &ssh.image);
                 check.safe(&key("workdir"), &ssh.workdir);

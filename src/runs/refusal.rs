@@ -113,6 +113,15 @@ pub enum Refusal {
         /// Target name.
         target: String,
     },
+    /// `[export] after_training` on a target whose jobs run in a container: the export
+    /// stage runs only natively in this build (issue 14).
+    #[error(
+        "`export.after_training` is set but target `{target}` runs jobs in a container; the in-job export runs only on a native runtime in this build: unset `export.after_training`"
+    )]
+    ExportInContainer {
+        /// Target name.
+        target: String,
+    },
     /// A target name that is not declared.
     #[error(
         "unknown target `{name}`; declared targets: {}",

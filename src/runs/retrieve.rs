@@ -94,6 +94,28 @@ pub async fn retrieve_merge(
     Ok(())
 }
 
+/// Retrieves what an export job produced for the run of `record` into `local_dir`
+/// (issue 14): its job directory `export_dir` (relative to the run directory) and, with
+/// `with_gguf`, `output/gguf/`, checked against the target's manifest like the rest.
+///
+/// # Errors
+///
+/// As [`retrieve`].
+pub async fn retrieve_export(
+    executor: &AnyExecutor,
+    record: &RunRecord,
+    local_dir: &Path,
+    export_dir: &str,
+    with_gguf: bool,
+) -> Result<(), RunError> {
+    let mut entries = vec![export_dir.to_owned()];
+    if with_gguf {
+        entries.push(format!("{OUTPUT_DIR}/gguf"));
+    }
+    pass(executor, record, local_dir, &entries, &[], &[]).await?;
+    Ok(())
+}
+
 /// One checked pass; returns the number of files. Each directory of `replace`
 /// (relative to `local_dir`) is removed once the download is verified, before the
 /// files are moved into place.

@@ -378,6 +378,14 @@ pub async fn start(
         .into());
     }
     warn(settings, events);
+    if settings.export.after_training
+        && matches!(target.runtime, crate::exec::JobRuntime::Container { .. })
+    {
+        return Err(Refusal::ExportInContainer {
+            target: target.name.clone(),
+        }
+        .into());
+    }
     let secrets = job_secrets(settings, env).await?;
     let runs_dir = project.runs_dir();
     std::fs::create_dir_all(&runs_dir).map_err(|source| RunError::Io {
@@ -461,7 +469,12 @@ pub async fn start(
 
     let prepared = prepare(&local_dir, &inputs, &yaml);
     let result = match prepared {
-        Ok(()) => launch(&executor, &target, &record, &local_dir, merge, secrets).await,
+        Ok(()) => {
+            launch(
+                &executor, settings, &target, &record, &local_dir, merge, secrets,
+            )
+            .await
+        }
         Err(error) => Err(error),
     };
     match result {
@@ -514,6 +527,7 @@ pub(super) fn prepare(local_dir: &Path, inputs: &Inputs, yaml: &str) -> Result<(
 /// Uploads (SSH) and starts the job.
 async fn launch(
     executor: &AnyExecutor,
+    settings: &Settings,
     target: &Resolved,
     record: &RunRecord,
     local_dir: &Path,
@@ -532,11 +546,9 @@ async fn launch(
             .map_err(exec)?;
     }
     let spec = target::job_spec(record, executor, &target.runtime, &secrets);
-    let job = Stages {
-        merge,
-        export: None,
-    }
-    .job(&spec, secrets);
+    // EXP-12: the export stage, when `[export] after_training` is set.
+    let export = crate::export::in_job_stage(settings, executor, record, &spec);
+    let job = Stages { merge, export }.job(&spec, secrets);
     executor.spawn(&job).await.map_err(exec)
 }
 

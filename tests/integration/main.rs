@@ -42,6 +42,9 @@ mod pipeline_safety;
 // Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`;
 // refusals before a start.
 mod training;
+// Flows: `export` with the real llama.cpp b11434 on a local and an SSH target, the
+// preflight's refusals, and Ollama's REST route against a stand-in (issue 14).
+mod export;
 // Flows: a pipeline session and the `run` sequence through library calls only (no CLI),
 // and the chat template check of a run start against the real venv and tiny model.
 mod flows;

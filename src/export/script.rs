@@ -1,0 +1,423 @@
+//! An export job's script (issue 14, EXP-4): the steps, in order, and the command of
+//! each; the runtime's prelude comes first ([`JobSpec::job`]). The steps: llama.cpp
+//! (built once into the target's cache, or a prebuilt tree checked to be the pinned
+//! build), the preflight (before anything slow), the merge into `export-work/` when the
+//! run has only an adapter, the conversion to a 16-bit GGUF, `llama-quantize`, and the
+//! check (read-back, one answer from `llama-server`, `export.json` and the `Modelfile`).
+//! `export-work/` is removed when the script exits, also after a failed step.
+
+use std::fmt::Write as _;
+
+use super::llama::{LLAMA_BUILD, LLAMA_ENV_SCRIPT, tree_in};
+use crate::exec::{self, JobSpec, quote, shell_path};
+use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
+
+/// The Python side of the job, written into the job's directory.
+pub const EXPORT_TOOL: &str = include_str!("export_tool.py");
+/// Its file name there.
+pub const EXPORT_TOOL_FILE: &str = "export_tool.py";
+/// The scratch directory inside the job's directory (EXP-4).
+pub const WORK_DIR: &str = "export-work";
+/// `export.json`, in the job's directory (EXP-7).
+pub const EXPORT_JSON: &str = "export.json";
+/// The GGUF directory inside the run directory (EXP-5).
+pub const GGUF_DIR: &str = "gguf";
+/// The prefix of the job's progress and refusal lines in `job.log`.
+pub const LINE_PREFIX: &str = "overbrainer-export: ";
+/// What follows [`LINE_PREFIX`] on a refusal line.
+pub const REFUSED: &str = "refused: ";
+/// The job's exit status after a refusal.
+pub const REFUSED_STATUS: i32 = 3;
+
+/// Where llama.cpp comes from on the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Llama {
+    /// Built by the job into this cache directory (absolute on the target).
+    Build {
+        /// `<workdir>/.cache/llama.cpp/b11434`.
+        cache: String,
+    },
+    /// A prebuilt tree (`[targets.NAME] llama_cpp_dir`), checked to be the pinned build.
+    Prebuilt {
+        /// The tree.
+        dir: String,
+        /// The key naming it, for the refusal.
+        key: String,
+    },
+}
+
+impl Llama {
+    /// The llama.cpp tree the steps use.
+    #[must_use]
+    pub fn tree(&self) -> String {
+        match self {
+            Self::Build { cache } => tree_in(cache),
+            Self::Prebuilt { dir, .. } => dir.trim_end_matches('/').to_owned(),
+        }
+    }
+}
+
+/// What the model to export is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The run's `output/merged/` (or a full fine-tune's `output/`), used as is.
+    Model(String),
+    /// Only an adapter in `output/`: merged into `export-work/` over this base model.
+    Adapter {
+        /// The base model directory on the target (`base_model` of `axolotl.yaml`).
+        base_model: String,
+    },
+}
+
+/// Everything an export job's script depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Run ID (the GGUF's `general.name` and file name).
+    pub run_id: String,
+    /// Run directory on the target, absolute.
+    pub run_dir: String,
+    /// The export's job directory on the target, absolute.
+    pub job_dir: String,
+    /// Quantization type, already checked.
+    pub quantize: String,
+    /// llama.cpp.
+    pub llama: Llama,
+    /// The model.
+    pub source: Source,
+    /// `[export] pre_tokenizer`.
+    pub pre_tokenizer: Option<String>,
+    /// The Modelfile's `num_ctx` (`sequence_len` of the run's `axolotl.yaml`).
+    pub num_ctx: u64,
+    /// Where `export.json` goes, absolute: the job's directory, or `output/gguf/` for
+    /// an in-job export.
+    pub export_json: String,
+}
+
+impl Plan {
+    /// The GGUF's file name, `<run-id>-<TYPE>.gguf` (EXP-5).
+    #[must_use]
+    pub fn file_name(&self) -> String {
+        format!("{}-{}.gguf", self.run_id, self.quantize)
+    }
+
+    /// The GGUF's path relative to the run directory.
+    #[must_use]
+    pub fn file(&self) -> String {
+        format!("{OUTPUT_DIR}/{GGUF_DIR}/{}", self.file_name())
+    }
+
+    /// Whether the conversion writes the final type itself (`F16`, `BF16`: no
+    /// `llama-quantize`, EXP-4).
+    fn unquantized(&self) -> bool {
+        matches!(self.quantize.as_str(), "F16" | "BF16")
+    }
+
+    /// The script, without the runtime's prelude.
+    #[must_use]
+    pub fn script(&self, spec: &JobSpec) -> String {
+        let p = |path: &str| shell_path(path);
+        let run = self.run_dir.trim_end_matches('/');
+        let job = self.job_dir.trim_end_matches('/');
+        let work = format!("{job}/{WORK_DIR}");
+        let tree = self.llama.tree();
+        let bin = format!("{tree}/build/bin");
+        let tool = format!("{job}/{EXPORT_TOOL_FILE}");
+        let python = format!("{} {}", exec::stage_command(spec, "python3", &[]), p(&tool));
+        let mut s = String::from("set -e\n");
+        let remove = quote(&work).replace('\'', "'\\''");
+        // A cancel's SIGTERM (or a hang-up) ends the script through the trap too.
+        let _ = writeln!(
+            s,
+            "trap 'rm -rf {remove}' EXIT\ntrap 'rm -rf {remove}; exit 143' TERM INT HUP"
+        );
+        let _ = writeln!(s, "rm -rf {}", p(&work));
+        let _ = writeln!(
+            s,
+            "cat > {} <<'OB_EXPORT_TOOL'\n{EXPORT_TOOL}OB_EXPORT_TOOL",
+            p(&tool)
+        );
+        step(&mut s, "1/6 llama.cpp");
+        self.llama_step(&mut s, job, &tree, &bin);
+        let (model, tokenizer, merge) = match &self.source {
+            Source::Model(dir) => (dir.clone(), dir.clone(), false),
+            Source::Adapter { base_model } => {
+                (base_model.clone(), format!("{run}/{OUTPUT_DIR}"), true)
+            }
+        };
+        step(&mut s, "2/6 preflight");
+        let _ = writeln!(
+            s,
+            "{python} preflight --tree {} --model {} --tokenizer {} --quantize {} --work {}{}",
+            p(&tree),
+            p(&model),
+            p(&tokenizer),
+            quote(&self.quantize),
+            p(&work),
+            if merge { " --merge" } else { "" }
+        );
+        let model = if merge {
+            Self::merge_step(&mut s, spec, run, &work)
+        } else {
+            step(&mut s, "3/6 merge: not needed");
+            model
+        };
+        let staged = format!("{work}/{}", self.file_name());
+        let sixteen = if self.unquantized() {
+            staged.clone()
+        } else {
+            format!("{work}/{}-16bit.gguf", self.run_id)
+        };
+        let outtype = match self.quantize.as_str() {
+            "F16" => "f16",
+            "BF16" => "bf16",
+            _ => "auto",
+        };
+        step(&mut s, "4/6 convert to a 16-bit GGUF");
+        let _ = writeln!(
+            s,
+            "{python} convert --tree {} --model {} --out {} --outtype {outtype} --name {}{}",
+            p(&tree),
+            p(&model),
+            p(&sixteen),
+            quote(&self.run_id),
+            self.pre_tokenizer
+                .as_ref()
+                .map_or_else(String::new, |pre| format!(
+                    " --pre-tokenizer {}",
+                    quote(pre)
+                ))
+        );
+        if self.unquantized() {
+            step(&mut s, "5/6 quantize: not needed");
+        } else {
+            step(&mut s, &format!("5/6 quantize to {}", self.quantize));
+            let _ = writeln!(
+                s,
+                "{} {} {} {}",
+                p(&format!("{bin}/llama-quantize")),
+                p(&sixteen),
+                p(&staged),
+                quote(&self.quantize)
+            );
+            let _ = writeln!(s, "rm -f {}", p(&sixteen));
+        }
+        step(&mut s, "6/6 check the GGUF and answer one prompt");
+        self.check_step(
+            &mut s,
+            &python,
+            &[&tree, &bin, &staged, &tokenizer, &work, run],
+        );
+        step(&mut s, "done");
+        s
+    }
+    fn llama_step(&self, s: &mut String, job: &str, tree: &str, bin: &str) {
+        let p = |path: &str| shell_path(path);
+        match &self.llama {
+            Llama::Build { cache } => {
+                let env = format!("{job}/llama-env.sh");
+                let _ = writeln!(
+                    s,
+                    "cat > {} <<'OB_LLAMA_ENV'\n{LLAMA_ENV_SCRIPT}OB_LLAMA_ENV",
+                    p(&env)
+                );
+                let _ = writeln!(s, "bash {} {} >/dev/null", p(&env), p(cache));
+            }
+            Llama::Prebuilt { dir, key } => {
+                let _ = writeln!(
+                    s,
+                    "if ! {server} --version 2>&1 | grep -q '(build {LLAMA_BUILD},' || [ ! -x {quantize} ] || [ ! -f {converter} ]; then\n  echo {msg} >&2\n  exit {REFUSED_STATUS}\nfi",
+                    server = p(&format!("{bin}/llama-server")),
+                    quantize = p(&format!("{bin}/llama-quantize")),
+                    converter = p(&format!("{tree}/convert_hf_to_gguf.py")),
+                    msg = quote(&format!(
+                        "{LINE_PREFIX}{REFUSED}`{key}` = `{dir}` is not a llama.cpp b{LLAMA_BUILD} tree (convert_hf_to_gguf.py, build/bin/llama-server and build/bin/llama-quantize); point it at one or unset it to build the pinned llama.cpp"
+                    )),
+                );
+            }
+        }
+    }
+
+    fn merge_step(s: &mut String, spec: &JobSpec, run: &str, work: &str) -> String {
+        let p = |path: &str| shell_path(path);
+        step(s, "3/6 merge into export-work/");
+        let merged = format!("{work}/{MERGED_DIR}");
+        let _ = writeln!(
+            s,
+            "(cd {} && {} --lora-model-dir={} --output-dir={})",
+            p(run),
+            exec::stage_command(spec, "axolotl", &["merge-lora", AXOLOTL_YAML]),
+            p(&format!("{run}/{OUTPUT_DIR}")),
+            p(work)
+        );
+        let _ = writeln!(
+            s,
+            "for f in {out}/tokenizer.json {out}/tokenizer.model {out}/tokenizer_config.json {out}/special_tokens_map.json {out}/chat_template.jinja; do\n  if [ -e \"$f\" ] && [ ! -e {merged}/\"${{f##*/}}\" ]; then cp \"$f\" {merged}/; fi\ndone",
+            out = p(&format!("{run}/{OUTPUT_DIR}")),
+            merged = p(&merged),
+        );
+        merged
+    }
+
+    fn check_step(&self, s: &mut String, python: &str, paths: &[&str; 6]) {
+        let p = |path: &str| shell_path(path);
+        let [tree, bin, staged, tokenizer, work, run] = *paths;
+        let gguf_dir = format!("{run}/{OUTPUT_DIR}/{GGUF_DIR}");
+        let _ = writeln!(s, "mkdir -p {}", p(&gguf_dir));
+        let _ = writeln!(
+            s,
+            "{python} check --tree {} --gguf {} --tokenizer {} --name {} --server {} --modelfile {} --export-json {} --quantize {} --file {} --num-ctx {}",
+            p(tree),
+            p(staged),
+            p(tokenizer),
+            quote(&self.run_id),
+            p(&format!("{bin}/llama-server")),
+            p(&format!("{work}/Modelfile")),
+            p(&self.export_json),
+            quote(&self.quantize),
+            quote(&self.file()),
+            self.num_ctx
+        );
+        let _ = writeln!(
+            s,
+            "mv {} {}/\nmv {} {}/",
+            p(staged),
+            p(&gguf_dir),
+            p(&format!("{work}/Modelfile")),
+            p(&gguf_dir)
+        );
+    }
+}
+
+/// The export stage of a training job with `[export] after_training = true` (EXP-12):
+/// [`Plan::script`] in a subshell (so its `EXIT` trap stays its own), run in the run
+/// directory after the merge; its `export-work/` is there, and `export.json` goes to
+/// `output/gguf/` so it comes back with `output/` \[design\].
+#[must_use]
+pub fn in_job(plan: &Plan, spec: &JobSpec) -> String {
+    format!("(\n{})", plan.script(spec))
+}
+
+fn step(script: &mut String, what: &str) {
+    let _ = writeln!(
+        script,
+        "echo {} >&2",
+        quote(&format!("{LINE_PREFIX}step {what}"))
+    );
+}
+
+/// The refusal a job's log ends with, if any: the text after `refused: ` of its last
+/// refusal line.
+#[must_use]
+pub fn refusal(log: &str) -> Option<&str> {
+    log.lines()
+        .rev()
+        .find_map(|line| line.trim().strip_prefix(LINE_PREFIX)?.strip_prefix(REFUSED))
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests run the script's shell with sh"
+)]
+mod tests {
+    use super::*;
+    use crate::exec::JobRuntime;
+
+    fn plan(source: Source, quantize: &str) -> Plan {
+        Plan {
+            run_id: "r_1".into(),
+            run_dir: "/w/r_1".into(),
+            job_dir: "/w/r_1/exports/export_1".into(),
+            quantize: quantize.into(),
+            llama: Llama::Prebuilt {
+                dir: "/opt/llama.cpp/".into(),
+                key: "targets.local.llama_cpp_dir".into(),
+            },
+            source,
+            pre_tokenizer: Some("gpt-2".into()),
+            num_ctx: 256,
+            export_json: "/w/r_1/exports/export_1/export.json".into(),
+        }
+    }
+
+    fn spec() -> JobSpec {
+        JobSpec {
+            run_id: "r_1".into(),
+            run_dir: "/w/r_1".into(),
+            hf_home: "/w/.hf-cache".into(),
+            runtime: JobRuntime::Native {
+                venv: Some("/venv".into()),
+            },
+            secret_names: Vec::new(),
+            env: crate::train::job::environment(),
+        }
+    }
+
+    #[test]
+    fn the_preflight_comes_before_the_merge_and_the_merge_before_the_conversion() {
+        let plan = plan(
+            Source::Adapter {
+                base_model: "/m".into(),
+            },
+            "Q8_0",
+        );
+        let full = plan.script(&spec());
+        // The steps come after the embedded tool's text.
+        let script = &full[full.rfind("OB_EXPORT_TOOL").unwrap()..];
+        let at = |what: &str| {
+            script
+                .find(what)
+                .unwrap_or_else(|| panic!("{what}: {script}"))
+        };
+        assert!(at(" preflight ") < at("'merge-lora'"));
+        assert!(at("'merge-lora'") < at(" convert "));
+        assert!(at(" convert ") < at("llama-quantize' '"));
+        assert!(at("llama-quantize' '") < at(" check "));
+        assert!(script.contains("--merge"), "{script}");
+        assert!(script.contains("--pre-tokenizer 'gpt-2'"), "{script}");
+        assert!(
+            full.contains("trap 'rm -rf '\\''/w/r_1/exports/export_1/export-work'\\'''"),
+            "{script}"
+        );
+        assert!(script.contains("'/venv'/bin/'python3'"), "{script}");
+        crate::exec::shellcheck::assert_passes(&spec().job(&full, Vec::new()).script, "SC2016");
+    }
+
+    #[test]
+    fn f16_and_bf16_skip_the_quantizer_and_a_merged_model_skips_the_merge() {
+        for quantize in ["F16", "BF16"] {
+            let script =
+                plan(Source::Model("/w/r_1/output/merged".into()), quantize).script(&spec());
+            assert!(!script.contains("llama-quantize' '"), "{script}");
+            assert!(!script.contains("merge-lora"), "{script}");
+            assert!(
+                script.contains(&format!("--outtype {}", quantize.to_lowercase())),
+                "{script}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_trap_removes_the_work_directory_when_a_step_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = dir.path().join("job");
+        std::fs::create_dir_all(job.join(WORK_DIR)).unwrap();
+        let mut plan = plan(Source::Model("/nowhere".into()), "Q8_0");
+        plan.job_dir = job.to_string_lossy().into_owned();
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(plan.script(&spec()))
+            .current_dir(&job)
+            .output()
+            .unwrap();
+        assert_eq!(status.status.code(), Some(REFUSED_STATUS));
+        let log = String::from_utf8_lossy(&status.stderr);
+        assert!(
+            refusal(&log)
+                .unwrap()
+                .contains("`targets.local.llama_cpp_dir` = `/opt/llama.cpp/`"),
+            "{log}"
+        );
+        assert!(!job.join(WORK_DIR).exists());
+    }
+}
