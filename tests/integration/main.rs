@@ -64,3 +64,5 @@ mod runpod_driver;
 mod runpod_watchdog;
 // Flows: `train` on a `runpod` target through the binary, its pods real (issue 12, case 1).
 mod runpod_train;
+// Flows: the Runpod API's faults through the binary, its pods real (issue 12, case 3).
+mod runpod_faults;
