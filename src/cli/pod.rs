@@ -56,9 +56,13 @@ pub async fn run(ctx: &Context, command: &PodCommand) -> anyhow::Result<ExitCode
     let (project, loaded) = ctx.load()?;
     match command {
         PodCommand::Ls => {
-            let (reconciled, rows) = manage::list(&project, &loaded.settings, &loaded.env).await?;
+            let (reconciled, strays, rows) =
+                manage::list(&project, &loaded.settings, &loaded.env).await?;
             for done in &reconciled {
                 errln!("{}", reconciled_text(done));
+            }
+            for stray in &strays {
+                errln!("warning: {}", manage::stray_text(stray));
             }
             let mut lines = vec![format!(
                 "{:<20} {:<40} {:<12} {:<24} {:>10} {:>8}",
@@ -97,6 +101,12 @@ pub async fn run(ctx: &Context, command: &PodCommand) -> anyhow::Result<ExitCode
                 args.force,
             ))
             .await?;
+            for done in &removed.reconciled {
+                errln!("{}", reconciled_text(done));
+            }
+            for stray in &removed.strays {
+                errln!("warning: {}", manage::stray_text(stray));
+            }
             for pod in &removed.removed {
                 outln!("removed pod {pod}");
             }

@@ -24,7 +24,7 @@ fn count(project: &crate::runpod_train::PodProject, method: &str, path: &str) ->
 
 /// Starts `train`, waits for `pod.json` to name a pod, interrupts it (Ctrl-C) and
 /// returns its output: the run fails before its job existed and the pod is deleted.
-async fn interrupted_once_the_pod_exists(
+fn interrupted_once_the_pod_exists(
     project: &crate::runpod_train::PodProject,
 ) -> std::process::Output {
     let child = tokio::task::block_in_place(|| {
@@ -64,8 +64,7 @@ async fn runpod_train_stops_at_402_with_no_pod_and_deletes_its_host_key_secret()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runpod_train_waits_out_429_adopts_the_pod_a_500_hid_and_retries_a_204_delete_until_gone()
-{
+async fn runpod_train_waits_out_429_adopts_the_pod_a_500_hid_and_retries_a_204_delete_until_gone() {
     let project = pod_project(r#"["A"]"#).await;
     {
         let mut state = project.standin.state();
@@ -75,7 +74,7 @@ async fn runpod_train_waits_out_429_adopts_the_pod_a_500_hid_and_retries_a_204_d
         state.faults.ignored_deletes = 2;
         state.faults.ssh_after_polls = 1000;
     }
-    let output = interrupted_once_the_pod_exists(&project).await;
+    let output = interrupted_once_the_pod_exists(&project);
     let all = text(&output);
     assert!(!output.status.success(), "{all}");
     assert!(all.contains("rate limited, waiting 1s"), "{all}");
@@ -110,7 +109,7 @@ async fn runpod_train_adopts_the_pod_of_a_create_that_timed_out_and_never_makes_
         state.faults.slow_create = Some(Duration::from_secs(90));
         state.faults.ssh_after_polls = 1000;
     }
-    let output = interrupted_once_the_pod_exists(&project).await;
+    let output = interrupted_once_the_pod_exists(&project);
     let all = text(&output);
     assert!(!output.status.success(), "{all}");
     assert!(all.contains("timed out"), "{all}");
@@ -132,7 +131,7 @@ async fn runpod_a_pod_still_listed_after_its_deletion_is_reported_with_id_and_ra
         state.faults.ignored_deletes = u32::MAX;
         state.faults.ssh_after_polls = 1000;
     }
-    let output = interrupted_once_the_pod_exists(&project).await;
+    let output = interrupted_once_the_pod_exists(&project);
     let all = text(&output);
     assert!(!output.status.success(), "{all}");
     let pod = project.standin.state().pods[0].id.clone();
