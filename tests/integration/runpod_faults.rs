@@ -3,7 +3,8 @@
 //! a 500 after the pod was made and a create that times out are resolved by adopting
 //! the pod (never a second one); a `DELETE` answered 204 while the pod stays listed is
 //! retried until the pod is gone, and one that stays listed is reported with its ID and
-//! rate at every later command until it is gone (POD-62). The pods are real (Podman containers of the stand-in);
+//! rate at every later command until it is gone (POD-62), and its run's host-key secret
+//! is swept once it is (POD-63). The pods are real (Podman containers of the stand-in);
 //! each test stops before the job exists (the pod shows `RUNNING` without its SSH
 //! endpoint, then Ctrl-C), so the deletion path runs without training.
 
@@ -160,5 +161,51 @@ async fn runpod_a_pod_still_listed_after_its_deletion_is_reported_with_id_and_ra
     let all = text(&output);
     assert!(!all.contains(&stray), "{all}");
     assert_eq!(pod_state(&project).unwrap()["state"], "deleted");
+    assert_clean(&project);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_the_host_key_secret_of_an_ended_run_whose_pod_is_gone_is_swept_by_the_next_command()
+{
+    let project = pod_project(r#"["A"]"#).await;
+    {
+        let mut state = project.standin.state();
+        state.faults.ignored_deletes = u32::MAX;
+        state.faults.ssh_after_polls = 1000;
+    }
+    let output = interrupted_once_the_pod_exists(&project);
+    let all = text(&output);
+    assert!(!output.status.success(), "{all}");
+    // The pod stayed listed, so its run's host-key secret was kept.
+    let live = |project: &crate::runpod_train::PodProject| {
+        project
+            .standin
+            .state()
+            .secrets
+            .iter()
+            .filter(|s| s.deleted.is_none())
+            .count()
+    };
+    assert_eq!(live(&project), 1, "{all}");
+    // The pod goes outside overbrainer (the Runpod console).
+    project.standin.state().faults.ignored_deletes = 0;
+    let pod = project.standin.state().pods[0].id.clone();
+    project
+        .standin
+        .client(Duration::from_secs(30))
+        .delete_pod(&pod)
+        .await
+        .unwrap();
+    let output = overbrainer(&project.training, &["pod", "ls"]).await;
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    assert!(!all.contains(&format!("pod {pod} (")), "{all}");
+    assert_eq!(live(&project), 0, "{all}");
+    assert!(pod_state(&project).unwrap()["host_key_secret_id"].is_null());
+    // Swept once: the next command does not delete it again.
+    let deletes = count(&project, "DELETE", "/v2/account/secrets");
+    let output = overbrainer(&project.training, &["pod", "ls"]).await;
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(count(&project, "DELETE", "/v2/account/secrets"), deletes);
     assert_clean(&project);
 }

@@ -56,9 +56,9 @@ pub async fn list(
     project: &Project,
     settings: &Settings,
     env: &EnvSnapshot,
-) -> Result<(Vec<Reconciled>, Vec<Stray>, Vec<PodRow>), RunError> {
+) -> Result<(Listed, Vec<PodRow>), RunError> {
     let client = client(settings, env).await?;
-    let (reconciled, strays) = check(&client, TimeScale::from_env(env), project).await?;
+    let (reconciled, strays, unswept) = check(&client, TimeScale::from_env(env), project).await?;
     let pods = client.list_pods().await.map_err(|e| RunError::Pod {
         run_id: "-".to_owned(),
         reason: e.to_string(),
@@ -83,7 +83,25 @@ pub async fn list(
             }
         })
         .collect();
-    Ok((reconciled, strays, rows))
+    Ok((
+        Listed {
+            reconciled,
+            strays,
+            unswept,
+        },
+        rows,
+    ))
+}
+
+/// What the check before `pod ls` found ([`check`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    /// Pods past their bound deleted first.
+    pub reconciled: Vec<Reconciled>,
+    /// Strays (POD-62).
+    pub strays: Vec<Stray>,
+    /// Host-key secrets the sweep could not delete, and why (POD-63).
+    pub unswept: Vec<String>,
 }
 
 /// An overbrainer pod past its bound that this process deleted (issue 12,
@@ -120,7 +138,8 @@ pub async fn reconcile(
 }
 
 /// [`reconcile`], then the strays of `project` among the pods still listed
-/// ([`strays`]): the check every Runpod command makes first.
+/// ([`strays`]) and the secrets sweep ([`sweep_secrets`], whose failures come third):
+/// the check every Runpod command makes first.
 ///
 /// # Errors
 /// [`RunError::Pod`] when the pods cannot be listed.
@@ -128,7 +147,7 @@ pub async fn check(
     client: &RunpodClient,
     scale: TimeScale,
     project: &Project,
-) -> Result<(Vec<Reconciled>, Vec<Stray>), RunError> {
+) -> Result<(Vec<Reconciled>, Vec<Stray>, Vec<String>), RunError> {
     let pods = client.list_pods().await.map_err(|e| RunError::Pod {
         run_id: "-".to_owned(),
         reason: e.to_string(),
@@ -143,7 +162,51 @@ pub async fn check(
         .into_iter()
         .filter(|p| !gone.contains(&p.id.as_str()))
         .collect();
-    Ok((done, strays(project, &left)))
+    let unswept = sweep_secrets(client, project, &left).await;
+    Ok((done, strays(project, &left), unswept))
+}
+
+/// The secrets sweep (POD-63) over this project's runs: the host-key secret of a run
+/// that has ended and has no pod listed any more is deleted (404 counts as deleted) and
+/// dropped from its `pod.json`, so that no later command deletes it again; a run in
+/// progress keeps its secret. The API lists no secrets, so secrets of runs not in this
+/// project are beyond it. Returns, for each secret that could not be deleted, why.
+async fn sweep_secrets(client: &RunpodClient, project: &Project, pods: &[Pod]) -> Vec<String> {
+    let runs_dir = project.runs_dir();
+    let mut failed = Vec::new();
+    for entry in std::fs::read_dir(&runs_dir).into_iter().flatten().flatten() {
+        let Some(run) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let dir = entry.path();
+        let (Ok(record), Ok(Some(mut pod))) =
+            (RunRecord::load(&runs_dir, &run), PodRecord::read(&dir))
+        else {
+            continue;
+        };
+        let listed = pods.iter().any(|p| {
+            run_of(p).as_deref() == Some(run.as_str()) || pod.pod_id.as_ref() == Some(&p.id)
+        });
+        let Some(secret) = pod.host_key_secret_id.clone() else {
+            continue;
+        };
+        if !record.state.is_terminal() || listed {
+            continue;
+        }
+        let swept = match client.delete_secret(&secret).await {
+            Ok(()) => {
+                pod.host_key_secret_id = None;
+                pod.save(&dir).map_err(|e| e.to_string())
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        if let Err(why) = swept {
+            failed.push(format!(
+                "the host-key secret {secret} of run `{run}` could not be deleted: {why}"
+            ));
+        }
+    }
+    failed
 }
 
 /// Why no rule of overbrainer will remove a pod (POD-62).

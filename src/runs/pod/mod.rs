@@ -92,7 +92,10 @@ pub(super) async fn check_account(
     project: &Project,
     events: &Events,
 ) -> Result<(), RunError> {
-    let (reconciled, strays) = manage::check(client, scale, project).await?;
+    let (reconciled, strays, unswept) = manage::check(client, scale, project).await?;
+    for why in unswept {
+        emit(events, RunEvent::Warning(super::RunWarning::PodStray(why)));
+    }
     for stray in &strays {
         emit(
             events,
