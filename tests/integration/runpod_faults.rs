@@ -209,3 +209,73 @@ async fn runpod_the_host_key_secret_of_an_ended_run_whose_pod_is_gone_is_swept_b
     assert_eq!(count(&project, "DELETE", "/v2/account/secrets"), deletes);
     assert_clean(&project);
 }
+
+/// `kill -9` of `train` once `ready` holds on the stand-in; the run's ID.
+fn killed_when(
+    project: &crate::runpod_train::PodProject,
+    what: &str,
+    ready: impl Fn(&crate::runpod_train::PodProject) -> bool,
+) -> String {
+    tokio::task::block_in_place(|| {
+        let child = project.training.spawn(&["train", "--target", "pod"]);
+        crate::util::poll(crate::training::DEADLINE, what, || {
+            if ready(project) { Ok(()) } else { Err(()) }
+        });
+        crate::util::signal(child.id(), "KILL");
+        let _ = crate::training::finish(child);
+        project.training.run_ids().remove(0)
+    })
+}
+
+/// `train attach` of a run whose start was killed: the run fails as ended before its
+/// job existed, and nothing is left on the stand-in.
+async fn attach_fails_the_start_and_leaves_nothing(
+    project: &crate::runpod_train::PodProject,
+    id: &str,
+) {
+    assert_eq!(project.training.record(id)["state"], "starting");
+    let output = overbrainer(&project.training, &["train", "attach", id]).await;
+    let all = text(&output);
+    let record = project.training.record(id);
+    assert_eq!(record["state"], "failed", "{record}\n{all}");
+    assert!(
+        record["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ended before its job existed"),
+        "{record}"
+    );
+    assert_clean(project);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_kill_9_before_the_create_call_leaves_no_pod_and_train_attach_deletes_the_secret() {
+    let project = pod_project(r#"["A"]"#).await;
+    {
+        let mut state = project.standin.state();
+        // The first create answers 429 with a long Retry-After: the binary waits
+        // before its next create call, and dies there.
+        state.faults.rate_limited = 1;
+        state.faults.retry_after = 3600;
+    }
+    let id = killed_when(&project, "a rate-limited create", |p| {
+        p.standin.state().faults.rate_limited == 0
+            && pod_state(p).is_some_and(|pod| pod["pod_id"].is_null())
+    });
+    assert!(project.standin.state().pods.is_empty());
+    attach_fails_the_start_and_leaves_nothing(&project, &id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_kill_9_while_the_create_call_returns_and_train_attach_finds_and_deletes_the_pod() {
+    let project = pod_project(r#"["A"]"#).await;
+    // The pod exists, its answer is on its way when the binary dies.
+    project.standin.state().faults.slow_create = Some(Duration::from_secs(3600));
+    let id = killed_when(&project, "a pod made", |p| {
+        !p.standin.state().pods.is_empty()
+    });
+    assert!(pod_state(&project).is_some_and(|pod| pod["pod_id"].is_null()));
+    attach_fails_the_start_and_leaves_nothing(&project, &id).await;
+    let pods = project.standin.state().pods.clone();
+    assert_eq!(pods.len(), 1, "{pods:?}");
+}
