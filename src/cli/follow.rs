@@ -346,7 +346,8 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         } => format!("cannot reach target `{target}` ({failures}/{limit}): {cause}"),
         RunWarning::TemplateDropsReasoning(text)
         | RunWarning::Metrics(text)
-        | RunWarning::PodFailed(text) => text.clone(),
+        | RunWarning::PodFailed(text)
+        | RunWarning::PodStray(text) => text.clone(),
         RunWarning::PodReconciled {
             pod,
             run_id,

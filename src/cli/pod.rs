@@ -56,9 +56,15 @@ pub async fn run(ctx: &Context, command: &PodCommand) -> anyhow::Result<ExitCode
     let (project, loaded) = ctx.load()?;
     match command {
         PodCommand::Ls => {
-            let (reconciled, rows) = manage::list(&project, &loaded.settings, &loaded.env).await?;
-            for done in &reconciled {
+            let (listed, rows) = manage::list(&project, &loaded.settings, &loaded.env).await?;
+            for done in &listed.reconciled {
                 errln!("{}", reconciled_text(done));
+            }
+            for stray in &listed.strays {
+                errln!("warning: {}", manage::stray_text(stray));
+            }
+            for why in &listed.unswept {
+                errln!("warning: {why}");
             }
             let mut lines = vec![format!(
                 "{:<20} {:<40} {:<12} {:<24} {:>10} {:>8}",
@@ -97,6 +103,12 @@ pub async fn run(ctx: &Context, command: &PodCommand) -> anyhow::Result<ExitCode
                 args.force,
             ))
             .await?;
+            for done in &removed.reconciled {
+                errln!("{}", reconciled_text(done));
+            }
+            for stray in &removed.strays {
+                errln!("warning: {}", manage::stray_text(stray));
+            }
             for pod in &removed.removed {
                 outln!("removed pod {pod}");
             }

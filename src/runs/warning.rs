@@ -75,6 +75,9 @@ pub enum RunWarning {
         /// Why it could not be confirmed gone.
         failed: Option<String>,
     },
+    /// An overbrainer pod that no rule will remove, with its ID and rate
+    /// ([`crate::runs::pod::manage::stray_text`], POD-62).
+    PodStray(String),
     /// `--keep-pod`: the run's pod stays with no limit until `pod rm` (POD-61); the
     /// command that reaches it.
     PodKept {

@@ -71,3 +71,5 @@ mod runpod_train;
 mod hub_standin;
 // Flows: `push` of a trained run to the Hub stand-in, read back by `huggingface_hub`.
 mod hub;
+// Flows: the Runpod API's faults through the binary, its pods real (issue 12, case 3).
+mod runpod_faults;

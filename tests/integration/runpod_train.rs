@@ -18,7 +18,7 @@ use crate::engines::container_env;
 use crate::runpod_standin::Standin;
 use crate::training::{Setup, Training, training_env};
 
-const KEY: &str = "rpa_CANARY3Zr8Kw5Tq1Vm7Hx4Lb9Nd2Jf6Ps0Gc";
+pub(crate) const KEY: &str = "rpa_CANARY3Zr8Kw5Tq1Vm7Hx4Lb9Nd2Jf6Ps0Gc";
 
 /// One rule second lasts 50 ms: `max_hours = 10` is 30 minutes, readiness 45 s.
 const SECOND_MS: &str = "50";
@@ -40,13 +40,13 @@ async fn forwarder(to: std::net::SocketAddr) -> std::net::SocketAddr {
 }
 
 /// The demo project with a `pod` target on the stand-in, and the binary's environment.
-struct PodProject {
-    training: Training,
-    standin: Standin,
+pub(crate) struct PodProject {
+    pub(crate) training: Training,
+    pub(crate) standin: Standin,
     _env: tempfile::TempDir,
 }
 
-async fn pod_project(gpu_types: &str) -> PodProject {
+pub(crate) async fn pod_project(gpu_types: &str) -> PodProject {
     pod_project_of(gpu_types, 2).await
 }
 
@@ -92,7 +92,7 @@ async fn pod_project_of(gpu_types: &str, max_steps: u32) -> PodProject {
 }
 
 /// Runs the binary off the runtime's threads (the stand-in answers on them).
-async fn overbrainer(project: &Training, args: &[&str]) -> std::process::Output {
+pub(crate) async fn overbrainer(project: &Training, args: &[&str]) -> std::process::Output {
     let mut cmd = project.cmd();
     cmd.args(args);
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
@@ -100,7 +100,7 @@ async fn overbrainer(project: &Training, args: &[&str]) -> std::process::Output 
         .unwrap()
 }
 
-fn text(output: &std::process::Output) -> String {
+pub(crate) fn text(output: &std::process::Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
         output.status,
@@ -111,7 +111,7 @@ fn text(output: &std::process::Output) -> String {
 
 /// Every pod deleted within its bound and nothing left; the key and the host private
 /// key in no request but their own.
-fn assert_clean(project: &PodProject) {
+pub(crate) fn assert_clean(project: &PodProject) {
     project.standin.assert_nothing_left();
     let state = project.standin.state();
     for pod in &state.pods {
@@ -305,7 +305,7 @@ async fn runpod_train_refuses_before_any_pod_without_key_without_secrets_access_
 }
 
 /// The pod's state in `pod.json` of the only run, once there is one.
-fn pod_state(project: &PodProject) -> Option<serde_json::Value> {
+pub(crate) fn pod_state(project: &PodProject) -> Option<serde_json::Value> {
     let id = project.training.run_ids().into_iter().next()?;
     let text = std::fs::read_to_string(project.training.runs().join(&id).join("pod.json")).ok()?;
     serde_json::from_str(&text).ok()

@@ -111,6 +111,7 @@ pub async fn take_up(
         .ok_or_else(|| pod_error("the run has no `pod.json`".to_owned()))?;
     let facts = recorded.facts().map_err(pod_error)?;
     let client = client(settings, env).await?;
+    super::check_account(&client, TimeScale::from_env(env), project, events).await?;
     if let Some(pod_id) = &recorded.pod_id {
         let found = client
             .get_pod(pod_id)

@@ -56,9 +56,9 @@ pub async fn list(
     project: &Project,
     settings: &Settings,
     env: &EnvSnapshot,
-) -> Result<(Vec<Reconciled>, Vec<PodRow>), RunError> {
+) -> Result<(Listed, Vec<PodRow>), RunError> {
     let client = client(settings, env).await?;
-    let reconciled = reconcile(&client, TimeScale::from_env(env)).await?;
+    let (reconciled, strays, unswept) = check(&client, TimeScale::from_env(env), project).await?;
     let pods = client.list_pods().await.map_err(|e| RunError::Pod {
         run_id: "-".to_owned(),
         reason: e.to_string(),
@@ -83,7 +83,25 @@ pub async fn list(
             }
         })
         .collect();
-    Ok((reconciled, rows))
+    Ok((
+        Listed {
+            reconciled,
+            strays,
+            unswept,
+        },
+        rows,
+    ))
+}
+
+/// What the check before `pod ls` found ([`check`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    /// Pods past their bound deleted first.
+    pub reconciled: Vec<Reconciled>,
+    /// Strays (POD-62).
+    pub strays: Vec<Stray>,
+    /// Host-key secrets the sweep could not delete, and why (POD-63).
+    pub unswept: Vec<String>,
 }
 
 /// An overbrainer pod past its bound that this process deleted (issue 12,
@@ -116,6 +134,163 @@ pub async fn reconcile(
         run_id: "-".to_owned(),
         reason: e.to_string(),
     })?;
+    Ok(reconcile_listed(client, &pods, scale).await)
+}
+
+/// [`reconcile`], then the strays of `project` among the pods still listed
+/// ([`strays`]) and the secrets sweep ([`sweep_secrets`], whose failures come third):
+/// the check every Runpod command makes first.
+///
+/// # Errors
+/// [`RunError::Pod`] when the pods cannot be listed.
+pub async fn check(
+    client: &RunpodClient,
+    scale: TimeScale,
+    project: &Project,
+) -> Result<(Vec<Reconciled>, Vec<Stray>, Vec<String>), RunError> {
+    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
+        run_id: "-".to_owned(),
+        reason: e.to_string(),
+    })?;
+    let done = reconcile_listed(client, &pods, scale).await;
+    let gone: Vec<&str> = done
+        .iter()
+        .filter(|d| d.failed.is_none())
+        .map(|d| d.pod.as_str())
+        .collect();
+    let left: Vec<Pod> = pods
+        .into_iter()
+        .filter(|p| !gone.contains(&p.id.as_str()))
+        .collect();
+    let unswept = sweep_secrets(client, project, &left).await;
+    Ok((done, strays(project, &left), unswept))
+}
+
+/// The secrets sweep (POD-63) over this project's runs: the host-key secret of a run
+/// that has ended and has no pod listed any more is deleted (404 counts as deleted) and
+/// dropped from its `pod.json`, so that no later command deletes it again; a run in
+/// progress keeps its secret. The API lists no secrets, so secrets of runs not in this
+/// project are beyond it. Returns, for each secret that could not be deleted, why.
+async fn sweep_secrets(client: &RunpodClient, project: &Project, pods: &[Pod]) -> Vec<String> {
+    let runs_dir = project.runs_dir();
+    let mut failed = Vec::new();
+    for entry in std::fs::read_dir(&runs_dir).into_iter().flatten().flatten() {
+        let Some(run) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let dir = entry.path();
+        let (Ok(record), Ok(Some(mut pod))) =
+            (RunRecord::load(&runs_dir, &run), PodRecord::read(&dir))
+        else {
+            continue;
+        };
+        let listed = pods.iter().any(|p| {
+            run_of(p).as_deref() == Some(run.as_str()) || pod.pod_id.as_ref() == Some(&p.id)
+        });
+        let Some(secret) = pod.host_key_secret_id.clone() else {
+            continue;
+        };
+        if !record.state.is_terminal() || listed {
+            continue;
+        }
+        let swept = match client.delete_secret(&secret).await {
+            Ok(()) => {
+                pod.host_key_secret_id = None;
+                pod.save(&dir).map_err(|e| e.to_string())
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        if let Err(why) = swept {
+            failed.push(format!(
+                "the host-key secret {secret} of run `{run}` could not be deleted: {why}"
+            ));
+        }
+    }
+    failed
+}
+
+/// Why no rule of overbrainer will remove a pod (POD-62).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrayCause {
+    /// Its run in this project has ended (a deletion that left it listed, a kept pod).
+    Ended,
+    /// Its run is not in this project's `runs/`.
+    NotInProject,
+    /// Named like overbrainer's pods without a usable run marker.
+    NoMarker,
+}
+
+/// An overbrainer pod that no rule will remove: reported, never deleted (POD-62).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stray {
+    /// Pod ID.
+    pub pod: String,
+    /// Its run marker.
+    pub run_id: Option<String>,
+    /// USD per hour, when Runpod gives it.
+    pub rate: Option<f64>,
+    /// Why it is a stray.
+    pub cause: StrayCause,
+}
+
+/// The strays among `pods` (POD-62, issue 12's "gone means gone"): overbrainer pods
+/// whose run in `project` has ended, whose run is not in `project`, or that carry no
+/// run marker. A pod of a run in progress is its owner's.
+#[must_use]
+pub fn strays(project: &Project, pods: &[Pod]) -> Vec<Stray> {
+    let runs_dir = project.runs_dir();
+    pods.iter()
+        .filter(|pod| ours(pod))
+        .filter_map(|pod| {
+            let run_id = run_of(pod);
+            let cause = match &run_id {
+                None => StrayCause::NoMarker,
+                Some(run) if !project.run_dir(run).join("run.json").is_file() => {
+                    StrayCause::NotInProject
+                }
+                Some(run) => match RunRecord::load(&runs_dir, run) {
+                    Ok(record) if record.state.is_terminal() => StrayCause::Ended,
+                    _ => return None,
+                },
+            };
+            Some(Stray {
+                pod: pod.id.clone(),
+                run_id,
+                rate: pod.view().cost_per_hour,
+                cause,
+            })
+        })
+        .collect()
+}
+
+/// The warning of a stray: its ID, its rate and what removes it.
+#[must_use]
+pub fn stray_text(stray: &Stray) -> String {
+    let rate = stray
+        .rate
+        .map_or_else(|| "rate unknown".to_owned(), |r| format!("{r:.3} USD/h"));
+    match (&stray.run_id, stray.cause) {
+        (Some(run), StrayCause::Ended) => format!(
+            "pod {} ({rate}) of run `{run}` is still listed though its run ended: it bills until it is gone; `overbrainer pod rm {run}` deletes it",
+            stray.pod
+        ),
+        (Some(run), StrayCause::NotInProject) => format!(
+            "pod {} ({rate}) of run `{run}`, not in this project's runs/, is still listed; `overbrainer pod rm {run} --force` deletes it",
+            stray.pod
+        ),
+        _ => format!(
+            "pod {} ({rate}) is named like overbrainer's pods but carries no run marker; delete it in the Runpod console",
+            stray.pod
+        ),
+    }
+}
+
+/// The reconciliation of [`reconcile`] over pods already listed.
+async fn reconcile_listed(
+    client: &RunpodClient,
+    pods: &[Pod],
+    scale: TimeScale,
+) -> Vec<Reconciled> {
     let rules = deletion_rules(scale);
     let grace = rules.snapshot_window + rules.client_guard;
     let now = crate::runpod::driver::now();
@@ -143,7 +318,7 @@ pub async fn reconcile(
             failed,
         });
     }
-    Ok(done)
+    done
 }
 
 /// What `pod rm` did.
@@ -155,6 +330,10 @@ pub struct Removed {
     pub left: Vec<String>,
     /// Whether the run was marked `failed` (`--force` on a run in progress).
     pub failed_run: bool,
+    /// Pods of any run past their bound that the reconciliation deleted first.
+    pub reconciled: Vec<Reconciled>,
+    /// The strays still listed besides the run's pods (POD-62).
+    pub strays: Vec<Stray>,
 }
 
 /// `pod rm RUN_ID [--force]` (POD-65..POD-67); the caller holds the project lock.
@@ -208,21 +387,25 @@ pub async fn remove(
         run_id: run_id.to_owned(),
         reason: e.to_string(),
     };
-    let pods = client.list_pods().await.map_err(api)?;
-    let mut of_run: Vec<&Pod> = pods
-        .iter()
-        .filter(|p| run_of(p).as_deref() == Some(run_id))
-        .collect();
-    if let Some(training) = &training_pod {
-        if !of_run.iter().any(|p| &p.id == training) {
-            if let Some(found) = pods.iter().find(|p| &p.id == training) {
-                of_run.push(found);
-            }
-        }
-    }
-    let mut outcome = Removed::default();
     let scale = TimeScale::from_env(env);
-    for pod in of_run {
+    let listed = client.list_pods().await.map_err(api)?;
+    // Reconciliation first (issue 12): pods past their bound go, whoever made them.
+    let reconciled = reconcile_listed(&client, &listed, scale).await;
+    let pods: Vec<Pod> = listed
+        .into_iter()
+        .filter(|p| {
+            !reconciled
+                .iter()
+                .any(|d| d.pod == p.id && d.failed.is_none())
+        })
+        .collect();
+    let (of_run, others) = split_run(pods, run_id, training_pod.as_ref());
+    let mut outcome = Removed {
+        strays: strays(project, &others),
+        reconciled,
+        ..Removed::default()
+    };
+    for pod in &of_run {
         if in_progress && !force && Some(&pod.id) == training_pod.as_ref() {
             outcome.left.push(pod.id.clone());
             continue;
@@ -259,6 +442,12 @@ pub async fn remove(
         outcome.failed_run = true;
     }
     Ok(outcome)
+}
+
+/// The pods of `run_id` (its marker, or its recorded training pod) and the others.
+fn split_run(pods: Vec<Pod>, run_id: &str, training_pod: Option<&String>) -> (Vec<Pod>, Vec<Pod>) {
+    pods.into_iter()
+        .partition(|p| run_of(p).as_deref() == Some(run_id) || Some(&p.id) == training_pod)
 }
 
 /// A Runpod run whose start died before its job existed (`kill -9` before, during or

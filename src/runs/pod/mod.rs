@@ -80,6 +80,41 @@ pub async fn client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClie
     .map_err(|e| RunError::RunpodKey(e.to_string()))
 }
 
+/// The check every Runpod command that holds the project makes first: the
+/// reconciliation of pods past their bound, whoever made them (issue 12), and the
+/// strays of this project (POD-62), reported as warnings.
+///
+/// # Errors
+/// [`RunError::Pod`] when the pods cannot be listed.
+pub(super) async fn check_account(
+    client: &RunpodClient,
+    scale: TimeScale,
+    project: &Project,
+    events: &Events,
+) -> Result<(), RunError> {
+    let (reconciled, strays, unswept) = manage::check(client, scale, project).await?;
+    for why in unswept {
+        emit(events, RunEvent::Warning(super::RunWarning::PodStray(why)));
+    }
+    for stray in &strays {
+        emit(
+            events,
+            RunEvent::Warning(super::RunWarning::PodStray(manage::stray_text(stray))),
+        );
+    }
+    for done in reconciled {
+        emit(
+            events,
+            RunEvent::Warning(super::RunWarning::PodReconciled {
+                pod: done.pod,
+                run_id: done.run_id,
+                failed: done.failed,
+            }),
+        );
+    }
+    Ok(())
+}
+
 /// `"auto"` comes with the next Runpod issue: refused naming the key, before anything.
 fn refuse_auto(name: &str, target: &RunpodTarget) -> Result<(), RunError> {
     let auto = |key: &str| {
@@ -143,16 +178,7 @@ pub async fn train(
     let secrets = start::job_secrets(settings, env).await?;
     let scale = TimeScale::from_env(env);
     // Reconciliation (issue 12): pods past their bound go first, whoever made them.
-    for done in manage::reconcile(&client, scale).await? {
-        emit(
-            events,
-            RunEvent::Warning(super::RunWarning::PodReconciled {
-                pod: done.pod,
-                run_id: done.run_id,
-                failed: done.failed,
-            }),
-        );
-    }
+    check_account(&client, scale, project, events).await?;
     let rules = Rules::new(runpod, options.keep_pod, scale);
 
     // The ID: a free local directory; the pod is fresh, so no claim can be taken yet.
