@@ -11,6 +11,7 @@
 //! cancel before the commit commits nothing; uploaded objects stay on the Hub, so the next
 //! push sends only the missing ones.
 
+pub mod after;
 pub mod card;
 pub mod client;
 pub mod files;
