@@ -56,6 +56,14 @@ fn project_with_run() -> (TestProject, String) {
         .read("overbrainer.toml")
         .replace("name = \"tiny test\"", "name = \"tiny_test\"");
     project.write("overbrainer.toml", &config);
+    // The local target's job directory is recorded by its absolute path: point the
+    // copy's at the copy, so a job it starts (an export) works in its own project.
+    let record = format!("runs/{}/run.json", trained.id);
+    let moved = project.read(&record).replace(
+        &trained.training.project.path().display().to_string(),
+        &project.path().display().to_string(),
+    );
+    project.write(&record, &moved);
     (project, trained.id.clone())
 }
 
