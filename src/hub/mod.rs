@@ -15,6 +15,7 @@ pub mod after;
 pub mod card;
 pub mod client;
 pub mod files;
+pub mod recorded;
 pub mod retry;
 pub mod svg;
 
@@ -381,6 +382,7 @@ fn write_card(
         ggufs,
         loss_curve: curve.is_some(),
         merged,
+        recorded: recorded::Recorded::read(&project.run_dir(&run.id)).as_ref(),
     });
     let card = write("README.md", &text)?;
     let card_path = card.local.clone();
