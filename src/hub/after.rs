@@ -38,6 +38,10 @@ pub enum Decision {
 
 /// What [`decide`] looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent yes/no facts of one decision, each its own table column"
+)]
 pub struct Facts {
     /// `[hub] after_training`.
     pub enabled: bool,

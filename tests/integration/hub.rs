@@ -686,6 +686,19 @@ fn attach_with_push(
 async fn after_training_pushes_an_attached_succeeded_run_once_and_attaching_again_makes_no_second_commit()
  {
     let (project, id) = project_with_run();
+    // `[training]` changed since the run: the card keeps what the run was trained with.
+    let config = project.read("overbrainer.toml");
+    assert!(
+        config.contains("learning_rate = 1e-3\nlora_r = 4\n"),
+        "{config}"
+    );
+    project.write(
+        "overbrainer.toml",
+        &config.replace(
+            "learning_rate = 1e-3\nlora_r = 4\n",
+            "learning_rate = 5e-2\nlora_r = 32\n",
+        ),
+    );
     let run_json = project.path().join("runs").join(&id).join("run.json");
     let before = std::fs::read(&run_json).expect("run.json");
     let hub = HubStandin::start().await;
@@ -716,7 +729,13 @@ async fn after_training_pushes_an_attached_succeeded_run_once_and_attaching_agai
             .expect("push.json");
     assert_eq!(record["commit"], head.as_str());
     let got = download(&hub, Some(&token), repo).await;
-    assert!(got.contains_key("merged/model.safetensors") && got.contains_key("README.md"));
+    assert!(got.contains_key("merged/model.safetensors"));
+    let card = String::from_utf8_lossy(&got["README.md"]);
+    assert!(card.contains("| learning rate | 0.001 |"), "{card}");
+    assert!(
+        card.contains("| LoRA r / alpha / dropout | 4 / 8 / "),
+        "{card}"
+    );
     // Again: push.json exists, so no second commit.
     let requests = hub.requests().len();
     let output = attach_with_push(&project, &hub, Some(&token), &id);
