@@ -4,8 +4,14 @@
 
 use std::process::ExitCode;
 
+use tokio_util::sync::CancellationToken;
+
 use super::Context;
-use crate::hub::{self, Event, Outcome};
+use crate::config::{EnvSnapshot, Settings};
+use crate::hub::after::{AfterOutcome, Skip};
+use crate::hub::{self, Event, HubError, Outcome, PushRecord};
+use crate::project::Project;
+use crate::runs::RunRecord;
 
 /// Arguments of `push`.
 #[derive(Debug, clap::Args)]
@@ -77,24 +83,19 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         overwrite_card: args.overwrite_card,
         dry_run: args.dry_run,
     };
-    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
-    let printer = tokio::spawn(async move {
-        while let Some(event) = received.recv().await {
-            render(&event);
-        }
-    });
     let cancel = super::follow::ctrl_c();
-    let outcome = hub::push(
-        &project,
-        &loaded.settings,
-        &ctx.env,
-        &request,
-        &events,
-        &cancel,
-    )
+    let outcome = rendered(async |events| {
+        hub::push(
+            &project,
+            &loaded.settings,
+            &ctx.env,
+            &request,
+            events,
+            &cancel,
+        )
+        .await
+    })
     .await;
-    drop(events);
-    let _ = printer.await;
     match outcome? {
         Outcome::DryRun(plan) => {
             outln!(
@@ -113,14 +114,73 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 card.display()
             );
         }
-        Outcome::Pushed { record, total } => {
-            outln!(
-                "pushed {} ({} files, {})",
-                record.url,
-                record.files,
-                mb(total)
-            );
-        }
+        Outcome::Pushed { record, total } => pushed_line(&record, total),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `flow` with a channel whose push events are rendered on stderr.
+async fn rendered<T>(flow: impl AsyncFnOnce(&tokio::sync::mpsc::UnboundedSender<Event>) -> T) -> T {
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let printer = tokio::spawn(async move {
+        while let Some(event) = received.recv().await {
+            render(&event);
+        }
+    });
+    let output = flow(&events).await;
+    drop(events);
+    let _ = printer.await;
+    output
+}
+
+/// HUB-10's last line.
+fn pushed_line(record: &PushRecord, total: u64) {
+    outln!(
+        "pushed {} ({} files, {})",
+        record.url,
+        record.files,
+        mb(total)
+    );
+}
+
+/// `[hub] after_training` (HUB-14, HUB-15): after `run` ended, push it when it succeeded
+/// and came back, saying how that went. A failed push is a warning: the run stays as it
+/// ended, and the exit status is the run's. The caller holds the project lock.
+pub(crate) async fn after_training(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    run: &RunRecord,
+    cancel: &CancellationToken,
+) {
+    if hub::after::decide(hub::after::facts(project, settings, run)) == hub::after::Decision::Push {
+        errln!(
+            "push: pushing run {} after training ([hub] after_training)",
+            run.id
+        );
+    }
+    let outcome = rendered(async |events| {
+        hub::after::after_training(project, settings, env, run, events, cancel).await
+    })
+    .await;
+    let id = &run.id;
+    match outcome {
+        AfterOutcome::Skipped(Skip::Off | Skip::NotSucceeded | Skip::NotRetrieved) => {}
+        AfterOutcome::Skipped(Skip::AlreadyPushed) => errln!(
+            "push: run {id} was pushed already (runs/{id}/hub/{}), so not again after training; `overbrainer push {id}` pushes it again",
+            hub::PUSH_JSON
+        ),
+        AfterOutcome::Skipped(Skip::NoToken) => tracing::warn!(
+            "the push after training is skipped: {} is not set; push the run later with: overbrainer push {id}",
+            hub::TOKEN_VAR
+        ),
+        AfterOutcome::Pushed { record, total } => pushed_line(&record, total),
+        AfterOutcome::Failed(error @ HubError::Cancelled { .. }) => {
+            tracing::warn!("{error}");
+        }
+        AfterOutcome::Failed(error) => tracing::warn!(
+            "the push after training failed: {error}; run {id} stays {}; push it with: overbrainer push {id}",
+            run.state.name()
+        ),
+    }
 }

@@ -35,6 +35,19 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
     Ok(match ended? {
         Ended::StageFailed(_) => code,
         Ended::Dataset => ExitCode::SUCCESS,
-        Ended::Trained(outcome) => follow::conclude(&outcome),
+        Ended::Trained(outcome) => {
+            let code = follow::conclude(&outcome);
+            if let crate::runs::Outcome::Ended(record) = &*outcome {
+                super::push::after_training(
+                    &session.project,
+                    &session.loaded.settings,
+                    &session.env,
+                    record,
+                    &session.context.cancel,
+                )
+                .await;
+            }
+            code
+        }
     })
 }

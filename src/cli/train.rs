@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use super::Context;
 use super::follow;
+use crate::runs::Outcome;
 use crate::runs::start::StartOptions;
 
 /// Arguments of `train`.
@@ -77,5 +78,9 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         )),
     )
     .await?;
-    Ok(follow::conclude(&outcome))
+    let code = follow::conclude(&outcome);
+    if let Outcome::Ended(record) = &outcome {
+        super::push::after_training(&project, &loaded.settings, &loaded.env, record, &cancel).await;
+    }
+    Ok(code)
 }

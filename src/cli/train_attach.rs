@@ -1,5 +1,6 @@
 //! `overbrainer train attach RUN_ID`: follow a run again, then retrieve its results and
-//! record its final state (RUN-43). Takes the project lock.
+//! record its final state (RUN-43), then push it with `[hub] after_training` (HUB-14).
+//! Takes the project lock.
 
 use std::process::ExitCode;
 
@@ -20,6 +21,23 @@ pub struct Args {
 ///
 /// For an invalid or unknown run ID, a held lock, or an unreachable target.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let outcome = follow::on_run(ctx, &args.run_id, crate::runs::control::attach).await?;
-    Ok(follow::conclude(&outcome))
+    let cancel = follow::ctrl_c();
+    let (project, loaded) = ctx.load()?;
+    let _lock = project.lock()?;
+    let (events, mut receiver) = follow::channel();
+    // Boxed: following a run is a large future.
+    let flow = Box::pin(crate::runs::control::attach(
+        &project,
+        &loaded.settings,
+        &loaded.env,
+        &args.run_id,
+        &events,
+        &cancel,
+    ));
+    let outcome = follow::drive(&mut receiver, flow).await?;
+    let code = follow::conclude(&outcome);
+    if let crate::runs::Outcome::Ended(record) = &outcome {
+        super::push::after_training(&project, &loaded.settings, &loaded.env, record, &cancel).await;
+    }
+    Ok(code)
 }

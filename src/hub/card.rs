@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use super::recorded::Recorded;
 use crate::config::{AdapterKind, Settings};
 use crate::runs::RunRecord;
 
@@ -29,6 +30,9 @@ pub struct CardInput<'a> {
     pub loss_curve: bool,
     /// Whether `merged/` is pushed.
     pub merged: bool,
+    /// The settings the run recorded at its start (its `axolotl.yaml`); they win over
+    /// `settings.training`, which may have changed since.
+    pub recorded: Option<&'a Recorded>,
 }
 
 /// Whether a push writes its card over the repo's `README.md`.
@@ -84,12 +88,23 @@ pub fn quant_of(file: &str) -> String {
 pub fn render(input: &CardInput<'_>) -> String {
     let settings = input.settings;
     let training = settings.training.as_ref();
-    let adapter = training.map(|t| match t.adapter {
-        AdapterKind::Lora => "lora",
-        AdapterKind::Qlora => "qlora",
-        AdapterKind::Full => "full",
-    });
-    let base = training.map(|t| t.base_model.as_str());
+    let recorded = input.recorded;
+    // Recorded first: a run without `adapter` in its YAML trained the full model (AXO-1).
+    let adapter = match recorded {
+        Some(r) => Some(match r.get("adapter") {
+            Some("qlora") => "qlora",
+            Some(_) => "lora",
+            None => "full",
+        }),
+        None => training.map(|t| match t.adapter {
+            AdapterKind::Lora => "lora",
+            AdapterKind::Qlora => "qlora",
+            AdapterKind::Full => "full",
+        }),
+    };
+    let base = recorded
+        .and_then(|r| r.get("base_model"))
+        .or_else(|| training.map(|t| t.base_model.as_str()));
     let mut out = String::from("---\n");
     if let Some(base) = base.filter(|b| is_hub_id(b)) {
         let _ = writeln!(out, "base_model: {}", yaml(base));
@@ -158,24 +173,56 @@ pub fn render(input: &CardInput<'_>) -> String {
         }
         out.push('\n');
     }
-    if let Some(t) = training {
+    if training.is_some() || recorded.is_some() {
         out.push_str("## Training\n\n| setting | value |\n|---|---|\n");
+        // The recorded value of `key`, else the current setting's, else `-`.
+        let pick = |key: &str, current: Option<String>| {
+            recorded
+                .and_then(|r| r.get(key))
+                .map(str::to_owned)
+                .or(current)
+                .unwrap_or_else(|| "-".to_owned())
+        };
+        let t = |f: fn(&crate::config::Training) -> String| training.map(f);
         let rows: [(&str, String); 10] = [
-            ("epochs", t.epochs.to_string()),
-            ("learning rate", t.learning_rate.to_string()),
+            ("epochs", pick("num_epochs", t(|t| t.epochs.to_string()))),
+            (
+                "learning rate",
+                pick("learning_rate", t(|t| t.learning_rate.to_string())),
+            ),
             (
                 "LoRA r / alpha / dropout",
-                format!("{} / {} / {}", t.lora_r, t.lora_alpha, t.lora_dropout),
+                format!(
+                    "{} / {} / {}",
+                    pick("lora_r", t(|t| t.lora_r.to_string())),
+                    pick("lora_alpha", t(|t| t.lora_alpha.to_string())),
+                    pick("lora_dropout", t(|t| t.lora_dropout.to_string()))
+                ),
             ),
-            ("sequence length", t.sequence_len.to_string()),
-            ("micro batch size", t.micro_batch_size.to_string()),
+            (
+                "sequence length",
+                pick("sequence_len", t(|t| t.sequence_len.to_string())),
+            ),
+            (
+                "micro batch size",
+                pick("micro_batch_size", t(|t| t.micro_batch_size.to_string())),
+            ),
             (
                 "gradient accumulation",
-                t.gradient_accumulation_steps.to_string(),
+                pick(
+                    "gradient_accumulation_steps",
+                    t(|t| t.gradient_accumulation_steps.to_string()),
+                ),
             ),
-            ("optimizer", t.optimizer.clone()),
-            ("scheduler", t.lr_scheduler.clone()),
-            ("sample packing", t.sample_packing.to_string()),
+            ("optimizer", pick("optimizer", t(|t| t.optimizer.clone()))),
+            (
+                "scheduler",
+                pick("lr_scheduler", t(|t| t.lr_scheduler.clone())),
+            ),
+            (
+                "sample packing",
+                pick("sample_packing", t(|t| t.sample_packing.to_string())),
+            ),
             (
                 "steps",
                 input
@@ -295,6 +342,7 @@ adapter = "lora"
             ggufs: vec!["child-Q4_K_M.gguf".into(), "child-Q8_0.gguf".into()],
             loss_curve: true,
             merged: true,
+            recorded: None,
         });
         assert!(
             card.starts_with("---\nbase_model: \"Qwen/Qwen2.5-0.5B\"\nlibrary_name: peft\ntags:\n"),
@@ -332,6 +380,7 @@ adapter = "lora"
             ggufs: vec![],
             loss_curve: false,
             merged: false,
+            recorded: None,
         });
         assert!(!card.contains("base_model:"), "{card}");
         assert!(
@@ -340,6 +389,59 @@ adapter = "lora"
         );
         assert!(!card.contains("loss.svg"), "{card}");
         assert!(card.contains("- Base model: `/models/tiny`"), "{card}");
+    }
+
+    #[test]
+    fn render_takes_the_training_settings_the_run_recorded_over_the_current_ones() {
+        let (mut settings, run) = input_parts();
+        if let Some(t) = settings.training.as_mut() {
+            t.base_model = "Qwen/Qwen2.5-7B".into();
+            t.epochs = 9;
+            t.lora_r = 64;
+            t.optimizer = "changed_since".into();
+        }
+        let recorded = Recorded::parse(
+            "# kept as written\nbase_model: Qwen/Qwen2.5-0.5B\nadapter: qlora\nload_in_4bit: true\nlora_r: 4\nlora_alpha: 8\nnum_epochs: 1\nlearning_rate: 0.0005\noptimizer: adamw_torch\ndatasets:\n- path: train.jsonl\n",
+        );
+        let card = render(&CardInput {
+            settings: &settings,
+            run: &run,
+            repo: "alice/child",
+            ggufs: vec![],
+            loss_curve: false,
+            merged: false,
+            recorded: Some(&recorded),
+        });
+        assert!(
+            card.starts_with("---\nbase_model: \"Qwen/Qwen2.5-0.5B\"\n"),
+            "{card}"
+        );
+        assert!(card.contains("- qlora\n"), "{card}");
+        assert!(card.contains("| epochs | 1 |"), "{card}");
+        assert!(card.contains("| learning rate | 0.0005 |"), "{card}");
+        assert!(card.contains("| optimizer | adamw_torch |"), "{card}");
+        // lora_dropout is not in this record: the current setting fills in.
+        assert!(
+            card.contains("| LoRA r / alpha / dropout | 4 / 8 / "),
+            "{card}"
+        );
+        assert!(
+            !card.contains("7B") && !card.contains("changed_since") && !card.contains("| 64"),
+            "{card}"
+        );
+        // A record without `adapter` is a full fine-tune.
+        let full = Recorded::parse("base_model: Qwen/Qwen2.5-0.5B\nnum_epochs: 1\n");
+        let card = render(&CardInput {
+            settings: &settings,
+            run: &run,
+            repo: "alice/child",
+            ggufs: vec![],
+            loss_curve: false,
+            merged: false,
+            recorded: Some(&full),
+        });
+        assert!(card.contains("- Adapter: full"), "{card}");
+        assert!(!card.contains("library_name: peft"), "{card}");
     }
 
     #[test]

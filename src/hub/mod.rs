@@ -11,9 +11,11 @@
 //! cancel before the commit commits nothing; uploaded objects stay on the Hub, so the next
 //! push sends only the missing ones.
 
+pub mod after;
 pub mod card;
 pub mod client;
 pub mod files;
+pub mod recorded;
 pub mod retry;
 pub mod svg;
 
@@ -380,6 +382,7 @@ fn write_card(
         ggufs,
         loss_curve: curve.is_some(),
         merged,
+        recorded: recorded::Recorded::read(&project.run_dir(&run.id)).as_ref(),
     });
     let card = write("README.md", &text)?;
     let card_path = card.local.clone();

@@ -20,7 +20,7 @@ use crate::training::{Setup, Training};
 use crate::util::output_text;
 
 /// The llama.cpp tree built by `scripts/llama-env.sh`.
-fn llama_dir() -> &'static Path {
+pub(crate) fn llama_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/llama-env.sh");

@@ -1,8 +1,9 @@
 //! `overbrainer push` through the real binary against the Hub stand-in (`hub_standin`),
 //! read back with `huggingface_hub`'s `snapshot_download` (issue 16). One run is trained
 //! once with real Axolotl (`training`) and copied into each test's own project.
-//! No export exists in this branch yet, so the pushed run has no `gguf/` (the GGUF layout
-//! is pinned by `hub::files`' unit tests).
+//! One test exports a copy of it with the real llama.cpp (`export`) and pushes the GGUF
+//! and `Modelfile`; `[hub] after_training` is followed through `train` (the shared run is
+//! trained with it and no token) and `train attach` (HUB-14, HUB-15).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,20 +14,30 @@ use crate::hub_standin::{Entry, Faults, HubStandin, canary, read_tree, snapshot_
 use crate::training::{Setup, Training};
 use crate::util::{TestProject, output_text, poll};
 
-/// The trained demo run every test copies: its project directory and run ID.
+/// The trained demo run every test copies: its project directory, run ID and what its
+/// `train` printed.
 struct Trained {
     training: Training,
     id: String,
+    text: String,
 }
 
+/// The shared run, trained with `[hub] after_training = true` (from the environment, so
+/// the copies' `overbrainer.toml` leaves it off) and no token: the push after it is
+/// skipped, and nothing reaches a Hub.
 fn trained() -> &'static Trained {
     static TRAINED: OnceLock<Trained> = OnceLock::new();
     TRAINED.get_or_init(|| {
-        let training = Training::new(&Setup::default());
-        training.cmd().arg("train").assert().success();
+        let mut training = Training::new(&Setup::default());
+        training
+            .extra_env
+            .push(("OVERBRAINER_HUB__AFTER_TRAINING".into(), "true".into()));
+        let output = training.cmd().arg("train").output().expect("train");
+        let text = output_text(&output);
+        assert!(output.status.success(), "{text}");
         let id = training.run_ids().pop().expect("a run");
         crate::training::assert_merged_run(&training, &id);
-        Trained { training, id }
+        Trained { training, id, text }
     })
 }
 
@@ -45,6 +56,14 @@ fn project_with_run() -> (TestProject, String) {
         .read("overbrainer.toml")
         .replace("name = \"tiny test\"", "name = \"tiny_test\"");
     project.write("overbrainer.toml", &config);
+    // The local target's job directory is recorded by its absolute path: point the
+    // copy's at the copy, so a job it starts (an export) works in its own project.
+    let record = format!("runs/{}/run.json", trained.id);
+    let moved = project.read(&record).replace(
+        &trained.training.project.path().display().to_string(),
+        &project.path().display().to_string(),
+    );
+    project.write(&record, &moved);
     (project, trained.id.clone())
 }
 
@@ -554,4 +573,259 @@ async fn push_whose_commit_answer_is_lost_checks_the_head_and_commits_once() {
         "the commit is not sent again once the head moved"
     );
     assert!(text.contains(&held.head().oid), "{text}");
+}
+
+/// `overbrainer export RUN_ID --quantize QUANT` in `project` with the real llama.cpp.
+fn export(project: &TestProject, id: &str, quant: &str) {
+    let output = project
+        .cmd()
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .env("HF_HUB_OFFLINE", "1")
+        .env(
+            "OVERBRAINER_TARGETS__LOCAL__LLAMA_CPP_DIR",
+            crate::export::llama_dir(),
+        )
+        .env("OVERBRAINER_EXPORT__PRE_TOKENIZER", "gpt-2")
+        .timeout(Duration::from_secs(1200))
+        .args(["export", id, "--quantize", quant])
+        .output()
+        .expect("export");
+    assert!(output.status.success(), "{}", output_text(&output));
+}
+
+// Issue 16, test 1 end to end: the GGUF and `Modelfile` of `output/gguf/` land at the repo
+// root, where `ollama run hf.co/<repo>:<quant>` looks (HUB-4), and the card says so (HUB-8).
+#[tokio::test(flavor = "multi_thread")]
+async fn push_of_an_exported_run_puts_the_gguf_and_modelfile_at_the_repo_root_with_usage_in_the_card()
+ {
+    let (project, id) = project_with_run();
+    export(&project, &id, "Q8_0");
+    let run_dir = project.path().join("runs").join(&id);
+    let gguf = format!("{id}-Q8_0.gguf");
+    assert!(run_dir.join("output/gguf").join(&gguf).is_file());
+    let hub = HubStandin::start().await;
+    let token = canary("hf_");
+    hub.add_token(&token, "alice", "write", &[]);
+    let output = push(&project, &hub, Some(&token), &[&id])
+        .assert()
+        .success();
+    let text = output_text(output.get_output());
+    let repo = "alice/tiny-test";
+    let mut got = download(&hub, Some(&token), repo).await;
+    got.remove(".gitattributes");
+    // The spec's files: output/ less what HUB-3 leaves out, gguf/'s files at the root.
+    let mut expected: BTreeMap<String, Vec<u8>> = expected_model_files(&run_dir)
+        .into_iter()
+        .map(|(path, bytes)| {
+            let path = path
+                .strip_prefix("gguf/")
+                .map_or(path.clone(), str::to_owned);
+            (path, bytes)
+        })
+        .collect();
+    for name in ["README.md", "loss.svg"] {
+        expected.insert(
+            name.into(),
+            std::fs::read(run_dir.join("hub").join(name)).expect("hub file"),
+        );
+    }
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    assert!(got == expected, "bytes differ");
+    assert!(
+        got.contains_key(&gguf) && got.contains_key("Modelfile"),
+        "{got:?}"
+    );
+    assert!(got.keys().all(|k| !k.starts_with("gguf/")));
+    assert_eq!(
+        String::from_utf8_lossy(&got["Modelfile"]),
+        format!("FROM ./{gguf}\nPARAMETER num_ctx 256\n")
+    );
+    assert!(matches!(
+        hub.repo(repo).expect("repo").head().files.get(&gguf),
+        Some(Entry::Lfs { .. })
+    ));
+    let card = String::from_utf8(got["README.md"].clone()).expect("utf-8 card");
+    assert!(card.contains("- gguf\n"), "{card}");
+    assert!(card.contains("## Usage"), "{card}");
+    assert!(
+        card.contains(&format!("ollama run hf.co/{repo}:Q8_0")),
+        "{card}"
+    );
+    assert!(
+        card.contains(&format!("llama-cli -hf {repo}:Q8_0")),
+        "{card}"
+    );
+    assert_no_token(&token, &text, &[project.path(), &project.home()]);
+}
+
+/// `overbrainer train attach RUN_ID` with `[hub] after_training = true` against `hub`.
+fn attach_with_push(
+    project: &TestProject,
+    hub: &HubStandin,
+    token: Option<&str>,
+    id: &str,
+) -> std::process::Output {
+    let mut cmd = project.cmd();
+    cmd.env("OVERBRAINER_HUB__BASE_URL", hub.uri())
+        .env("OVERBRAINER_TEST_SECOND_MS", "20")
+        .env("OVERBRAINER_HUB__AFTER_TRAINING", "true")
+        .timeout(Duration::from_secs(300))
+        .args(["train", "attach", id]);
+    if let Some(token) = token {
+        cmd.env("OVERBRAINER_HF_TOKEN", token);
+    }
+    cmd.output().expect("train attach")
+}
+
+// HUB-14 through `train attach`: the ended run is pushed once; attaching again makes no
+// second commit; run.json is untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_training_pushes_an_attached_succeeded_run_once_and_attaching_again_makes_no_second_commit()
+ {
+    let (project, id) = project_with_run();
+    // `[training]` changed since the run: the card keeps what the run was trained with.
+    let config = project.read("overbrainer.toml");
+    assert!(
+        config.contains("learning_rate = 1e-3\nlora_r = 4\n"),
+        "{config}"
+    );
+    project.write(
+        "overbrainer.toml",
+        &config.replace(
+            "learning_rate = 1e-3\nlora_r = 4\n",
+            "learning_rate = 5e-2\nlora_r = 32\n",
+        ),
+    );
+    let run_json = project.path().join("runs").join(&id).join("run.json");
+    let before = std::fs::read(&run_json).expect("run.json");
+    let hub = HubStandin::start().await;
+    let token = canary("hf_");
+    hub.add_token(&token, "alice", "write", &[]);
+    let output = attach_with_push(&project, &hub, Some(&token), &id);
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    let repo = "alice/tiny-test";
+    let created = hub.repo(repo).expect("pushed after training");
+    assert_eq!(created.commits.len(), 2, "{text}");
+    let head = created.head().oid.clone();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("pushed {}/{repo}/commit/{head} (", hub.uri())),
+        "{text}"
+    );
+    assert!(
+        stdout.find("train: adapter in").expect("summary") < stdout.find("pushed ").unwrap(),
+        "the push follows the run's summary: {text}"
+    );
+    assert!(
+        text.contains(&format!("pushing run {id} after training")),
+        "{text}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&project.read(&format!("runs/{id}/hub/push.json")))
+            .expect("push.json");
+    assert_eq!(record["commit"], head.as_str());
+    let got = download(&hub, Some(&token), repo).await;
+    assert!(got.contains_key("merged/model.safetensors"));
+    let card = String::from_utf8_lossy(&got["README.md"]);
+    assert!(card.contains("| learning rate | 0.001 |"), "{card}");
+    assert!(
+        card.contains("| LoRA r / alpha / dropout | 4 / 8 / "),
+        "{card}"
+    );
+    // Again: push.json exists, so no second commit.
+    let requests = hub.requests().len();
+    let output = attach_with_push(&project, &hub, Some(&token), &id);
+    let again = output_text(&output);
+    assert!(output.status.success(), "{again}");
+    assert!(
+        again.contains(&format!(
+            "run {id} was pushed already (runs/{id}/hub/push.json)"
+        )),
+        "{again}"
+    );
+    assert!(again.contains(&format!("`overbrainer push {id}` pushes it again")));
+    assert_eq!(hub.repo(repo).expect("repo").commits.len(), 2);
+    assert_eq!(hub.requests().len(), requests, "nothing sent");
+    assert_eq!(std::fs::read(&run_json).expect("run.json"), before);
+    assert_no_token(
+        &token,
+        &format!("{text}{again}"),
+        &[project.path(), &project.home()],
+    );
+}
+
+// HUB-15: a failed push after training leaves the run succeeded, warns with the cause and
+// the command, and the exit status stays the run's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_push_after_training_warns_with_the_cause_and_leaves_the_run_succeeded() {
+    let (project, id) = project_with_run();
+    let run_json = project.path().join("runs").join(&id).join("run.json");
+    let before = std::fs::read(&run_json).expect("run.json");
+    let hub = HubStandin::start().await;
+    let reader = canary("hf_");
+    hub.add_token(&reader, "alice", "read", &[]);
+    let output = attach_with_push(&project, &hub, Some(&reader), &id);
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the push after training failed: the token in OVERBRAINER_HF_TOKEN needs write access to the namespace \"alice\"; run {id} stays succeeded; push it with: overbrainer push {id}"
+        )),
+        "{text}"
+    );
+    assert!(hub.repo("alice/tiny-test").is_none());
+    assert!(
+        !project
+            .path()
+            .join(format!("runs/{id}/hub/push.json"))
+            .exists()
+    );
+    assert_eq!(std::fs::read(&run_json).expect("run.json"), before);
+    let listed = project
+        .cmd()
+        .args(["runs", "ls"])
+        .output()
+        .expect("runs ls");
+    assert!(
+        String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .any(|l| l.contains(id.as_str()) && l.contains("succeeded")),
+        "{}",
+        output_text(&listed)
+    );
+    assert_no_token(&reader, &text, &[project.path(), &project.home()]);
+}
+
+// HUB-14/15 and RUN-11 through `train`: with no token the start warns, and after the run
+// the push is skipped with a line naming the variable and the command; nothing is sent
+// (the shared run was trained that way, see `trained`). Through `train attach`, against
+// the stand-in, the stand-in sees no request.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_training_without_a_token_warns_at_start_and_skips_the_push_with_a_line() {
+    let trained = trained();
+    let text = &trained.text;
+    let id = &trained.id;
+    let start = text
+        .find("`[hub] after_training = true` but `OVERBRAINER_HF_TOKEN` is unset")
+        .unwrap_or_else(|| panic!("no start warning: {text}"));
+    let skipped = format!(
+        "the push after training is skipped: OVERBRAINER_HF_TOKEN is not set; push the run later with: overbrainer push {id}"
+    );
+    let end = text
+        .find(&skipped)
+        .unwrap_or_else(|| panic!("no skip line: {text}"));
+    assert!(start < end, "{text}");
+    assert!(text.contains("train: merged model in"), "{text}");
+    let (project, id) = project_with_run();
+    let hub = HubStandin::start().await;
+    let output = attach_with_push(&project, &hub, None, &id);
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains(&skipped.replace(&trained.id, &id)), "{text}");
+    assert!(hub.requests().is_empty(), "{:?}", hub.requests());
+    assert!(!project.path().join(format!("runs/{id}/hub")).exists());
 }
