@@ -43,6 +43,7 @@ pub mod dedup;
 pub mod env;
 pub mod exec;
 pub mod export;
+pub mod gguf;
 pub mod history;
 pub mod hub;
 pub mod llm;

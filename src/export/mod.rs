@@ -12,9 +12,9 @@
 //! A flow: it sends [`ExportEvent`]s and never prints. The run's `run.json` is never
 //! written, so a failed export leaves the run as it was (EXP-15).
 
-pub mod llama;
 pub mod ollama;
-pub mod script;
+
+pub use crate::gguf::{in_job_stage, llama, script};
 
 use std::path::PathBuf;
 
@@ -22,15 +22,16 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::QUANTIZE_TYPES;
-use crate::config::{EnvSnapshot, Settings, Target};
+use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobRuntime, JobStatus};
+use crate::gguf::llama_of;
 use crate::project::Project;
 use crate::runs::lifecycle::Rules;
 use crate::runs::record::{RunRecord, State};
 use crate::runs::start::error_chain;
 use crate::runs::{RunError, target};
 use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
-use script::{EXPORT_JSON, GGUF_DIR, Llama, Plan, Source};
+use script::{EXPORT_JSON, GGUF_DIR, Plan, Source};
 
 /// The directory of the export jobs inside a run directory (EXP-2).
 pub const EXPORTS_DIR: &str = "exports";
@@ -439,67 +440,6 @@ async fn make_ollama(
             emit(events, ExportEvent::OllamaMissing { command });
             Ok(None)
         }
-    }
-}
-
-/// The export stage of a training job on `executor` for run `record` (EXP-12), when
-/// `[export] after_training` is set: the model is the merge stage's `output/merged/`, the
-/// adapter over `base_model`, or a full fine-tune's `output/`.
-#[must_use]
-pub fn in_job_stage(
-    settings: &Settings,
-    executor: &AnyExecutor,
-    record: &RunRecord,
-    spec: &crate::exec::JobSpec,
-) -> Option<String> {
-    let training = settings.training.as_ref()?;
-    if !settings.export.after_training {
-        return None;
-    }
-    let run_dir = record.dir.trim_end_matches('/').to_owned();
-    let source = if record.merge {
-        Source::Model(format!("{run_dir}/{OUTPUT_DIR}/{MERGED_DIR}"))
-    } else if training.adapter == crate::config::AdapterKind::Full {
-        Source::Model(format!("{run_dir}/{OUTPUT_DIR}"))
-    } else {
-        Source::Adapter {
-            base_model: training.base_model.clone(),
-        }
-    };
-    let plan = Plan {
-        run_id: record.id.clone(),
-        run_dir: run_dir.clone(),
-        job_dir: run_dir.clone(),
-        quantize: settings.export.quantize.clone(),
-        llama: llama_of(settings, &record.target, executor.workdir()),
-        source,
-        pre_tokenizer: settings.export.pre_tokenizer.clone(),
-        num_ctx: u64::from(training.sequence_len),
-        export_json: format!("{run_dir}/{OUTPUT_DIR}/{GGUF_DIR}/{EXPORT_JSON}"),
-    };
-    Some(script::in_job(&plan, spec))
-}
-
-/// Where llama.cpp comes from on target `name`: its `llama_cpp_dir`, or built into its
-/// cache.
-fn llama_of(settings: &Settings, name: &str, workdir: &str) -> Llama {
-    match target_llama_dir(settings, name) {
-        Some(dir) => Llama::Prebuilt {
-            dir,
-            key: format!("targets.{name}.llama_cpp_dir"),
-        },
-        None => Llama::Build {
-            cache: llama::cache_dir(workdir),
-        },
-    }
-}
-
-/// `[targets.NAME] llama_cpp_dir`.
-fn target_llama_dir(settings: &Settings, name: &str) -> Option<String> {
-    match settings.targets.get(name)? {
-        Target::Local(local) => local.llama_cpp_dir.clone(),
-        Target::Ssh(ssh) => ssh.llama_cpp_dir.clone(),
-        Target::Runpod(_) => None,
     }
 }
 

@@ -547,7 +547,17 @@ async fn launch(
     }
     let spec = target::job_spec(record, executor, &target.runtime, &secrets);
     // EXP-12: the export stage, when `[export] after_training` is set.
-    let export = crate::export::in_job_stage(settings, executor, record, &spec);
+    let export = crate::gguf::in_job_stage(
+        settings,
+        executor.workdir(),
+        &crate::gguf::RunFacts {
+            id: &record.id,
+            dir: &record.dir,
+            target: &record.target,
+            merge: record.merge,
+        },
+        &spec,
+    );
     let job = Stages { merge, export }.job(&spec, secrets);
     executor.spawn(&job).await.map_err(exec)
 }

@@ -138,7 +138,7 @@ pub async fn reconcile(
 }
 
 /// [`reconcile`], then the strays of `project` among the pods still listed
-/// ([`strays`]) and the secrets sweep ([`sweep_secrets`], whose failures come third):
+/// ([`strays`]) and the secrets sweep (`sweep_secrets`, whose failures come third):
 /// the check every Runpod command makes first.
 ///
 /// # Errors

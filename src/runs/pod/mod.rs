@@ -3,7 +3,7 @@
 //! `OVERBRAINER_RUNPOD__API_KEY`, `"auto"`, a key that cannot manage secrets: POD-4,
 //! POD-21), the local run directory and its start files, the run's SSH keys and its
 //! host-key secret, and then the pod's life ([`crate::runpod::driver::drive`]) with the
-//! run's own part on it ([`job::PodRun`]): upload, the job, the run's follower beside
+//! run's own part on it (`job::PodRun`): upload, the job, the run's follower beside
 //! the pod's driver, the checkpoint check on the pod ([`checkpoint`]), the retrieved
 //! mark, the deletion until gone.
 //!
