@@ -47,7 +47,7 @@ use crate::project::Project;
 #[command(
     name = "overbrainer",
     version,
-    about = "Distill a large parent LLM into a small open-weights child: build the dataset, fine-tune with Axolotl on a local or SSH target",
+    about = "Distill a large parent LLM into a small open-weights child: build the dataset, fine-tune with Axolotl on a local, SSH, container or Runpod target, export to GGUF, push to the Hub",
     propagate_version = true
 )]
 pub struct Cli {

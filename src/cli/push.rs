@@ -57,9 +57,9 @@ fn render(event: &Event) {
         ),
         Event::Uploading { path, size } => errln!("push: uploading {path} ({})", mb(*size)),
         Event::AlreadyUploaded { path } => errln!("push: {path} is on the Hub already, not sent"),
-        Event::Retrying { what, wait } => {
+        Event::Retrying { what, why, wait } => {
             errln!(
-                "push: the Hub asked to wait; {what} again in {:.1} s",
+                "push: {what}: the Hub {why}; trying again in {:.1} s",
                 wait.as_secs_f64()
             );
         }

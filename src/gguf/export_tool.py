@@ -143,7 +143,24 @@ def registered_architectures(tree):
     refuse(f"`{path}` has no `TEXT_MODEL_MAP`; `llama_cpp_dir` must hold llama.cpp b11434")
 
 
+# What the preflight, the converter and the read-back import: the Axolotl venv has them all.
+NEEDED_MODULES = ("numpy", "torch", "transformers", "tokenizers", "jinja2", "yaml")
+
+
+def check_python():
+    """Refuses a Python that lacks a module the export needs (a target without its Axolotl
+    `venv` runs the system `python3`), naming the modules and the setting."""
+    import importlib.util
+
+    missing = [name for name in NEEDED_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        refuse(f"the target's Python (`{sys.executable}`) lacks {', '.join(f'`{m}`' for m in missing)}; "
+               "set the target's `venv` to the Axolotl venv (`[targets.NAME] venv`, or "
+               "`OVERBRAINER_TARGETS__NAME__VENV`)")
+
+
 def preflight(args):
+    check_python()
     supported = registered_architectures(args.tree)
     config_path = os.path.join(args.model, "config.json")
     try:

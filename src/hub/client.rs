@@ -89,6 +89,17 @@ pub struct Committed {
     pub url: String,
 }
 
+/// A retry's wait, as the client reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    /// Which call.
+    pub what: String,
+    /// What it met: `answered 429`, `did not answer`.
+    pub why: String,
+    /// How long it waits.
+    pub wait: Duration,
+}
+
 /// A Hub client for one token.
 pub struct Client {
     http: reqwest::Client,
@@ -96,7 +107,7 @@ pub struct Client {
     token: SecretString,
     scale: TimeScale,
     redactor: Redactor,
-    waits: tokio::sync::mpsc::UnboundedSender<(String, Duration)>,
+    waits: tokio::sync::mpsc::UnboundedSender<Wait>,
 }
 
 impl std::fmt::Debug for Client {
@@ -160,7 +171,7 @@ fn hub_message(headers: &reqwest::header::HeaderMap, body: &str, redactor: &Reda
 
 impl Client {
     /// A client of the Hub at `base` with `token`; waits of retries are reported on
-    /// `waits` (what, how long) and last `scale` seconds per rule second.
+    /// `waits` and last `scale` seconds per rule second.
     ///
     /// # Errors
     ///
@@ -169,7 +180,7 @@ impl Client {
         base: &str,
         token: SecretString,
         scale: TimeScale,
-        waits: tokio::sync::mpsc::UnboundedSender<(String, Duration)>,
+        waits: tokio::sync::mpsc::UnboundedSender<Wait>,
     ) -> Result<Self, HubError> {
         let http = reqwest::Client::builder()
             .user_agent(concat!("overbrainer/", env!("CARGO_PKG_VERSION")))
@@ -227,7 +238,7 @@ impl Client {
         let mut attempt = 1;
         loop {
             let request = make().await?;
-            let (next, last) = match request.send().await {
+            let (next, last, why) = match request.send().await {
                 Ok(response) => {
                     let status = response.status();
                     if status.is_success() {
@@ -245,9 +256,13 @@ impl Client {
                     if next == Next::GiveUp {
                         return Ok(response);
                     }
-                    (next, None)
+                    (next, None, format!("answered {}", status.as_u16()))
                 }
-                Err(error) => (retry::next(attempt, Failure::Transport), Some(error)),
+                Err(error) => (
+                    retry::next(attempt, Failure::Transport),
+                    Some(error),
+                    "did not answer".to_owned(),
+                ),
             };
             match next {
                 Next::GiveUp => {
@@ -262,7 +277,11 @@ impl Client {
                 }
                 Next::Wait(wait) => {
                     let wait = self.scale.scale(wait);
-                    let _ = self.waits.send((what.to_owned(), wait));
+                    let _ = self.waits.send(Wait {
+                        what: what.to_owned(),
+                        why,
+                        wait,
+                    });
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                 }

@@ -99,6 +99,8 @@ pub enum Event {
     Retrying {
         /// Which call.
         what: String,
+        /// What it met: `answered 429`, `did not answer`.
+        why: String,
         /// How long it waits.
         wait: Duration,
     },
@@ -345,8 +347,8 @@ pub async fn push(
     let forward = {
         let events = events.clone();
         tokio::spawn(async move {
-            while let Some((what, wait)) = waits_rx.recv().await {
-                emit(&events, Event::Retrying { what, wait });
+            while let Some(client::Wait { what, why, wait }) = waits_rx.recv().await {
+                emit(&events, Event::Retrying { what, why, wait });
             }
         })
     };

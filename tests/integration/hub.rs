@@ -534,7 +534,8 @@ async fn push_waits_out_a_429_with_retry_after_on_preupload() {
     let text = output_text(output.get_output());
     // 3 rule seconds at 20 ms each.
     assert_eq!(
-        text.matches("preupload again in 0.1 s").count(),
+        text.matches("preupload: the Hub answered 429; trying again in 0.1 s")
+            .count(),
         2,
         "{text}"
     );
