@@ -290,6 +290,29 @@ fn preflight_refusals_come_before_the_merge_and_an_adapter_only_run_is_merged_in
         assert!(!log.contains("step 3/6"), "merged before refusing: {log}");
         assert!(!job.join("export-work").exists());
     };
+    // A target Python without the export's modules (a target with no Axolotl venv runs
+    // the system python3): refused naming them and the venv setting. `-I -S` keeps the
+    // stand-in Python to its standard library whatever this machine has installed.
+    let bare = scratch.path().join("bare-venv");
+    std::fs::create_dir_all(bare.join("bin")).unwrap();
+    let python = bare.join("bin/python3");
+    std::fs::write(&python, "#!/bin/sh\nexec /usr/bin/python3 -I -S \"$@\"\n").unwrap();
+    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let output = training
+        .cmd()
+        .env("OVERBRAINER_TARGETS__LOCAL__VENV", &bare)
+        .args(["export", &id, "--quantize", "Q8_0"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("lacks `numpy`, `torch`, `transformers`, `tokenizers`, `jinja2`, `yaml`")
+            && text.contains("OVERBRAINER_TARGETS__NAME__VENV"),
+        "{text}"
+    );
+    let job = export_dirs(&run).pop().unwrap();
+    assert!(!job.join("export-work").exists());
     // An unknown architecture.
     let config = base.join("config.json");
     let original = std::fs::read_to_string(&config).unwrap();
