@@ -247,6 +247,51 @@ impl Drop for Tmpfs {
 // Issue 14, tests 5 and 4: an adapter-only run (no `merged/`), each preflight refusal
 // before the merge naming its cause, then the merge in `export-work/`, removed after a
 // failed conversion and after a successful export.
+
+/// An invalid quantization type is refused before any job; a target Python without the
+/// export's modules (a target with no Axolotl venv runs the system python3) is refused at
+/// the preflight, naming them and the venv setting.
+fn refusals_before_the_model_is_read(
+    training: &Training,
+    id: &str,
+    run: &std::path::Path,
+    scratch: &std::path::Path,
+) {
+    let output = training
+        .cmd()
+        .args(["export", id, "--quantize", "Q9_X"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(
+        !output.status.success() && text.contains("invalid quantization type `Q9_X`"),
+        "{text}"
+    );
+    assert!(export_dirs(run).is_empty(), "{:?}", export_dirs(run));
+    // `-I -S` keeps the
+    // stand-in Python to its standard library whatever this machine has installed.
+    let stdlib_venv = scratch.join("stdlib-venv");
+    std::fs::create_dir_all(stdlib_venv.join("bin")).unwrap();
+    let python = stdlib_venv.join("bin/python3");
+    std::fs::write(&python, "#!/bin/sh\nexec /usr/bin/python3 -I -S \"$@\"\n").unwrap();
+    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let output = training
+        .cmd()
+        .env("OVERBRAINER_TARGETS__LOCAL__VENV", &stdlib_venv)
+        .args(["export", id, "--quantize", "Q8_0"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("lacks `numpy`, `torch`, `transformers`, `tokenizers`, `jinja2`, `yaml`")
+            && text.contains("OVERBRAINER_TARGETS__NAME__VENV"),
+        "{text}"
+    );
+    let job = export_dirs(run).pop().unwrap();
+    assert!(!job.join("export-work").exists());
+}
+
 #[test]
 fn preflight_refusals_come_before_the_merge_and_an_adapter_only_run_is_merged_in_export_work() {
     let scratch = tempfile::tempdir().unwrap();
@@ -271,13 +316,6 @@ fn preflight_refusals_come_before_the_merge_and_an_adapter_only_run_is_merged_in
             .unwrap();
         (output.status.success(), output_text(&output))
     };
-    // An invalid type: refused before any job.
-    let (ok, text) = export(&["--quantize", "Q9_X"]);
-    assert!(
-        !ok && text.contains("invalid quantization type `Q9_X`"),
-        "{text}"
-    );
-    assert!(export_dirs(&run).is_empty(), "{:?}", export_dirs(&run));
     let refused = |cause: &str| {
         let (ok, text) = export(&["--quantize", "Q8_0"]);
         assert!(!ok, "{text}");
@@ -290,29 +328,7 @@ fn preflight_refusals_come_before_the_merge_and_an_adapter_only_run_is_merged_in
         assert!(!log.contains("step 3/6"), "merged before refusing: {log}");
         assert!(!job.join("export-work").exists());
     };
-    // A target Python without the export's modules (a target with no Axolotl venv runs
-    // the system python3): refused naming them and the venv setting. `-I -S` keeps the
-    // stand-in Python to its standard library whatever this machine has installed.
-    let bare = scratch.path().join("bare-venv");
-    std::fs::create_dir_all(bare.join("bin")).unwrap();
-    let python = bare.join("bin/python3");
-    std::fs::write(&python, "#!/bin/sh\nexec /usr/bin/python3 -I -S \"$@\"\n").unwrap();
-    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let output = training
-        .cmd()
-        .env("OVERBRAINER_TARGETS__LOCAL__VENV", &bare)
-        .args(["export", &id, "--quantize", "Q8_0"])
-        .output()
-        .unwrap();
-    let text = output_text(&output);
-    assert!(!output.status.success(), "{text}");
-    assert!(
-        text.contains("lacks `numpy`, `torch`, `transformers`, `tokenizers`, `jinja2`, `yaml`")
-            && text.contains("OVERBRAINER_TARGETS__NAME__VENV"),
-        "{text}"
-    );
-    let job = export_dirs(&run).pop().unwrap();
-    assert!(!job.join("export-work").exists());
+    refusals_before_the_model_is_read(&training, &id, &run, scratch.path());
     // An unknown architecture.
     let config = base.join("config.json");
     let original = std::fs::read_to_string(&config).unwrap();
