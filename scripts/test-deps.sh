@@ -19,6 +19,10 @@ if ! command -v python3 >/dev/null 2>&1; then
 elif ! python3 -c 'import yaml' >/dev/null 2>&1; then
     missing+=("PyYAML"); packages+=("python3-yaml")
 fi
+# The Axolotl, llama.cpp tools and huggingface_hub venvs are made with `python3 -m venv`.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    missing+=("python3-venv"); packages+=("python3-venv")
+fi
 
 if [[ ${#missing[@]} -eq 0 ]]; then
     exit 0
