@@ -25,6 +25,7 @@ use crate::util::output_text;
 /// A training project on a local target with `runtime = "docker"` on `engine`, its image
 /// the Axolotl test image, and `OVERBRAINER_HF_TOKEN` set to `token`.
 fn container_training(engine: TestEngine, setup: Setup<'_>, token: &str) -> Training {
+    static PROJECTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let env = container_env();
     let mut training = Training::new(&Setup {
         runtime: "docker",
@@ -32,6 +33,20 @@ fn container_training(engine: TestEngine, setup: Setup<'_>, token: &str) -> Trai
         image: Some(env.axolotl_image()),
         ..setup
     });
+    // A project name of its own: run IDs are the project's name and the second, and the
+    // container is `overbrainer-<run-id>` in one engine, so two tests starting in the
+    // same second must not share a name.
+    let n = PROJECTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let config = training.project.read("overbrainer.toml");
+    assert!(config.contains("name = \"tiny test\""), "{config}");
+    training.project.write(
+        "overbrainer.toml",
+        &config.replacen(
+            "name = \"tiny test\"",
+            &format!("name = \"tiny test {} {n}\"", engine.name()),
+            1,
+        ),
+    );
     training.extra_env.extend(engine.env());
     training
         .extra_env
