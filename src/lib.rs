@@ -8,7 +8,7 @@
 //!   typed events; `pipeline::session` opens a project for them, `pipeline::sequence` is
 //!   the `run` flow), [`runs`] (training runs: start, follow, stop, cancel, resume,
 //!   retrieve), [`check`] (loading the configuration with every layer's rules, and
-//!   `config check`).
+//!   `config check`), [`metrics`] (the Prometheus endpoint, fed by the flows' events).
 //! - domain: [`train`] (Axolotl YAML and what Axolotl accepts of `[training]`, the training
 //!   job's script and fixed environment, metrics plugin, metric lines, phases), [`system`]
 //!   (the machine probe script and its parser), [`dataset`] (records, IDs, JSONL, the
@@ -49,6 +49,7 @@ pub mod hub;
 pub mod llm;
 pub mod logging;
 pub mod machine;
+pub mod metrics;
 pub mod pipeline;
 pub mod pricing;
 pub mod project;

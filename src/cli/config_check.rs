@@ -29,6 +29,13 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
+    if let Some(address) = crate::metrics::listen_address(&loaded.settings)
+        .filter(|address| crate::metrics::is_exposed(*address))
+    {
+        tracing::warn!(
+            "`metrics.listen` is `{address}`, not a loopback address: the metrics endpoint has no authentication and other machines can read it"
+        );
+    }
     let checked = crate::check::check(&project, &loaded, args.resolve).await?;
     let mut section = None;
     for line in &checked {

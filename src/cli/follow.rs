@@ -43,8 +43,14 @@ pub(crate) async fn drive<T>(
     flow: impl std::future::Future<Output = T>,
 ) -> T {
     let mut renderer = Renderer::new();
-    let output = pump(events, flow, |event| renderer.render(event)).await;
+    let follower = super::metrics::follower();
+    let output = pump(events, flow, |event| {
+        super::metrics::run_event(follower, &event);
+        renderer.render(event);
+    })
+    .await;
     renderer.finish();
+    super::metrics::unfollow(follower);
     output
 }
 

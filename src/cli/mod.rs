@@ -18,6 +18,7 @@ pub mod export;
 mod follow;
 pub mod history;
 pub mod init;
+mod metrics;
 pub mod pod;
 pub mod push;
 pub mod questions;
@@ -182,6 +183,12 @@ fn run(cli: Cli, env: EnvSnapshot) -> anyhow::Result<ExitCode> {
 ///
 /// The command's error, for [`main`] to print.
 pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
+    // The Prometheus endpoint serves while the command runs (MET-3).
+    let _metrics = if metrics::serves(&command) {
+        metrics::serve(ctx).await
+    } else {
+        None
+    };
     match command {
         Command::Init(args) => init::run(ctx, &args),
         Command::Config(ConfigCommand::Check(args)) => config_check::run(ctx, &args).await,

@@ -67,6 +67,7 @@ pub(crate) async fn drive<T>(
     let mut renderer = Renderer::default();
     let output = pump(events, flow, |event| renderer.render(event)).await;
     renderer.finish();
+    super::metrics::stages_idle();
     output
 }
 
@@ -100,6 +101,7 @@ pub(crate) async fn drive_flow<T>(
     })
     .await;
     renderer.finish();
+    super::metrics::stages_idle();
     (output, code)
 }
 
@@ -110,6 +112,7 @@ struct Renderer {
 
 impl Renderer {
     fn render(&mut self, event: Event) {
+        super::metrics::stage_event(&event);
         match event {
             Event::Started { stage, total, .. } => {
                 self.finish();
@@ -130,6 +133,8 @@ impl Renderer {
                 }
             }
             Event::Warning(message) => self.log(|| tracing::warn!("{message}")),
+            // Counted by the Prometheus endpoint; the bar shows the totals.
+            Event::Spent { .. } => {}
             Event::Waiting {
                 stage,
                 item,
@@ -204,6 +209,7 @@ pub(crate) fn summary_line(report: &StageReport) -> String {
 
 /// Prints a stage's summary line and its errors; returns its exit status.
 pub(crate) fn conclude(report: &StageReport) -> ExitCode {
+    super::metrics::stage_ended(report.stage);
     outln!("{}", summary_line(report));
     if let Some(error) = &report.error {
         errln!("error: {}", chain(error));
@@ -266,6 +272,7 @@ pub(crate) fn split_line(report: &SplitReport) -> String {
 
 /// Prints `split`'s line and errors; returns its exit status.
 pub(crate) fn conclude_split(report: &SplitReport) -> ExitCode {
+    super::metrics::split_ended(report);
     outln!("{}", split_line(report));
     if let Some(error) = &report.error {
         errln!("error: {}", chain(error));

@@ -204,7 +204,7 @@ async fn execute(
             let Ok(Some((question, reply))) = joined else {
                 continue;
             };
-            tracker.spend(reply.usage, price);
+            tracker.spend(&parent.role.model, reply.usage, price);
             match reply.result {
                 Ok((completion, ())) => {
                     let system = systems.get(&question.topic).filter(|_| include_system);

@@ -69,6 +69,20 @@ pub enum Event {
         /// The failure that is retried.
         reason: String,
     },
+    /// One request's tokens and cost, by the model that answered it (sent before the
+    /// [`Event::Progress`] that counts them; the Prometheus counters count these, MET-9).
+    Spent {
+        /// The stage.
+        stage: Stage,
+        /// The model the request went to (the embedder's for embeddings).
+        model: String,
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Cost in USD; `None` when the model's price is unknown.
+        cost_usd: Option<f64>,
+    },
     /// An item failed after its retries; sent exactly once per item (PIPE-14).
     ItemFailed {
         /// The stage.
@@ -140,8 +154,15 @@ impl Tracker {
         });
     }
 
-    /// Counts the tokens and cost of a request.
-    pub fn spend(&self, usage: Usage, price: Option<crate::pricing::Price>) {
+    /// Counts the tokens and cost of a request to `model`.
+    pub fn spend(&self, model: &str, usage: Usage, price: Option<crate::pricing::Price>) {
+        let _ = self.events.send(Event::Spent {
+            stage: self.stage,
+            model: model.to_owned(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cost_usd: price.map(|price| price.cost(usage)),
+        });
         self.update(|p| {
             p.input_tokens += usage.input_tokens;
             p.output_tokens += usage.output_tokens;

@@ -322,7 +322,7 @@ async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
             )
             .await;
         drop(guard);
-        tracker.spend(reply.usage, shared.generator_price);
+        tracker.spend(&shared.generator.role.model, reply.usage, shared.generator_price);
         let candidates: Vec<String> = match reply.result {
             Ok((_, texts)) => texts
                 .into_iter()
@@ -439,7 +439,7 @@ async fn embed(
             })
             .await;
         drop(guard);
-        tracker.spend(reply.usage, price);
+        tracker.spend(&embedder.role.model, reply.usage, price);
         match reply.result {
             Ok(mut chunk_vectors) => vectors.append(&mut chunk_vectors),
             Err(error) if error.is_fatal() => return Err(Outcome::Fatal(error)),

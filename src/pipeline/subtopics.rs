@@ -152,7 +152,7 @@ async fn execute(
                         )
                         .await;
                     drop(guard);
-                    tracker.spend(reply.usage, price);
+                    tracker.spend(&generator.role.model, reply.usage, price);
                     let names = match reply.result {
                         Ok((_, names)) => names,
                         Err(error) if error.is_fatal() => {

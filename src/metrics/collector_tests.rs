@@ -1,0 +1,349 @@
+//! The encoded text of each family (MET-16): names, types, units, labels, `# EOF`.
+
+use super::*;
+use crate::runs::RunEvent;
+use crate::system::{Cpu, Disk, DiskRole, Gpu, Memory, Sample};
+use crate::train::metrics::{EvalLine, TrainLine, Value};
+
+fn sample_lines(text: &str, family: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter(|line| {
+            line.strip_prefix(family)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+fn descriptor(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| {
+            line.starts_with(&format!("# TYPE {name} "))
+                || line.starts_with(&format!("# UNIT {name} "))
+                || line.starts_with(&format!("# HELP {name} "))
+        })
+        .map(|line| line.split_once(" help").map_or(line, |(a, _)| a).to_owned())
+        .collect()
+}
+
+fn train_line(step: u64, loss: f64) -> TrainLine {
+    TrainLine {
+        ts: 1.0,
+        step,
+        max_steps: Some(10),
+        epoch: Some(Value(0.5)),
+        loss: Some(Value(loss)),
+        learning_rate: Some(Value(0.001)),
+        grad_norm: None,
+    }
+}
+
+fn sample(gpus: Vec<Gpu>, root_mount: &str) -> Sample {
+    Sample {
+        at: UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
+        gpus,
+        cpu: Some(Cpu {
+            cpus: Some(4.0),
+            container: false,
+            load1: Some(0.5),
+            usage: None,
+            busy_seconds: None,
+            total_seconds: None,
+        }),
+        memory: Some(Memory {
+            used_bytes: 1024,
+            limit_bytes: 4096,
+            container: false,
+        }),
+        disks: vec![
+            Disk {
+                role: DiskRole::Run,
+                mount: "/work".to_owned(),
+                fs_type: "ext4".to_owned(),
+                size_bytes: 1000,
+                used_bytes: 10,
+                shared: false,
+            },
+            Disk {
+                role: DiskRole::Root,
+                mount: root_mount.to_owned(),
+                fs_type: "ext4".to_owned(),
+                size_bytes: 2000,
+                used_bytes: 20,
+                shared: false,
+            },
+        ],
+    }
+}
+
+fn gpu() -> Gpu {
+    Gpu {
+        index: 0,
+        name: "NVIDIA H100 80GB HBM3".to_owned(),
+        utilization: Some(0.75),
+        memory_used_bytes: Some(1 << 30),
+        memory_total_bytes: Some(80 << 30),
+        temperature_celsius: Some(61.0),
+        power_watts: None,
+        power_limit_watts: Some(700.0),
+    }
+}
+
+fn following(metrics: &Metrics, run_id: &str) -> Follower {
+    let follower = metrics.follower();
+    metrics.run_event(
+        follower,
+        &RunEvent::Following {
+            run_id: run_id.to_owned(),
+            target: "local".to_owned(),
+        },
+    );
+    follower
+}
+
+#[test]
+fn a_fresh_endpoint_has_build_info_idle_stages_and_zero_retries_and_ends_with_eof() {
+    let text = Metrics::new("9.8.7", None).encode();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    assert_eq!(
+        sample_lines(&text, "overbrainer_build_info"),
+        ["overbrainer_build_info{version=\"9.8.7\"} 1"]
+    );
+    assert_eq!(
+        descriptor(&text, "overbrainer_build_info"),
+        [
+            "# HELP overbrainer_build_info Always 1; version is overbrainer's.",
+            "# TYPE overbrainer_build_info gauge"
+        ]
+    );
+    let mut running = sample_lines(&text, "overbrainer_stage_running");
+    running.sort();
+    assert_eq!(
+        running,
+        [
+            "overbrainer_stage_running{stage=\"answers\"} 0",
+            "overbrainer_stage_running{stage=\"questions\"} 0",
+            "overbrainer_stage_running{stage=\"split\"} 0",
+            "overbrainer_stage_running{stage=\"subtopics\"} 0",
+        ]
+    );
+    assert_eq!(sample_lines(&text, "overbrainer_item_retries_total").len(), 4);
+    assert!(text.contains("# TYPE overbrainer_item_retries counter\n"), "{text}");
+    // Nothing followed: no run series at all.
+    for family in ["overbrainer_train_step", "overbrainer_train_phase", "overbrainer_gpu_info"] {
+        assert!(!text.contains(family), "{family} in {text}");
+    }
+}
+
+fn history_line(json: &str) -> HistoryLine {
+    serde_json::from_str(json).unwrap()
+}
+
+#[test]
+fn counters_are_seeded_from_every_history_line_and_count_on_from_the_stage_events() {
+    let metrics = Metrics::new("1", None);
+    metrics.seed(&[
+        history_line(
+            r#"{"stage":"answers","status":"ok","started_at":"2026-01-01T00:00:00Z","ended_at":"2026-01-01T00:01:00Z","done":5,"skipped":2,"failed":1,"excluded":1,"provider":"p","model":"parent-m","input_tokens":100,"output_tokens":50,"cost_usd":0.25}"#,
+        ),
+        history_line(
+            r#"{"stage":"answers","status":"interrupted","started_at":"2026-01-01T00:00:00Z","ended_at":"2026-01-01T00:01:00Z","done":1,"skipped":0,"failed":0,"excluded":0,"provider":"p","model":"parent-m","input_tokens":10,"output_tokens":5,"cost_usd":null}"#,
+        ),
+        history_line(
+            r#"{"stage":"split","status":"ok","started_at":"2026-01-01T00:00:00Z","ended_at":"2026-01-01T00:01:00Z","done":4,"skipped":0,"failed":0,"excluded":2,"train":3,"eval":1,"orphaned":0}"#,
+        ),
+    ]);
+    metrics.stage_event(&Event::Started {
+        stage: Stage::Answers,
+        total: 3,
+        skipped: 6,
+    });
+    metrics.stage_event(&Event::Spent {
+        stage: Stage::Answers,
+        model: "parent-m".to_owned(),
+        input_tokens: 7,
+        output_tokens: 3,
+        cost_usd: Some(0.5),
+    });
+    metrics.stage_event(&Event::Progress {
+        stage: Stage::Answers,
+        progress: Progress {
+            done: 2,
+            retries: 3,
+            excluded: 1,
+            ..Progress::default()
+        },
+    });
+    let text = metrics.encode();
+    let mut items = sample_lines(&text, "overbrainer_stage_items_total");
+    items.sort();
+    assert!(items.contains(&"overbrainer_stage_items_total{stage=\"answers\",result=\"done\"} 8".to_owned()), "{items:?}");
+    assert!(items.contains(&"overbrainer_stage_items_total{stage=\"answers\",result=\"skipped\"} 8".to_owned()), "{items:?}");
+    assert!(items.contains(&"overbrainer_stage_items_total{stage=\"answers\",result=\"excluded\"} 2".to_owned()), "{items:?}");
+    assert!(items.contains(&"overbrainer_stage_items_total{stage=\"split\",result=\"excluded\"} 2".to_owned()), "{items:?}");
+    let mut tokens = sample_lines(&text, "overbrainer_tokens_total");
+    tokens.sort();
+    assert_eq!(
+        tokens,
+        [
+            "overbrainer_tokens_total{stage=\"answers\",model=\"parent-m\",direction=\"in\"} 117",
+            "overbrainer_tokens_total{stage=\"answers\",model=\"parent-m\",direction=\"out\"} 58",
+        ]
+    );
+    assert_eq!(
+        sample_lines(&text, "overbrainer_cost_usd_total"),
+        ["overbrainer_cost_usd_total{stage=\"answers\",model=\"parent-m\"} 0.75"]
+    );
+    assert_eq!(
+        descriptor(&text, "overbrainer_cost_usd"),
+        [
+            "# HELP overbrainer_cost_usd Cost in USD of the requests with a known price.",
+            "# TYPE overbrainer_cost_usd counter",
+            "# UNIT overbrainer_cost_usd usd"
+        ]
+    );
+    assert!(text.contains("overbrainer_item_retries_total{stage=\"answers\"} 3\n"), "{text}");
+    assert!(text.contains("overbrainer_stage_running{stage=\"answers\"} 1\n"), "{text}");
+    metrics.stage_ended(Stage::Answers);
+    assert!(metrics.encode().contains("overbrainer_stage_running{stage=\"answers\"} 0\n"));
+}
+
+#[test]
+fn a_second_tracker_of_a_stage_counts_from_zero_again() {
+    let metrics = Metrics::new("1", None);
+    for done in [3, 5, 2] {
+        metrics.stage_event(&Event::Progress {
+            stage: Stage::Questions,
+            progress: Progress {
+                done,
+                ..Progress::default()
+            },
+        });
+    }
+    // 3, then +2, then a new tracker's 2.
+    assert!(metrics.encode().contains("overbrainer_stage_items_total{stage=\"questions\",result=\"done\"} 7\n"));
+}
+
+#[test]
+fn training_gauges_and_one_phase_series_per_phase_follow_the_run_and_go_with_it() {
+    let metrics = Metrics::new("1", None);
+    let follower = following(&metrics, "r-1");
+    let text = metrics.encode();
+    assert_eq!(sample_lines(&text, "overbrainer_train_phase").len(), 6, "{text}");
+    assert!(text.contains("overbrainer_train_phase{run_id=\"r-1\",phase=\"training\"} 0\n"));
+    metrics.run_event(follower, &RunEvent::Phase(Phase::Training));
+    metrics.run_event(follower, &RunEvent::Train(train_line(3, 1.25)));
+    metrics.run_event(
+        follower,
+        &RunEvent::Eval(EvalLine {
+            ts: 2.0,
+            step: 3,
+            eval_loss: Some(Value(1.5)),
+            other: std::collections::BTreeMap::new(),
+        }),
+    );
+    metrics.run_event(follower, &RunEvent::Phase(Phase::FinalEvaluation { done: 1, total: None }));
+    let text = metrics.encode();
+    for line in [
+        "overbrainer_train_step{run_id=\"r-1\"} 3",
+        "overbrainer_train_max_steps{run_id=\"r-1\"} 10",
+        "overbrainer_train_loss{run_id=\"r-1\"} 1.25",
+        "overbrainer_eval_loss{run_id=\"r-1\"} 1.5",
+        "overbrainer_learning_rate{run_id=\"r-1\"} 0.001",
+        "overbrainer_train_phase{run_id=\"r-1\",phase=\"finalizing\"} 1",
+        "overbrainer_train_phase{run_id=\"r-1\",phase=\"training\"} 0",
+    ] {
+        assert!(text.contains(&format!("{line}\n")), "{line} not in {text}");
+    }
+    assert!(text.contains("# TYPE overbrainer_train_loss gauge\n"));
+    metrics.unfollow(follower);
+    let text = metrics.encode();
+    assert!(!text.contains("r-1"), "{text}");
+    assert!(text.ends_with("# EOF\n"));
+}
+
+#[test]
+fn a_run_followed_twice_keeps_its_series_until_the_last_follower_leaves() {
+    let metrics = Metrics::new("1", None);
+    let first = following(&metrics, "r-2");
+    let second = following(&metrics, "r-2");
+    metrics.run_event(first, &RunEvent::Train(train_line(1, 2.0)));
+    metrics.unfollow(first);
+    assert!(metrics.encode().contains("overbrainer_train_step{run_id=\"r-2\"} 1\n"));
+    metrics.unfollow(second);
+    assert!(!metrics.encode().contains("r-2"));
+}
+
+#[test]
+fn target_and_gpu_series_are_what_the_last_sample_reports_and_go_when_the_follower_moves_on() {
+    let metrics = Metrics::new("1", None);
+    let follower = following(&metrics, "r-3");
+    metrics.run_event(follower, &RunEvent::Sample(Box::new(sample(vec![gpu()], "/"))));
+    let text = metrics.encode();
+    for line in [
+        "overbrainer_target_disk_used_bytes{run_id=\"r-3\",mount=\"/work\"} 10.0",
+        "overbrainer_target_disk_size_bytes{run_id=\"r-3\",mount=\"/\"} 2000.0",
+        "overbrainer_target_cpu_load1{run_id=\"r-3\"} 0.5",
+        "overbrainer_target_cpus{run_id=\"r-3\"} 4.0",
+        "overbrainer_target_memory_used_bytes{run_id=\"r-3\"} 1024.0",
+        "overbrainer_target_memory_limit_bytes{run_id=\"r-3\"} 4096.0",
+        "overbrainer_target_sample_timestamp_seconds{run_id=\"r-3\"} 1700000000.0",
+        "overbrainer_gpu_utilization_ratio{run_id=\"r-3\",gpu=\"0\"} 0.75",
+        "overbrainer_gpu_memory_total_bytes{run_id=\"r-3\",gpu=\"0\"} 85899345920.0",
+        "overbrainer_gpu_temperature_celsius{run_id=\"r-3\",gpu=\"0\"} 61.0",
+        "overbrainer_gpu_power_limit_watts{run_id=\"r-3\",gpu=\"0\"} 700.0",
+        "overbrainer_gpu_info{run_id=\"r-3\",gpu=\"0\",name=\"NVIDIA H100 80GB HBM3\"} 1",
+    ] {
+        assert!(text.contains(&format!("{line}\n")), "{line} not in {text}");
+    }
+    for (name, unit) in [
+        ("overbrainer_target_disk_used_bytes", "bytes"),
+        ("overbrainer_gpu_temperature_celsius", "celsius"),
+        ("overbrainer_gpu_utilization_ratio", "ratio"),
+        ("overbrainer_gpu_power_limit_watts", "watts"),
+        ("overbrainer_target_sample_timestamp_seconds", "seconds"),
+    ] {
+        assert!(text.contains(&format!("# UNIT {name} {unit}\n")), "{name} in {text}");
+    }
+    // Not reported, so no series: CPU usage without a previous sample, power draw.
+    assert!(!text.contains("overbrainer_target_cpu_usage_ratio{"), "{text}");
+    assert!(!text.contains("overbrainer_gpu_power_watts{"), "{text}");
+
+    // The next sample: no GPU, `/` is the run directory's file system.
+    let mut next = sample(Vec::new(), "/work");
+    next.disks[0].mount = "/work".to_owned();
+    metrics.run_event(follower, &RunEvent::Sample(Box::new(next)));
+    let text = metrics.encode();
+    assert!(!text.contains("gpu=\"0\""), "{text}");
+    assert_eq!(sample_lines(&text, "overbrainer_target_disk_used_bytes").len(), 1, "{text}");
+
+    // A network file system has no disk series.
+    let mut shared = sample(Vec::new(), "/work");
+    shared.disks[0].shared = true;
+    metrics.run_event(follower, &RunEvent::Sample(Box::new(shared)));
+    assert!(!metrics.encode().contains("overbrainer_target_disk_used_bytes{"));
+
+    // The same follower follows another run: the first run's series go.
+    metrics.run_event(
+        follower,
+        &RunEvent::Following {
+            run_id: "r-4".to_owned(),
+            target: "local".to_owned(),
+        },
+    );
+    let text = metrics.encode();
+    assert!(!text.contains("r-3"), "{text}");
+    assert!(text.contains("overbrainer_train_phase{run_id=\"r-4\""), "{text}");
+}
+
+#[test]
+fn an_infinite_loss_leaves_no_series_since_openmetrics_cannot_carry_it_as_encoded() {
+    let metrics = Metrics::new("1", None);
+    let follower = following(&metrics, "r-5");
+    metrics.run_event(follower, &RunEvent::Train(train_line(1, 2.0)));
+    metrics.run_event(follower, &RunEvent::Train(train_line(2, f64::INFINITY)));
+    let text = metrics.encode();
+    assert!(!text.contains("overbrainer_train_loss{"), "{text}");
+    assert!(text.contains("overbrainer_train_step{run_id=\"r-5\"} 2\n"));
+}
