@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure the tools the test suite runs for real are installed: OpenSSH's sshd (the SSH
 # target tests), shellcheck (generated shell scripts), PyYAML (the Axolotl YAML
-# round trip) and what the llama.cpp build needs (a C++ compiler, curl, flock). Installs the missing ones with apt-get when running as root; otherwise
+# round trip), what the llama.cpp build needs (a C++ compiler, curl, flock) and Prometheus
+# (Debian 12's 2.42, which the metrics tests start themselves; its packaged service is kept
+# from starting and never left running). Installs the missing ones with apt-get when running as root; otherwise
 # names them and fails.
 set -euo pipefail
 
@@ -23,6 +25,21 @@ fi
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
     missing+=("python3-venv"); packages+=("python3-venv")
 fi
+command -v prometheus >/dev/null 2>&1 || { missing+=("prometheus"); packages+=("prometheus"); }
+
+# The package's own service must not run: the tests start Prometheus on a free port of
+# their own, and nothing may stay listening on 9090.
+stop_packaged_prometheus() {
+    if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+        systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    fi
+    if [[ -x /etc/init.d/prometheus ]]; then
+        update-rc.d prometheus disable >/dev/null 2>&1 || true
+        if /etc/init.d/prometheus status >/dev/null 2>&1; then
+            /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+        fi
+    fi
+}
 
 if [[ ${#missing[@]} -eq 0 ]]; then
     exit 0
@@ -30,8 +47,15 @@ fi
 
 if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
     echo "test-deps: installing ${packages[*]} (missing: ${missing[*]})" >&2
+    # No service starts during the install (invoke-rc.d asks policy-rc.d; 101: refused).
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+    stop_packaged_prometheus
     exit 0
 fi
 

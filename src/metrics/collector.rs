@@ -37,6 +37,9 @@ pub struct Metrics {
     families: Families,
     registry: Registry,
     state: Mutex<State>,
+    /// Held by each change and by each scrape, so a scrape sees a change whole (the step
+    /// and the loss of one metric line, all series of a sample).
+    update: Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -123,7 +126,14 @@ impl Metrics {
             families,
             registry,
             state: Mutex::new(State::default()),
+            update: Mutex::new(()),
         }
+    }
+
+    fn update(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.update
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -135,6 +145,7 @@ impl Metrics {
     /// The endpoint's text: OpenMetrics 1.0, ending with `# EOF` (MET-4).
     #[must_use]
     pub fn encode(&self) -> String {
+        let _whole = self.update();
         let mut text = String::with_capacity(8192);
         // Writing to a `String` cannot fail; a collector's error leaves what was written.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
@@ -144,6 +155,7 @@ impl Metrics {
     /// Adds every line of the history to the counters (MET-7): items by result, tokens
     /// and known cost under the line's stage and model.
     pub fn seed(&self, lines: &[HistoryLine]) {
+        let _whole = self.update();
         let f = &self.families;
         for line in lines {
             for (result, n) in [
@@ -194,6 +206,7 @@ impl Metrics {
 
     /// Takes in one stage event (MET-8, MET-9, MET-18, MET-19).
     pub fn stage_event(&self, event: &Event) {
+        let _whole = self.update();
         let f = &self.families;
         match event {
             Event::Started { stage, skipped, .. } => {
@@ -248,6 +261,7 @@ impl Metrics {
 
     /// `split` ended: its counts (which it reports only at its end) and its running gauge.
     pub fn split_ended(&self, report: &crate::pipeline::split::SplitReport) {
+        let _whole = self.update();
         let f = &self.families;
         let counts = &report.total;
         for (result, n) in [
@@ -260,11 +274,16 @@ impl Metrics {
                     .inc_by(n);
             }
         }
-        self.stage_ended(Stage::Split);
+        self.end_stage(Stage::Split);
     }
 
     /// `stage` ended: its `overbrainer_stage_running` reads 0.
     pub fn stage_ended(&self, stage: Stage) {
+        let _whole = self.update();
+        self.end_stage(stage);
+    }
+
+    fn end_stage(&self, stage: Stage) {
         self.families
             .stage_running
             .get_or_create(&stage_label(stage))
@@ -274,8 +293,9 @@ impl Metrics {
 
     /// No stage runs any more in this process.
     pub fn stages_idle(&self) {
+        let _whole = self.update();
         for stage in STAGES {
-            self.stage_ended(stage);
+            self.end_stage(stage);
         }
     }
 
@@ -288,6 +308,7 @@ impl Metrics {
 
     /// Takes in one event of the run `follower` follows (MET-10, MET-11, MET-13).
     pub fn run_event(&self, follower: Follower, event: &RunEvent) {
+        let _whole = self.update();
         if let RunEvent::Following { run_id, .. } = event {
             self.follow(follower, run_id);
             return;
@@ -371,6 +392,7 @@ impl Metrics {
 
     /// `follower` follows nothing any more; the series of a run nothing else follows go.
     pub fn unfollow(&self, follower: Follower) {
+        let _whole = self.update();
         let previous = self.state().following.remove(&follower);
         if let Some(previous) = previous {
             self.release(&previous);

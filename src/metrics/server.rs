@@ -139,4 +139,32 @@ mod tests {
         assert!(bind(first.address(), metrics).await.is_err());
         assert_eq!(first.url(), format!("http://{}/metrics", first.address()));
     }
+
+    #[tokio::test]
+    async fn the_endpoint_serves_over_a_real_socket_until_it_is_dropped() {
+        let metrics = Arc::new(Metrics::new("1.2.3", None));
+        let endpoint = bind("127.0.0.1:0".parse().unwrap(), metrics).await.unwrap();
+        let client = reqwest::Client::new();
+        let ok = client.get(endpoint.url()).send().await.unwrap();
+        assert_eq!(ok.status(), reqwest::StatusCode::OK);
+        assert_eq!(ok.headers()[reqwest::header::CONTENT_TYPE], CONTENT_TYPE);
+        let body = ok.text().await.unwrap();
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        assert!(body.contains("overbrainer_build_info{version=\"1.2.3\"} 1\n"), "{body}");
+        let other = format!("http://{}/other", endpoint.address());
+        let missing = client.get(other).send().await.unwrap();
+        assert_eq!(missing.status(), reqwest::StatusCode::NOT_FOUND);
+        let address = endpoint.address();
+        drop(endpoint);
+        // The listener closes once the runtime drops the aborted task: the port is free.
+        let mut freed = false;
+        for _ in 0..1000 {
+            if tokio::net::TcpListener::bind(address).await.is_ok() {
+                freed = true;
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(freed, "still listening after the drop");
+    }
 }

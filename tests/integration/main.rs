@@ -42,6 +42,8 @@ mod pipeline_safety;
 // Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`;
 // refusals before a start.
 mod training;
+// Flows: the Prometheus endpoint scraped by a real Prometheus during a real training run.
+mod metrics;
 // Flows: `export` with the real llama.cpp b11434 on a local and an SSH target, the
 // preflight's refusals, and Ollama's REST route against a stand-in (issue 14).
 mod export;
