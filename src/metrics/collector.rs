@@ -87,7 +87,10 @@ fn set<L: Clone + std::hash::Hash + Eq>(
     }
 }
 
-#[allow(clippy::cast_precision_loss, reason = "byte counts as Prometheus floats")]
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "byte counts as Prometheus floats"
+)]
 fn float(value: u64) -> f64 {
     value as f64
 }
@@ -111,7 +114,9 @@ impl Metrics {
             })
             .set(1);
         for stage in STAGES {
-            let _ = families.stage_running.get_or_create_owned(&stage_label(stage));
+            let _ = families
+                .stage_running
+                .get_or_create_owned(&stage_label(stage));
             let _ = families.retries.get_or_create_owned(&stage_label(stage));
             for result in ["done", "skipped", "failed"] {
                 let _ = families
@@ -245,7 +250,9 @@ impl Metrics {
                 }
                 let retries = delta(progress.retries, before.retries);
                 if retries > 0 {
-                    f.retries.get_or_create(&stage_label(*stage)).inc_by(retries);
+                    f.retries
+                        .get_or_create(&stage_label(*stage))
+                        .inc_by(retries);
                 }
             }
             Event::Spent {
@@ -254,7 +261,13 @@ impl Metrics {
                 input_tokens,
                 output_tokens,
                 cost_usd,
-            } => self.spent(stage.name(), model, *input_tokens, *output_tokens, *cost_usd),
+            } => self.spent(
+                stage.name(),
+                model,
+                *input_tokens,
+                *output_tokens,
+                *cost_usd,
+            ),
             Event::Warning(_) | Event::Waiting { .. } | Event::ItemFailed { .. } => {}
         }
     }
@@ -373,10 +386,7 @@ impl Metrics {
     }
 
     fn follow(&self, follower: Follower, run_id: &str) {
-        let previous = self
-            .state()
-            .following
-            .insert(follower, run_id.to_owned());
+        let previous = self.state().following.insert(follower, run_id.to_owned());
         match previous {
             Some(previous) if previous == run_id => return,
             Some(previous) => self.release(&previous),
@@ -519,7 +529,8 @@ impl Metrics {
         }
         let run_mount = sample.run_disk().map(|disk| disk.mount.clone());
         for disk in &sample.disks {
-            let same_as_run = disk.role == DiskRole::Root && run_mount.as_ref() == Some(&disk.mount);
+            let same_as_run =
+                disk.role == DiskRole::Root && run_mount.as_ref() == Some(&disk.mount);
             if disk.shared || same_as_run {
                 continue;
             }

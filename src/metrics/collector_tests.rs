@@ -128,10 +128,20 @@ fn a_fresh_endpoint_has_build_info_idle_stages_and_zero_retries_and_ends_with_eo
             "overbrainer_stage_running{stage=\"subtopics\"} 0",
         ]
     );
-    assert_eq!(sample_lines(&text, "overbrainer_item_retries_total").len(), 4);
-    assert!(text.contains("# TYPE overbrainer_item_retries counter\n"), "{text}");
+    assert_eq!(
+        sample_lines(&text, "overbrainer_item_retries_total").len(),
+        4
+    );
+    assert!(
+        text.contains("# TYPE overbrainer_item_retries counter\n"),
+        "{text}"
+    );
     // Nothing followed: no run series at all.
-    for family in ["overbrainer_train_step", "overbrainer_train_phase", "overbrainer_gpu_info"] {
+    for family in [
+        "overbrainer_train_step",
+        "overbrainer_train_phase",
+        "overbrainer_gpu_info",
+    ] {
         assert!(!text.contains(family), "{family} in {text}");
     }
 }
@@ -178,10 +188,30 @@ fn counters_are_seeded_from_every_history_line_and_count_on_from_the_stage_event
     let text = metrics.encode();
     let mut items = sample_lines(&text, "overbrainer_stage_items_total");
     items.sort();
-    assert!(items.contains(&"overbrainer_stage_items_total{stage=\"answers\",result=\"done\"} 8".to_owned()), "{items:?}");
-    assert!(items.contains(&"overbrainer_stage_items_total{stage=\"answers\",result=\"skipped\"} 8".to_owned()), "{items:?}");
-    assert!(items.contains(&"overbrainer_stage_items_total{stage=\"answers\",result=\"excluded\"} 2".to_owned()), "{items:?}");
-    assert!(items.contains(&"overbrainer_stage_items_total{stage=\"split\",result=\"excluded\"} 2".to_owned()), "{items:?}");
+    assert!(
+        items.contains(
+            &"overbrainer_stage_items_total{stage=\"answers\",result=\"done\"} 8".to_owned()
+        ),
+        "{items:?}"
+    );
+    assert!(
+        items.contains(
+            &"overbrainer_stage_items_total{stage=\"answers\",result=\"skipped\"} 8".to_owned()
+        ),
+        "{items:?}"
+    );
+    assert!(
+        items.contains(
+            &"overbrainer_stage_items_total{stage=\"answers\",result=\"excluded\"} 2".to_owned()
+        ),
+        "{items:?}"
+    );
+    assert!(
+        items.contains(
+            &"overbrainer_stage_items_total{stage=\"split\",result=\"excluded\"} 2".to_owned()
+        ),
+        "{items:?}"
+    );
     let mut tokens = sample_lines(&text, "overbrainer_tokens_total");
     tokens.sort();
     assert_eq!(
@@ -203,10 +233,20 @@ fn counters_are_seeded_from_every_history_line_and_count_on_from_the_stage_event
             "# UNIT overbrainer_cost_usd usd"
         ]
     );
-    assert!(text.contains("overbrainer_item_retries_total{stage=\"answers\"} 3\n"), "{text}");
-    assert!(text.contains("overbrainer_stage_running{stage=\"answers\"} 1\n"), "{text}");
+    assert!(
+        text.contains("overbrainer_item_retries_total{stage=\"answers\"} 3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("overbrainer_stage_running{stage=\"answers\"} 1\n"),
+        "{text}"
+    );
     metrics.stage_ended(Stage::Answers);
-    assert!(metrics.encode().contains("overbrainer_stage_running{stage=\"answers\"} 0\n"));
+    assert!(
+        metrics
+            .encode()
+            .contains("overbrainer_stage_running{stage=\"answers\"} 0\n")
+    );
 }
 
 #[test]
@@ -222,7 +262,11 @@ fn a_second_tracker_of_a_stage_counts_from_zero_again() {
         });
     }
     // 3, then +2, then a new tracker's 2.
-    assert!(metrics.encode().contains("overbrainer_stage_items_total{stage=\"questions\",result=\"done\"} 7\n"));
+    assert!(
+        metrics
+            .encode()
+            .contains("overbrainer_stage_items_total{stage=\"questions\",result=\"done\"} 7\n")
+    );
 }
 
 #[test]
@@ -230,7 +274,11 @@ fn training_gauges_and_one_phase_series_per_phase_follow_the_run_and_go_with_it(
     let metrics = Metrics::new("1", None);
     let follower = following(&metrics, "r-1");
     let text = metrics.encode();
-    assert_eq!(sample_lines(&text, "overbrainer_train_phase").len(), 6, "{text}");
+    assert_eq!(
+        sample_lines(&text, "overbrainer_train_phase").len(),
+        6,
+        "{text}"
+    );
     assert!(text.contains("overbrainer_train_phase{run_id=\"r-1\",phase=\"training\"} 0\n"));
     metrics.run_event(follower, &RunEvent::Phase(Phase::Training));
     metrics.run_event(follower, &RunEvent::Train(train_line(3, 1.25)));
@@ -243,7 +291,13 @@ fn training_gauges_and_one_phase_series_per_phase_follow_the_run_and_go_with_it(
             other: std::collections::BTreeMap::new(),
         }),
     );
-    metrics.run_event(follower, &RunEvent::Phase(Phase::FinalEvaluation { done: 1, total: None }));
+    metrics.run_event(
+        follower,
+        &RunEvent::Phase(Phase::FinalEvaluation {
+            done: 1,
+            total: None,
+        }),
+    );
     let text = metrics.encode();
     for line in [
         "overbrainer_train_step{run_id=\"r-1\"} 3",
@@ -270,7 +324,11 @@ fn a_run_followed_twice_keeps_its_series_until_the_last_follower_leaves() {
     let second = following(&metrics, "r-2");
     metrics.run_event(first, &RunEvent::Train(train_line(1, 2.0)));
     metrics.unfollow(first);
-    assert!(metrics.encode().contains("overbrainer_train_step{run_id=\"r-2\"} 1\n"));
+    assert!(
+        metrics
+            .encode()
+            .contains("overbrainer_train_step{run_id=\"r-2\"} 1\n")
+    );
     metrics.unfollow(second);
     assert!(!metrics.encode().contains("r-2"));
 }
@@ -279,7 +337,10 @@ fn a_run_followed_twice_keeps_its_series_until_the_last_follower_leaves() {
 fn target_and_gpu_series_are_what_the_last_sample_reports_and_go_when_the_follower_moves_on() {
     let metrics = Metrics::new("1", None);
     let follower = following(&metrics, "r-3");
-    metrics.run_event(follower, &RunEvent::Sample(Box::new(sample(vec![gpu()], "/"))));
+    metrics.run_event(
+        follower,
+        &RunEvent::Sample(Box::new(sample(vec![gpu()], "/"))),
+    );
     let text = metrics.encode();
     for line in [
         "overbrainer_target_disk_used_bytes{run_id=\"r-3\",mount=\"/work\"} 10.0",
@@ -304,10 +365,16 @@ fn target_and_gpu_series_are_what_the_last_sample_reports_and_go_when_the_follow
         ("overbrainer_gpu_power_limit_watts", "watts"),
         ("overbrainer_target_sample_timestamp_seconds", "seconds"),
     ] {
-        assert!(text.contains(&format!("# UNIT {name} {unit}\n")), "{name} in {text}");
+        assert!(
+            text.contains(&format!("# UNIT {name} {unit}\n")),
+            "{name} in {text}"
+        );
     }
     // Not reported, so no series: CPU usage without a previous sample, power draw.
-    assert!(!text.contains("overbrainer_target_cpu_usage_ratio{"), "{text}");
+    assert!(
+        !text.contains("overbrainer_target_cpu_usage_ratio{"),
+        "{text}"
+    );
     assert!(!text.contains("overbrainer_gpu_power_watts{"), "{text}");
 
     // The next sample: no GPU, `/` is the run directory's file system.
@@ -316,13 +383,21 @@ fn target_and_gpu_series_are_what_the_last_sample_reports_and_go_when_the_follow
     metrics.run_event(follower, &RunEvent::Sample(Box::new(next)));
     let text = metrics.encode();
     assert!(!text.contains("gpu=\"0\""), "{text}");
-    assert_eq!(sample_lines(&text, "overbrainer_target_disk_used_bytes").len(), 1, "{text}");
+    assert_eq!(
+        sample_lines(&text, "overbrainer_target_disk_used_bytes").len(),
+        1,
+        "{text}"
+    );
 
     // A network file system has no disk series.
     let mut shared = sample(Vec::new(), "/work");
     shared.disks[0].shared = true;
     metrics.run_event(follower, &RunEvent::Sample(Box::new(shared)));
-    assert!(!metrics.encode().contains("overbrainer_target_disk_used_bytes{"));
+    assert!(
+        !metrics
+            .encode()
+            .contains("overbrainer_target_disk_used_bytes{")
+    );
 
     // The same follower follows another run: the first run's series go.
     metrics.run_event(
@@ -334,7 +409,10 @@ fn target_and_gpu_series_are_what_the_last_sample_reports_and_go_when_the_follow
     );
     let text = metrics.encode();
     assert!(!text.contains("r-3"), "{text}");
-    assert!(text.contains("overbrainer_train_phase{run_id=\"r-4\""), "{text}");
+    assert!(
+        text.contains("overbrainer_train_phase{run_id=\"r-4\""),
+        "{text}"
+    );
 }
 
 #[test]

@@ -181,7 +181,18 @@ impl Families {
     /// registry's, counters get `_total` on their samples); `overbrainer_runpod_spend_usd`
     /// is the spend collector's ([`super::spend`]).
     pub fn register(&self, registry: &mut Registry) {
-        let r = registry;
+        self.register_stages(registry);
+        self.register_training(registry);
+        self.register_target(registry);
+        self.register_gpus(registry);
+        registry.register(
+            "overbrainer_build_info",
+            "Always 1; version is overbrainer's",
+            self.build_info.clone(),
+        );
+    }
+
+    fn register_stages(&self, r: &mut Registry) {
         r.register(
             "overbrainer_stage_items",
             "Items of the dataset stages by result",
@@ -208,6 +219,9 @@ impl Families {
             "Failed attempts that were retried, since the command started",
             self.retries.clone(),
         );
+    }
+
+    fn register_training(&self, r: &mut Registry) {
         r.register(
             "overbrainer_train_step",
             "Last optimizer step of a followed run",
@@ -238,6 +252,9 @@ impl Families {
             "Last learning rate of a followed run",
             self.learning_rate.clone(),
         );
+    }
+
+    fn register_target(&self, r: &mut Registry) {
         r.register_with_unit(
             "overbrainer_target_disk_used",
             "Bytes used on the run directory's file system, and on / when different",
@@ -284,6 +301,9 @@ impl Families {
             Unit::Seconds,
             self.sample_timestamp.clone(),
         );
+    }
+
+    fn register_gpus(&self, r: &mut Registry) {
         r.register_with_unit(
             "overbrainer_gpu_utilization",
             "Share of time a kernel ran",
@@ -324,11 +344,6 @@ impl Families {
             "overbrainer_gpu_info",
             "Always 1; name is the GPU model",
             self.gpu_info.clone(),
-        );
-        r.register(
-            "overbrainer_build_info",
-            "Always 1; version is overbrainer's",
-            self.build_info.clone(),
         );
     }
 }

@@ -150,7 +150,10 @@ mod tests {
         assert_eq!(ok.headers()[reqwest::header::CONTENT_TYPE], CONTENT_TYPE);
         let body = ok.text().await.unwrap();
         assert!(body.ends_with("# EOF\n"), "{body}");
-        assert!(body.contains("overbrainer_build_info{version=\"1.2.3\"} 1\n"), "{body}");
+        assert!(
+            body.contains("overbrainer_build_info{version=\"1.2.3\"} 1\n"),
+            "{body}"
+        );
         let other = format!("http://{}/other", endpoint.address());
         let missing = client.get(other).send().await.unwrap();
         assert_eq!(missing.status(), reqwest::StatusCode::NOT_FOUND);

@@ -97,7 +97,9 @@ mod tests {
 
     #[test]
     fn a_running_pod_costs_its_rate_times_its_uptime() {
-        let r = record(&format!(r#"{{{BASE},"created_at":"2026-01-01T00:00:00Z"}}"#));
+        let r = record(&format!(
+            r#"{{{BASE},"created_at":"2026-01-01T00:00:00Z"}}"#
+        ));
         let now: SystemTime = "2026-01-01T00:30:00Z"
             .parse::<jiff::Timestamp>()
             .unwrap()
@@ -115,5 +117,4 @@ mod tests {
         let unpriced = record(&format!("{{{unpriced}}}"));
         assert_eq!(spend(&unpriced, SystemTime::now(), 3600.0), None);
     }
-
 }

@@ -322,7 +322,11 @@ async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
             )
             .await;
         drop(guard);
-        tracker.spend(&shared.generator.role.model, reply.usage, shared.generator_price);
+        tracker.spend(
+            &shared.generator.role.model,
+            reply.usage,
+            shared.generator_price,
+        );
         let candidates: Vec<String> = match reply.result {
             Ok((_, texts)) => texts
                 .into_iter()

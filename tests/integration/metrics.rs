@@ -21,13 +21,14 @@ use crate::training::{DEADLINE, Setup, Training};
 use crate::util::{TestProject, output_text, poll_async};
 
 /// The command that installs what these tests run.
-const INSTALL: &str = "sudo apt-get install -y prometheus (or `make test`, which runs scripts/test-deps.sh)";
+const INSTALL: &str =
+    "sudo apt-get install -y prometheus (or `make test`, which runs scripts/test-deps.sh)";
 
 /// A Prometheus of the test's own, stopped with the test.
 struct Prometheus {
     child: Child,
     base: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Drop for Prometheus {
@@ -54,7 +55,10 @@ impl Prometheus {
             Ok(output) if output.status.success() => output_text(&output),
             _ => panic!("`prometheus` is not installed: {INSTALL}"),
         };
-        assert!(version.contains("version 2."), "unexpected Prometheus: {version}");
+        assert!(
+            version.contains("version 2."),
+            "unexpected Prometheus: {version}"
+        );
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("prometheus.yml");
         std::fs::write(
@@ -67,7 +71,10 @@ impl Prometheus {
         let port = free_port();
         let child = Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -77,12 +84,12 @@ impl Prometheus {
         Self {
             child,
             base: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
+            dir,
         }
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self._dir.path().join("prometheus.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
     }
 
     async fn api(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, String> {
@@ -218,7 +225,12 @@ fn jsonl(path: &Path) -> Vec<Value> {
 
 /// The binary in the background with `listen`, its stderr read line by line; returns the
 /// child, the endpoint's URL from the MET-2 line, and the rest of stderr as it comes.
-fn spawn_serving(training: &Training, args: &[&str], key: &str, server: &MockServer) -> (Child, String, mpsc::Receiver<String>) {
+fn spawn_serving(
+    training: &Training,
+    args: &[&str],
+    key: &str,
+    server: &MockServer,
+) -> (Child, String, mpsc::Receiver<String>) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_overbrainer"));
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -241,7 +253,10 @@ fn spawn_serving(training: &Training, args: &[&str], key: &str, server: &MockSer
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             if tx.send(line).is_err() {
                 break;
             }
@@ -260,9 +275,110 @@ fn spawn_serving(training: &Training, args: &[&str], key: &str, server: &MockSer
     (child, url, rx)
 }
 
+/// The training gauges and the phase series Prometheus stored for `run_id`, as of its last
+/// scrape of them, against the run's `metrics.jsonl` (MET-10, MET-11).
+async fn training_series(prometheus: &Prometheus, training: &Training, run_id: &str) {
+    // What Prometheus stored, as of its last scrape of the run's series.
+    let last = |name: &str| format!("last_over_time({name}{{run_id=\"{run_id}\"}}[1h])");
+    let step = prometheus.value(&last("overbrainer_train_step")).await;
+    let loss = prometheus.value(&last("overbrainer_train_loss")).await;
+    let lines = jsonl(&training.runs().join(run_id).join("metrics.jsonl"));
+    let train_lines: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "train").collect();
+    let line = train_lines
+        .iter()
+        .rev()
+        .find(|l| l["step"].as_f64() == Some(step))
+        .unwrap_or_else(|| panic!("step {step} is no train line of {lines:?}"));
+    let line_loss = line["loss"].as_f64().unwrap();
+    assert!(same(loss, line_loss), "{loss} != {line_loss}");
+    let max_steps = prometheus.value(&last("overbrainer_train_max_steps")).await;
+    assert_eq!(Some(max_steps), line["max_steps"].as_f64());
+    let lr = prometheus.value(&last("overbrainer_learning_rate")).await;
+    assert_eq!(Some(lr), line["learning_rate"].as_f64());
+
+    // One phase series per phase, at most one of them 1 at any scrape, and the phases seen
+    // at 1 are phases of this job (no export was asked for).
+    let phases = prometheus.query(&last("overbrainer_train_phase")).await;
+    let names: Vec<&str> = phases.iter().map(|(l, _)| l["phase"].as_str()).collect();
+    for phase in [
+        "training",
+        "evaluating",
+        "finalizing",
+        "merging",
+        "exporting",
+        "retrieving",
+    ] {
+        assert!(names.contains(&phase), "{phase} missing: {phases:?}");
+    }
+    assert_eq!(phases.len(), 6, "{phases:?}");
+    let most = prometheus
+        .query(&format!(
+            "max_over_time(sum(overbrainer_train_phase{{run_id=\"{run_id}\"}})[1h:1s])"
+        ))
+        .await;
+    assert!(most.iter().all(|(_, v)| *v <= 1.0), "{most:?}");
+    let seen = prometheus
+        .query(&format!(
+            "max_over_time(overbrainer_train_phase{{run_id=\"{run_id}\"}}[1h]) == 1"
+        ))
+        .await;
+    assert!(!seen.is_empty(), "no phase was ever 1: {phases:?}");
+    assert!(
+        seen.iter().all(|(l, _)| l["phase"] != "exporting"),
+        "{seen:?}"
+    );
+}
+
+fn same(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(1.0)
+}
+
+/// The counters Prometheus stored against the history's lines (MET-7, MET-9, MET-20).
+async fn seeded_counters(prometheus: &Prometheus, history: &[Value]) {
+    let p = prometheus;
+    // Counters seeded from the history (MET-7): the stage's items, tokens and cost.
+    let counter = move |query: String| async move { p.value(&query).await };
+    let done = counter(
+        "last_over_time(overbrainer_stage_items_total{stage=\"subtopics\",result=\"done\"}[1h])"
+            .to_owned(),
+    )
+    .await;
+    let recorded = history_sum(history, "subtopics", "done");
+    assert!(same(done, recorded), "{done} != {recorded}");
+    for (direction, field) in [("in", "input_tokens"), ("out", "output_tokens")] {
+        let tokens = counter(format!(
+            "last_over_time(overbrainer_tokens_total{{stage=\"subtopics\",model=\"gen-model\",direction=\"{direction}\"}}[1h])"
+        ))
+        .await;
+        let recorded = history_sum(history, "subtopics", field);
+        assert!(
+            same(tokens, recorded),
+            "{direction}: {tokens} != {recorded}"
+        );
+        assert!(tokens > 0.0);
+    }
+    let cost = counter(
+        "last_over_time(overbrainer_cost_usd_total{stage=\"subtopics\",model=\"gen-model\"}[1h])"
+            .to_owned(),
+    )
+    .await;
+    let recorded = history_sum(history, "subtopics", "cost_usd");
+    assert!(
+        recorded > 0.0 && same(cost, recorded),
+        "{cost} != {recorded}"
+    );
+    let version = prometheus
+        .query("last_over_time(overbrainer_build_info[1h])")
+        .await;
+    assert_eq!(version.len(), 1);
+    assert_eq!(version[0].0["version"], env!("CARGO_PKG_VERSION"));
+    assert!(same(version[0].1, 1.0), "{version:?}");
+}
+
 // MET-1..MET-4, MET-7, MET-9..MET-11, MET-15, MET-16, MET-20 with a real Prometheus.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_jsonl_and_the_history() {
+async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_jsonl_and_the_history()
+ {
     let key = canary("sk-metrics-");
     let topic_canary = canary("topic-");
     let answer_canary = canary("answer-");
@@ -271,9 +387,10 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     let mut config = training.project.read("overbrainer.toml");
     config.push_str(&pipeline_config(&topic_canary));
     training.project.write("overbrainer.toml", &config);
-    training
-        .project
-        .write("prompts/subtopics.txt", "SUBTOPICS|{{ topic }}|{{ description }}|{{ count }}");
+    training.project.write(
+        "prompts/subtopics.txt",
+        "SUBTOPICS|{{ topic }}|{{ description }}|{{ count }}",
+    );
 
     // A pipeline stage against the stand-in: its lines seed the counters of the next command.
     let mut subtopics = training.cmd();
@@ -294,95 +411,59 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
         .and_then(|rest| rest.strip_suffix("/metrics"))
         .unwrap_or_else(|| panic!("not an endpoint URL: {url}"))
         .to_owned();
-    assert!(target.starts_with("127.0.0.1:") && !target.ends_with(":0"), "{target}");
+    assert!(
+        target.starts_with("127.0.0.1:") && !target.ends_with(":0"),
+        "{target}"
+    );
     let prometheus = Prometheus::start(&target);
 
     // While the run goes on: the target is up with no scrape error, and once the run is
     // followed its series are there.
     let p = &prometheus;
-    let up = poll_async(DEADLINE, "the target up with training series", move || async move {
-        let targets = p.api("/api/v1/targets", &[]).await?;
-        let active = targets["activeTargets"].as_array().cloned().unwrap_or_default();
-        let Some(first) = active.first() else {
-            return Err("no active target".to_owned());
-        };
-        if first["health"] != "up" || first["lastError"] != "" {
-            return Err(format!("{first}\n{}", p.log()));
-        }
-        let steps = p.query("overbrainer_train_step").await;
-        if steps.is_empty() {
-            return Err("no overbrainer_train_step yet".to_owned());
-        }
-        Ok((first.clone(), steps))
-    })
+    let up = poll_async(
+        DEADLINE,
+        "the target up with training series",
+        move || async move {
+            let targets = p.api("/api/v1/targets", &[]).await?;
+            let active = targets["activeTargets"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let Some(first) = active.first() else {
+                return Err("no active target".to_owned());
+            };
+            if first["health"] != "up" || first["lastError"] != "" {
+                return Err(format!("{first}\n{}", p.log()));
+            }
+            let steps = p.query("overbrainer_train_step").await;
+            if steps.is_empty() {
+                return Err("no overbrainer_train_step yet".to_owned());
+            }
+            Ok((first.clone(), steps))
+        },
+    )
     .await;
     assert_eq!(up.0["scrapeUrl"], url.as_str(), "{}", up.0);
     let run_id = up.1[0].0["run_id"].clone();
 
-    let status = tokio::task::spawn_blocking(move || child.wait().unwrap()).await.unwrap();
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
     let rest: Vec<String> = stderr.try_iter().collect();
     assert!(status.success(), "train failed: {}", rest.join("\n"));
-    assert_eq!(training.run_ids(), [run_id.clone()]);
+    assert_eq!(training.run_ids(), std::slice::from_ref(&run_id));
 
-    // What Prometheus stored, as of its last scrape of the run's series.
-    let last = |name: &str| format!("last_over_time({name}{{run_id=\"{run_id}\"}}[1h])");
-    let step = prometheus.value(&last("overbrainer_train_step")).await;
-    let loss = prometheus.value(&last("overbrainer_train_loss")).await;
-    let lines = jsonl(&training.runs().join(&run_id).join("metrics.jsonl"));
-    let train_lines: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "train").collect();
-    let line = train_lines
-        .iter()
-        .rev()
-        .find(|l| l["step"].as_f64() == Some(step))
-        .unwrap_or_else(|| panic!("step {step} is no train line of {lines:?}"));
-    let line_loss = line["loss"].as_f64().unwrap();
-    assert!((loss - line_loss).abs() <= 1e-9 * line_loss.abs().max(1.0), "{loss} != {line_loss}");
-    let max_steps = prometheus.value(&last("overbrainer_train_max_steps")).await;
-    assert_eq!(Some(max_steps), line["max_steps"].as_f64());
-    let lr = prometheus.value(&last("overbrainer_learning_rate")).await;
-    assert_eq!(Some(lr), line["learning_rate"].as_f64());
-
-    // One phase series per phase, at most one of them 1 at any scrape, and the phases seen
-    // at 1 are phases of this job (no export was asked for).
-    let phases = prometheus.query(&last("overbrainer_train_phase")).await;
-    let names: Vec<&str> = phases.iter().map(|(l, _)| l["phase"].as_str()).collect();
-    for phase in ["training", "evaluating", "finalizing", "merging", "exporting", "retrieving"] {
-        assert!(names.contains(&phase), "{phase} missing: {phases:?}");
-    }
-    assert_eq!(phases.len(), 6, "{phases:?}");
-    let most = prometheus
-        .query(&format!("max_over_time(sum(overbrainer_train_phase{{run_id=\"{run_id}\"}})[1h:1s])"))
-        .await;
-    assert!(most.iter().all(|(_, v)| *v <= 1.0), "{most:?}");
-    let seen = prometheus
-        .query(&format!("max_over_time(overbrainer_train_phase{{run_id=\"{run_id}\"}}[1h]) == 1"))
-        .await;
-    assert!(!seen.is_empty(), "no phase was ever 1: {phases:?}");
-    assert!(seen.iter().all(|(l, _)| l["phase"] != "exporting"), "{seen:?}");
-
-    // Counters seeded from the history (MET-7): the stage's items, tokens and cost.
-    let counter = move |query: String| async move { p.value(&query).await };
-    let done = counter("last_over_time(overbrainer_stage_items_total{stage=\"subtopics\",result=\"done\"}[1h])".to_owned()).await;
-    assert_eq!(done, history_sum(&history, "subtopics", "done"));
-    for (direction, field) in [("in", "input_tokens"), ("out", "output_tokens")] {
-        let tokens = counter(format!(
-            "last_over_time(overbrainer_tokens_total{{stage=\"subtopics\",model=\"gen-model\",direction=\"{direction}\"}}[1h])"
-        ))
-        .await;
-        assert_eq!(tokens, history_sum(&history, "subtopics", field), "{direction}");
-        assert!(tokens > 0.0);
-    }
-    let cost = counter("last_over_time(overbrainer_cost_usd_total{stage=\"subtopics\",model=\"gen-model\"}[1h])".to_owned()).await;
-    let recorded = history_sum(&history, "subtopics", "cost_usd");
-    assert!(recorded > 0.0 && (cost - recorded).abs() < 1e-9, "{cost} != {recorded}");
-    let version = prometheus.query("last_over_time(overbrainer_build_info[1h])").await;
-    assert_eq!(version.len(), 1);
-    assert_eq!(version[0].0["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(version[0].1, 1.0);
-
+    training_series(&prometheus, &training, &run_id).await;
+    seeded_counters(&prometheus, &history).await;
     // MET-15: no canary in any label Prometheus stored.
     let series = prometheus
-        .api("/api/v1/series", &[("match[]", "{__name__=~\"overbrainer_.+\"}"), ("start", "0")])
+        .api(
+            "/api/v1/series",
+            &[
+                ("match[]", "{__name__=~\"overbrainer_.+\"}"),
+                ("start", "0"),
+            ],
+        )
         .await
         .unwrap()
         .to_string();
@@ -390,7 +471,12 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     let found = leaks(&series, &[&key, &topic_canary, &answer_canary]);
     assert!(found.is_empty(), "canaries in labels: {found:?}");
     // The canaries did reach the data, so their absence means something.
-    assert!(training.project.read("data/subtopics.jsonl").contains(&answer_canary));
+    assert!(
+        training
+            .project
+            .read("data/subtopics.jsonl")
+            .contains(&answer_canary)
+    );
     drop(prometheus);
 }
 
@@ -410,7 +496,9 @@ fn a_taken_port_warns_and_the_command_goes_on() {
     assert!(output.status.success(), "{text}");
     assert!(text.contains("split: 0 train"), "{text}");
     assert!(
-        text.contains(&format!("the metrics endpoint is off: cannot listen on `{address}` (`metrics.listen`)")),
+        text.contains(&format!(
+            "the metrics endpoint is off: cannot listen on `{address}` (`metrics.listen`)"
+        )),
         "{text}"
     );
 }
@@ -443,5 +531,9 @@ fn config_check_shows_the_listen_address_with_its_source_and_warns_beyond_loopba
         .output()
         .unwrap();
     assert!(!output.status.success());
-    assert!(output_text(&output).contains("metrics.listen"), "{}", output_text(&output));
+    assert!(
+        output_text(&output).contains("metrics.listen"),
+        "{}",
+        output_text(&output)
+    );
 }
