@@ -137,10 +137,12 @@ impl Prometheus {
     }
 }
 
-/// A stand-in parent and generator: subtopic names carrying `answer_canary`, priced.
+/// A stand-in generator and parent, priced: subtopic names and answers carry
+/// `answer_canary`, questions are made of fresh words (so none is a near-duplicate).
 async fn stand_in(answer_canary: &str) -> MockServer {
     let server = MockServer::start().await;
     let canary = answer_canary.to_owned();
+    let fresh = std::sync::atomic::AtomicU32::new(0);
     Mock::given(method("POST"))
         .and(path("/chat/completions"))
         .respond_with(move |request: &Request| {
@@ -151,10 +153,31 @@ async fn stand_in(answer_canary: &str) -> MockServer {
                 .and_then(|m| m["content"].as_str())
                 .unwrap_or_default()
                 .to_owned();
-            let count: usize = user.rsplit('|').next().unwrap().trim().parse().unwrap();
-            let names: Vec<String> = (0..count).map(|n| format!("{canary} part {n}")).collect();
+            let parts: Vec<&str> = user.split('|').collect();
+            let content = match parts[0] {
+                "SUBTOPICS" => {
+                    let count: usize = parts[3].trim().parse().unwrap();
+                    json!(
+                        (0..count)
+                            .map(|n| format!("{canary} part {n}"))
+                            .collect::<Vec<_>>()
+                    )
+                    .to_string()
+                }
+                "QUESTIONS" => {
+                    let count: usize = parts[3].trim().parse().unwrap();
+                    let questions: Vec<String> = (0..count)
+                        .map(|_| {
+                            let n = fresh.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            format!("alpha{n} beta{n} gamma{n} delta{n}?")
+                        })
+                        .collect();
+                    json!(questions).to_string()
+                }
+                _ => format!("The answer, {canary}, to: {user}"),
+            };
             ResponseTemplate::new(200).set_body_json(json!({
-                "choices": [{"message": {"content": json!(names).to_string()}, "finish_reason": "stop"}],
+                "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 23}
             }))
         })
@@ -163,7 +186,8 @@ async fn stand_in(answer_canary: &str) -> MockServer {
     Mock::given(method("GET"))
         .and(path("/models"))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": [
-            {"id": "gen-model", "pricing": {"prompt": "0.001", "completion": "0.002"}}]})))
+            {"id": "gen-model", "pricing": {"prompt": "0.001", "completion": "0.002"}},
+            {"id": "parent-model", "pricing": {"prompt": "0.003", "completion": "0.004"}}]})))
         .mount(&server)
         .await;
     server
@@ -178,7 +202,7 @@ fn pipeline_config(topic_canary: &str) -> String {
 name = "rust"
 description = "{topic_canary}"
 subtopics = 3
-questions_per_subtopic = 2
+questions_per_subtopic = 12
 
 [providers.stand]
 protocol = "openai"
@@ -333,46 +357,89 @@ fn same(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(1.0)
 }
 
-/// The counters Prometheus stored against the history's lines (MET-7, MET-9, MET-20).
-async fn seeded_counters(prometheus: &Prometheus, history: &[Value]) {
-    let p = prometheus;
-    // Counters seeded from the history (MET-7): the stage's items, tokens and cost.
-    let counter = move |query: String| async move { p.value(&query).await };
-    let done = counter(
-        "last_over_time(overbrainer_stage_items_total{stage=\"subtopics\",result=\"done\"}[1h])"
-            .to_owned(),
-    )
-    .await;
-    let recorded = history_sum(history, "subtopics", "done");
-    assert!(same(done, recorded), "{done} != {recorded}");
-    for (direction, field) in [("in", "input_tokens"), ("out", "output_tokens")] {
-        let tokens = counter(format!(
-            "last_over_time(overbrainer_tokens_total{{stage=\"subtopics\",model=\"gen-model\",direction=\"{direction}\"}}[1h])"
-        ))
-        .await;
-        let recorded = history_sum(history, "subtopics", field);
-        assert!(
-            same(tokens, recorded),
-            "{direction}: {tokens} != {recorded}"
-        );
-        assert!(tokens > 0.0);
+/// The counters Prometheus stored against the history's lines (MET-7, MET-9, MET-18,
+/// MET-20): what the earlier command recorded (seeded) plus what this one counted live.
+async fn counters(prometheus: &Prometheus, history: &[Value]) {
+    let last = |query: &str| format!("last_over_time({query}[1h])");
+    for stage in ["subtopics", "questions", "answers", "split"] {
+        for result in ["done", "skipped", "failed", "excluded"] {
+            let recorded = history_sum(history, stage, result);
+            let series = prometheus
+                .query(&last(&format!(
+                    "overbrainer_stage_items_total{{stage=\"{stage}\",result=\"{result}\"}}"
+                )))
+                .await;
+            let value = series.first().map_or(0.0, |(_, v)| *v);
+            assert!(
+                same(value, recorded),
+                "{stage} {result}: {value} != {recorded}"
+            );
+        }
     }
-    let cost = counter(
-        "last_over_time(overbrainer_cost_usd_total{stage=\"subtopics\",model=\"gen-model\"}[1h])"
-            .to_owned(),
-    )
-    .await;
-    let recorded = history_sum(history, "subtopics", "cost_usd");
-    assert!(
-        recorded > 0.0 && same(cost, recorded),
-        "{cost} != {recorded}"
-    );
-    let version = prometheus
-        .query("last_over_time(overbrainer_build_info[1h])")
-        .await;
+    for (stage, model) in [
+        ("subtopics", "gen-model"),
+        ("questions", "gen-model"),
+        ("answers", "parent-model"),
+    ] {
+        let lines: Vec<Value> = history
+            .iter()
+            .filter(|l| l["stage"] == stage)
+            .cloned()
+            .collect();
+        assert!(!lines.is_empty(), "no {stage} line in {history:?}");
+        assert!(lines.iter().all(|l| l["model"] == model), "{lines:?}");
+        for (direction, field) in [("in", "input_tokens"), ("out", "output_tokens")] {
+            let tokens = prometheus
+                .value(&last(&format!(
+                    "overbrainer_tokens_total{{stage=\"{stage}\",model=\"{model}\",direction=\"{direction}\"}}"
+                )))
+                .await;
+            let recorded = history_sum(history, stage, field);
+            assert!(
+                recorded > 0.0 && same(tokens, recorded),
+                "{stage} {direction}: {tokens} != {recorded}"
+            );
+        }
+        let cost = prometheus
+            .value(&last(&format!(
+                "overbrainer_cost_usd_total{{stage=\"{stage}\",model=\"{model}\"}}"
+            )))
+            .await;
+        let recorded = history_sum(history, stage, "cost_usd");
+        assert!(
+            recorded > 0.0 && same(cost, recorded),
+            "{stage}: {cost} != {recorded}"
+        );
+    }
+    let version = prometheus.query(&last("overbrainer_build_info")).await;
     assert_eq!(version.len(), 1);
     assert_eq!(version[0].0["version"], env!("CARGO_PKG_VERSION"));
     assert!(same(version[0].1, 1.0), "{version:?}");
+}
+
+/// The demo training project with the pipeline's part: prompts the stand-in reads, the
+/// demo data removed (the `split` of `run` writes it).
+fn pipeline_training(topic_canary: &str) -> Training {
+    let training = Training::new(&Setup::default());
+    let mut config = training.project.read("overbrainer.toml");
+    config.push_str(&pipeline_config(topic_canary));
+    training.project.write("overbrainer.toml", &config);
+    training.project.write(
+        "prompts/subtopics.txt",
+        "SUBTOPICS|{{ topic }}|{{ description }}|{{ count }}",
+    );
+    training.project.write(
+        "prompts/questions.txt",
+        "QUESTIONS|{{ topic }}|{{ subtopic }}|{{ count }}",
+    );
+    training
+        .project
+        .write("prompts/answer_system.txt", "EXPERT|{{ topic }}");
+    // The demo data is what `split` replaces.
+    std::fs::remove_file(training.project.path().join("data/train.jsonl")).unwrap();
+    std::fs::remove_file(training.project.path().join("data/eval.jsonl")).unwrap();
+
+    training
 }
 
 // MET-1..MET-4, MET-7, MET-9..MET-11, MET-15, MET-16, MET-20 with a real Prometheus.
@@ -383,14 +450,7 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     let topic_canary = canary("topic-");
     let answer_canary = canary("answer-");
     let server = stand_in(&answer_canary).await;
-    let training = Training::new(&Setup::default());
-    let mut config = training.project.read("overbrainer.toml");
-    config.push_str(&pipeline_config(&topic_canary));
-    training.project.write("overbrainer.toml", &config);
-    training.project.write(
-        "prompts/subtopics.txt",
-        "SUBTOPICS|{{ topic }}|{{ description }}|{{ count }}",
-    );
+    let training = pipeline_training(&topic_canary);
 
     // A pipeline stage against the stand-in: its lines seed the counters of the next command.
     let mut subtopics = training.cmd();
@@ -402,10 +462,13 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
         .await
         .unwrap();
     assert!(output.status.success(), "{}", output_text(&output));
-    let history = jsonl(&training.project.path().join(".overbrainer/history.jsonl"));
-    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(
+        jsonl(&training.project.path().join(".overbrainer/history.jsonl")).len(),
+        1
+    );
 
-    let (mut child, url, stderr) = spawn_serving(&training, &["train"], &key, &server);
+    // `run`: questions, answers and split counted live, then the training followed.
+    let (mut child, url, stderr) = spawn_serving(&training, &["run"], &key, &server);
     let target = url
         .strip_prefix("http://")
         .and_then(|rest| rest.strip_suffix("/metrics"))
@@ -450,11 +513,12 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
         .await
         .unwrap();
     let rest: Vec<String> = stderr.try_iter().collect();
-    assert!(status.success(), "train failed: {}", rest.join("\n"));
+    assert!(status.success(), "run failed: {}", rest.join("\n"));
     assert_eq!(training.run_ids(), std::slice::from_ref(&run_id));
 
     training_series(&prometheus, &training, &run_id).await;
-    seeded_counters(&prometheus, &history).await;
+    let history = jsonl(&training.project.path().join(".overbrainer/history.jsonl"));
+    counters(&prometheus, &history).await;
     // MET-15: no canary in any label Prometheus stored.
     let series = prometheus
         .api(
