@@ -351,6 +351,36 @@ async fn training_series(prometheus: &Prometheus, training: &Training, run_id: &
         seen.iter().all(|(l, _)| l["phase"] != "exporting"),
         "{seen:?}"
     );
+
+    // MET-13, MET-14: the local target's sample, what it reports and nothing more.
+    for name in [
+        "overbrainer_target_memory_used_bytes",
+        "overbrainer_target_memory_limit_bytes",
+        "overbrainer_target_cpus",
+        "overbrainer_target_cpu_load1",
+        "overbrainer_target_sample_timestamp_seconds",
+    ] {
+        let value = prometheus.value(&last(name)).await;
+        assert!(value > 0.0, "{name} = {value}");
+    }
+    let disks = prometheus
+        .query(&last("overbrainer_target_disk_size_bytes"))
+        .await;
+    assert!(!disks.is_empty() && disks.len() <= 2, "{disks:?}");
+    let mounts: Vec<&str> = disks.iter().map(|(l, _)| l["mount"].as_str()).collect();
+    assert!(mounts.windows(2).all(|w| w[0] != w[1]), "{mounts:?}");
+    let has_nvidia_smi = Command::new("sh")
+        .args(["-c", "command -v nvidia-smi"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_nvidia_smi {
+        let gpus = prometheus
+            .query(&format!(
+                "last_over_time({{__name__=~\"overbrainer_gpu_.+\",run_id=\"{run_id}\"}}[1h])"
+            ))
+            .await;
+        assert!(gpus.is_empty(), "GPU series without nvidia-smi: {gpus:?}");
+    }
 }
 
 fn same(a: f64, b: f64) -> bool {
@@ -600,4 +630,51 @@ fn config_check_shows_the_listen_address_with_its_source_and_warns_beyond_loopba
         "{}",
         output_text(&output)
     );
+}
+
+// MET-2, MET-3: a serving command logs the URL with the port it bound; read-only commands
+// serve nothing.
+#[test]
+fn serving_commands_log_their_url_and_read_only_commands_serve_nothing() {
+    let project = TestProject::init();
+    let run = |args: &[&str]| {
+        let output = project
+            .cmd()
+            .args(args)
+            .env("OVERBRAINER_METRICS__LISTEN", "127.0.0.1:0")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            output_text(&output)
+        );
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = run(&["split"]);
+    let url = stderr
+        .split("metrics: serving http://127.0.0.1:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no URL in {stderr}"));
+    let port: u16 = url.split('/').next().unwrap().parse().unwrap();
+    assert_ne!(port, 0, "{stderr}");
+    assert!(url.starts_with(&format!("{port}/metrics")), "{stderr}");
+    for args in [
+        &["history"][..],
+        &["runs", "ls"],
+        &["config", "check"],
+        &["pod", "ls"],
+    ] {
+        let output = project
+            .cmd()
+            .args(args)
+            .env("OVERBRAINER_METRICS__LISTEN", "127.0.0.1:0")
+            .output()
+            .unwrap();
+        assert!(
+            !output_text(&output).contains("metrics: serving"),
+            "{args:?}: {}",
+            output_text(&output)
+        );
+    }
 }
