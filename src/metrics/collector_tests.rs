@@ -425,3 +425,112 @@ fn an_infinite_loss_leaves_no_series_since_openmetrics_cannot_carry_it_as_encode
     assert!(!text.contains("overbrainer_train_loss{"), "{text}");
     assert!(text.contains("overbrainer_train_step{run_id=\"r-5\"} 2\n"));
 }
+
+#[test]
+fn the_endpoint_exposes_exactly_the_families_of_met_16_with_their_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("r-6");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(
+        run.join("pod.json"),
+        r#"{"version":1,"run_id":"r-6","pod_name":"p","state":"running","pod_id":"x","gpu_type":"g","data_center_ids":[],"network_volume_id":null,"rate_usd_per_hour":2.0,"created_at":"2026-01-01T00:00:00Z","keep_pod":false,"attempts":[],"retrieved":false}"#,
+    )
+    .unwrap();
+    let spend = super::super::spend::Spend::new(
+        dir.path().to_path_buf(),
+        std::time::Duration::from_secs(3600),
+    );
+    let metrics = Metrics::new("1", Some(spend));
+    metrics.stage_event(&Event::Spent {
+        stage: Stage::Answers,
+        model: "m".to_owned(),
+        input_tokens: 1,
+        output_tokens: 1,
+        cost_usd: Some(0.1),
+    });
+    let follower = following(&metrics, "r-6");
+    metrics.run_event(follower, &RunEvent::Train(train_line(1, 1.0)));
+    metrics.run_event(
+        follower,
+        &RunEvent::Eval(EvalLine {
+            ts: 1.0,
+            step: 1,
+            eval_loss: Some(Value(1.0)),
+            other: std::collections::BTreeMap::new(),
+        }),
+    );
+    let mut full = sample(
+        vec![Gpu {
+            power_watts: Some(100.0),
+            ..gpu()
+        }],
+        "/",
+    );
+    if let Some(cpu) = full.cpu.as_mut() {
+        cpu.usage = Some(0.5);
+    }
+    metrics.run_event(follower, &RunEvent::Sample(Box::new(full)));
+    let text = metrics.encode();
+    let mut types: Vec<String> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .map(str::to_owned)
+        .collect();
+    types.sort();
+    let mut expected = vec![
+        "overbrainer_stage_items counter",
+        "overbrainer_tokens counter",
+        "overbrainer_cost_usd counter",
+        "overbrainer_stage_running gauge",
+        "overbrainer_item_retries counter",
+        "overbrainer_train_step gauge",
+        "overbrainer_train_max_steps gauge",
+        "overbrainer_train_phase gauge",
+        "overbrainer_train_loss gauge",
+        "overbrainer_eval_loss gauge",
+        "overbrainer_learning_rate gauge",
+        "overbrainer_runpod_spend_usd gauge",
+        "overbrainer_target_disk_used_bytes gauge",
+        "overbrainer_target_disk_size_bytes gauge",
+        "overbrainer_target_cpu_usage_ratio gauge",
+        "overbrainer_target_cpu_load1 gauge",
+        "overbrainer_target_cpus gauge",
+        "overbrainer_target_memory_used_bytes gauge",
+        "overbrainer_target_memory_limit_bytes gauge",
+        "overbrainer_target_sample_timestamp_seconds gauge",
+        "overbrainer_gpu_utilization_ratio gauge",
+        "overbrainer_gpu_memory_used_bytes gauge",
+        "overbrainer_gpu_memory_total_bytes gauge",
+        "overbrainer_gpu_temperature_celsius gauge",
+        "overbrainer_gpu_power_watts gauge",
+        "overbrainer_gpu_power_limit_watts gauge",
+        "overbrainer_gpu_info gauge",
+        "overbrainer_build_info gauge",
+    ];
+    expected.sort_unstable();
+    assert_eq!(types, expected, "{text}");
+    assert!(
+        text.contains("overbrainer_runpod_spend_usd{run_id=\"r-6\"} "),
+        "{text}"
+    );
+    assert!(
+        text.contains("# UNIT overbrainer_runpod_spend_usd usd\n"),
+        "{text}"
+    );
+    // Counters carry `_total` on their samples only.
+    for counter in [
+        "overbrainer_stage_items",
+        "overbrainer_tokens",
+        "overbrainer_cost_usd",
+        "overbrainer_item_retries",
+    ] {
+        assert!(
+            text.contains(&format!("\n{counter}_total{{")),
+            "{counter} in {text}"
+        );
+        assert!(
+            !text.contains(&format!("\n{counter}{{")),
+            "{counter} in {text}"
+        );
+    }
+}
