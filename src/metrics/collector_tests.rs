@@ -426,6 +426,38 @@ fn an_infinite_loss_leaves_no_series_since_openmetrics_cannot_carry_it_as_encode
     assert!(text.contains("overbrainer_train_step{run_id=\"r-5\"} 2\n"));
 }
 
+/// The families of MET-16 and their OpenMetrics types.
+const MET_16_TYPES: [&str; 28] = [
+    "overbrainer_stage_items counter",
+    "overbrainer_tokens counter",
+    "overbrainer_cost_usd counter",
+    "overbrainer_stage_running gauge",
+    "overbrainer_item_retries counter",
+    "overbrainer_train_step gauge",
+    "overbrainer_train_max_steps gauge",
+    "overbrainer_train_phase gauge",
+    "overbrainer_train_loss gauge",
+    "overbrainer_eval_loss gauge",
+    "overbrainer_learning_rate gauge",
+    "overbrainer_runpod_spend_usd gauge",
+    "overbrainer_target_disk_used_bytes gauge",
+    "overbrainer_target_disk_size_bytes gauge",
+    "overbrainer_target_cpu_usage_ratio gauge",
+    "overbrainer_target_cpu_load1 gauge",
+    "overbrainer_target_cpus gauge",
+    "overbrainer_target_memory_used_bytes gauge",
+    "overbrainer_target_memory_limit_bytes gauge",
+    "overbrainer_target_sample_timestamp_seconds gauge",
+    "overbrainer_gpu_utilization_ratio gauge",
+    "overbrainer_gpu_memory_used_bytes gauge",
+    "overbrainer_gpu_memory_total_bytes gauge",
+    "overbrainer_gpu_temperature_celsius gauge",
+    "overbrainer_gpu_power_watts gauge",
+    "overbrainer_gpu_power_limit_watts gauge",
+    "overbrainer_gpu_info gauge",
+    "overbrainer_build_info gauge",
+];
+
 #[test]
 fn the_endpoint_exposes_exactly_the_families_of_met_16_with_their_types() {
     let dir = tempfile::tempdir().unwrap();
@@ -477,36 +509,7 @@ fn the_endpoint_exposes_exactly_the_families_of_met_16_with_their_types() {
         .map(str::to_owned)
         .collect();
     types.sort();
-    let mut expected = vec![
-        "overbrainer_stage_items counter",
-        "overbrainer_tokens counter",
-        "overbrainer_cost_usd counter",
-        "overbrainer_stage_running gauge",
-        "overbrainer_item_retries counter",
-        "overbrainer_train_step gauge",
-        "overbrainer_train_max_steps gauge",
-        "overbrainer_train_phase gauge",
-        "overbrainer_train_loss gauge",
-        "overbrainer_eval_loss gauge",
-        "overbrainer_learning_rate gauge",
-        "overbrainer_runpod_spend_usd gauge",
-        "overbrainer_target_disk_used_bytes gauge",
-        "overbrainer_target_disk_size_bytes gauge",
-        "overbrainer_target_cpu_usage_ratio gauge",
-        "overbrainer_target_cpu_load1 gauge",
-        "overbrainer_target_cpus gauge",
-        "overbrainer_target_memory_used_bytes gauge",
-        "overbrainer_target_memory_limit_bytes gauge",
-        "overbrainer_target_sample_timestamp_seconds gauge",
-        "overbrainer_gpu_utilization_ratio gauge",
-        "overbrainer_gpu_memory_used_bytes gauge",
-        "overbrainer_gpu_memory_total_bytes gauge",
-        "overbrainer_gpu_temperature_celsius gauge",
-        "overbrainer_gpu_power_watts gauge",
-        "overbrainer_gpu_power_limit_watts gauge",
-        "overbrainer_gpu_info gauge",
-        "overbrainer_build_info gauge",
-    ];
+    let mut expected = MET_16_TYPES.to_vec();
     expected.sort_unstable();
     assert_eq!(types, expected, "{text}");
     assert!(
