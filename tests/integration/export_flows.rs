@@ -1,0 +1,263 @@
+//! `export` beyond the first issue-14 tests, with the real llama.cpp b11434 and real
+//! Axolotl: a stopped run's partial model (EXP-1); `--ollama` and `[export]
+//! pre_tokenizer` refused before any job; `SIGTERM` cancelling the job and `export
+//! attach` following one whose process was killed; an export in a copy of the project
+//! (its run directory is recorded relative to the project); and an export in a real
+//! Podman container on a `docker` runtime target.
+//!
+//! One trained local run is shared: each test exports in a copy of its project.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use crate::export::{assert_exported, export_dirs, held_python, llama_dir, trained};
+use crate::training::{Setup, Training, finish, group_alive, wait_for};
+use crate::util::{TestProject, output_text};
+
+struct Trained {
+    training: Training,
+    id: String,
+}
+
+/// The shared trained local run (merged, `pre_tokenizer = "gpt-2"`).
+fn shared() -> &'static Trained {
+    static TRAINED: OnceLock<Trained> = OnceLock::new();
+    TRAINED.get_or_init(|| {
+        let (training, id) = trained(&Setup::default(), "local", true);
+        Trained { training, id }
+    })
+}
+
+/// A fresh copy of the shared run's project, with the same environment.
+fn copy() -> (Training, String) {
+    let trained = shared();
+    let project = TestProject::empty();
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", trained.training.project.path().display()))
+        .arg(project.path())
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let training = Training {
+        project,
+        extra_env: trained.training.extra_env.clone(),
+        sshd: None,
+    };
+    (training, trained.id.clone())
+}
+
+// Issue 14 follow-up: the pinned list of pre-tokenizer names is the pinned tree's.
+#[test]
+fn the_pinned_pre_tokenizer_names_are_those_of_the_pinned_llama_cpp() {
+    let source = std::fs::read_to_string(llama_dir().join("src/llama-vocab.cpp")).unwrap();
+    let mut names: Vec<&str> = source
+        .split("tokenizer_pre == \"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names, overbrainer::gguf::llama::PRE_TOKENIZERS);
+}
+
+// `--ollama NAME`, `[export] ollama_name` and `[export] pre_tokenizer` are refused before
+// any job, naming the flag or key; nothing is made in the run directory.
+#[test]
+fn a_bad_ollama_name_or_an_unknown_pre_tokenizer_is_refused_before_any_job() {
+    let (training, id) = copy();
+    let run = training.runs().join(&id);
+    for (args, env, expected) in [
+        (
+            vec!["--ollama", "tiny child"],
+            None,
+            "invalid Ollama model name `tiny child` (`--ollama`)",
+        ),
+        (
+            vec![],
+            Some(("OVERBRAINER_EXPORT__OLLAMA_NAME", "-tiny")),
+            "(`export.ollama_name`)",
+        ),
+        (
+            vec![],
+            Some(("OVERBRAINER_EXPORT__PRE_TOKENIZER", "gpt-3")),
+            "`export.pre_tokenizer` = `gpt-3` is not a pre-tokenizer llama.cpp b11434 knows",
+        ),
+    ] {
+        let mut cmd = training.cmd();
+        cmd.arg("export").arg(&id).args(&args);
+        if let Some((key, value)) = env {
+            cmd.env(key, value);
+        }
+        let output = cmd.output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{text}");
+        assert!(text.contains(expected), "{expected}: {text}");
+        assert!(export_dirs(&run).is_empty(), "{:?}", export_dirs(&run));
+    }
+}
+
+/// Starts `export` with the held Python of `held` and waits until its job is at the
+/// conversion; returns the process, the job's directory and its process group.
+fn held_export(
+    training: &mut Training,
+    id: &str,
+    held: &Path,
+) -> (std::process::Child, std::path::PathBuf, u32) {
+    let (venv, started) = held_python(held);
+    let _ = std::fs::remove_file(&started);
+    training
+        .extra_env
+        .retain(|(k, _)| k != "OVERBRAINER_TARGETS__LOCAL__VENV");
+    training.extra_env.push((
+        "OVERBRAINER_TARGETS__LOCAL__VENV".into(),
+        venv.to_string_lossy().into_owned(),
+    ));
+    let before = export_dirs(&training.runs().join(id)).len();
+    let child = training.spawn(&["export", id, "--quantize", "Q8_0"]);
+    wait_for("the export job's conversion", || started.exists());
+    let dirs = export_dirs(&training.runs().join(id));
+    assert_eq!(dirs.len(), before + 1, "{dirs:?}");
+    let job = dirs.last().unwrap().clone();
+    let pid: u32 = std::fs::read_to_string(job.join("job.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (child, job, pid)
+}
+
+// EXP-15: `SIGTERM` cancels the export job like Ctrl-C; `export attach EXPORT_ID` follows
+// a job whose export process was killed (`SIGKILL`) to its end and collects the GGUF.
+// The project is a copy of another: the run directory recorded relative to the project
+// keeps every job in the copy.
+#[test]
+fn sigterm_cancels_the_export_job_and_export_attach_collects_one_whose_process_was_killed() {
+    let (mut training, id) = copy();
+    let run = training.runs().join(&id);
+    let before = std::fs::read(run.join("run.json")).unwrap();
+    let held = tempfile::tempdir().unwrap();
+    let (child, job, pid) = held_export(&mut training, &id, held.path());
+    assert!(crate::util::signal(child.id(), "TERM"));
+    let output = finish(child);
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("cancelled"), "{text}");
+    assert!(!group_alive(pid), "the export job's group {pid} lives on");
+    assert!(job.join("cancelled").exists(), "{}", job.display());
+
+    let (mut child, job, pid) = held_export(&mut training, &id, held.path());
+    assert!(crate::util::signal(child.id(), "KILL"));
+    let _ = child.wait();
+    assert!(group_alive(pid), "the job ended with its killed follower");
+    let export_id = job.file_name().unwrap().to_string_lossy().into_owned();
+    std::fs::write(held.path().join("release"), "").unwrap();
+    let output = training
+        .cmd()
+        .args(["export", "attach", &export_id])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("following {export_id} of run {id}")),
+        "{text}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_exported(&run, &id, "Q8_0", &stdout);
+    assert_eq!(std::fs::read(run.join("run.json")).unwrap(), before);
+    // Nothing of the copy's exports went to the original project.
+    let original = shared().training.runs().join(&id);
+    assert!(
+        export_dirs(&original).is_empty(),
+        "{:?}",
+        export_dirs(&original)
+    );
+}
+
+// EXP-1: a run stopped at a snapshot exports its partial model; the output and
+// `export.json` say so and from which step.
+#[test]
+fn a_stopped_run_exports_its_partial_model_and_says_from_which_step() {
+    let mut training = Training::new(&Setup {
+        max_steps: 6,
+        ..Setup::default()
+    });
+    training.extra_env.extend([
+        (
+            "OVERBRAINER_TARGETS__LOCAL__LLAMA_CPP_DIR".to_owned(),
+            llama_dir().to_string_lossy().into_owned(),
+        ),
+        (
+            "OVERBRAINER_EXPORT__PRE_TOKENIZER".to_owned(),
+            "gpt-2".to_owned(),
+        ),
+    ]);
+    let mut follower = training.spawn(&["train"]);
+    let id = training.wait_running(&mut follower);
+    let stop = training
+        .cmd()
+        .args(["train", "stop", &id])
+        .output()
+        .unwrap();
+    assert!(stop.status.success(), "{}", output_text(&stop));
+    let _ = finish(follower);
+    let record = training.record(&id);
+    assert_eq!(record["state"], "stopped", "{record}");
+    let step = record["snapshot"]["step"].as_u64().unwrap();
+    let output = training
+        .cmd()
+        .args(["export", &id, "--quantize", "Q8_0"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("this is its partial model, from step {step}")),
+        "{text}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "a partial model, from step {step} of a stopped run"
+        )),
+        "{stdout}"
+    );
+    let run = training.runs().join(&id);
+    let exported = assert_exported(&run, &id, "Q8_0", &stdout);
+    assert_eq!(exported["partial"], true, "{exported}");
+    assert_eq!(exported["partial_step"], step, "{exported}");
+    assert_eq!(training.record(&id)["state"], "stopped");
+}
+
+// Issue 14 follow-up: a `docker` runtime target runs the export in the run's image with
+// Podman (the engine's configuration from the environment, as a training job's), the
+// llama.cpp tree mounted at /workspace/cache.
+#[test]
+fn an_export_on_a_podman_target_runs_in_the_image() {
+    use crate::engines::{TestEngine, container_env};
+    let (mut training, id) = copy();
+    let env = container_env();
+    let config = training.project.read("overbrainer.toml");
+    let config = config.replace(
+        "runtime = \"native\"",
+        &format!("runtime = \"docker\"\nimage = \"{}\"", env.axolotl_image()),
+    );
+    let config = config.replace("engine = \"docker\"", "engine = \"podman\"");
+    assert!(config.contains("engine = \"podman\""), "{config}");
+    training.project.write("overbrainer.toml", &config);
+    training.extra_env.extend(TestEngine::Podman.env());
+    let run = training.runs().join(&id);
+    let output = training
+        .cmd()
+        .args(["export", &id, "--quantize", "Q8_0"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_exported(&run, &id, "Q8_0", &stdout);
+    let job = export_dirs(&run).pop().unwrap();
+    assert!(job.join("job.container").is_file(), "{}", job.display());
+    assert!(job.join("job.engine-env").is_dir(), "{}", job.display());
+}
