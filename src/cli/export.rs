@@ -135,7 +135,7 @@ fn render(event: ExportEvent) {
         ExportEvent::Step(what) => errln!("export: step {what}"),
         ExportEvent::JobLog(line) => tracing::debug!("job.log: {line}"),
         ExportEvent::OllamaMissing { command } => {
-            errln!("warning: `ollama` is not on PATH; to make the Ollama model run:\n  {command}")
+            errln!("warning: `ollama` is not on PATH; to make the Ollama model run:\n  {command}");
         }
     }
 }

@@ -53,8 +53,8 @@ pub async fn reupload(
         std::fs::create_dir_all(&staging).map_err(io(&staging))?;
         for file in &local {
             let relative = file.relative_path();
-            let from = local_dir.join(&relative);
-            let to = staging.join(&relative);
+            let from = local_dir.join(relative);
+            let to = staging.join(relative);
             if let Some(parent) = to.parent() {
                 std::fs::create_dir_all(parent).map_err(io(parent))?;
             }

@@ -169,6 +169,10 @@ impl Plan {
     /// runs through [`exec::stage_command`] with the paths it sees there; the script's
     /// own shell steps (the trap, moving the results) use the target's.
     #[must_use]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the job's steps in order, read top to bottom"
+    )]
     pub fn script(&self, spec: &JobSpec) -> String {
         let p = |path: &str| shell_path(path);
         let paths = self.paths(spec);

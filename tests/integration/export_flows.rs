@@ -95,6 +95,23 @@ fn a_bad_ollama_name_or_an_unknown_pre_tokenizer_is_refused_before_any_job() {
         assert!(text.contains(expected), "{expected}: {text}");
         assert!(export_dirs(&run).is_empty(), "{:?}", export_dirs(&run));
     }
+    // With `[export] after_training`, `train` refuses it before the run, not after its
+    // training.
+    let before = training.run_ids();
+    let output = training
+        .cmd()
+        .env("OVERBRAINER_EXPORT__AFTER_TRAINING", "true")
+        .env("OVERBRAINER_EXPORT__PRE_TOKENIZER", "gpt-3")
+        .arg("train")
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("`export.pre_tokenizer` = `gpt-3` is not a pre-tokenizer llama.cpp b11434 knows (`export.after_training`"),
+        "{text}"
+    );
+    assert_eq!(training.run_ids(), before);
 }
 
 /// Starts `export` with the held Python of `held` and waits until its job is at the
@@ -204,7 +221,7 @@ fn a_stopped_run_exports_its_partial_model_and_says_from_which_step() {
     let _ = finish(follower);
     let record = training.record(&id);
     assert_eq!(record["state"], "stopped", "{record}");
-    let step = record["snapshot"]["step"].as_u64().unwrap();
+    let snapshot_step = record["snapshot"]["step"].as_u64().unwrap();
     let output = training
         .cmd()
         .args(["export", &id, "--quantize", "Q8_0"])
@@ -213,20 +230,22 @@ fn a_stopped_run_exports_its_partial_model_and_says_from_which_step() {
     let text = output_text(&output);
     assert!(output.status.success(), "{text}");
     assert!(
-        text.contains(&format!("this is its partial model, from step {step}")),
+        text.contains(&format!(
+            "this is its partial model, from step {snapshot_step}"
+        )),
         "{text}"
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains(&format!(
-            "a partial model, from step {step} of a stopped run"
+            "a partial model, from step {snapshot_step} of a stopped run"
         )),
         "{stdout}"
     );
     let run = training.runs().join(&id);
     let exported = assert_exported(&run, &id, "Q8_0", &stdout);
     assert_eq!(exported["partial"], true, "{exported}");
-    assert_eq!(exported["partial_step"], step, "{exported}");
+    assert_eq!(exported["partial_step"], snapshot_step, "{exported}");
     assert_eq!(training.record(&id)["state"], "stopped");
 }
 
@@ -260,4 +279,74 @@ fn an_export_on_a_podman_target_runs_in_the_image() {
     let job = export_dirs(&run).pop().unwrap();
     assert!(job.join("job.container").is_file(), "{}", job.display());
     assert!(job.join("job.engine-env").is_dir(), "{}", job.display());
+}
+
+/// Puts the tiny model into the Hugging Face cache under `hf_home` as Hub model `repo`
+/// (the layout `huggingface_hub` reads offline: `refs/main` naming a snapshot).
+fn cache_as_hub_model(hf_home: &Path, repo: &str) {
+    let dir = hf_home
+        .join("hub")
+        .join(format!("models--{}", repo.replace('/', "--")));
+    let revision = "0123456789abcdef0123456789abcdef01234567";
+    let snapshot = dir.join("snapshots").join(revision);
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::create_dir_all(dir.join("refs")).unwrap();
+    std::fs::write(dir.join("refs/main"), revision).unwrap();
+    for entry in std::fs::read_dir(&crate::training::training_env().model).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), snapshot.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+// An adapter-only run whose `base_model` is a Hub ID (here the shared run's copy with its
+// `output/merged/` removed and its recorded `base_model` pointed at a Hub ID): refused
+// naming `base_model` and the download command while the target's Hugging Face cache
+// lacks it, then merged from that cache, where training would have put it.
+#[test]
+fn a_hub_id_base_model_is_found_in_the_targets_hugging_face_cache_or_refused_naming_it() {
+    let (training, id) = copy();
+    let run = training.runs().join(&id);
+    std::fs::remove_dir_all(run.join("output/merged")).unwrap();
+    let yaml = std::fs::read_to_string(run.join("axolotl.yaml")).unwrap();
+    let model = crate::training::training_env()
+        .model
+        .to_string_lossy()
+        .into_owned();
+    let repo = "tiny-org/tiny-llama-ob";
+    let moved = yaml.replace(
+        &format!("base_model: \"{model}\""),
+        &format!("base_model: \"{repo}\""),
+    );
+    assert_ne!(moved, yaml, "{yaml}");
+    std::fs::write(run.join("axolotl.yaml"), moved).unwrap();
+    let export = || {
+        training
+            .cmd()
+            .args(["export", &id, "--quantize", "Q8_0"])
+            .output()
+            .unwrap()
+    };
+    let output = export();
+    let text = output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("`base_model` = `{repo}` (the run's axolotl.yaml) is a Hub ID that is not in the target's Hugging Face cache"))
+            && text.contains(&format!("hf download {repo}`")),
+        "{text}"
+    );
+    let job = export_dirs(&run).pop().unwrap();
+    let log = std::fs::read_to_string(job.join("job.log")).unwrap();
+    assert!(!log.contains("step 3/6"), "merged before refusing: {log}");
+    cache_as_hub_model(&training.runs().join(".hf-cache"), repo);
+    let output = export();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    let job = export_dirs(&run).pop().unwrap();
+    let log = std::fs::read_to_string(job.join("job.log")).unwrap();
+    assert!(log.contains("preflight: base model in `"), "{log}");
+    assert!(log.contains("step 3/6 merge into export-work/"), "{log}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_exported(&run, &id, "Q8_0", &stdout);
 }
