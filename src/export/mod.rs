@@ -27,6 +27,7 @@ mod reupload;
 
 pub use crate::gguf::{in_job_stage, llama, script};
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -45,6 +46,10 @@ use crate::runs::{RunError, target};
 use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
 use job::ExportJob;
 use script::{EXPORT_JSON, Plan, Source};
+
+/// How often an export's follower reads the job's log and status (scaled by
+/// [`crate::env::TimeScale`]).
+const EXPORT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The directory of the export jobs inside a run directory (EXP-2).
 pub const EXPORTS_DIR: &str = "exports";
@@ -768,7 +773,7 @@ async fn model_source(
     script.push_str("[ -f axolotl.yaml ] || exit 0\n");
     for (file, _) in candidates(checkpoint) {
         let file = quote(&file);
-        script.push_str(&format!("[ -f {file} ] && printf '%s\\n' {file}\n"));
+        let _ = writeln!(script, "[ -f {file} ] && printf '%s\\n' {file}");
     }
     script.push_str("exit 0\n");
     let answer = executor
@@ -828,7 +833,9 @@ async fn follow(
     cancel: &CancellationToken,
 ) -> Result<JobStatus, crate::exec::ExecError> {
     let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
-    let poll = crate::runs::lifecycle::Rules::scaled(executor.time_scale()).poll_interval;
+    // An export takes seconds: a training run's 1 s poll would add half of one to
+    // each export on average (issue 14's speed goal).
+    let poll = executor.time_scale().scale(EXPORT_POLL);
     loop {
         if let Ok(lines) = log.poll().await {
             for line in lines {

@@ -323,7 +323,7 @@ def answer(server, gguf):
                 pass
             if time.monotonic() > deadline:
                 refuse(f"llama-server did not become healthy on 127.0.0.1:{port} within 120 s")
-            time.sleep(0.2)
+            time.sleep(0.02)
         body = json.dumps({"prompt": "Hello", "n_predict": 8, "ignore_eos": True,
                            "temperature": 0}).encode()
         request = urllib.request.Request(f"{base}/completion", data=body,
@@ -358,9 +358,22 @@ def field_text(reader, key):
     return field.contents()
 
 
+def gguf_reader(tree):
+    """gguf-py's `GGUFReader` from the tree, without the package's `__init__`: that one
+    imports `gguf.vocab` and with it `mistral_common` and `requests`, seconds of the
+    export's time for nothing the reader uses."""
+    import types
+
+    package = types.ModuleType("gguf")
+    package.__path__ = [os.path.join(tree, "gguf-py", "gguf")]
+    sys.modules["gguf"] = package
+    from gguf.gguf_reader import GGUFReader
+
+    return GGUFReader
+
+
 def check(args):
-    use_tree(args.tree)
-    from gguf import GGUFReader
+    GGUFReader = gguf_reader(args.tree)
 
     reader = GGUFReader(args.gguf)
     arch = field_text(reader, "general.architecture")
