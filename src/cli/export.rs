@@ -1,24 +1,67 @@
-//! `overbrainer export RUN_ID [--quantize TYPE] [--ollama NAME]`: a trained run to a GGUF
-//! with the pinned llama.cpp, on the run's target, then retrieved (see `export`). Takes
-//! the project lock (EXP-2); Ctrl-C cancels the export job (EXP-15).
+//! `overbrainer export RUN_ID [--quantize TYPE] [--ollama NAME]`: a trained run (or a
+//! stopped one's partial model) to a GGUF with the pinned llama.cpp, on the run's
+//! target, then retrieved (see `export`); `overbrainer export attach EXPORT_ID` follows
+//! an export's job again when the process that started it is gone. Takes the project
+//! lock (EXP-2); Ctrl-C, `SIGTERM` and `SIGHUP` cancel the export job (EXP-15).
 
 use std::process::ExitCode;
 
+use tokio_util::sync::CancellationToken;
+
 use super::Context;
-use crate::export::{ExportEvent, Request};
+use crate::export::{ExportEvent, Exported, Request};
 
 /// Arguments of `export`.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
-    /// The run to export (succeeded).
-    #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
-    pub run_id: String,
+    /// `attach EXPORT_ID`.
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    /// The run to export (succeeded, or stopped with a snapshot: its partial model).
+    #[arg(value_name = "RUN_ID", required = true, add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
+    pub run_id: Option<String>,
     /// Quantization type, over `export.quantize`.
     #[arg(long, value_name = "TYPE")]
     pub quantize: Option<String>,
     /// Ollama model name, over `export.ollama_name`.
     #[arg(long, value_name = "NAME")]
     pub ollama: Option<String>,
+}
+
+/// `export`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// Follow an export's job again (its process ended without cancelling it) and
+    /// collect its GGUF as `export` would.
+    Attach {
+        /// `export_<YYYYMMDD>-<HHMMSS>`, or `RUN_ID/EXPORT_ID` when several runs have it.
+        #[arg(value_name = "EXPORT_ID")]
+        export_id: String,
+    },
+}
+
+/// A token cancelled by Ctrl-C, `SIGTERM` or `SIGHUP`: an export job is never left
+/// running because its follower was told to end (EXP-15).
+fn interrupted() -> CancellationToken {
+    let token = CancellationToken::new();
+    let on_signal = token.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+        on_signal.cancel();
+    });
+    token
 }
 
 /// Runs `export`.
@@ -28,42 +71,86 @@ pub struct Args {
 /// For a bad run ID or type, a held lock, a refusal of the preflight, a failed job or
 /// retrieval.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let cancel = super::follow::ctrl_c();
+    let cancel = interrupted();
     let (project, loaded) = ctx.load()?;
     let _lock = project.lock()?;
     let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-    let request = Request {
-        run_id: args.run_id.clone(),
-        quantize: args.quantize.clone(),
-        ollama: args.ollama.clone(),
+    let flow: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>> = match &args.action {
+        Some(Action::Attach { export_id }) => Box::pin(crate::export::attach(
+            &project,
+            &loaded.settings,
+            &loaded.env,
+            export_id,
+            &events,
+            &cancel,
+        )),
+        None => {
+            let request = Request {
+                run_id: args.run_id.clone().unwrap_or_default(),
+                quantize: args.quantize.clone(),
+                ollama: args.ollama.clone(),
+            };
+            Box::pin(async move {
+                crate::export::export(
+                    &project,
+                    &loaded.settings,
+                    &loaded.env,
+                    &request,
+                    &events,
+                    &cancel,
+                )
+                .await
+            })
+        }
     };
-    let flow = crate::export::export(
-        &project,
-        &loaded.settings,
-        &loaded.env,
-        &request,
-        &events,
-        &cancel,
-    );
-    let exported =
-        crate::pipeline::pump::pump(&mut receiver, Box::pin(flow), |event| match event {
-            ExportEvent::Started {
-                export_id,
-                source,
-                quantize,
-                target,
-            } => errln!("export: {export_id} of {source} to {quantize} on target {target}"),
-            ExportEvent::Step(what) => errln!("export: step {what}"),
-            ExportEvent::JobLog(line) => tracing::debug!("job.log: {line}"),
-            ExportEvent::OllamaMissing { command } => errln!(
-                "warning: `ollama` is not on PATH; to make the Ollama model run:\n  {command}"
-            ),
-        })
-        .await?;
+    let exported = crate::pipeline::pump::pump(&mut receiver, flow, render).await?;
+    result(&exported);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(event: ExportEvent) {
+    match event {
+        ExportEvent::Started {
+            export_id,
+            source,
+            quantize,
+            target,
+            partial_step,
+        } => {
+            errln!("export: {export_id} of {source} to {quantize} on target {target}");
+            if let Some(step) = partial_step {
+                errln!(
+                    "export: the run stopped at a snapshot: this is its partial model, from step {step}"
+                );
+            }
+        }
+        ExportEvent::Attached {
+            export_id,
+            run_id,
+            target,
+        } => errln!("export: following {export_id} of run {run_id} on target {target} again"),
+        ExportEvent::Reuploaded { files } => errln!(
+            "export: the run directory on the target had lost its model: sent this machine's copy back ({files} files, checked)"
+        ),
+        ExportEvent::Step(what) => errln!("export: step {what}"),
+        ExportEvent::JobLog(line) => tracing::debug!("job.log: {line}"),
+        ExportEvent::OllamaMissing { command } => {
+            errln!("warning: `ollama` is not on PATH; to make the Ollama model run:\n  {command}");
+        }
+    }
+}
+
+fn result(exported: &Exported) {
     #[allow(clippy::cast_precision_loss, reason = "a size in MB with one decimal")]
     let mb = exported.record.size as f64 / 1_000_000.0;
+    let partial = exported
+        .record
+        .partial_step
+        .map_or_else(String::new, |step| {
+            format!("; a partial model, from step {step} of a stopped run")
+        });
     outln!(
-        "{} ({}, {mb:.1} MB, tensor types {}); Modelfile beside it",
+        "{} ({}, {mb:.1} MB, tensor types {}); Modelfile beside it{partial}",
         exported.gguf.display(),
         exported.record.quantize,
         exported.record.tensor_types.join(", ")
@@ -71,5 +158,4 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(name) = &exported.ollama {
         outln!("ollama model {name} created; run it with: ollama run {name}");
     }
-    Ok(ExitCode::SUCCESS)
 }

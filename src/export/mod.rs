@@ -7,15 +7,27 @@
 //!
 //! - [`llama`]: the pinned llama.cpp and its cache;
 //! - [`script`]: the job's steps and their commands (`export_tool.py` is its Python);
-//! - [`ollama`]: `ollama create`, or its REST route.
+//! - [`ollama`]: `ollama create`, or its REST route;
+//! - [`job`]: the export job's own `run.json`, for [`attach`];
+//! - `reupload`: EXP-11, the retrieved model sent back to an SSH target that lost it.
+//!
+//! A run that is `stopped` with a snapshot exports its partial model (EXP-1): the
+//! adapter or model Axolotl saved in `output/` when it stopped, else the snapshot's
+//! checkpoint; `export.json` records `partial` and `partial_step`. A container target
+//! runs every program of the job in the run's image (its engine environment recorded
+//! at the job's start, as a training job's), with llama.cpp mounted at
+//! `/workspace/cache`.
 //!
 //! A flow: it sends [`ExportEvent`]s and never prints. The run's `run.json` is never
 //! written, so a failed export leaves the run as it was (EXP-15).
 
+pub mod job;
 pub mod ollama;
+mod reupload;
 
 pub use crate::gguf::{in_job_stage, llama, script};
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -23,15 +35,21 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::QUANTIZE_TYPES;
 use crate::config::{EnvSnapshot, Settings};
-use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobRuntime, JobStatus};
+use crate::exec::{
+    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobRuntime, JobStatus, quote,
+};
 use crate::gguf::llama_of;
 use crate::project::Project;
-use crate::runs::lifecycle::Rules;
-use crate::runs::record::{RunRecord, State};
+use crate::runs::record::{RunRecord, State, TargetKind};
 use crate::runs::start::error_chain;
 use crate::runs::{RunError, target};
 use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
-use script::{EXPORT_JSON, GGUF_DIR, Plan, Source};
+use job::ExportJob;
+use script::{EXPORT_JSON, Plan, Source};
+
+/// How often an export's follower reads the job's log and status (scaled by
+/// [`crate::env::TimeScale`]).
+const EXPORT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The directory of the export jobs inside a run directory (EXP-2).
 pub const EXPORTS_DIR: &str = "exports";
@@ -60,6 +78,23 @@ pub enum ExportEvent {
         quantize: String,
         /// Target name.
         target: String,
+        /// For a stopped run: the snapshot's step (a partial model, EXP-1).
+        partial_step: Option<u64>,
+    },
+    /// `export attach` follows this export's job again.
+    Attached {
+        /// Export ID.
+        export_id: String,
+        /// Run ID.
+        run_id: String,
+        /// Target name.
+        target: String,
+    },
+    /// The run directory on the SSH target had lost the model: this machine's
+    /// retrieved copy was uploaded and checked (EXP-11).
+    Reuploaded {
+        /// Files sent.
+        files: usize,
     },
     /// A step of the job began (`step 2/6 preflight`).
     Step(String),
@@ -100,6 +135,15 @@ pub struct ExportRecord {
     pub tensor_count: u64,
     /// The tensor types the file really holds.
     pub tensor_types: Vec<String>,
+    /// The model directory exported, relative to the run directory.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Whether it is a stopped run's partial model (EXP-1).
+    #[serde(default)]
+    pub partial: bool,
+    /// The snapshot's step of a partial model.
+    #[serde(default)]
+    pub partial_step: Option<u64>,
 }
 
 /// How an export ended.
@@ -125,7 +169,9 @@ pub enum ExportError {
     #[error("invalid quantization type `{0}` (`--quantize` or `export.quantize`): expected one of {types}", types = QUANTIZE_TYPES.join(", "))]
     BadQuantize(String),
     /// A run that cannot be exported (EXP-1).
-    #[error("run `{run_id}` is {state}: only a succeeded run can be exported")]
+    #[error(
+        "run `{run_id}` is {state}: only a succeeded run, or a stopped one with a snapshot, can be exported"
+    )]
     NotExportable {
         /// Run ID.
         run_id: String,
@@ -140,11 +186,53 @@ pub enum ExportError {
         /// What is missing.
         reason: String,
     },
-    /// A container runtime: not exported by this build.
+    /// An invalid Ollama model name, before any work.
+    #[error("invalid Ollama model name `{name}` ({by}): {problem}")]
+    BadOllamaName {
+        /// The name.
+        name: String,
+        /// `--ollama` or `export.ollama_name`.
+        by: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A pre-tokenizer name the pinned llama.cpp does not know, before any work.
     #[error(
-        "target `{0}` runs jobs in a container; export runs only on a native runtime in this build"
+        "`export.pre_tokenizer` = `{0}` is not a pre-tokenizer llama.cpp b11434 knows (it would be written into the GGUF and refused by llama-server); use one of its names, such as `gpt-2`, `llama-bpe`, `qwen2`"
     )]
-    ContainerRuntime(String),
+    UnknownPreTokenizer(String),
+    /// `export attach` of an export that cannot be found.
+    #[error("unknown export `{export_id}`: {reason}")]
+    UnknownExport {
+        /// What was asked.
+        export_id: String,
+        /// Why it was not found.
+        reason: String,
+    },
+    /// EXP-11's re-upload did not arrive intact.
+    #[error(
+        "the run directory of `{run_id}` on target `{target}` had lost its model; the re-uploaded `axolotl.yaml` and `output/` do not match this machine's ({reason})"
+    )]
+    Reupload {
+        /// Run ID.
+        run_id: String,
+        /// Target name.
+        target: String,
+        /// What differs.
+        reason: String,
+    },
+    /// Following the job failed (a lost connection); the job may still run.
+    #[error(
+        "lost export `{export_id}` of run `{run_id}` while it ran: {reason}; `overbrainer export attach {export_id}` follows it again"
+    )]
+    Detached {
+        /// Run ID.
+        run_id: String,
+        /// Export ID.
+        export_id: String,
+        /// What failed.
+        reason: String,
+    },
     /// The job refused before the slow part (the preflight) or at a check.
     #[error("export `{export_id}` of run `{run_id}` refused: {reason}")]
     Refused {
@@ -225,11 +313,67 @@ fn yaml_value(yaml: &str, key: &str) -> Option<serde_json::Value> {
     })
 }
 
+/// The Ollama name of `request` over `settings`, checked before any work.
+///
+/// # Errors
+///
+/// [`ExportError::BadOllamaName`] naming `--ollama` or `export.ollama_name`.
+pub fn ollama_name(request: &Request, settings: &Settings) -> Result<Option<String>, ExportError> {
+    let (name, by) = match (&request.ollama, &settings.export.ollama_name) {
+        (Some(name), _) => (name, "`--ollama`"),
+        (None, Some(name)) => (name, "`export.ollama_name`"),
+        (None, None) => return Ok(None),
+    };
+    match ollama::name_problem(name) {
+        Some(problem) => Err(ExportError::BadOllamaName {
+            name: name.clone(),
+            by,
+            problem,
+        }),
+        None => Ok(Some(name.clone())),
+    }
+}
+
+/// `[export] pre_tokenizer`, checked against the names the pinned llama.cpp knows.
+///
+/// # Errors
+///
+/// [`ExportError::UnknownPreTokenizer`].
+pub fn check_pre_tokenizer(settings: &Settings) -> Result<(), ExportError> {
+    match &settings.export.pre_tokenizer {
+        Some(pre) if !llama::PRE_TOKENIZERS.contains(&pre.as_str()) => {
+            Err(ExportError::UnknownPreTokenizer(pre.clone()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The snapshot's step when `record` is a stopped run with a snapshot (a partial
+/// model), `None` when it succeeded.
+///
+/// # Errors
+///
+/// [`ExportError::NotExportable`] for any other state (EXP-1).
+fn exportable(record: &RunRecord) -> Result<Option<&crate::runs::record::Snapshot>, ExportError> {
+    match (record.state, &record.snapshot) {
+        (State::Succeeded, _) => Ok(None),
+        (State::Stopped, Some(snapshot)) => Ok(Some(snapshot)),
+        (state, _) => Err(ExportError::NotExportable {
+            run_id: record.id.clone(),
+            state: state.name(),
+        }),
+    }
+}
+
 /// `export`: the whole export of one run; see the module's documentation.
 ///
 /// # Errors
 ///
 /// Every [`ExportError`]; the run's record is left as it was.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one sequence of export steps, read top to bottom"
+)]
 pub async fn export(
     project: &Project,
     settings: &Settings,
@@ -239,14 +383,11 @@ pub async fn export(
     cancel: &CancellationToken,
 ) -> Result<Exported, ExportError> {
     let quantize = quantize_type(request, settings)?;
+    let ollama = ollama_name(request, settings)?;
+    check_pre_tokenizer(settings)?;
     let run_id = &request.run_id;
     let record = RunRecord::load(&project.runs_dir(), run_id)?;
-    if record.state != State::Succeeded {
-        return Err(ExportError::NotExportable {
-            run_id: run_id.clone(),
-            state: record.state.name(),
-        });
-    }
+    let snapshot = exportable(&record)?.cloned();
     let local_dir = project.run_dir(run_id);
     let yaml_path = local_dir.join(AXOLOTL_YAML);
     let yaml = std::fs::read_to_string(&yaml_path).map_err(|source| ExportError::Io {
@@ -257,10 +398,8 @@ pub async fn export(
         .and_then(|v| v.as_u64())
         .unwrap_or(2048);
     let resolved = target::resolve(settings, &record.target)?;
-    if !matches!(resolved.runtime, JobRuntime::Native { .. }) {
-        return Err(ExportError::ContainerRuntime(record.target.clone()));
-    }
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
+    target::check_engine(&executor, &record.target, &resolved.runtime).await?;
     let exec = |source| {
         ExportError::Run(RunError::Exec {
             target: record.target.clone(),
@@ -268,7 +407,19 @@ pub async fn export(
         })
     };
     let run_dir = record.dir.trim_end_matches('/').to_owned();
-    let source = model_source(&executor, &record, &yaml).await?;
+    let checkpoint = snapshot.as_ref().map(|s| s.checkpoint.as_str());
+    let source = match model_source(&executor, &record, &yaml, checkpoint).await {
+        Ok(source) => source,
+        Err(ExportError::NoModel { .. }) if record.target_kind == TargetKind::Ssh => {
+            // EXP-11: the run directory there lost the model; this machine has it.
+            local_model(&local_dir, &record, checkpoint)?;
+            let files =
+                reupload::reupload(&executor, &record, &local_dir, checkpoint.is_some()).await?;
+            emit(events, ExportEvent::Reuploaded { files });
+            model_source(&executor, &record, &yaml, checkpoint).await?
+        }
+        Err(error) => return Err(error),
+    };
     let llama = llama_of(settings, &record.target, executor.workdir());
     let (export_id, job_dir) = claim(&executor, &run_dir).await.map_err(exec)?;
     let plan = Plan {
@@ -281,13 +432,37 @@ pub async fn export(
         pre_tokenizer: settings.export.pre_tokenizer.clone(),
         num_ctx,
         export_json: format!("{job_dir}/{EXPORT_JSON}"),
+        partial_step: snapshot.as_ref().map(|s| s.step),
     };
-    let spec = target::job_spec(&record, &executor, &resolved.runtime, &[]);
+    let mut runtime = resolved.runtime.clone();
+    if let JobRuntime::Container { tools_cache, .. } = &mut runtime {
+        *tools_cache = Some(crate::gguf::tools_dir(
+            settings,
+            &record.target,
+            executor.workdir(),
+        ));
+    }
+    let mut spec = target::job_spec(&record, &executor, &runtime, &[]);
+    // The container's name `overbrainer-<run-id>-<export-id>`: the run's own may exist.
+    spec.run_id = format!("{run_id}-{export_id}");
     let job = JobCommand {
         dir: job_dir.clone(),
         ..spec.job(&plan.script(&spec), Vec::new())
     };
     let job = executor.spawn(&job).await.map_err(exec)?;
+    let export_job = ExportJob {
+        id: export_id.clone(),
+        run_id: run_id.clone(),
+        target: record.target.clone(),
+        job,
+        quantize: quantize.clone(),
+        ollama,
+        num_ctx,
+        partial_step: plan.partial_step,
+    };
+    let local_runs = (record.target_kind == TargetKind::Local)
+        .then(|| executor.workdir().trim_end_matches('/').to_owned());
+    export_job.save(&project.runs_dir(), local_runs.as_deref())?;
     emit(
         events,
         ExportEvent::Started {
@@ -297,38 +472,124 @@ pub async fn export(
                     .strip_prefix(&format!("{run_dir}/"))
                     .unwrap_or(dir)
                     .to_owned(),
-                Source::Adapter { .. } => format!("{OUTPUT_DIR} (adapter, merged first)"),
+                Source::Adapter { adapter, .. } => format!(
+                    "{} (adapter, merged first)",
+                    adapter
+                        .strip_prefix(&format!("{run_dir}/"))
+                        .unwrap_or(adapter)
+                ),
             },
-            quantize: quantize.clone(),
+            quantize,
+            target: record.target.clone(),
+            partial_step: plan.partial_step,
+        },
+    );
+    finish(
+        project,
+        env,
+        &executor,
+        &record,
+        &export_job,
+        events,
+        cancel,
+    )
+    .await
+}
+
+/// `export attach EXPORT_ID`: follows an export's job again (after the process that
+/// started it ended without cancelling it), then collects it as [`export`] would;
+/// Ctrl-C cancels it.
+///
+/// # Errors
+///
+/// Every [`ExportError`]; the run's record is left as it was.
+pub async fn attach(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+    export_id: &str,
+    events: &Events,
+    cancel: &CancellationToken,
+) -> Result<Exported, ExportError> {
+    let export_job = ExportJob::find(&project.runs_dir(), export_id)?;
+    let record = RunRecord::load(&project.runs_dir(), &export_job.run_id)?;
+    let resolved = target::resolve(settings, &record.target)?;
+    let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
+    emit(
+        events,
+        ExportEvent::Attached {
+            export_id: export_job.id.clone(),
+            run_id: record.id.clone(),
             target: record.target.clone(),
         },
     );
-    let status = follow(&executor, &job, events, cancel)
+    finish(
+        project,
+        env,
+        &executor,
+        &record,
+        &export_job,
+        events,
+        cancel,
+    )
+    .await
+}
+
+/// Follows the job of `export_job` to its end (cancelled on `cancel`), then retrieves
+/// and checks its results and makes the Ollama model.
+async fn finish(
+    project: &Project,
+    env: &EnvSnapshot,
+    executor: &AnyExecutor,
+    record: &RunRecord,
+    export_job: &ExportJob,
+    events: &Events,
+    cancel: &CancellationToken,
+) -> Result<Exported, ExportError> {
+    let run_id = &record.id;
+    let export_id = export_job.id.clone();
+    let exec = |source| {
+        ExportError::Run(RunError::Exec {
+            target: record.target.clone(),
+            source: Box::new(source),
+        })
+    };
+    let local_dir = project.run_dir(run_id);
+    let status = follow(executor, &export_job.job, events, cancel)
         .await
-        .map_err(exec)?;
+        .map_err(|error| ExportError::Detached {
+            run_id: run_id.clone(),
+            export_id: export_id.clone(),
+            reason: error_chain(&error),
+        })?;
     let relative = format!("{EXPORTS_DIR}/{export_id}");
     if status == JobStatus::Running {
         // Ctrl-C: the job is cancelled, never left detached (EXP-15).
-        executor.cancel(&job).await.map_err(exec)?;
-        let _ = crate::runs::retrieve::retrieve_export(
-            &executor, &record, &local_dir, &relative, false,
-        )
-        .await;
+        executor.cancel(&export_job.job).await.map_err(exec)?;
+        let _ =
+            crate::runs::retrieve::retrieve_export(executor, record, &local_dir, &relative, false)
+                .await;
         return Err(ExportError::Cancelled {
             run_id: run_id.clone(),
             export_id,
         });
     }
     if status != JobStatus::Exited(0) {
-        return Err(failure(&executor, &record, &local_dir, export_id, status).await);
+        return Err(failure(executor, record, &local_dir, export_id, status).await);
     }
-    let (gguf, exported) = collect(&executor, &record, &local_dir, &relative).await?;
-    let name = request
-        .ollama
-        .clone()
-        .or_else(|| settings.export.ollama_name.clone());
-    let ollama = match name {
-        Some(name) => make_ollama(project, env, events, name, &gguf, num_ctx).await?,
+    let (gguf, exported) = collect(executor, record, &local_dir, &relative).await?;
+    let ollama = match &export_job.ollama {
+        Some(name) => {
+            make_ollama(
+                project,
+                env,
+                events,
+                name.clone(),
+                &gguf,
+                export_job.num_ctx,
+            )
+            .await?
+        }
         None => None,
     };
     Ok(Exported {
@@ -443,50 +704,124 @@ async fn make_ollama(
     }
 }
 
-/// The model to export, as the target holds it (EXP-4 step 1): `output/merged/`, a full
-/// fine-tune's `output/`, or an adapter over the `base_model` of `axolotl.yaml`.
+/// The files whose presence decides the model, relative to the run directory, in the
+/// order they are tried, each with what it means: for a succeeded run
+/// `output/merged/`, an adapter in `output/`, a full fine-tune's `output/`; for a
+/// stopped one (EXP-1) what Axolotl saved in `output/` when it stopped, else the
+/// snapshot's `checkpoint`.
+fn candidates(checkpoint: Option<&str>) -> Vec<(String, bool)> {
+    let mut dirs = Vec::new();
+    if checkpoint.is_none() {
+        dirs.push((format!("{OUTPUT_DIR}/{MERGED_DIR}"), false));
+    }
+    dirs.push((OUTPUT_DIR.to_owned(), true));
+    if let Some(checkpoint) = checkpoint {
+        dirs.push((format!("{OUTPUT_DIR}/{checkpoint}"), true));
+    }
+    let mut files = Vec::new();
+    for (dir, adapter) in dirs {
+        if adapter {
+            files.push((format!("{dir}/adapter_config.json"), true));
+        }
+        files.push((format!("{dir}/config.json"), false));
+    }
+    files
+}
+
+/// The model from the candidate files present (`found`, relative to the run
+/// directory): the first in [`candidates`]' order.
+fn pick(
+    run_dir: &str,
+    checkpoint: Option<&str>,
+    found: &[&str],
+    yaml: &str,
+    run_id: &str,
+) -> Result<Option<Source>, ExportError> {
+    for (file, adapter) in candidates(checkpoint) {
+        if !found.contains(&file.as_str()) {
+            continue;
+        }
+        let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let dir = format!("{run_dir}/{dir}");
+        if !adapter {
+            return Ok(Some(Source::Model(dir)));
+        }
+        let Some(serde_json::Value::String(base_model)) = yaml_value(yaml, "base_model") else {
+            return Err(ExportError::NoModel {
+                run_id: run_id.to_owned(),
+                reason: format!("`{AXOLOTL_YAML}` names no `base_model` to merge the adapter into"),
+            });
+        };
+        return Ok(Some(Source::Adapter {
+            base_model,
+            adapter: dir,
+        }));
+    }
+    Ok(None)
+}
+
+/// The model to export, as the target holds it (EXP-4 step 1, EXP-1); see
+/// [`candidates`].
 async fn model_source(
     executor: &AnyExecutor,
     record: &RunRecord,
     yaml: &str,
+    checkpoint: Option<&str>,
 ) -> Result<Source, ExportError> {
-    let files = executor
-        .manifest(
-            &record.dir,
-            &[OUTPUT_DIR.to_owned()],
-            &["checkpoint-*".to_owned(), GGUF_DIR.to_owned()],
-        )
+    let run_dir = record.dir.trim_end_matches('/');
+    let mut script = format!("cd {} 2>/dev/null || exit 0\n", quote(run_dir));
+    script.push_str("[ -f axolotl.yaml ] || exit 0\n");
+    for (file, _) in candidates(checkpoint) {
+        let file = quote(&file);
+        let _ = writeln!(script, "[ -f {file} ] && printf '%s\\n' {file}");
+    }
+    script.push_str("exit 0\n");
+    let answer = executor
+        .probe(&script)
         .await
         .map_err(|source| RunError::Exec {
             target: record.target.clone(),
             source: Box::new(source),
         })?;
-    let has = |path: &str| files.iter().any(|f| f.path == path);
-    let run_dir = record.dir.trim_end_matches('/');
-    if has(&format!("{OUTPUT_DIR}/{MERGED_DIR}/config.json")) {
-        return Ok(Source::Model(format!(
-            "{run_dir}/{OUTPUT_DIR}/{MERGED_DIR}"
-        )));
-    }
-    if has(&format!("{OUTPUT_DIR}/adapter_config.json")) {
-        let Some(serde_json::Value::String(base_model)) = yaml_value(yaml, "base_model") else {
-            return Err(ExportError::NoModel {
-                run_id: record.id.clone(),
-                reason: format!("`{AXOLOTL_YAML}` names no `base_model` to merge the adapter into"),
-            });
-        };
-        return Ok(Source::Adapter { base_model });
-    }
-    if has(&format!("{OUTPUT_DIR}/config.json")) {
-        return Ok(Source::Model(format!("{run_dir}/{OUTPUT_DIR}")));
-    }
-    Err(ExportError::NoModel {
+    let answer = String::from_utf8_lossy(&answer);
+    let found: Vec<&str> = answer.lines().collect();
+    pick(run_dir, checkpoint, &found, yaml, &record.id)?.ok_or_else(|| ExportError::NoModel {
         run_id: record.id.clone(),
-        reason: format!(
-            "neither `{OUTPUT_DIR}/{MERGED_DIR}/`, an adapter nor a full model in `{OUTPUT_DIR}/` on target `{}`",
-            record.target
-        ),
+        reason: match checkpoint {
+            None => format!(
+                "neither `{OUTPUT_DIR}/{MERGED_DIR}/`, an adapter nor a full model in `{OUTPUT_DIR}/` on target `{}`",
+                record.target
+            ),
+            Some(checkpoint) => format!(
+                "neither an adapter nor a model in `{OUTPUT_DIR}/` or `{OUTPUT_DIR}/{checkpoint}/` on target `{}`",
+                record.target
+            ),
+        },
     })
+}
+
+/// Checks that this machine's copy of the run holds a model to send back (EXP-11).
+fn local_model(
+    local_dir: &std::path::Path,
+    record: &RunRecord,
+    checkpoint: Option<&str>,
+) -> Result<(), ExportError> {
+    let found: Vec<String> = candidates(checkpoint)
+        .into_iter()
+        .map(|(file, _)| file)
+        .filter(|file| local_dir.join(file).is_file())
+        .collect();
+    if found.is_empty() || !local_dir.join(AXOLOTL_YAML).is_file() {
+        return Err(ExportError::NoModel {
+            run_id: record.id.clone(),
+            reason: format!(
+                "the run directory on target `{}` has lost its model and `{}` holds none to send back",
+                record.target,
+                local_dir.display()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Follows the job until it ends, sending its log lines; [`JobStatus::Running`] when
@@ -498,7 +833,9 @@ async fn follow(
     cancel: &CancellationToken,
 ) -> Result<JobStatus, crate::exec::ExecError> {
     let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
-    let rules = Rules::scaled(executor.time_scale());
+    // An export takes seconds: a training run's 1 s poll would add half of one to
+    // each export on average (issue 14's speed goal).
+    let poll = executor.time_scale().scale(EXPORT_POLL);
     loop {
         if let Ok(lines) = log.poll().await {
             for line in lines {
@@ -523,7 +860,7 @@ async fn follow(
         }
         tokio::select! {
             () = cancel.cancelled() => return Ok(JobStatus::Running),
-            () = tokio::time::sleep(rules.poll_interval) => {}
+            () = tokio::time::sleep(poll) => {}
         }
     }
 }

@@ -46,6 +46,60 @@ pub enum OllamaError {
     },
 }
 
+/// What is wrong with `name` as an Ollama model name, if anything (Ollama's
+/// `types/model/name.go`): `[host/][namespace/]model[:tag]`, each part starting with a
+/// letter or digit and holding letters, digits, `_`, `-` and `.` (the host also `:`
+/// for a port), the model, namespace and tag 80 characters at most, the host 350.
+#[must_use]
+pub fn name_problem(name: &str) -> Option<String> {
+    let (path, tag) = match name.rsplit_once(':') {
+        Some((path, tag)) if !tag.contains('/') => (path, Some(tag)),
+        _ => (name, None),
+    };
+    let parts: Vec<&str> = path.split('/').collect();
+    if parts.len() > 3 {
+        return Some("expected `[host/][namespace/]model[:tag]`".to_owned());
+    }
+    let part_ok = |part: &str, max: usize, extra: &[char]| {
+        !part.is_empty()
+            && part.len() <= max
+            && part.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && part.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') || extra.contains(&c)
+            })
+    };
+    let last = parts.len() - 1;
+    for (index, part) in parts.iter().enumerate() {
+        let host = parts.len() == 3 && index == 0;
+        let ok = if host {
+            part_ok(part, 350, &[':'])
+        } else {
+            part_ok(part, 80, &[])
+        };
+        if !ok {
+            let what = if index == last {
+                "the model"
+            } else if host {
+                "the host"
+            } else {
+                "the namespace"
+            };
+            return Some(format!(
+                "{what} part `{part}` must start with a letter or digit and hold only letters, digits, `_`, `-` and `.` ({} characters at most)",
+                if host { 350 } else { 80 }
+            ));
+        }
+    }
+    if let Some(tag) = tag {
+        if !part_ok(tag, 80, &[]) {
+            return Some(format!(
+                "the tag `{tag}` must start with a letter or digit and hold only letters, digits, `_`, `-` and `.` (80 characters at most)"
+            ));
+        }
+    }
+    None
+}
+
 /// The command that makes model `name` from the `Modelfile` beside `gguf`.
 #[must_use]
 pub fn command(name: &str, gguf: &Path) -> String {
@@ -159,5 +213,35 @@ async fn rest(base: &str, name: &str, gguf: &Path, num_ctx: u64) -> Result<(), S
         Ok(())
     } else {
         Err("create: the server never said `success`".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ollama_names_are_checked_as_ollama_parses_them() {
+        for good in [
+            "tiny-child",
+            "me/tiny:q8",
+            "registry.local:5000/me/tiny:latest",
+            "Tiny_1.0",
+        ] {
+            assert_eq!(name_problem(good), None, "{good}");
+        }
+        for bad in [
+            "",
+            "tiny child",
+            "-tiny",
+            "a/b/c/d",
+            "tiny:",
+            "me/:x",
+            "tiny;rm",
+            &"x".repeat(81),
+        ] {
+            assert!(name_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(name_problem("tiny child").unwrap().contains("`tiny child`"));
     }
 }

@@ -159,9 +159,31 @@ def check_python():
                "`OVERBRAINER_TARGETS__NAME__VENV`)")
 
 
+def resolve_model(model):
+    """`base_model` as a directory: as given, or a Hub ID found in the target's Hugging
+    Face cache (`HF_HOME`, where training downloaded it), offline."""
+    if os.path.isdir(model):
+        return model
+    if model.startswith(("/", "~", ".")) or model.count("/") != 1:
+        refuse(f"`base_model` = `{model}` (the run's axolotl.yaml) is not a directory on the "
+               "target; put the base model back there, or train with a model that stays")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(model, local_files_only=True)
+    except Exception as error:  # noqa: BLE001 - any failure means it is not cached
+        home = os.environ.get("HF_HOME", "~/.cache/huggingface")
+        refuse(f"`base_model` = `{model}` (the run's axolotl.yaml) is a Hub ID that is not in the "
+               f"target's Hugging Face cache `{home}` ({type(error).__name__}); download it there "
+               f"(`HF_HOME={home} hf download {model}`) and export again")
+
+
 def preflight(args):
     check_python()
     supported = registered_architectures(args.tree)
+    if args.merge:
+        args.model = resolve_model(args.model)
+        step(f"preflight: base model in `{args.model}`")
     config_path = os.path.join(args.model, "config.json")
     try:
         with open(config_path) as f:
@@ -301,7 +323,7 @@ def answer(server, gguf):
                 pass
             if time.monotonic() > deadline:
                 refuse(f"llama-server did not become healthy on 127.0.0.1:{port} within 120 s")
-            time.sleep(0.2)
+            time.sleep(0.02)
         body = json.dumps({"prompt": "Hello", "n_predict": 8, "ignore_eos": True,
                            "temperature": 0}).encode()
         request = urllib.request.Request(f"{base}/completion", data=body,
@@ -336,9 +358,22 @@ def field_text(reader, key):
     return field.contents()
 
 
+def gguf_reader(tree):
+    """gguf-py's `GGUFReader` from the tree, without the package's `__init__`: that one
+    imports `gguf.vocab` and with it `mistral_common` and `requests`, seconds of the
+    export's time for nothing the reader uses."""
+    import types
+
+    package = types.ModuleType("gguf")
+    package.__path__ = [os.path.join(tree, "gguf-py", "gguf")]
+    sys.modules["gguf"] = package
+    from gguf.gguf_reader import GGUFReader
+
+    return GGUFReader
+
+
 def check(args):
-    use_tree(args.tree)
-    from gguf import GGUFReader
+    GGUFReader = gguf_reader(args.tree)
 
     reader = GGUFReader(args.gguf)
     arch = field_text(reader, "general.architecture")
@@ -374,7 +409,11 @@ def check(args):
         "general_name": name,
         "tensor_count": tensors,
         "tensor_types": types,
+        "source": args.source,
+        "partial": args.partial_step is not None,
     }
+    if args.partial_step is not None:
+        record["partial_step"] = int(args.partial_step)
     with open(args.export_json + ".part", "w") as f:
         json.dump(record, f, indent=2)
         f.write("\n")
@@ -400,8 +439,9 @@ def main():
     p.add_argument("--pre-tokenizer", default="")
     p = sub.add_parser("check")
     for key in ("tree", "gguf", "tokenizer", "name", "server", "modelfile", "export-json",
-                "quantize", "file", "num-ctx"):
+                "quantize", "file", "num-ctx", "source"):
         p.add_argument(f"--{key}", required=True)
+    p.add_argument("--partial-step", default=None)
     args = parser.parse_args()
     {"preflight": preflight, "convert": convert, "check": check}[args.command](args)
 

@@ -8,4 +8,4 @@ pub mod script;
 mod stage;
 
 pub(crate) use stage::llama_of;
-pub use stage::{RunFacts, in_job_stage};
+pub use stage::{RunFacts, in_job_stage, tools_dir};

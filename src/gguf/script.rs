@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::llama::{LLAMA_BUILD, LLAMA_ENV_SCRIPT, tree_in};
-use crate::exec::{self, JobSpec, quote, shell_path};
+use crate::exec::{self, JobRuntime, JobSpec, quote, shell_path};
 use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
 
 /// The Python side of the job, written into the job's directory.
@@ -60,12 +60,17 @@ impl Llama {
 /// What the model to export is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// The run's `output/merged/` (or a full fine-tune's `output/`), used as is.
+    /// The run's `output/merged/` (or a full fine-tune's `output/`, or a stopped full
+    /// fine-tune's snapshot checkpoint), used as is.
     Model(String),
-    /// Only an adapter in `output/`: merged into `export-work/` over this base model.
+    /// Only an adapter: merged into `export-work/` over this base model.
     Adapter {
-        /// The base model directory on the target (`base_model` of `axolotl.yaml`).
+        /// `base_model` of `axolotl.yaml`: a directory on the target, or a Hub ID the
+        /// preflight finds in the target's Hugging Face cache, where training put it.
         base_model: String,
+        /// The adapter's directory on the target, absolute: `output/`, or a stopped
+        /// run's snapshot checkpoint `output/checkpoint-N/`.
+        adapter: String,
     },
 }
 
@@ -91,6 +96,39 @@ pub struct Plan {
     /// Where `export.json` goes, absolute: the job's directory, or `output/gguf/` for
     /// an in-job export.
     pub export_json: String,
+    /// For a stopped run (EXP-1): the snapshot's step, recorded in `export.json` as a
+    /// partial model.
+    pub partial_step: Option<u64>,
+}
+
+/// How the job's programs see the target's paths: as they are (native), or through a
+/// container's mounts (the run directory at [`exec::CONTAINER_RUN_DIR`], llama.cpp at
+/// [`exec::CONTAINER_TOOLS_CACHE`]); paths elsewhere (a base model in the image) as
+/// they are.
+struct Paths<'a> {
+    run: &'a str,
+    tools: Option<&'a str>,
+    container: bool,
+}
+
+impl Paths<'_> {
+    fn inside(&self, path: &str) -> String {
+        if !self.container {
+            return path.to_owned();
+        }
+        let under = |root: &str| {
+            path.strip_prefix(root)
+                .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+                .map(str::to_owned)
+        };
+        if let Some(rest) = under(self.run) {
+            return format!("{}{rest}", exec::CONTAINER_RUN_DIR);
+        }
+        if let Some(rest) = self.tools.and_then(under) {
+            return format!("{}{rest}", exec::CONTAINER_TOOLS_CACHE);
+        }
+        path.to_owned()
+    }
 }
 
 impl Plan {
@@ -112,17 +150,45 @@ impl Plan {
         matches!(self.quantize.as_str(), "F16" | "BF16")
     }
 
-    /// The script, without the runtime's prelude.
+    fn paths<'a>(&'a self, spec: &'a JobSpec) -> Paths<'a> {
+        match &spec.runtime {
+            JobRuntime::Native { .. } => Paths {
+                run: self.run_dir.trim_end_matches('/'),
+                tools: None,
+                container: false,
+            },
+            JobRuntime::Container { tools_cache, .. } => Paths {
+                run: self.run_dir.trim_end_matches('/'),
+                tools: tools_cache.as_deref().map(|t| t.trim_end_matches('/')),
+                container: true,
+            },
+        }
+    }
+
+    /// The script, without the runtime's prelude. In a container runtime each program
+    /// runs through [`exec::stage_command`] with the paths it sees there; the script's
+    /// own shell steps (the trap, moving the results) use the target's.
     #[must_use]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the job's steps in order, read top to bottom"
+    )]
     pub fn script(&self, spec: &JobSpec) -> String {
         let p = |path: &str| shell_path(path);
+        let paths = self.paths(spec);
+        let i = |path: &str| paths.inside(path);
         let run = self.run_dir.trim_end_matches('/');
         let job = self.job_dir.trim_end_matches('/');
         let work = format!("{job}/{WORK_DIR}");
         let tree = self.llama.tree();
         let bin = format!("{tree}/build/bin");
         let tool = format!("{job}/{EXPORT_TOOL_FILE}");
-        let python = format!("{} {}", exec::stage_command(spec, "python3", &[]), p(&tool));
+        let python = |args: Vec<String>| {
+            let mut all = vec![i(&tool)];
+            all.extend(args);
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            exec::stage_command(spec, "python3", &all)
+        };
         let mut s = String::from("set -e\n");
         let remove = quote(&work).replace('\'', "'\\''");
         // A cancel's SIGTERM (or a hang-up) ends the script through the trap too.
@@ -137,26 +203,34 @@ impl Plan {
             p(&tool)
         );
         step(&mut s, "1/6 llama.cpp");
-        self.llama_step(&mut s, job, &tree, &bin);
+        self.llama_step(&mut s, spec, &paths, job, &bin);
         let (model, tokenizer, merge) = match &self.source {
             Source::Model(dir) => (dir.clone(), dir.clone(), false),
-            Source::Adapter { base_model } => {
-                (base_model.clone(), format!("{run}/{OUTPUT_DIR}"), true)
-            }
+            Source::Adapter {
+                base_model,
+                adapter,
+            } => (base_model.clone(), adapter.clone(), true),
         };
         step(&mut s, "2/6 preflight");
-        let _ = writeln!(
-            s,
-            "{python} preflight --tree {} --model {} --tokenizer {} --quantize {} --work {}{}",
-            p(&tree),
-            p(&model),
-            p(&tokenizer),
-            quote(&self.quantize),
-            p(&work),
-            if merge { " --merge" } else { "" }
-        );
+        let mut args = vec![
+            "preflight".to_owned(),
+            "--tree".to_owned(),
+            i(&tree),
+            "--model".to_owned(),
+            i(&model),
+            "--tokenizer".to_owned(),
+            i(&tokenizer),
+            "--quantize".to_owned(),
+            self.quantize.clone(),
+            "--work".to_owned(),
+            i(&work),
+        ];
+        if merge {
+            args.push("--merge".to_owned());
+        }
+        let _ = writeln!(s, "{}", python(args));
         let model = if merge {
-            Self::merge_step(&mut s, spec, run, &work)
+            Self::merge_step(&mut s, spec, &paths, run, &tokenizer, &work)
         } else {
             step(&mut s, "3/6 merge: not needed");
             model
@@ -173,45 +247,79 @@ impl Plan {
             _ => "auto",
         };
         step(&mut s, "4/6 convert to a 16-bit GGUF");
-        let _ = writeln!(
-            s,
-            "{python} convert --tree {} --model {} --out {} --outtype {outtype} --name {}{}",
-            p(&tree),
-            p(&model),
-            p(&sixteen),
-            quote(&self.run_id),
-            self.pre_tokenizer
-                .as_ref()
-                .map_or_else(String::new, |pre| format!(
-                    " --pre-tokenizer {}",
-                    quote(pre)
-                ))
-        );
+        let mut args = vec![
+            "convert".to_owned(),
+            "--tree".to_owned(),
+            i(&tree),
+            "--model".to_owned(),
+            i(&model),
+            "--out".to_owned(),
+            i(&sixteen),
+            "--outtype".to_owned(),
+            outtype.to_owned(),
+            "--name".to_owned(),
+            self.run_id.clone(),
+        ];
+        if let Some(pre) = &self.pre_tokenizer {
+            args.extend(["--pre-tokenizer".to_owned(), pre.clone()]);
+        }
+        let _ = writeln!(s, "{}", python(args));
         if self.unquantized() {
             step(&mut s, "5/6 quantize: not needed");
         } else {
             step(&mut s, &format!("5/6 quantize to {}", self.quantize));
-            let _ = writeln!(
-                s,
-                "{} {} {} {}",
-                p(&format!("{bin}/llama-quantize")),
-                p(&sixteen),
-                p(&staged),
-                quote(&self.quantize)
-            );
+            let quantizer = format!("{bin}/llama-quantize");
+            let args = [i(&sixteen), i(&staged), self.quantize.clone()];
+            let _ = writeln!(s, "{}", program(spec, &i(&quantizer), &args));
             let _ = writeln!(s, "rm -f {}", p(&sixteen));
         }
         step(&mut s, "6/6 check the GGUF and answer one prompt");
-        self.check_step(
-            &mut s,
-            &python,
-            &[&tree, &bin, &staged, &tokenizer, &work, run],
+        let gguf_dir = format!("{run}/{OUTPUT_DIR}/{GGUF_DIR}");
+        let _ = writeln!(s, "mkdir -p {}", p(&gguf_dir));
+        let mut args = vec![
+            "check".to_owned(),
+            "--tree".to_owned(),
+            i(&tree),
+            "--gguf".to_owned(),
+            i(&staged),
+            "--tokenizer".to_owned(),
+            i(&tokenizer),
+            "--name".to_owned(),
+            self.run_id.clone(),
+            "--server".to_owned(),
+            i(&format!("{bin}/llama-server")),
+            "--modelfile".to_owned(),
+            i(&format!("{work}/Modelfile")),
+            "--export-json".to_owned(),
+            i(&self.export_json),
+            "--quantize".to_owned(),
+            self.quantize.clone(),
+            "--file".to_owned(),
+            self.file(),
+            "--num-ctx".to_owned(),
+            self.num_ctx.to_string(),
+            "--source".to_owned(),
+            relative_to(run, &tokenizer),
+        ];
+        if let Some(step) = self.partial_step {
+            args.extend(["--partial-step".to_owned(), step.to_string()]);
+        }
+        let _ = writeln!(s, "{}", python(args));
+        let _ = writeln!(
+            s,
+            "mv {} {}/\nmv {} {}/",
+            p(&staged),
+            p(&gguf_dir),
+            p(&format!("{work}/Modelfile")),
+            p(&gguf_dir)
         );
         step(&mut s, "done");
         s
     }
-    fn llama_step(&self, s: &mut String, job: &str, tree: &str, bin: &str) {
+
+    fn llama_step(&self, s: &mut String, spec: &JobSpec, paths: &Paths<'_>, job: &str, bin: &str) {
         let p = |path: &str| shell_path(path);
+        let tree = self.llama.tree();
         match &self.llama {
             Llama::Build { cache } => {
                 let env = format!("{job}/llama-env.sh");
@@ -220,13 +328,33 @@ impl Plan {
                     "cat > {} <<'OB_LLAMA_ENV'\n{LLAMA_ENV_SCRIPT}OB_LLAMA_ENV",
                     p(&env)
                 );
-                let _ = writeln!(s, "bash {} {} >/dev/null", p(&env), p(cache));
+                if paths.container {
+                    let _ = writeln!(
+                        s,
+                        "{} >/dev/null",
+                        exec::stage_command(
+                            spec,
+                            "bash",
+                            &[&paths.inside(&env), &paths.inside(cache)]
+                        )
+                    );
+                } else {
+                    let _ = writeln!(s, "bash {} {} >/dev/null", p(&env), p(cache));
+                }
             }
             Llama::Prebuilt { dir, key } => {
+                let server = paths.inside(&format!("{bin}/llama-server"));
+                let version = if paths.container {
+                    format!(
+                        "{{ {}; }}",
+                        exec::stage_command(spec, &server, &["--version"])
+                    )
+                } else {
+                    format!("{} --version", p(&server))
+                };
                 let _ = writeln!(
                     s,
-                    "if ! {server} --version 2>&1 | grep -q '(build {LLAMA_BUILD},' || [ ! -x {quantize} ] || [ ! -f {converter} ]; then\n  echo {msg} >&2\n  exit {REFUSED_STATUS}\nfi",
-                    server = p(&format!("{bin}/llama-server")),
+                    "if ! {version} 2>&1 | grep -q '(build {LLAMA_BUILD},' || [ ! -x {quantize} ] || [ ! -f {converter} ]; then\n  echo {msg} >&2\n  exit {REFUSED_STATUS}\nfi",
                     quantize = p(&format!("{bin}/llama-quantize")),
                     converter = p(&format!("{tree}/convert_hf_to_gguf.py")),
                     msg = quote(&format!(
@@ -237,55 +365,66 @@ impl Plan {
         }
     }
 
-    fn merge_step(s: &mut String, spec: &JobSpec, run: &str, work: &str) -> String {
+    /// The merge of `adapter` into `export-work/merged/` (EXP-4 step 1), with the
+    /// adapter's tokenizer files copied beside the merged model where the merge left
+    /// them out; returns the merged directory.
+    fn merge_step(
+        s: &mut String,
+        spec: &JobSpec,
+        paths: &Paths<'_>,
+        run: &str,
+        adapter: &str,
+        work: &str,
+    ) -> String {
         let p = |path: &str| shell_path(path);
         step(s, "3/6 merge into export-work/");
         let merged = format!("{work}/{MERGED_DIR}");
+        let lora = format!("--lora-model-dir={}", paths.inside(adapter));
+        let output = format!("--output-dir={}", paths.inside(work));
         let _ = writeln!(
             s,
-            "(cd {} && {} --lora-model-dir={} --output-dir={})",
+            "(cd {} && {})",
             p(run),
-            exec::stage_command(spec, "axolotl", &["merge-lora", AXOLOTL_YAML]),
-            p(&format!("{run}/{OUTPUT_DIR}")),
-            p(work)
+            exec::stage_command(
+                spec,
+                "axolotl",
+                &["merge-lora", AXOLOTL_YAML, &lora, &output]
+            ),
         );
         let _ = writeln!(
             s,
             "for f in {out}/tokenizer.json {out}/tokenizer.model {out}/tokenizer_config.json {out}/special_tokens_map.json {out}/chat_template.jinja; do\n  if [ -e \"$f\" ] && [ ! -e {merged}/\"${{f##*/}}\" ]; then cp \"$f\" {merged}/; fi\ndone",
-            out = p(&format!("{run}/{OUTPUT_DIR}")),
+            out = p(adapter),
             merged = p(&merged),
         );
         merged
     }
+}
 
-    fn check_step(&self, s: &mut String, python: &str, paths: &[&str; 6]) {
-        let p = |path: &str| shell_path(path);
-        let [tree, bin, staged, tokenizer, work, run] = *paths;
-        let gguf_dir = format!("{run}/{OUTPUT_DIR}/{GGUF_DIR}");
-        let _ = writeln!(s, "mkdir -p {}", p(&gguf_dir));
-        let _ = writeln!(
-            s,
-            "{python} check --tree {} --gguf {} --tokenizer {} --name {} --server {} --modelfile {} --export-json {} --quantize {} --file {} --num-ctx {}",
-            p(tree),
-            p(staged),
-            p(tokenizer),
-            quote(&self.run_id),
-            p(&format!("{bin}/llama-server")),
-            p(&format!("{work}/Modelfile")),
-            p(&self.export_json),
-            quote(&self.quantize),
-            quote(&self.file()),
-            self.num_ctx
-        );
-        let _ = writeln!(
-            s,
-            "mv {} {}/\nmv {} {}/",
-            p(staged),
-            p(&gguf_dir),
-            p(&format!("{work}/Modelfile")),
-            p(&gguf_dir)
-        );
+/// `program args` where the job's programs run: directly, or in the job's container.
+fn program(spec: &JobSpec, program: &str, args: &[String]) -> String {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match spec.runtime {
+        JobRuntime::Native { .. } => {
+            let mut line = quote(program);
+            for arg in args {
+                line.push(' ');
+                line.push_str(&quote(arg));
+            }
+            line
+        }
+        JobRuntime::Container { .. } => exec::stage_command(spec, program, &args),
     }
+}
+
+/// `path` relative to the run directory `run` (as `export.json` names files), or as it
+/// is when outside it.
+fn relative_to(run: &str, path: &str) -> String {
+    path.strip_prefix(run)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(path)
+        .trim_end_matches('/')
+        .to_owned()
 }
 
 /// The export stage of a training job with `[export] after_training = true` (EXP-12):
@@ -337,6 +476,7 @@ mod tests {
             pre_tokenizer: Some("gpt-2".into()),
             num_ctx: 256,
             export_json: "/w/r_1/exports/export_1/export.json".into(),
+            partial_step: None,
         }
     }
 
@@ -358,6 +498,7 @@ mod tests {
         let plan = plan(
             Source::Adapter {
                 base_model: "/m".into(),
+                adapter: "/w/r_1/output".into(),
             },
             "Q8_0",
         );
@@ -369,12 +510,16 @@ mod tests {
                 .find(what)
                 .unwrap_or_else(|| panic!("{what}: {script}"))
         };
-        assert!(at(" preflight ") < at("'merge-lora'"));
-        assert!(at("'merge-lora'") < at(" convert "));
-        assert!(at(" convert ") < at("llama-quantize' '"));
-        assert!(at("llama-quantize' '") < at(" check "));
-        assert!(script.contains("--merge"), "{script}");
-        assert!(script.contains("--pre-tokenizer 'gpt-2'"), "{script}");
+        assert!(at(" 'preflight' ") < at("'merge-lora'"));
+        assert!(at("'merge-lora'") < at(" 'convert' "));
+        assert!(at(" 'convert' ") < at("llama-quantize' '"));
+        assert!(at("llama-quantize' '") < at(" 'check' "));
+        assert!(script.contains("'--merge'"), "{script}");
+        assert!(
+            script.contains("'--lora-model-dir=/w/r_1/output'"),
+            "{script}"
+        );
+        assert!(script.contains("'--pre-tokenizer' 'gpt-2'"), "{script}");
         assert!(
             full.contains("trap 'rm -rf '\\''/w/r_1/exports/export_1/export-work'\\'''"),
             "{script}"
@@ -391,10 +536,74 @@ mod tests {
             assert!(!script.contains("llama-quantize' '"), "{script}");
             assert!(!script.contains("merge-lora"), "{script}");
             assert!(
-                script.contains(&format!("--outtype {}", quantize.to_lowercase())),
+                script.contains(&format!("'--outtype' '{}'", quantize.to_lowercase())),
                 "{script}"
             );
         }
+    }
+
+    /// In a container runtime every program runs through the engine with the paths the
+    /// container sees (the run directory at `/workspace/run`, llama.cpp at
+    /// `/workspace/cache`), while the script's own shell steps keep the target's.
+    #[test]
+    fn a_container_job_runs_each_program_in_the_image_with_the_container_paths() {
+        let mut plan = plan(
+            Source::Adapter {
+                base_model: "/m".into(),
+                adapter: "/w/r_1/output/checkpoint-2".into(),
+            },
+            "Q8_0",
+        );
+        plan.partial_step = Some(2);
+        let spec = JobSpec {
+            runtime: JobRuntime::Container {
+                engine: crate::config::Engine::Podman,
+                image: "img".into(),
+                tools_cache: Some("/opt/llama.cpp".into()),
+            },
+            ..spec()
+        };
+        let full = plan.script(&spec);
+        let script = &full[full.rfind("OB_EXPORT_TOOL").unwrap()..];
+        for (program, args) in [
+            (
+                "python3",
+                "'/workspace/run/exports/export_1/export_tool.py' 'preflight' '--tree' '/workspace/cache' '--model' '/m' '--tokenizer' '/workspace/run/output/checkpoint-2'",
+            ),
+            (
+                "axolotl",
+                "'merge-lora' 'axolotl.yaml' '--lora-model-dir=/workspace/run/output/checkpoint-2' '--output-dir=/workspace/run/exports/export_1/export-work'",
+            ),
+            (
+                "/workspace/cache/build/bin/llama-quantize",
+                "'/workspace/run/exports/export_1/export-work/r_1-16bit.gguf'",
+            ),
+        ] {
+            assert!(
+                script.contains(&format!("'img' '{program}' {args}")),
+                "{program}: {script}"
+            );
+        }
+        assert!(
+            script.contains("'/workspace/cache/build/bin/llama-server' '--version'"),
+            "{script}"
+        );
+        assert!(
+            script.contains("'--source' 'output/checkpoint-2' '--partial-step' '2'"),
+            "{script}"
+        );
+        // The results move on the target itself.
+        assert!(
+            script.contains(
+                "mv '/w/r_1/exports/export_1/export-work/r_1-Q8_0.gguf' '/w/r_1/output/gguf'/"
+            ),
+            "{script}"
+        );
+        assert!(
+            !script.contains("'/opt/llama.cpp/build/bin/llama-quantize' '"),
+            "{script}"
+        );
+        crate::exec::shellcheck::assert_passes(&spec.job(&full, Vec::new()).script, "SC2016");
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub fn in_job_stage(
     } else {
         Source::Adapter {
             base_model: training.base_model.clone(),
+            adapter: format!("{run_dir}/{OUTPUT_DIR}"),
         }
     };
     let plan = Plan {
@@ -55,8 +56,20 @@ pub fn in_job_stage(
         pre_tokenizer: settings.export.pre_tokenizer.clone(),
         num_ctx: u64::from(training.sequence_len),
         export_json: format!("{run_dir}/{OUTPUT_DIR}/{GGUF_DIR}/{EXPORT_JSON}"),
+        partial_step: None,
     };
     Some(script::in_job(&plan, spec))
+}
+
+/// What a container job of target `name` (work directory `workdir`) mounts at
+/// [`crate::exec::CONTAINER_TOOLS_CACHE`] for an export: the llama.cpp cache, or the
+/// target's prebuilt tree.
+#[must_use]
+pub fn tools_dir(settings: &Settings, name: &str, workdir: &str) -> String {
+    match llama_of(settings, name, workdir) {
+        Llama::Build { cache } => cache,
+        Llama::Prebuilt { dir, .. } => dir.trim_end_matches('/').to_owned(),
+    }
 }
 
 /// Where llama.cpp comes from on target `name`: its `llama_cpp_dir`, or built into its

@@ -11,6 +11,19 @@ use crate::exec::JobId;
 /// File name of a run's record, in its local run directory.
 pub const RUN_JSON: &str = "run.json";
 
+/// How a local record stores its directories: relative to the project.
+const RELATIVE_RUNS: &str = "runs/";
+
+/// `runs_dir` as the local executor names it (canonical), or as given when it cannot
+/// be resolved.
+fn canonical(runs_dir: &Path) -> String {
+    std::fs::canonicalize(runs_dir)
+        .unwrap_or_else(|_| runs_dir.to_path_buf())
+        .to_string_lossy()
+        .trim_end_matches('/')
+        .to_owned()
+}
+
 /// A run's recorded state (RUN-9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -107,7 +120,11 @@ pub struct RunRecord {
     pub target: String,
     /// Target kind.
     pub target_kind: TargetKind,
-    /// Run directory on the target, absolute \[design\].
+    /// Run directory on the target, absolute \[design\]. A local target's (and its
+    /// jobs' directories) are stored relative to the project (`runs/<id>`) and made
+    /// absolute again by [`RunRecord::load`], so a copied or moved project works in its
+    /// own run directories; an older record's absolute local paths are read as this
+    /// project's.
     pub dir: String,
     /// The run's owner value in the target's `.claim` (RUN-3) \[design\].
     pub owner: String,
@@ -162,7 +179,16 @@ impl RunRecord {
     /// [`RunError::Io`] when the file cannot be written.
     pub fn save(&self, runs_dir: &Path) -> Result<(), RunError> {
         let path = runs_dir.join(&self.id).join(RUN_JSON);
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| RunError::Io {
+        let mut stored = self.clone();
+        if stored.target_kind == TargetKind::Local {
+            let runs = canonical(runs_dir);
+            stored.map_local_dirs(|dir| {
+                dir.strip_prefix(&runs)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .map(|rest| format!("{RELATIVE_RUNS}{rest}"))
+            });
+        }
+        let mut text = serde_json::to_string_pretty(&stored).map_err(|e| RunError::Io {
             path: path.clone(),
             source: std::io::Error::other(e),
         })?;
@@ -189,10 +215,48 @@ impl RunRecord {
             Err(source) => return Err(RunError::Io { path, source }),
         };
         let text = crate::dataset::jsonl::strip_bom(&text);
-        serde_json::from_slice(text).map_err(|error| RunError::BadRecord {
-            path,
-            reason: error.to_string(),
-        })
+        let mut record: Self =
+            serde_json::from_slice(text).map_err(|error| RunError::BadRecord {
+                path,
+                reason: error.to_string(),
+            })?;
+        if record.target_kind == TargetKind::Local {
+            record.absolute_local_dirs(&canonical(runs_dir));
+        }
+        Ok(record)
+    }
+
+    /// Applies `change` to the run directory and the job directories of a local
+    /// record; `None` keeps a path as it is.
+    fn map_local_dirs(&mut self, change: impl Fn(&str) -> Option<String>) {
+        let paths = std::iter::once(&mut self.dir)
+            .chain(self.job.as_mut().map(|job| &mut job.dir))
+            .chain(self.merge_job.as_mut().map(|job| &mut job.dir));
+        for path in paths {
+            if let Some(changed) = change(path) {
+                *path = changed;
+            }
+        }
+    }
+
+    /// A local record's directories as this project's, absolute under `runs` (the
+    /// canonical `runs/`): a stored `runs/<id>/...` joined to it, and an older
+    /// record's absolute `<elsewhere>/<id>/...` (a copied or moved project) moved
+    /// under it.
+    fn absolute_local_dirs(&mut self, runs: &str) {
+        let old_root = self
+            .dir
+            .trim_end_matches('/')
+            .strip_suffix(&format!("/{}", self.id))
+            .filter(|root| root.starts_with('/') && *root != runs)
+            .map(str::to_owned);
+        self.map_local_dirs(|dir| {
+            if let Some(rest) = dir.strip_prefix(RELATIVE_RUNS) {
+                return Some(format!("{runs}/{rest}"));
+            }
+            let rest = dir.strip_prefix(old_root.as_deref()?)?;
+            rest.starts_with('/').then(|| format!("{runs}{rest}"))
+        });
     }
 
     /// Sets the metric summary fields, keeping only finite losses.
@@ -305,7 +369,14 @@ mod tests {
         std::fs::create_dir(dir.path().join("broken")).unwrap();
         std::fs::write(dir.path().join("broken/run.json"), "{").unwrap();
         let loaded = RunRecord::load(dir.path(), "b_1").unwrap();
-        assert_eq!(loaded, record("b_1", "2026-01-02T00:00:00Z"));
+        // The fixture's local `/w/b_1` is read as this project's run directory.
+        assert_eq!(
+            loaded,
+            RunRecord {
+                dir: format!("{}/b_1", canonical(dir.path())),
+                ..record("b_1", "2026-01-02T00:00:00Z")
+            }
+        );
         let text = std::fs::read_to_string(dir.path().join("b_1/run.json")).unwrap();
         assert!(text.contains("\"state\": \"starting\""), "{text}");
         assert!(
@@ -324,6 +395,60 @@ mod tests {
             RunRecord::load(dir.path(), "../x"),
             Err(RunError::BadRunId(_))
         ));
+    }
+
+    #[test]
+    fn a_local_record_stores_its_directories_relative_to_the_project_and_old_ones_move_with_it() {
+        let project = tempfile::tempdir().unwrap();
+        let runs_dir = project.path().join("runs");
+        std::fs::create_dir_all(runs_dir.join("r_1")).unwrap();
+        let runs = canonical(&runs_dir);
+        let job = |dir: String| JobId {
+            dir,
+            pid: crate::exec::Pid::new(7).unwrap(),
+            container: None,
+        };
+        let record = RunRecord {
+            dir: format!("{runs}/r_1"),
+            job: Some(job(format!("{runs}/r_1"))),
+            merge_job: Some(job(format!("{runs}/r_1/merge-1"))),
+            ..fixture("r_1", State::Succeeded)
+        };
+        record.save(&runs_dir).unwrap();
+        let text = std::fs::read_to_string(runs_dir.join("r_1/run.json")).unwrap();
+        assert!(text.contains("\"dir\": \"runs/r_1\""), "{text}");
+        assert!(text.contains("\"dir\": \"runs/r_1/merge-1\""), "{text}");
+        assert!(!text.contains(&runs), "{text}");
+        assert_eq!(RunRecord::load(&runs_dir, "r_1").unwrap(), record);
+        // A copy of the project reads the copy's directories.
+        let copy = tempfile::tempdir().unwrap();
+        let copy_runs = copy.path().join("runs");
+        std::fs::create_dir_all(copy_runs.join("r_1")).unwrap();
+        std::fs::copy(
+            runs_dir.join("r_1/run.json"),
+            copy_runs.join("r_1/run.json"),
+        )
+        .unwrap();
+        let copied = RunRecord::load(&copy_runs, "r_1").unwrap();
+        let moved = canonical(&copy_runs);
+        assert_eq!(copied.dir, format!("{moved}/r_1"));
+        assert_eq!(
+            copied.merge_job.unwrap().dir,
+            format!("{moved}/r_1/merge-1")
+        );
+        // An older record with absolute paths of another project is read as this one's.
+        let old = serde_json::to_string(&record).unwrap();
+        std::fs::write(copy_runs.join("r_1/run.json"), old).unwrap();
+        let copied = RunRecord::load(&copy_runs, "r_1").unwrap();
+        assert_eq!(copied.dir, format!("{moved}/r_1"));
+        assert_eq!(copied.job.unwrap().dir, format!("{moved}/r_1"));
+        // An SSH record's directories are the target's and stay as they are.
+        let ssh = RunRecord {
+            target_kind: TargetKind::Ssh,
+            ..record.clone()
+        };
+        ssh.save(&copy_runs).unwrap();
+        assert_eq!(RunRecord::load(&copy_runs, "r_1").unwrap(), ssh);
     }
 
     #[test]

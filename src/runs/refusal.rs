@@ -113,15 +113,12 @@ pub enum Refusal {
         /// Target name.
         target: String,
     },
-    /// `[export] after_training` on a target whose jobs run in a container: the export
-    /// stage runs only natively in this build (issue 14).
+    /// `[export] after_training` with an `[export] pre_tokenizer` the pinned llama.cpp
+    /// does not know: refused before the run, not after its training (issue 14).
     #[error(
-        "`export.after_training` is set but target `{target}` runs jobs in a container; the in-job export runs only on a native runtime in this build: unset `export.after_training`"
+        "`export.pre_tokenizer` = `{0}` is not a pre-tokenizer llama.cpp b11434 knows (`export.after_training` would fail after the training); use one of its names, such as `gpt-2`, `llama-bpe`, `qwen2`"
     )]
-    ExportInContainer {
-        /// Target name.
-        target: String,
-    },
+    UnknownPreTokenizer(String),
     /// A target name that is not declared.
     #[error(
         "unknown target `{name}`; declared targets: {}",

@@ -378,13 +378,11 @@ pub async fn start(
         .into());
     }
     warn(settings, events);
-    if settings.export.after_training
-        && matches!(target.runtime, crate::exec::JobRuntime::Container { .. })
-    {
-        return Err(Refusal::ExportInContainer {
-            target: target.name.clone(),
-        }
-        .into());
+    if let Some(pre) = settings.export.pre_tokenizer.as_ref().filter(|pre| {
+        settings.export.after_training
+            && !crate::gguf::llama::PRE_TOKENIZERS.contains(&pre.as_str())
+    }) {
+        return Err(Refusal::UnknownPreTokenizer(pre.clone()).into());
     }
     let secrets = job_secrets(settings, env).await?;
     let runs_dir = project.runs_dir();
@@ -545,7 +543,18 @@ async fn launch(
             .await
             .map_err(exec)?;
     }
-    let spec = target::job_spec(record, executor, &target.runtime, &secrets);
+    let mut runtime = target.runtime.clone();
+    if let crate::exec::JobRuntime::Container { tools_cache, .. } = &mut runtime {
+        if settings.export.after_training {
+            // The in-job export's llama.cpp, where the container sees it.
+            *tools_cache = Some(crate::gguf::tools_dir(
+                settings,
+                &record.target,
+                executor.workdir(),
+            ));
+        }
+    }
+    let spec = target::job_spec(record, executor, &runtime, &secrets);
     // EXP-12: the export stage, when `[export] after_training` is set.
     let export = crate::gguf::in_job_stage(
         settings,

@@ -43,7 +43,7 @@ pub(crate) fn llama_dir() -> &'static Path {
 
 /// A trained tiny run on `target`, set up for export (the tiny model's custom tokenizer
 /// needs `pre_tokenizer = "gpt-2"`); returns the project and the run ID.
-fn trained(setup: &Setup<'_>, target: &str, pre_tokenizer: bool) -> (Training, String) {
+pub(crate) fn trained(setup: &Setup<'_>, target: &str, pre_tokenizer: bool) -> (Training, String) {
     let mut training = Training::new(setup);
     let upper = target.to_uppercase();
     training.extra_env.push((
@@ -66,12 +66,12 @@ fn trained(setup: &Setup<'_>, target: &str, pre_tokenizer: bool) -> (Training, S
     (training, id)
 }
 
-fn sha256(path: &Path) -> String {
+pub(crate) fn sha256(path: &Path) -> String {
     let bytes = std::fs::read(path).unwrap();
     format!("{:x}", sha2::Sha256::digest(&bytes))
 }
 
-fn export_dirs(run: &Path) -> Vec<PathBuf> {
+pub(crate) fn export_dirs(run: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(run.join("exports")) else {
         return Vec::new();
     };
@@ -83,7 +83,12 @@ fn export_dirs(run: &Path) -> Vec<PathBuf> {
 /// Checks one successful export of type `quantize`: the GGUF, the `Modelfile` pointing
 /// at it, `export.json` with its real SHA-256, size and tensor types, the read-back and
 /// the answer of `llama-server` in the job's log.
-fn assert_exported(run: &Path, id: &str, quantize: &str, stdout: &str) -> serde_json::Value {
+pub(crate) fn assert_exported(
+    run: &Path,
+    id: &str,
+    quantize: &str,
+    stdout: &str,
+) -> serde_json::Value {
     let file = format!("{id}-{quantize}.gguf");
     let gguf = run.join("output/gguf").join(&file);
     assert!(gguf.is_file(), "missing {}", gguf.display());
@@ -198,6 +203,32 @@ fn an_export_on_the_ssh_target_comes_back_verified() {
         .join(&id)
         .join(format!("output/gguf/{id}-Q8_0.gguf"));
     assert_eq!(record["sha256"], sha256(&remote));
+    // EXP-11: the run directory there lost `output/` and `axolotl.yaml`; the export
+    // sends this machine's retrieved copy back, checked, and exports again.
+    let remote_run = training.project.home().join("remote-work").join(&id);
+    std::fs::remove_dir_all(remote_run.join("output")).unwrap();
+    std::fs::remove_file(remote_run.join("axolotl.yaml")).unwrap();
+    let output = training
+        .cmd()
+        .args(["export", &id, "--quantize", "Q8_0"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("had lost its model: sent this machine's copy back"),
+        "{text}"
+    );
+    assert!(remote_run.join("output/merged/model.safetensors").is_file());
+    assert!(
+        std::fs::read_dir(remote_run.join("output"))
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().starts_with("checkpoint-")),
+        "checkpoints went back with the model"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_exported(&run, &id, "Q8_0", &stdout);
 }
 
 /// Rewrites the JSON file `path` with `change`.
@@ -654,7 +685,7 @@ fn a_corrupted_pinned_archive_is_refused_and_fetched_again() {
 /// A venv whose `python3` runs the real Axolotl venv's Python, except that at the
 /// export tool's `convert` step (after the preflight made `export-work/`) it marks
 /// `started` and waits for `release`, so the test knows the job is under way there.
-fn held_python(dir: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn held_python(dir: &Path) -> (PathBuf, PathBuf) {
     let venv = dir.join("venv");
     let bin = venv.join("bin");
     std::fs::create_dir_all(&bin).unwrap();

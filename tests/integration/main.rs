@@ -47,6 +47,9 @@ mod metrics;
 // Flows: `export` with the real llama.cpp b11434 on a local and an SSH target, the
 // preflight's refusals, and Ollama's REST route against a stand-in (issue 14).
 mod export;
+// Flows: `export` of a stopped run's partial model, the refusals before any job, SIGTERM
+// and `export attach`, an export in a copied project, and one in a Podman container.
+mod export_flows;
 // Flows: a pipeline session and the `run` sequence through library calls only (no CLI),
 // and the chat template check of a run start against the real venv and tiny model.
 mod flows;

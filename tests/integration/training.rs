@@ -1206,7 +1206,11 @@ fn a_cancel_that_leaves_a_process_behind_names_it_and_a_second_cancel_stops_it()
         ..Setup::default()
     });
     let (id, pid) = an_unfollowed_job(&training);
-    let dir = PathBuf::from(training.record(&id)["dir"].as_str().unwrap());
+    // A local run's directory is recorded relative to the project.
+    let dir = training
+        .project
+        .path()
+        .join(training.record(&id)["dir"].as_str().unwrap());
     let worker_file = dir.join("worker.pid");
     wait_for("the worker", || worker_file.exists());
     let worker: u32 = std::fs::read_to_string(&worker_file)
