@@ -229,7 +229,12 @@ pub(super) fn handshook(
             state.why = key;
             delete::start(state, at, DeleteCause::OtherHostKey, fx);
         }
-        Handshake::Failed(_) => wait(state, at, fx),
+        // The endpoint exists: its `sshd` is seconds away, try again soon.
+        Handshake::Failed(_) => {
+            if !bounds(state, at, fx) {
+                fx.push(Effect::Wait(state.rules.handshake_retry));
+            }
+        }
     }
 }
 

@@ -15,6 +15,9 @@ pub struct Rules {
     /// Pause between two polls of a booting pod, of a search that failed and of a pod
     /// being confirmed gone.
     pub poll_interval: Duration,
+    /// Pause before the next poll and handshake once the pod's SSH endpoint exists but
+    /// its `sshd` did not answer yet (it starts seconds after the endpoint appears).
+    pub handshake_retry: Duration,
     /// The longest pause between two checks of the time rules (POD-34: once a minute).
     pub tick: Duration,
     /// A pod not ready this long after creation is deleted (POD-28: 15 minutes).
@@ -72,6 +75,7 @@ impl Rules {
         Self {
             hour,
             poll_interval: secs(5),
+            handshake_retry: secs(1),
             tick: minutes(1),
             ready_timeout: minutes(15),
             boot_grace: minutes(target.boot_grace_minutes.into()),

@@ -378,13 +378,13 @@ fn readiness_needs_the_endpoint_and_the_pinned_host_key() {
             phase: Phase::Deleting,
         },
         Row {
-            name: "no handshake yet: poll again",
+            name: "no handshake yet: try again within a second",
             state: seen,
             event: Event::Handshook {
                 at: s(60),
                 result: Handshake::Failed("connection refused".into()),
             },
-            effects: &["wait 5"],
+            effects: &["wait 1"],
             phase: Phase::Booting,
         },
         Row {
