@@ -28,7 +28,7 @@
     reason = "a benchmark: failing loudly is the point, figures are approximate, and it runs the tools it compares against"
 )]
 
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 #[path = "../tests/integration/engines.rs"]
 mod engines;
 #[allow(dead_code, unused_imports)]
@@ -46,7 +46,7 @@ mod sshd;
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/integration/training.rs"]
 mod training;
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 #[path = "../tests/integration/util.rs"]
 mod util;
 

@@ -46,7 +46,7 @@ fn tar_in(cwd: &str, flag: &str) -> bool {
             };
             let argv: Vec<&[u8]> = argv.split(|b| *b == 0).collect();
             argv.first().is_some_and(|a| a.ends_with(b"tar"))
-                && argv.iter().any(|a| *a == flag.as_bytes())
+                && argv.contains(&flag.as_bytes())
                 && std::fs::read_link(entry.path().join("cwd"))
                     .is_ok_and(|dir| dir == std::path::Path::new(cwd))
         })
@@ -148,8 +148,8 @@ async fn runpod_kill_9_during_the_upload_leaves_a_pod_that_pod_ls_shows_and_trai
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_kill_9_during_retrieval_takes_nothing_half_retrieved_as_done_and_attach_completes_it()
  {
-    let project = kill_project("retrieval").await;
     const BLOB: &str = "output/blob.bin";
+    let project = kill_project("retrieval").await;
     // A big output (a real model's size, in small): the retrieval lasts long enough.
     let big_output = |id: &str| {
         let pod = pod_id(&project);

@@ -175,7 +175,7 @@ mod tests {
                     pod_lost(
                         r,
                         "`targets.pod.max_hours` was reached before the job ended; the pod was deleted",
-                    )
+                    );
                 }),
                 State::Failed,
                 Some("`targets.pod.max_hours` was reached before the job ended"),
