@@ -8,7 +8,7 @@
 //! after the deadline.
 //!
 //! Each test runs the real rules on its own test time factor (`OVERBRAINER_TEST_SECOND_MS`,
-//! the test-only `TimeScale`), slow enough that Axolotl's start (up to a minute or two on
+//! the test-only `TimeScale`), slow enough that Axolotl's start (two minutes and more on
 //! a loaded machine) fits in the lease's 30-minute progress window, and waits for the
 //! pod's side (training lines, the request on the pod) rather than for a time where it
 //! can; it has a project name of its own. A stall is a `SIGSTOP` of the trainer's
@@ -135,6 +135,7 @@ fn pod_file(project: &PodProject, pod: &str, id: &str, file: &str) -> Option<Str
 fn wait_for_steps(project: &PodProject, id: &str) {
     crate::util::poll(crate::training::DEADLINE, "a training step", || {
         let record = project.training.record(id);
+        assert_eq!(record["state"], "running", "the run ended before a step");
         if record["last_step"].as_u64().is_some_and(|s| s >= 1) {
             Ok(())
         } else {
@@ -297,8 +298,9 @@ async fn runpod_max_cost_usd_gives_the_cost_snapshot_collected_while_following_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_a_lease_held_while_training_lines_arrive_keeps_a_pod_past_its_deadline() {
-    // One rule minute is 3.6 s: `max_hours = 0.3334` is 72 s after creation.
-    const SECOND_MS: u64 = 60;
+    // One rule minute is 9 s: `max_hours = 0.3334` is 180 s after creation, and
+    // Axolotl's start must come within the lease's 30-minute progress window (270 s).
+    const SECOND_MS: u64 = 150;
     let project = rules_project("lease", 6000, "max_hours = 0.3334", SECOND_MS).await;
     let mut child = tokio::task::block_in_place(|| {
         let mut child = project.training.spawn(&["train", "--target", "pod"]);
