@@ -77,6 +77,8 @@ pub use ssh::{
     CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, MAX_CONTROL_PATH, PodEndpoint,
     REQUIRED_TOOLS, SshDestination, SshError, SshExecutor, SshTimeouts, control_dirs,
 };
+/// The name prefix of a download's staging directory beside its destination.
+pub(crate) use tar::STAGING_PREFIX as DOWNLOAD_STAGING_PREFIX;
 
 use crate::config::Engine;
 use crate::env::TimeScale;

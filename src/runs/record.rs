@@ -86,6 +86,21 @@ pub enum SnapshotReason {
     Disk,
 }
 
+impl SnapshotReason {
+    /// The reason a snapshot line or request names (`requested`, `deadline`, `cost`,
+    /// `disk`); `None` for anything else.
+    #[must_use]
+    pub fn from_word(word: &str) -> Option<Self> {
+        match word {
+            "requested" => Some(Self::Requested),
+            "deadline" => Some(Self::Deadline),
+            "cost" => Some(Self::Cost),
+            "disk" => Some(Self::Disk),
+            _ => None,
+        }
+    }
+}
+
 /// The snapshot of a stopped run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {

@@ -116,6 +116,25 @@ pub async fn retrieve_export(
     Ok(())
 }
 
+/// The name prefix of a pass's staging directory in the run directory.
+const STAGING: &str = ".retrieve-";
+
+/// Removes what a retrieval killed before its end (`kill -9`) left in `local_dir`: its
+/// staging directory and the download's own beside it. One process retrieves a run at
+/// a time (it holds the project lock or the run's follow lock), so any there is stale;
+/// none is ever taken for a result.
+fn sweep_staging(local_dir: &Path) {
+    for entry in std::fs::read_dir(local_dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(STAGING) || name.starts_with(crate::exec::DOWNLOAD_STAGING_PREFIX) {
+            if let Err(error) = std::fs::remove_dir_all(entry.path()) {
+                tracing::warn!("cannot remove `{}`: {error}", entry.path().display());
+            }
+        }
+    }
+}
+
 /// One checked pass; returns the number of files. Each directory of `replace`
 /// (relative to `local_dir`) is removed once the download is verified, before the
 /// files are moved into place.
@@ -138,8 +157,8 @@ async fn pass(
     if record.target_kind == TargetKind::Local {
         return Ok(manifest.len());
     }
-    let staging = local_dir.join(format!(".retrieve-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
+    sweep_staging(local_dir);
+    let staging = local_dir.join(format!("{STAGING}{}", std::process::id()));
     let result = async {
         executor
             .download(&record.dir, &staging, entries, exclude)
@@ -245,6 +264,25 @@ mod tests {
     use super::*;
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt as _;
+
+    #[test]
+    fn the_staging_a_killed_retrieval_left_is_swept_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for stale in [".retrieve-4242/output", ".ob-download-Xy12ab/output"] {
+            std::fs::create_dir_all(root.join(stale)).unwrap();
+            std::fs::write(root.join(stale).join("half"), "x").unwrap();
+        }
+        std::fs::create_dir_all(root.join("output")).unwrap();
+        std::fs::write(root.join("run.json"), "{}").unwrap();
+        sweep_staging(root);
+        let mut left: Vec<String> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["output", "run.json"]);
+    }
 
     #[test]
     fn verify_names_the_bad_file() {

@@ -152,6 +152,10 @@ pub enum MetricLine {
         step: u64,
         /// Directory name, `checkpoint-N`.
         checkpoint: String,
+        /// Why: the first word of the request the job honoured (`requested`,
+        /// `deadline`, `cost`, `disk`); absent from plugins before it was written.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
 }
 
@@ -353,6 +357,9 @@ pub struct Summary {
     pub last_eval_loss: Option<f64>,
     /// Snapshot step and checkpoint, when one was saved.
     pub snapshot: Option<(u64, String)>,
+    /// The snapshot's reason as its line gave it.
+    #[serde(default)]
+    pub snapshot_reason: Option<String>,
     /// The last stage the job script started (MPL-2): a job that failed in `merge`
     /// finished its training.
     #[serde(default)]
@@ -385,8 +392,14 @@ impl Summary {
             }
             MetricLine::End { step, .. } => self.last_step = Some(*step),
             MetricLine::Snapshot {
-                step, checkpoint, ..
-            } => self.snapshot = Some((*step, checkpoint.clone())),
+                step,
+                checkpoint,
+                reason,
+                ..
+            } => {
+                self.snapshot = Some((*step, checkpoint.clone()));
+                self.snapshot_reason.clone_from(reason);
+            }
             MetricLine::Stage { stage, .. } => self.last_stage = Some(*stage),
             MetricLine::EvalProgress { .. } => {}
         }
@@ -441,7 +454,19 @@ mod tests {
             MetricLine::Snapshot {
                 ts: 1.0,
                 step: 4,
-                checkpoint: "checkpoint-4".into()
+                checkpoint: "checkpoint-4".into(),
+                reason: None,
+            }
+        );
+        assert_eq!(
+            line(
+                r#"{"kind":"snapshot","ts":1,"step":4,"checkpoint":"checkpoint-4","reason":"cost"}"#
+            ),
+            MetricLine::Snapshot {
+                ts: 1.0,
+                step: 4,
+                checkpoint: "checkpoint-4".into(),
+                reason: Some("cost".into()),
             }
         );
     }

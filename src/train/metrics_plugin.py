@@ -20,7 +20,9 @@ Snapshot protocol (MPL-5): at the end of every optimizer step, rank 0 looks for
 `snapshot.request` in the run directory and broadcasts the decision to every rank; when
 present, training saves a full checkpoint (model or adapter, optimizer, scheduler, RNG state)
 at that step and stops. Rank 0 then writes `snapshot.json` with `checkpoint` (the directory
-name `checkpoint-N`) and `step`. A request seen at or after the final step has no effect.
+name `checkpoint-N`), `step` and `reason` (the request's first word when it is one of
+`requested`, `deadline`, `cost`, `disk`; `requested` otherwise), and the `snapshot` line
+carries the same three. A request seen at or after the final step has no effect.
 
 Hooks used: `BasePlugin.add_callbacks_post_trainer` (axolotl/integrations/base.py, Axolotl
 0.19) and `TrainerCallback.on_log`, `on_evaluate`, `on_prediction_step`, `on_step_end`,
@@ -41,6 +43,7 @@ METRICS_FILE = RUN_DIR / "metrics.jsonl"
 REQUEST_FILE = RUN_DIR / "snapshot.request"
 SNAPSHOT_FILE = RUN_DIR / "snapshot.json"
 EVAL_PROGRESS_INTERVAL_S = 2.0
+REASONS = ("requested", "deadline", "cost", "disk")
 
 
 def _clean(value):
@@ -56,6 +59,15 @@ def _clean(value):
     if math.isinf(number):
         return "inf" if number > 0 else "-inf"
     return number
+
+
+def _request_reason():
+    """The reason `snapshot.request` names (its first word), `requested` otherwise."""
+    try:
+        words = REQUEST_FILE.read_text(encoding="utf-8", errors="replace").split()
+    except OSError:
+        return "requested"
+    return words[0] if words and words[0] in REASONS else "requested"
 
 
 def _append(kind, **fields):
@@ -106,6 +118,7 @@ class MetricsCallback(TrainerCallback):
         self.eval_done = 0
         self.eval_last_write = 0.0
         self.snapshot_step = None
+        self.snapshot_reason = "requested"
         self.snapshot_written = False
         self.ended = False
 
@@ -155,6 +168,8 @@ class MetricsCallback(TrainerCallback):
         if not requested or (state.max_steps and state.global_step >= state.max_steps):
             return
         self.snapshot_step = state.global_step
+        if state.is_world_process_zero:
+            self.snapshot_reason = _request_reason()
         control.should_save = True
         control.should_training_stop = True
 
@@ -167,9 +182,21 @@ class MetricsCallback(TrainerCallback):
         checkpoint = f"checkpoint-{state.global_step}"
         _replace(
             SNAPSHOT_FILE,
-            json.dumps({"checkpoint": checkpoint, "step": state.global_step}) + "\n",
+            json.dumps(
+                {
+                    "checkpoint": checkpoint,
+                    "step": state.global_step,
+                    "reason": self.snapshot_reason,
+                }
+            )
+            + "\n",
         )
-        _append("snapshot", step=state.global_step, checkpoint=checkpoint)
+        _append(
+            "snapshot",
+            step=state.global_step,
+            checkpoint=checkpoint,
+            reason=self.snapshot_reason,
+        )
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.ended or not state.is_world_process_zero:

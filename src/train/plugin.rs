@@ -14,7 +14,7 @@ pub const PLUGIN_ENTRY: &str = "overbrainer_metrics.MetricsPlugin";
 /// File whose presence asks the plugin for a snapshot (MPL-5), in the run directory.
 pub const SNAPSHOT_REQUEST: &str = "snapshot.request";
 /// File the plugin writes once a snapshot checkpoint was saved, in the run directory:
-/// `{"checkpoint": "checkpoint-N", "step": N}`.
+/// `{"checkpoint": "checkpoint-N", "step": N, "reason": "cost"}` (`reason` since issue 12).
 pub const SNAPSHOT_FILE: &str = "snapshot.json";
 
 /// `snapshot.json` as the plugin writes it.

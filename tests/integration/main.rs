@@ -78,3 +78,8 @@ mod hub_standin;
 mod hub;
 // Flows: the Runpod API's faults through the binary, its pods real (issue 12, case 3).
 mod runpod_faults;
+// Flows: the time rules of a pod through the binary with real training (issue 12, case 4):
+// the deadline and cost snapshots, the lease, the client guard.
+mod runpod_rules;
+// Flows: `kill -9` of `train` on a pod during the upload and the retrieval (issue 12, case 2).
+mod runpod_kill;

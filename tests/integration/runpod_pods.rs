@@ -200,6 +200,15 @@ impl PodRunner {
         format!("{}-{id}", self.label)
     }
 
+    /// Runs `script` with `bash -c` in pod `id`'s container; its output.
+    pub fn exec(&self, id: &str, script: &str) -> Output {
+        let mut command = self.podman();
+        command.args(["exec", &self.name(id), "bash", "-c", script]);
+        command
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"))
+    }
+
     /// Removes pod `id`'s container.
     pub fn remove(&self, id: &str) -> Result<(), String> {
         self.remove_container(&self.name(id))

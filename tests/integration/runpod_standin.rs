@@ -22,6 +22,10 @@ use crate::runpod_pods::PodRunner;
 /// Capacity failure text recorded from the live API (wire-facts A.2).
 pub const CAPACITY: &str = "There are no longer any instances available with the requested specifications. Please refresh and try again.";
 
+/// The pod-scoped key every real pod of the stand-in gets as `RUNPOD_API_KEY` (Runpod
+/// gives each pod a key of its own); the stand-in accepts it beside the account's.
+pub const POD_KEY: &str = "rpp_CANARY8Tn3Wq6Zb1Hx9Lc4Md7Ks2Vf5Jr0Pe";
+
 /// The documented fields of `CreatePodRequest` (closed: anything else is a 422).
 const CREATE_FIELDS: [&str; 16] = [
     "name",
@@ -68,6 +72,9 @@ pub struct Faults {
     pub ssh_after_polls: u32,
     /// The key may not manage account secrets: their create answers 403.
     pub secrets_forbidden: bool,
+    /// The pods' own key ([`POD_KEY`]) may read its pod but not delete it: its
+    /// `DELETE`s answer 403 (the watchdog's self-check passes, its deletions fail).
+    pub pod_key_cannot_delete: bool,
 }
 
 /// One pod as the stand-in keeps it.
@@ -111,6 +118,8 @@ pub struct State {
     pub secrets: Vec<StandinSecret>,
     /// What is still to be injected.
     pub faults: Faults,
+    /// Deletes sent with the pods' own key and refused (`pod_key_cannot_delete`).
+    pub pod_key_refusals: u32,
     /// Every request: method, path, body.
     pub requests: Vec<(String, String, String)>,
     /// Where `ssh.direct` points for pods without a container.
@@ -142,7 +151,7 @@ impl Standin {
 
     /// A stand-in whose pods are real containers (their env files under `dir`).
     pub async fn with_pods(key: &str, dir: std::path::PathBuf) -> Self {
-        Self::serve(key, Some(PodRunner::new(dir, key))).await
+        Self::serve(key, Some(PodRunner::new(dir, POD_KEY))).await
     }
 
     /// A stand-in whose pods are real containers that also mount `mounts` read-only.
@@ -151,7 +160,7 @@ impl Standin {
         dir: std::path::PathBuf,
         mounts: Vec<std::path::PathBuf>,
     ) -> Self {
-        let mut runner = PodRunner::new(dir, key);
+        let mut runner = PodRunner::new(dir, POD_KEY);
         runner.mounts = mounts;
         Self::serve(key, Some(runner)).await
     }
@@ -175,6 +184,7 @@ impl Standin {
         Mock::given(wiremock::matchers::any())
             .respond_with(Api {
                 key: format!("Bearer {key}"),
+                pod_key: format!("Bearer {POD_KEY}"),
                 state: Arc::clone(&state),
             })
             .mount(&server)
@@ -200,6 +210,17 @@ impl Standin {
             timeout,
         )
         .expect("a client of the stand-in")
+    }
+
+    /// Runs `script` with `bash -c` inside the container of real pod `id` (what a test
+    /// watches on the pod's side); its output.
+    pub fn exec(&self, id: &str, script: &str) -> std::process::Output {
+        let runner = self
+            .state()
+            .runner
+            .clone()
+            .expect("a stand-in with real pods");
+        runner.exec(id, script)
     }
 
     /// The state, to read or to set faults.
@@ -241,6 +262,7 @@ impl Drop for Standin {
 
 struct Api {
     key: String,
+    pod_key: String,
     state: Arc<Mutex<State>>,
 }
 
@@ -319,8 +341,13 @@ impl Respond for Api {
             .headers
             .get("authorization")
             .and_then(|v| v.to_str().ok());
-        if auth != Some(self.key.as_str()) {
+        let by_pod = auth == Some(self.pod_key.as_str());
+        if auth != Some(self.key.as_str()) && !by_pod {
             return problem(401, "Unauthorized", "missing bearer token");
+        }
+        if by_pod && method == "DELETE" && state.faults.pod_key_cannot_delete {
+            state.pod_key_refusals += 1;
+            return problem(403, "Forbidden", "access denied");
         }
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match (method.as_str(), parts.as_slice()) {

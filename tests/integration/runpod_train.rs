@@ -50,7 +50,7 @@ pub(crate) async fn pod_project(gpu_types: &str) -> PodProject {
     pod_project_of(gpu_types, 2).await
 }
 
-async fn pod_project_of(gpu_types: &str, max_steps: u32) -> PodProject {
+pub(crate) async fn pod_project_of(gpu_types: &str, max_steps: u32) -> PodProject {
     let env = training_env();
     let python = std::fs::read_to_string(env.venv.join("pyvenv.cfg"))
         .unwrap()

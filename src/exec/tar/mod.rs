@@ -23,6 +23,7 @@ mod place;
 mod unpack;
 
 pub(crate) use pack::pack;
+pub(crate) use place::STAGING_PREFIX;
 pub(crate) use unpack::Extracted;
 #[cfg(test)]
 use unpack::unpack;

@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::exec::ExecError;
 
+/// The name prefix of [`staging_beside`]'s directories.
+pub(crate) const STAGING_PREFIX: &str = ".ob-download-";
+
 /// A new empty directory in the nearest existing ancestor of `dest` (its parent
 /// when `dest` exists), so that it can be renamed to `dest` on the same file system.
 pub(super) fn staging_beside(dest: &Path) -> Result<tempfile::TempDir, ExecError> {
@@ -19,7 +22,7 @@ pub(super) fn staging_beside(dest: &Path) -> Result<tempfile::TempDir, ExecError
         };
         if dir.is_dir() {
             return tempfile::Builder::new()
-                .prefix(".ob-download-")
+                .prefix(STAGING_PREFIX)
                 .permissions(std::fs::Permissions::from_mode(0o755))
                 .tempdir_in(dir)
                 .map_err(|source| ExecError::Io {

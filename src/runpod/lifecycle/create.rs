@@ -148,6 +148,8 @@ pub(super) fn polled(
 
 /// The pod as the API shows it while booting: the handshake once `ssh.direct` exists.
 fn view(state: &mut PodState, at: Duration, pod: PodView, fx: &mut Vec<Effect>) {
+    state.viewed_at = at;
+    state.handshake_again = false;
     if pod.cost_per_hour.is_some() {
         state.facts.rate = pod.cost_per_hour;
     }
@@ -205,10 +207,20 @@ fn wait(state: &mut PodState, at: Duration, fx: &mut Vec<Effect>) {
     }
 }
 
-/// The pause while booting is over: poll, unless a bound is reached.
+/// The pause while booting is over: poll, unless a bound is reached; after a failed
+/// handshake on the known endpoint, the handshake again without a poll until the poll
+/// interval has passed since the last view of the pod.
 pub(super) fn tick(state: &mut PodState, at: Duration, fx: &mut Vec<Effect>) {
-    if !bounds(state, at, fx) {
-        fx.push(Effect::Poll);
+    if bounds(state, at, fx) {
+        return;
+    }
+    match &state.endpoint {
+        Some(endpoint)
+            if state.handshake_again && at < state.viewed_at + state.rules.poll_interval =>
+        {
+            fx.push(Effect::Handshake(endpoint.clone()));
+        }
+        _ => fx.push(Effect::Poll),
     }
 }
 
@@ -229,7 +241,13 @@ pub(super) fn handshook(
             state.why = key;
             delete::start(state, at, DeleteCause::OtherHostKey, fx);
         }
-        Handshake::Failed(_) => wait(state, at, fx),
+        // The endpoint exists: its `sshd` is seconds away, try again soon.
+        Handshake::Failed(_) => {
+            state.handshake_again = true;
+            if !bounds(state, at, fx) {
+                fx.push(Effect::Wait(state.rules.handshake_retry));
+            }
+        }
     }
 }
 

@@ -37,7 +37,7 @@ pub(super) fn vanished(state: &mut PodState, at: Duration, fx: &mut Vec<Effect>)
     };
     state.deletion = Some(Deletion {
         pod: pod.clone(),
-        cause: None,
+        cause: super::guard::watchdog_rule(state, at),
         by: Deleter::Watchdog,
         attempts: 0,
         since: at,

@@ -56,6 +56,19 @@ pub(super) fn retrieve_until(state: &PodState) -> Duration {
     }
 }
 
+/// The rule under which the watchdog deleted a pod found gone at `at` while its job
+/// ran: the cost cap once reached, the deadline once its deletion was due with no fresh
+/// lease; `None` when no rule was due (someone else deleted it). So a run whose pod its
+/// watchdog deleted at `max_hours` or `max_cost_usd` fails saying so (POD-37, POD-41).
+pub(super) fn watchdog_rule(state: &PodState, at: Duration) -> Option<DeleteCause> {
+    if state.cost_times.is_some_and(|(_, cap)| at >= cap) {
+        return Some(DeleteCause::CostCap);
+    }
+    let deadline = state.deadline()?;
+    (!lease_fresh(state, at) && at >= watchdog_deletion(state, deadline))
+        .then_some(DeleteCause::Deadline)
+}
+
 /// Time passed while the pod lives.
 pub(super) fn tick(state: &mut PodState, at: Duration, fx: &mut Vec<Effect>) {
     let rules = state.rules;

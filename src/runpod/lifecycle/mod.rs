@@ -164,6 +164,11 @@ pub struct PodState {
     last_cause: String,
     boot_since: Duration,
     endpoint: Option<PodEndpoint>,
+    /// The last view of the booting pod (its create answer or a poll).
+    viewed_at: Duration,
+    /// A handshake on the known endpoint failed: the next is tried without a poll
+    /// until [`Rules::poll_interval`] has passed since the last view.
+    handshake_again: bool,
     progress_at: Option<Duration>,
     lease_at: Option<Duration>,
     next_lease: Duration,
@@ -193,6 +198,8 @@ impl PodState {
             last_cause: String::new(),
             boot_since: Duration::ZERO,
             endpoint: None,
+            viewed_at: Duration::ZERO,
+            handshake_again: false,
             progress_at: None,
             lease_at: None,
             next_lease: Duration::ZERO,

@@ -15,6 +15,10 @@ pub struct Rules {
     /// Pause between two polls of a booting pod, of a search that failed and of a pod
     /// being confirmed gone.
     pub poll_interval: Duration,
+    /// Pause before the next handshake once the pod's SSH endpoint exists but its
+    /// `sshd` did not answer yet (it starts seconds after the endpoint appears); the API
+    /// is still polled only every [`Self::poll_interval`].
+    pub handshake_retry: Duration,
     /// The longest pause between two checks of the time rules (POD-34: once a minute).
     pub tick: Duration,
     /// A pod not ready this long after creation is deleted (POD-28: 15 minutes).
@@ -72,6 +76,7 @@ impl Rules {
         Self {
             hour,
             poll_interval: secs(5),
+            handshake_retry: scale.scale(Duration::from_millis(250)),
             tick: minutes(1),
             ready_timeout: minutes(15),
             boot_grace: minutes(target.boot_grace_minutes.into()),

@@ -482,10 +482,14 @@ fn record_end(state: &mut RunState, pointer: Option<&str>, effects: &mut Vec<Eff
     record.state = end.state;
     record.message = end.message(pointer);
     if let (State::Stopped, Some((step, checkpoint))) = (end.state, &state.summary.snapshot) {
-        let reason = record
-            .snapshot
-            .as_ref()
-            .map_or(SnapshotReason::Requested, |s| s.reason);
+        // The reason the job honoured (its snapshot line), else what was known before.
+        let reason = state
+            .summary
+            .snapshot_reason
+            .as_deref()
+            .and_then(SnapshotReason::from_word)
+            .or_else(|| record.snapshot.as_ref().map(|s| s.reason))
+            .unwrap_or(SnapshotReason::Requested);
         record.snapshot = Some(Snapshot {
             checkpoint: checkpoint.clone(),
             step: *step,

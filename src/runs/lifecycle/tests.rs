@@ -569,6 +569,22 @@ fn a_stopped_run_records_its_snapshot_and_step() {
 }
 
 #[test]
+fn a_snapshot_of_a_pod_rule_records_the_reason_its_line_gives() {
+    const COST: &str =
+        r#"{"kind":"snapshot","ts":2,"step":1,"checkpoint":"checkpoint-1","reason":"cost"}"#;
+    let mut state = ending(
+        JobStatus::Exited(0),
+        &[TRAIN, COST],
+        vec![drained(), Event::Retrieved(Ok(()))],
+    );
+    let _ = handle(&mut state, Event::CheckpointChecked(vec![]));
+    assert_eq!(
+        state.record.snapshot.map(|s| s.reason),
+        Some(SnapshotReason::Cost)
+    );
+}
+
+#[test]
 fn a_cancel_seen_by_train_cancel_is_collected_from_the_summary() {
     let summary = Summary {
         plugin_seen: true,

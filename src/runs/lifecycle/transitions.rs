@@ -22,6 +22,14 @@ pub fn start_failed(record: &mut RunRecord, cause: &str) {
     record.message = Some(format!("start failed: {cause}"));
 }
 
+/// The run's pod was deleted under a rule (`max_hours`, `max_cost_usd`, the retrieve
+/// grace) or vanished while its job ran and nothing was retrieved: `running` ->
+/// `failed`, the message saying why (POD-37, POD-41); the job is gone with the pod.
+pub fn pod_lost(record: &mut RunRecord, why: &str) {
+    record.state = State::Failed;
+    record.message = Some(why.to_owned());
+}
+
 /// A second `train cancel` of a run whose cancel left processes behind signalled them
 /// again: `cancelled` -> `cancelled`, the message naming what is still left (RUN-41).
 pub fn cancelled_again(record: &mut RunRecord, leftovers: &[u32]) {
@@ -159,6 +167,18 @@ mod tests {
                 Box::new(|r| start_failed(r, "target `gpu`: upload failed")),
                 State::Failed,
                 Some("start failed: target `gpu`: upload failed"),
+            ),
+            (
+                "a pod deleted at its deadline under its job",
+                State::Running,
+                Box::new(|r| {
+                    pod_lost(
+                        r,
+                        "`targets.pod.max_hours` was reached before the job ended; the pod was deleted",
+                    );
+                }),
+                State::Failed,
+                Some("`targets.pod.max_hours` was reached before the job ended"),
             ),
             (
                 "a second cancel that stopped every leftover",

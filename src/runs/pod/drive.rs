@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use super::failure::failure_text;
+use super::failure::{failure_text, loses_the_job};
 use super::{POD_WORKDIR, job};
 use crate::env::TimeScale;
 use crate::project::Project;
@@ -231,11 +231,20 @@ pub(super) fn conclude(
     match (driven.ending, result) {
         (Ending::Done(None), Some(result)) => result,
         (Ending::Done(Some(failure)), Some(result)) => {
+            let text = failure_text(part.target, &failure);
             emit(
                 part.events,
-                RunEvent::Warning(RunWarning::PodFailed(failure_text(part.target, &failure))),
+                RunEvent::Warning(RunWarning::PodFailed(text.clone())),
             );
-            result
+            match result {
+                // The follower lost the pod under it: the run is over (POD-37, POD-41).
+                Ok(Outcome::Detached { mut record, .. }) if loses_the_job(&failure) => {
+                    transitions::pod_lost(&mut record, &text);
+                    record.save(&runs_dir)?;
+                    Ok(Outcome::Ended(record))
+                }
+                other => other,
+            }
         }
         (Ending::Detached, Some(Ok(outcome))) if not_retrieved.is_none() => Ok(outcome),
         (Ending::Detached, Some(result)) => match result {

@@ -2,6 +2,19 @@
 
 use crate::runpod::lifecycle::PodFailure;
 
+/// Whether `failure` took the pod and the job on it with it: the run cannot be followed
+/// again and fails with [`failure_text`] unless it already ended.
+#[must_use]
+pub fn loses_the_job(failure: &PodFailure) -> bool {
+    matches!(
+        failure,
+        PodFailure::DeadlineReached
+            | PodFailure::CostCapReached
+            | PodFailure::RetrieveGrace
+            | PodFailure::Vanished
+    )
+}
+
 /// What a pod's failure means for the run, naming the target's key where one decides.
 #[must_use]
 pub fn failure_text(target: &str, failure: &PodFailure) -> String {

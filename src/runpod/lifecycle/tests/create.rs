@@ -254,6 +254,10 @@ fn an_ambiguous_create_adopts_and_never_makes_a_second_pod() {
 fn readiness_needs_the_endpoint_and_the_pinned_host_key() {
     let capped = |cap| Rules::new(&target(2.0, Some(cap)), false, TimeScale::REAL);
     let short = Rules::new(&target(0.1, None), false, TimeScale::REAL);
+    let refused = |at: u64| Event::Handshook {
+        at: s(at),
+        result: Handshake::Failed("connection refused".into()),
+    };
     let seen = after(
         booting(),
         vec![Event::Polled {
@@ -378,13 +382,27 @@ fn readiness_needs_the_endpoint_and_the_pinned_host_key() {
             phase: Phase::Deleting,
         },
         Row {
-            name: "no handshake yet: poll again",
+            name: "after a failed handshake the next one comes without a poll",
+            state: after(seen.clone(), vec![refused(51)]),
+            event: Event::Tick { at: s(52) },
+            effects: &["handshake 127.0.0.1:2222"],
+            phase: Phase::Booting,
+        },
+        Row {
+            name: "the API is polled again once the poll interval passed",
+            state: after(seen.clone(), vec![refused(51)]),
+            event: Event::Tick { at: s(55) },
+            effects: &["poll"],
+            phase: Phase::Booting,
+        },
+        Row {
+            name: "no handshake yet: try again within a second",
             state: seen,
             event: Event::Handshook {
                 at: s(60),
                 result: Handshake::Failed("connection refused".into()),
             },
-            effects: &["wait 5"],
+            effects: &["wait 0.25"],
             phase: Phase::Booting,
         },
         Row {

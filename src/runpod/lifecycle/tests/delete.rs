@@ -141,6 +141,70 @@ fn gone_means_not_listed_and_404() {
 }
 
 #[test]
+fn a_pod_its_watchdog_deleted_under_a_rule_fails_its_run_naming_the_rule() {
+    let vanished_at = |state: PodState, at: u64| {
+        after(
+            state,
+            vec![Event::Polled {
+                at: s(at),
+                pod: Ok(None),
+            }],
+        )
+    };
+    let held = after(
+        running(),
+        vec![
+            Event::Progress { at: s(8900) },
+            Event::LeaseWritten {
+                at: s(8900),
+                result: Ok(()),
+            },
+        ],
+    );
+    check(vec![
+        Row {
+            name: "gone past max_hours with no fresh lease: the deadline (POD-37)",
+            state: vanished_at(running(), 9000),
+            event: seen(9001, false, false),
+            effects: &[
+                "notice gone p1 Watchdog",
+                "record",
+                "delete secret",
+                "done DeadlineReached",
+            ],
+            phase: Phase::Gone,
+        },
+        Row {
+            name: "gone past max_hours while the lease held: no rule, it vanished",
+            state: vanished_at(held, 9000),
+            event: seen(9001, false, false),
+            effects: &[
+                "notice gone p1 Watchdog",
+                "record",
+                "delete secret",
+                "done Vanished",
+            ],
+            phase: Phase::Gone,
+        },
+        Row {
+            name: "gone past the cost cap: the cap (POD-41)",
+            state: vanished_at(
+                running_under(&Rules::new(&target(4.0, Some(1.0)), false, TimeScale::REAL)),
+                7300,
+            ),
+            event: seen(7301, false, false),
+            effects: &[
+                "notice gone p1 Watchdog",
+                "record",
+                "delete secret",
+                "done CostCapReached",
+            ],
+            phase: Phase::Gone,
+        },
+    ]);
+}
+
+#[test]
 fn a_pod_that_cannot_become_ready_gives_way_to_the_next_type() {
     let not_ready = after(booting(), vec![Event::Tick { at: s(900) }]);
     let died_last = after(
