@@ -216,7 +216,7 @@ pub fn quantize_type(request: &Request, settings: &Settings) -> Result<String, E
 
 /// A top-level `key: value` of an `axolotl.yaml` overbrainer wrote (values are JSON
 /// scalars there).
-fn yaml_value(yaml: &str, key: &str) -> Option<serde_json::Value> {
+pub(crate) fn yaml_value(yaml: &str, key: &str) -> Option<serde_json::Value> {
     yaml.lines().find_map(|line| {
         let rest = line.strip_prefix(key)?.strip_prefix(':')?.trim();
         serde_json::from_str(rest)

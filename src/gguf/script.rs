@@ -211,30 +211,7 @@ impl Plan {
         s
     }
     fn llama_step(&self, s: &mut String, job: &str, tree: &str, bin: &str) {
-        let p = |path: &str| shell_path(path);
-        match &self.llama {
-            Llama::Build { cache } => {
-                let env = format!("{job}/llama-env.sh");
-                let _ = writeln!(
-                    s,
-                    "cat > {} <<'OB_LLAMA_ENV'\n{LLAMA_ENV_SCRIPT}OB_LLAMA_ENV",
-                    p(&env)
-                );
-                let _ = writeln!(s, "bash {} {} >/dev/null", p(&env), p(cache));
-            }
-            Llama::Prebuilt { dir, key } => {
-                let _ = writeln!(
-                    s,
-                    "if ! {server} --version 2>&1 | grep -q '(build {LLAMA_BUILD},' || [ ! -x {quantize} ] || [ ! -f {converter} ]; then\n  echo {msg} >&2\n  exit {REFUSED_STATUS}\nfi",
-                    server = p(&format!("{bin}/llama-server")),
-                    quantize = p(&format!("{bin}/llama-quantize")),
-                    converter = p(&format!("{tree}/convert_hf_to_gguf.py")),
-                    msg = quote(&format!(
-                        "{LINE_PREFIX}{REFUSED}`{key}` = `{dir}` is not a llama.cpp b{LLAMA_BUILD} tree (convert_hf_to_gguf.py, build/bin/llama-server and build/bin/llama-quantize); point it at one or unset it to build the pinned llama.cpp"
-                    )),
-                );
-            }
-        }
+        llama_lines(&self.llama, s, job, tree, bin);
     }
 
     fn merge_step(s: &mut String, spec: &JobSpec, run: &str, work: &str) -> String {
@@ -285,6 +262,36 @@ impl Plan {
             p(&format!("{work}/Modelfile")),
             p(&gguf_dir)
         );
+    }
+}
+
+/// The lines that make llama.cpp ready in a job whose directory is `job`: the pinned
+/// build into its cache, or the prebuilt tree checked to be that build (the refusal names
+/// its key). The export and compare jobs both start with them.
+pub fn llama_lines(llama: &Llama, s: &mut String, job: &str, tree: &str, bin: &str) {
+    let p = |path: &str| shell_path(path);
+    match llama {
+        Llama::Build { cache } => {
+            let env = format!("{job}/llama-env.sh");
+            let _ = writeln!(
+                s,
+                "cat > {} <<'OB_LLAMA_ENV'\n{LLAMA_ENV_SCRIPT}OB_LLAMA_ENV",
+                p(&env)
+            );
+            let _ = writeln!(s, "bash {} {} >/dev/null", p(&env), p(cache));
+        }
+        Llama::Prebuilt { dir, key } => {
+            let _ = writeln!(
+                s,
+                "if ! {server} --version 2>&1 | grep -q '(build {LLAMA_BUILD},' || [ ! -x {quantize} ] || [ ! -f {converter} ]; then\n  echo {msg} >&2\n  exit {REFUSED_STATUS}\nfi",
+                server = p(&format!("{bin}/llama-server")),
+                quantize = p(&format!("{bin}/llama-quantize")),
+                converter = p(&format!("{tree}/convert_hf_to_gguf.py")),
+                msg = quote(&format!(
+                    "{LINE_PREFIX}{REFUSED}`{key}` = `{dir}` is not a llama.cpp b{LLAMA_BUILD} tree (convert_hf_to_gguf.py, build/bin/llama-server and build/bin/llama-quantize); point it at one or unset it to build the pinned llama.cpp"
+                )),
+            );
+        }
     }
 }
 
