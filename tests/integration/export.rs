@@ -43,7 +43,7 @@ pub(crate) fn llama_dir() -> &'static Path {
 
 /// A trained tiny run on `target`, set up for export (the tiny model's custom tokenizer
 /// needs `pre_tokenizer = "gpt-2"`); returns the project and the run ID.
-fn trained(setup: &Setup<'_>, target: &str, pre_tokenizer: bool) -> (Training, String) {
+pub(crate) fn trained(setup: &Setup<'_>, target: &str, pre_tokenizer: bool) -> (Training, String) {
     let mut training = Training::new(setup);
     let upper = target.to_uppercase();
     training.extra_env.push((

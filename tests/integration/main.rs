@@ -45,6 +45,9 @@ mod training;
 // Flows: `export` with the real llama.cpp b11434 on a local and an SSH target, the
 // preflight's refusals, and Ollama's REST route against a stand-in (issue 14).
 mod export;
+// Flows: `compare` with the real llama-server serving the exported GGUF on the CPU, local
+// and over a real `sshd`, the judge a scripted stand-in (issue 15).
+mod compare;
 // Flows: a pipeline session and the `run` sequence through library calls only (no CLI),
 // and the chat template check of a run start against the real venv and tiny model.
 mod flows;
