@@ -352,16 +352,23 @@ fn case(ssh: bool, anthropic: bool, scripts: &[Script], extra: &[(&str, &str)]) 
     }
     let key = canary();
     let judge = Judge::start(anthropic, &key, map);
+    let config = training.project.path().join("overbrainer.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    let _ = write!(
+        toml,
+        "\n[providers.judge]\nprotocol = \"{}\"\n",
+        if anthropic { "anthropic" } else { "openai" }
+    );
+    std::fs::write(&config, toml).unwrap();
     let llama = llama_dir().to_string_lossy().into_owned();
+    let target = if ssh { "REMOTE" } else { "LOCAL" };
+    training.extra_env.push((
+        format!("OVERBRAINER_TARGETS__{target}__LLAMA_CPP_DIR"),
+        llama,
+    ));
     for (name, value) in [
-        ("OVERBRAINER_TARGETS__LOCAL__LLAMA_CPP_DIR", llama.as_str()),
-        ("OVERBRAINER_TARGETS__REMOTE__LLAMA_CPP_DIR", llama.as_str()),
         ("OVERBRAINER_TEST_SECOND_MS", "20"),
         ("OVERBRAINER_PROVIDERS__JUDGE__BASE_URL", judge.url.as_str()),
-        (
-            "OVERBRAINER_PROVIDERS__JUDGE__PROTOCOL",
-            if anthropic { "anthropic" } else { "openai" },
-        ),
         ("OVERBRAINER_PROVIDERS__JUDGE__API_KEY", key.as_str()),
         ("OVERBRAINER_ROLES__JUDGE__PROVIDER", "judge"),
         ("OVERBRAINER_ROLES__JUDGE__MODEL", "judge-model"),
