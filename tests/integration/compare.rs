@@ -332,6 +332,8 @@ fn case(ssh: bool, anthropic: bool, scripts: &[Script], extra: &[(&str, &str)]) 
     } else {
         record["dir"] = run.to_string_lossy().into_owned().into();
     }
+    // A new file, not the fixture's (the copy is hard-linked).
+    std::fs::remove_file(&record_path).unwrap();
     std::fs::write(&record_path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
     let eval = read_lines(&training.project.path().join("data/eval.jsonl"));
     let mut map = HashMap::new();
@@ -831,7 +833,7 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
     let push = |extra: &[&str]| {
         case.training
             .cmd()
-            .args(["push", &case.run_id, "--dry-run"])
+            .args(["push", &case.run_id, "--dry-run", "--repo", "me/child"])
             .args(extra)
             .env("OVERBRAINER_COMPARE__MIN_WIN_OR_TIE", "0.5")
             .output()
