@@ -17,7 +17,6 @@ use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobRun
 use crate::export::{EXPORTS_DIR, ExportRecord, script::EXPORT_JSON, yaml_value};
 use crate::gguf::llama_of;
 use crate::project::Project;
-use crate::runs::lifecycle::Rules;
 use crate::runs::record::{RunRecord, TargetKind, write_atomic};
 use crate::runs::{RunError, target};
 use crate::train::axolotl::{AXOLOTL_YAML, OUTPUT_DIR};
@@ -140,29 +139,6 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> CompareError + '_ {
     }
 }
 
-/// Claims `compares/compare_<YYYYMMDD>-<HHMMSS>[_<n>]/` in the run directory on the
-/// target (CMP-4).
-async fn claim(
-    executor: &AnyExecutor,
-    run_dir: &str,
-) -> Result<(String, String), crate::exec::ExecError> {
-    let owner = format!("{} {:016x}", std::process::id(), rand::random::<u64>());
-    let stamp = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string();
-    let mut n = 1_u32;
-    loop {
-        let id = if n == 1 {
-            format!("compare_{stamp}")
-        } else {
-            format!("compare_{stamp}_{n}")
-        };
-        let dir = format!("{run_dir}/{COMPARES_DIR}/{id}");
-        if executor.claim(&dir, &owner).await? {
-            return Ok((id, dir));
-        }
-        n += 1;
-    }
-}
-
 /// Sends the GGUF unless the target holds it with the digest of `export.json` (CMP-6).
 async fn ensure_gguf(
     executor: &AnyExecutor,
@@ -278,7 +254,10 @@ pub async fn run(
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
     let exec = exec_error(&record.target);
     let run_dir = record.dir.trim_end_matches('/').to_owned();
-    let (compare_id, remote_dir) = claim(&executor, &run_dir).await.map_err(&exec)?;
+    let (compare_id, remote_dir) =
+        crate::runs::side_job::stamped(&executor, &run_dir, COMPARES_DIR, "compare")
+            .await
+            .map_err(&exec)?;
     let local_dir = local_run.join(COMPARES_DIR).join(&compare_id);
     std::fs::create_dir_all(&local_dir).map_err(io(&local_dir))?;
     let setup = Setup {
@@ -403,36 +382,13 @@ async fn follow(
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<JobStatus, crate::exec::ExecError> {
-    let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
-    let rules = Rules::scaled(executor.time_scale());
-    let send = |lines: Vec<String>| {
-        for line in lines {
-            if let Some((done, total)) = job::answered(&line) {
-                emit(events, CompareEvent::Answered { done, total });
-            } else if let Some(step) = line
-                .trim()
-                .strip_prefix(job::LINE_PREFIX)
-                .and_then(|r| r.strip_prefix("step "))
-            {
-                emit(events, CompareEvent::Step(step.to_owned()));
-            }
-            emit(events, CompareEvent::JobLog(line));
+    crate::runs::side_job::follow(executor, job, cancel, |line| {
+        if let Some((done, total)) = job::answered(&line) {
+            emit(events, CompareEvent::Answered { done, total });
+        } else if let Some(step) = crate::runs::side_job::step(&line, job::LINE_PREFIX) {
+            emit(events, CompareEvent::Step(step.to_owned()));
         }
-    };
-    loop {
-        if let Ok(lines) = log.poll().await {
-            send(lines);
-        }
-        let status = executor.status(job).await?;
-        if status.is_finished() {
-            if let Ok(lines) = log.poll().await {
-                send(lines);
-            }
-            return Ok(status);
-        }
-        tokio::select! {
-            () = cancel.cancelled() => return Ok(JobStatus::Running),
-            () = tokio::time::sleep(rules.poll_interval) => {}
-        }
-    }
+        emit(events, CompareEvent::JobLog(line));
+    })
+    .await
 }

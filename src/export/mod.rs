@@ -26,7 +26,6 @@ use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobRuntime, JobStatus};
 use crate::gguf::llama_of;
 use crate::project::Project;
-use crate::runs::lifecycle::Rules;
 use crate::runs::record::{RunRecord, State};
 use crate::runs::start::error_chain;
 use crate::runs::{RunError, target};
@@ -339,27 +338,12 @@ pub async fn export(
     })
 }
 
-/// Claims a new `exports/export_<YYYYMMDD>-<HHMMSS>[_<n>]/` in the run directory
-/// (EXP-2); returns the export ID and the directory.
+/// Claims a new `exports/export_<YYYYMMDD>-<HHMMSS>[_<n>]/` (EXP-2).
 async fn claim(
     executor: &AnyExecutor,
     run_dir: &str,
 ) -> Result<(String, String), crate::exec::ExecError> {
-    let owner = format!("{} {:016x}", std::process::id(), rand::random::<u64>());
-    let stamp = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string();
-    let mut n = 1_u32;
-    loop {
-        let id = if n == 1 {
-            format!("export_{stamp}")
-        } else {
-            format!("export_{stamp}_{n}")
-        };
-        let dir = format!("{run_dir}/{EXPORTS_DIR}/{id}");
-        if executor.claim(&dir, &owner).await? {
-            return Ok((id, dir));
-        }
-        n += 1;
-    }
+    crate::runs::side_job::stamped(executor, run_dir, EXPORTS_DIR, "export").await
 }
 
 /// The error of a job that did not exit 0: its refusal line, or its log's place.
@@ -497,35 +481,13 @@ async fn follow(
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<JobStatus, crate::exec::ExecError> {
-    let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
-    let rules = Rules::scaled(executor.time_scale());
-    loop {
-        if let Ok(lines) = log.poll().await {
-            for line in lines {
-                if let Some(what) = line
-                    .trim()
-                    .strip_prefix(script::LINE_PREFIX)
-                    .and_then(|rest| rest.strip_prefix("step "))
-                {
-                    emit(events, ExportEvent::Step(what.to_owned()));
-                }
-                emit(events, ExportEvent::JobLog(line));
-            }
+    crate::runs::side_job::follow(executor, job, cancel, |line| {
+        if let Some(what) = crate::runs::side_job::step(&line, script::LINE_PREFIX) {
+            emit(events, ExportEvent::Step(what.to_owned()));
         }
-        let status = executor.status(job).await?;
-        if status.is_finished() {
-            if let Ok(lines) = log.poll().await {
-                for line in lines {
-                    emit(events, ExportEvent::JobLog(line));
-                }
-            }
-            return Ok(status);
-        }
-        tokio::select! {
-            () = cancel.cancelled() => return Ok(JobStatus::Running),
-            () = tokio::time::sleep(rules.poll_interval) => {}
-        }
-    }
+        emit(events, ExportEvent::JobLog(line));
+    })
+    .await
 }
 
 #[cfg(test)]

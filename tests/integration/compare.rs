@@ -441,6 +441,38 @@ impl Case {
     }
 }
 
+/// A rate of `compare.json`: its count, denominator and interval to 3 decimals.
+fn assert_rate(rate: &serde_json::Value, (count, of): (u64, u64), (low, high): (f64, f64)) {
+    assert_eq!(
+        (rate["count"].as_u64(), rate["of"].as_u64()),
+        (Some(count), Some(of)),
+        "{rate}"
+    );
+    assert!((rate["low"].as_f64().unwrap() - low).abs() < 1e-3, "{rate}");
+    assert!(
+        (rate["high"].as_f64().unwrap() - high).abs() < 1e-3,
+        "{rate}"
+    );
+}
+
+/// The verdicts files of the compare in `dir`.
+fn verdict_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("verdicts-")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// Nearest rank, as CMP-24 defines it.
 fn nearest_rank(values: &[f64], p: f64) -> f64 {
     let mut v = values.to_vec();
@@ -508,16 +540,7 @@ fn a_local_compare_counts_scripted_verdicts_with_intervals_percentiles_and_costs
     let answers = read_lines(&dir.join("child_answers.jsonl"));
     assert_eq!(answers.len(), 8);
     assert!(answers[2]["error"].is_string(), "{}", answers[2]);
-    let verdicts: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("verdicts-")
-        })
-        .collect();
+    let verdicts = verdict_files(&dir);
     assert_eq!(verdicts.len(), 1);
     let lines = read_lines(&verdicts[0]);
     assert_eq!(lines.len(), 8);
@@ -559,32 +582,8 @@ fn a_local_compare_counts_scripted_verdicts_with_intervals_percentiles_and_costs
         (Some(1), Some(8))
     );
     // Wilson 95% for 5 of 7 and 1 of 6, by hand with z = 1.959964.
-    let wot = &summary["win_or_tie"];
-    assert_eq!(
-        (wot["count"].as_u64(), wot["of"].as_u64()),
-        (Some(5), Some(7))
-    );
-    assert!(
-        (wot["low"].as_f64().unwrap() - 0.358_9).abs() < 1e-3,
-        "{wot}"
-    );
-    assert!(
-        (wot["high"].as_f64().unwrap() - 0.917_8).abs() < 1e-3,
-        "{wot}"
-    );
-    let flips = &summary["flips"];
-    assert_eq!(
-        (flips["count"].as_u64(), flips["of"].as_u64()),
-        (Some(1), Some(6))
-    );
-    assert!(
-        (flips["low"].as_f64().unwrap() - 0.030_0).abs() < 1e-3,
-        "{flips}"
-    );
-    assert!(
-        (flips["high"].as_f64().unwrap() - 0.563_5).abs() < 1e-3,
-        "{flips}"
-    );
+    assert_rate(&summary["win_or_tie"], (5, 7), (0.358_9, 0.917_8));
+    assert_rate(&summary["flips"], (1, 6), (0.030_0, 0.563_5));
     // Percentiles and speed over the successful answers, as the client recorded them.
     let ok: Vec<&serde_json::Value> = answers.iter().filter(|a| a["error"].is_null()).collect();
     assert_eq!(ok.len(), 7);
@@ -716,16 +715,7 @@ fn a_judge_that_always_answers_a_flips_every_verdict_over_the_anthropic_protocol
     );
     // The verdicts file's lines record the drawn order's raw result: wins exactly where
     // the child was A.
-    let verdicts = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("verdicts-")
-        })
-        .unwrap();
+    let verdicts = verdict_files(&dir).pop().unwrap();
     let wins = read_lines(&verdicts)
         .iter()
         .filter(|l| l["first"]["result"] == "win")
@@ -750,18 +740,9 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
     let mut child = case.training.spawn(&["compare", "--limit", "6"]);
     let verdicts = poll(Duration::from_secs(300), "three verdicts", || {
         let found = std::fs::read_dir(case.compares()).ok().and_then(|entries| {
-            entries.flatten().find_map(|e| {
-                std::fs::read_dir(e.path())
-                    .ok()?
-                    .flatten()
-                    .map(|f| f.path())
-                    .find(|p| {
-                        p.file_name()
-                            .unwrap()
-                            .to_string_lossy()
-                            .starts_with("verdicts-")
-                    })
-            })
+            entries
+                .flatten()
+                .find_map(|e| verdict_files(&e.path()).pop())
         });
         match found {
             Some(path) if read_lines(&path).len() == 3 && case.judge.count() == 7 => Ok(path),
@@ -812,16 +793,7 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
         .unwrap();
     assert!(output.status.success(), "{}", output_text(&output));
     assert_eq!(case.judge.count() - before, 12);
-    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("verdicts-")
-        })
-        .collect();
+    let files = verdict_files(&dir);
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files.iter().all(|f| read_lines(f).len() == 6));
     assert_eq!(
