@@ -174,13 +174,16 @@ def main():
     parser.add_argument("--temperature", type=float, required=True)
     parser.add_argument("--start-secs", type=float, required=True)
     parser.add_argument("--request-secs", type=float, default=600)
+    # A server already running on 127.0.0.1 (bench/compare.sh measures the asking alone).
+    parser.add_argument("--port", type=int)
     args = parser.parse_args()
     with open(args.questions) as f:
         questions = [json.loads(row) for row in f if row.strip()]
     with open(args.hardware, "w") as f:
         json.dump(hardware(args), f, indent=2)
-    process, port = start(args)
-    signal.signal(signal.SIGTERM, lambda *_: (stop(process), sys.exit(143)))
+    process, port = (None, args.port) if args.port else start(args)
+    if process:
+        signal.signal(signal.SIGTERM, lambda *_: (stop(process), sys.exit(143)))
     line(f"serving on 127.0.0.1:{port}")
     try:
         with open(args.answers, "a") as out:
@@ -190,7 +193,8 @@ def main():
                 out.flush()
                 line(f"answered {number}/{len(questions)}" + (" (error)" if answer["error"] else ""))
     finally:
-        stop(process)
+        if process:
+            stop(process)
     line("done")
 
 
