@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use super::Context;
-use crate::compare::{CompareEvent, Request, order::Outcome};
+use crate::compare::{CompareError, CompareEvent, Request, order::Outcome};
 
 /// Arguments of `compare`.
 #[derive(Debug, clap::Args)]
@@ -94,8 +94,20 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         &events,
         &cancel,
     );
-    let compared =
-        crate::pipeline::pump::pump(&mut receiver, Box::pin(flow), |e| render(&e)).await?;
+    let result = crate::pipeline::pump::pump(&mut receiver, Box::pin(flow), |e| render(&e)).await;
+    let compared = match result {
+        Err(
+            error @ (CompareError::Cancelled { .. }
+            | CompareError::Judging {
+                interrupted: true, ..
+            }),
+        ) => {
+            // Ctrl-C: what was done is kept (CMP-12, CMP-19); the status says so.
+            errln!("compare: {error}");
+            return Ok(ExitCode::from(130));
+        }
+        other => other?,
+    };
     let summary = &compared.summary;
     errln!(
         "compare: win-or-tie {}",

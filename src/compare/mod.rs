@@ -204,6 +204,8 @@ pub enum CompareError {
         total: usize,
         /// The verdicts file.
         file: String,
+        /// Stopped by Ctrl-C.
+        interrupted: bool,
     },
     /// A local file could not be read or written.
     #[error("cannot write `{}`: {source}", path.display())]
@@ -362,6 +364,7 @@ async fn judge_and_report(
         Err(source) => {
             let judged = read_lines::<VerdictLine>(&file).map_or(0, |l| l.len());
             return Err(CompareError::Judging {
+                interrupted: matches!(source, judge::JudgeError::Cancelled),
                 compare_id: setup.compare_id.clone(),
                 source: Box::new(source),
                 judged,
