@@ -4,7 +4,8 @@
 # streamed, the time to the first token measured, one JSON line appended per answer)
 # against the same 40 requests sent by hand with `curl` to the same `llama-server`
 # serving the demo's exported Q8_0 GGUF on the CPU. Rounds alternate curl, client; the
-# figure is the ratio of the summed times (target: at most 1.05).
+# figure is the ratio of the summed times (target: at most 1.05), after one warm-up pass.
+# On a loaded machine the rounds vary; the per-round ratios are printed too.
 #
 # Usage: bench/compare.sh [ROUNDS] [MAX_TOKENS]   (default 3 and 64). Needs what
 # scripts/training-env.sh and scripts/llama-env.sh set up (it runs both), and a built
@@ -60,14 +61,19 @@ with open(f"{sys.argv[2]}/questions.jsonl", "w") as out:
 PY
 count=$(wc -l <"$work/questions.jsonl")
 
-curl_total=0
-client_total=0
-for round in $(seq 1 "$rounds"); do
-    start=$(now)
+ask_by_curl() {
     for n in $(seq 0 $((count - 1))); do
         curl -sfN -H 'Content-Type: application/json' --data-binary "@$work/body-$n.json" \
             "http://127.0.0.1:$port/v1/chat/completions" >/dev/null
     done
+}
+ask_by_curl # warm-up, not counted
+
+curl_total=0
+client_total=0
+for round in $(seq 1 "$rounds"); do
+    start=$(now)
+    ask_by_curl
     by_curl=$(echo "$(now) - $start" | bc)
     rm -f "$work/answers.jsonl"
     start=$(now)

@@ -253,6 +253,8 @@ pub async fn compare(
         return judge_and_report(project, settings, context, &dir, setup, events, cancel).await;
     }
     let (record, gguf) = child::pick(project, request.run_id.as_deref())?;
+    // The judge must be usable before the child is asked: a missing role or key fails now.
+    context.role_client("judge", judge_role(settings).0).await?;
     let (dir, setup) = child::run(
         project, settings, env, &record, gguf, request, events, cancel,
     )
