@@ -865,3 +865,55 @@ fn a_compare_on_the_ssh_target_sends_the_gguf_once() {
     assert!(!text.contains("compare: sent "), "{text}");
     case.assert_no_key(&case.dir_of(&output));
 }
+
+// CMP-12: Ctrl-C while the child answers cancels the compare job (its llama-server with
+// it); the compare's `run.json` says `cancelled` and nothing is judged.
+#[test]
+fn ctrl_c_while_the_child_answers_cancels_the_job_and_its_server() {
+    let case = case(
+        false,
+        false,
+        &[Script::Child; 40],
+        &[("OVERBRAINER_COMPARE__MAX_TOKENS", "2048")],
+    );
+    let mut child = case.training.spawn(&["compare"]);
+    let dir = poll(Duration::from_secs(300), "the first answer", || {
+        let dir = std::fs::read_dir(case.compares())
+            .ok()
+            .and_then(|mut entries| entries.next())
+            .map(|e| e.unwrap().path());
+        match dir {
+            Some(dir) if !read_lines(&dir.join("child_answers.jsonl")).is_empty() => Ok(dir),
+            other => Err(other),
+        }
+    });
+    assert!(signal(child.id(), "INT"));
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("cancelled while the child answered"),
+        "{stderr}"
+    );
+    assert_eq!(read_json(&dir.join("run.json"))["state"], "cancelled");
+    assert!(read_lines(&dir.join("child_answers.jsonl")).len() < 40);
+    assert_eq!(case.judge.count(), 0);
+    assert!(!dir.join("compare.md").exists());
+    // No llama-server of this compare is left: none has the GGUF's path on its command line.
+    let gguf = case.training.runs().join(&case.run_id).join("output/gguf");
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &gguf.to_string_lossy()])
+        .output()
+        .expect("pgrep (apt-get install procps)");
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
