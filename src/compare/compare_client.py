@@ -22,6 +22,8 @@ import urllib.error
 import urllib.request
 
 PREFIX = "overbrainer-compare: "
+# A stream chunk with a non-empty content delta.
+CONTENT = re.compile(rb'"content"\s*:\s*"[^"]')
 
 
 def line(text):
@@ -94,31 +96,41 @@ def ask(port, question, args):
         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     answer = {"id": question["id"], "text": "", "ttft_secs": None, "total_secs": None,
               "output_tokens": None, "tokens_per_second": None, "cut": False, "error": None}
-    parts, timings, usage, finish = [], None, None, None
     started = time.monotonic()
     try:
         with urllib.request.urlopen(request, timeout=args.request_secs) as response:
-            for raw in response:
-                text = raw.decode("utf-8", "replace").strip()
-                if not text.startswith("data:"):
-                    continue
-                data = text[5:].strip()
-                if data == "[DONE]":
+            # Read as it comes until the first content delta (the time to the first
+            # token), then the rest at once: no per-line work while the server generates.
+            buffer, seen = b"", 0
+            while answer["ttft_secs"] is None:
+                data = response.read1(65536)
+                if not data:
                     break
-                chunk = json.loads(data)
-                timings = chunk.get("timings") or timings
-                usage = chunk.get("usage") or usage
-                for choice in chunk.get("choices") or []:
-                    delta = (choice.get("delta") or {}).get("content")
-                    if delta:
-                        if answer["ttft_secs"] is None:
-                            answer["ttft_secs"] = time.monotonic() - started
-                        parts.append(delta)
-                    finish = choice.get("finish_reason") or finish
+                buffer += data
+                while answer["ttft_secs"] is None:
+                    end = buffer.find(b"\n", seen)
+                    if end < 0:
+                        break
+                    row, seen = buffer[seen:end].strip(), end + 1
+                    if row.startswith(b"data:") and CONTENT.search(row):
+                        answer["ttft_secs"] = time.monotonic() - started
+            buffer += response.read()
+        answer["total_secs"] = time.monotonic() - started
+        rows = [r[5:].strip() for r in buffer.split(b"\n") if r.startswith(b"data:")]
+        chunks = json.loads(b"[" + b",".join(r for r in rows if r != b"[DONE]") + b"]")
     except (urllib.error.URLError, OSError, ValueError) as error:
         answer["error"] = f"{type(error).__name__}: {error}"
+        answer["total_secs"] = None
         return answer
-    answer["total_secs"] = time.monotonic() - started
+    parts, timings, usage, finish = [], None, None, None
+    for chunk in chunks:
+        timings = chunk.get("timings") or timings
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            delta = (choice.get("delta") or {}).get("content")
+            if delta:
+                parts.append(delta)
+            finish = choice.get("finish_reason") or finish
     if answer["ttft_secs"] is None:
         answer["ttft_secs"] = answer["total_secs"]
     answer["text"] = "".join(parts)
