@@ -473,6 +473,21 @@ fn verdict_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Ctrl-C to a running `compare`: it exits 130 (what was done is kept); its stderr.
+fn interrupt(child: &mut std::process::Child) -> String {
+    assert!(signal(child.id(), "INT"));
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    stderr
+}
+
 /// Nearest rank, as CMP-24 defines it.
 fn nearest_rank(values: &[f64], p: f64) -> f64 {
     let mut v = values.to_vec();
@@ -749,16 +764,7 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
             other => Err(other),
         }
     });
-    assert!(signal(child.id(), "INT"));
-    let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    assert!(!status.success(), "{stderr}");
+    let stderr = interrupt(&mut child);
     assert!(
         stderr.contains("3 of 6 questions have a verdict"),
         "{stderr}"
@@ -887,16 +893,7 @@ fn ctrl_c_while_the_child_answers_cancels_the_job_and_its_server() {
             other => Err(other),
         }
     });
-    assert!(signal(child.id(), "INT"));
-    let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    assert_eq!(status.code(), Some(130), "{stderr}");
+    let stderr = interrupt(&mut child);
     assert!(
         stderr.contains("cancelled while the child answered"),
         "{stderr}"
