@@ -35,8 +35,10 @@
 // pipe or a full disk, and no other layer prints.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod chart;
 pub mod check;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod dataset;
 pub mod dedup;

@@ -12,6 +12,7 @@
 mod out;
 
 pub mod answers;
+pub mod compare;
 pub mod complete;
 pub mod config_check;
 pub mod export;
@@ -94,6 +95,9 @@ pub enum Command {
     Push(push::Args),
     /// Export a trained run to a GGUF (llama.cpp) with a Modelfile, and to Ollama.
     Export(export::Args),
+    /// Compare the child with its parent: the child served by llama-server on the run's
+    /// target, judged here; a report with intervals, per topic and charts.
+    Compare(compare::Args),
 }
 
 /// `overbrainer config ...`.
@@ -204,6 +208,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,
         Command::Push(args) => push::run(ctx, &args).await,
         Command::Export(args) => export::run(ctx, &args).await,
+        Command::Compare(args) => Box::pin(compare::run(ctx, &args)).await,
     }
 }
 

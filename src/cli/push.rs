@@ -15,6 +15,10 @@ use crate::runs::RunRecord;
 
 /// Arguments of `push`.
 #[derive(Debug, clap::Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line flags"
+)]
 pub struct Args {
     /// The run to push.
     #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
@@ -31,6 +35,9 @@ pub struct Args {
     /// Show what would be pushed; send nothing, need no token.
     #[arg(long)]
     pub dry_run: bool,
+    /// Push even when the newest compare is missing or below `[compare] min_win_or_tie`.
+    #[arg(long)]
+    pub no_gate: bool,
 }
 
 /// Megabytes with one decimal (HUB-9).
@@ -82,6 +89,7 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         public: args.public,
         overwrite_card: args.overwrite_card,
         dry_run: args.dry_run,
+        no_gate: args.no_gate,
     };
     let cancel = super::follow::ctrl_c();
     let outcome = rendered(async |events| {
@@ -177,6 +185,9 @@ pub(crate) async fn after_training(
         AfterOutcome::Pushed { record, total } => pushed_line(&record, total),
         AfterOutcome::Failed(error @ HubError::Cancelled { .. }) => {
             tracing::warn!("{error}");
+        }
+        AfterOutcome::Failed(HubError::Gate(refusal)) => {
+            tracing::warn!("the push after training is refused by the gate: {refusal}");
         }
         AfterOutcome::Failed(error) => tracing::warn!(
             "the push after training failed: {error}; run {id} stays {}; push it with: overbrainer push {id}",

@@ -21,6 +21,9 @@ pub struct Compare {
     pub temperature: f64,
     /// Seconds `llama-server` may take to become ready.
     pub server_start_secs: u64,
+    /// The gate (issue 15): `push` and `[hub] after_training` refuse a run whose newest
+    /// compare has a lower win-or-tie rate, a share in 0..=1; unset: no gate.
+    pub min_win_or_tie: Option<f64>,
 }
 
 impl Default for Compare {
@@ -32,6 +35,7 @@ impl Default for Compare {
             max_tokens: 2048,
             temperature: 0.0,
             server_start_secs: 300,
+            min_win_or_tie: None,
         }
     }
 }
@@ -50,4 +54,13 @@ pub(super) fn check(check: &mut Check<'_>, compare: &Compare) {
     check.at_least("compare.max_tokens", compare.max_tokens.into(), 1);
     check.temperature("compare.temperature", compare.temperature);
     check.at_least("compare.server_start_secs", compare.server_start_secs, 1);
+    if compare
+        .min_win_or_tie
+        .is_some_and(|m| m.is_nan() || !(0.0..=1.0).contains(&m))
+    {
+        check.fail(
+            "compare.min_win_or_tie",
+            "out of range: a share from 0 to 1 (0.8 is 80%)",
+        );
+    }
 }

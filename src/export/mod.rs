@@ -47,9 +47,6 @@ use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
 use job::ExportJob;
 use script::{EXPORT_JSON, Plan, Source};
 
-/// How often an export's follower reads the job's log and status (scaled by
-/// [`crate::env::TimeScale`]).
-const EXPORT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The directory of the export jobs inside a run directory (EXP-2).
 pub const EXPORTS_DIR: &str = "exports";
@@ -304,7 +301,7 @@ pub fn quantize_type(request: &Request, settings: &Settings) -> Result<String, E
 
 /// A top-level `key: value` of an `axolotl.yaml` overbrainer wrote (values are JSON
 /// scalars there).
-fn yaml_value(yaml: &str, key: &str) -> Option<serde_json::Value> {
+pub(crate) fn yaml_value(yaml: &str, key: &str) -> Option<serde_json::Value> {
     yaml.lines().find_map(|line| {
         let rest = line.strip_prefix(key)?.strip_prefix(':')?.trim();
         serde_json::from_str(rest)
@@ -600,27 +597,12 @@ async fn finish(
     })
 }
 
-/// Claims a new `exports/export_<YYYYMMDD>-<HHMMSS>[_<n>]/` in the run directory
-/// (EXP-2); returns the export ID and the directory.
+/// Claims a new `exports/export_<YYYYMMDD>-<HHMMSS>[_<n>]/` (EXP-2).
 async fn claim(
     executor: &AnyExecutor,
     run_dir: &str,
 ) -> Result<(String, String), crate::exec::ExecError> {
-    let owner = format!("{} {:016x}", std::process::id(), rand::random::<u64>());
-    let stamp = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string();
-    let mut n = 1_u32;
-    loop {
-        let id = if n == 1 {
-            format!("export_{stamp}")
-        } else {
-            format!("export_{stamp}_{n}")
-        };
-        let dir = format!("{run_dir}/{EXPORTS_DIR}/{id}");
-        if executor.claim(&dir, &owner).await? {
-            return Ok((id, dir));
-        }
-        n += 1;
-    }
+    crate::runs::side_job::stamped(executor, run_dir, EXPORTS_DIR, "export").await
 }
 
 /// The error of a job that did not exit 0: its refusal line, or its log's place.
@@ -832,37 +814,13 @@ async fn follow(
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<JobStatus, crate::exec::ExecError> {
-    let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
-    // An export takes seconds: a training run's 1 s poll would add half of one to
-    // each export on average (issue 14's speed goal).
-    let poll = executor.time_scale().scale(EXPORT_POLL);
-    loop {
-        if let Ok(lines) = log.poll().await {
-            for line in lines {
-                if let Some(what) = line
-                    .trim()
-                    .strip_prefix(script::LINE_PREFIX)
-                    .and_then(|rest| rest.strip_prefix("step "))
-                {
-                    emit(events, ExportEvent::Step(what.to_owned()));
-                }
-                emit(events, ExportEvent::JobLog(line));
-            }
+    crate::runs::side_job::follow(executor, job, cancel, |line| {
+        if let Some(what) = crate::runs::side_job::step(&line, script::LINE_PREFIX) {
+            emit(events, ExportEvent::Step(what.to_owned()));
         }
-        let status = executor.status(job).await?;
-        if status.is_finished() {
-            if let Ok(lines) = log.poll().await {
-                for line in lines {
-                    emit(events, ExportEvent::JobLog(line));
-                }
-            }
-            return Ok(status);
-        }
-        tokio::select! {
-            () = cancel.cancelled() => return Ok(JobStatus::Running),
-            () = tokio::time::sleep(poll) => {}
-        }
-    }
+        emit(events, ExportEvent::JobLog(line));
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -318,8 +318,12 @@ impl Plan {
     }
 
     fn llama_step(&self, s: &mut String, spec: &JobSpec, paths: &Paths<'_>, job: &str, bin: &str) {
-        let p = |path: &str| shell_path(path);
         let tree = self.llama.tree();
+        if !paths.container {
+            llama_lines(&self.llama, s, job, &tree, bin);
+            return;
+        }
+        let p = |path: &str| shell_path(path);
         match &self.llama {
             Llama::Build { cache } => {
                 let env = format!("{job}/llama-env.sh");
@@ -328,30 +332,18 @@ impl Plan {
                     "cat > {} <<'OB_LLAMA_ENV'\n{LLAMA_ENV_SCRIPT}OB_LLAMA_ENV",
                     p(&env)
                 );
-                if paths.container {
-                    let _ = writeln!(
-                        s,
-                        "{} >/dev/null",
-                        exec::stage_command(
-                            spec,
-                            "bash",
-                            &[&paths.inside(&env), &paths.inside(cache)]
-                        )
-                    );
-                } else {
-                    let _ = writeln!(s, "bash {} {} >/dev/null", p(&env), p(cache));
-                }
+                let _ = writeln!(
+                    s,
+                    "{} >/dev/null",
+                    exec::stage_command(spec, "bash", &[&paths.inside(&env), &paths.inside(cache)])
+                );
             }
             Llama::Prebuilt { dir, key } => {
                 let server = paths.inside(&format!("{bin}/llama-server"));
-                let version = if paths.container {
-                    format!(
-                        "{{ {}; }}",
-                        exec::stage_command(spec, &server, &["--version"])
-                    )
-                } else {
-                    format!("{} --version", p(&server))
-                };
+                let version = format!(
+                    "{{ {}; }}",
+                    exec::stage_command(spec, &server, &["--version"])
+                );
                 let _ = writeln!(
                     s,
                     "if ! {version} 2>&1 | grep -q '(build {LLAMA_BUILD},' || [ ! -x {quantize} ] || [ ! -f {converter} ]; then\n  echo {msg} >&2\n  exit {REFUSED_STATUS}\nfi",
@@ -425,6 +417,36 @@ fn relative_to(run: &str, path: &str) -> String {
         .unwrap_or(path)
         .trim_end_matches('/')
         .to_owned()
+}
+
+/// The lines that make llama.cpp ready in a job whose directory is `job`: the pinned
+/// build into its cache, or the prebuilt tree checked to be that build (the refusal names
+/// its key). The export and compare jobs both start with them.
+pub fn llama_lines(llama: &Llama, s: &mut String, job: &str, tree: &str, bin: &str) {
+    let p = |path: &str| shell_path(path);
+    match llama {
+        Llama::Build { cache } => {
+            let env = format!("{job}/llama-env.sh");
+            let _ = writeln!(
+                s,
+                "cat > {} <<'OB_LLAMA_ENV'\n{LLAMA_ENV_SCRIPT}OB_LLAMA_ENV",
+                p(&env)
+            );
+            let _ = writeln!(s, "bash {} {} >/dev/null", p(&env), p(cache));
+        }
+        Llama::Prebuilt { dir, key } => {
+            let _ = writeln!(
+                s,
+                "if ! {server} --version 2>&1 | grep -q '(build {LLAMA_BUILD},' || [ ! -x {quantize} ] || [ ! -f {converter} ]; then\n  echo {msg} >&2\n  exit {REFUSED_STATUS}\nfi",
+                server = p(&format!("{bin}/llama-server")),
+                quantize = p(&format!("{bin}/llama-quantize")),
+                converter = p(&format!("{tree}/convert_hf_to_gguf.py")),
+                msg = quote(&format!(
+                    "{LINE_PREFIX}{REFUSED}`{key}` = `{dir}` is not a llama.cpp b{LLAMA_BUILD} tree (convert_hf_to_gguf.py, build/bin/llama-server and build/bin/llama-quantize); point it at one or unset it to build the pinned llama.cpp"
+                )),
+            );
+        }
+    }
 }
 
 /// The export stage of a training job with `[export] after_training = true` (EXP-12):

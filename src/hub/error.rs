@@ -10,6 +10,9 @@ pub enum HubError {
     /// The run cannot be read.
     #[error(transparent)]
     Run(#[from] crate::runs::RunError),
+    /// `[compare] min_win_or_tie` refuses the run (issue 15's gate).
+    #[error(transparent)]
+    Gate(#[from] crate::compare::gate::Refusal),
     /// The run may not be pushed (HUB-2).
     #[error("run {run} cannot be pushed: {reason}")]
     NotEligible {

@@ -51,6 +51,10 @@ const BATCH_CHUNK: usize = 100;
 
 /// What a push asks for.
 #[derive(Debug, Clone, Default)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line flags"
+)]
 pub struct Request {
     /// The run.
     pub run_id: String,
@@ -62,6 +66,8 @@ pub struct Request {
     pub overwrite_card: bool,
     /// `--dry-run`.
     pub dry_run: bool,
+    /// `--no-gate`: push whatever the newest compare says (`[compare] min_win_or_tie`).
+    pub no_gate: bool,
 }
 
 /// What a push reports while it works.
@@ -318,6 +324,13 @@ pub async fn push(
 ) -> Result<Outcome, HubError> {
     let run = RunRecord::load(&project.runs_dir(), &request.run_id)?;
     let output = eligible(project, &run)?;
+    if !request.no_gate {
+        crate::compare::gate::check(
+            &run.id,
+            &project.run_dir(&run.id),
+            settings.compare.min_win_or_tie,
+        )?;
+    }
     let model_files = files::select(&output)?;
     let private = !request.public && settings.hub.private;
     if request.dry_run {

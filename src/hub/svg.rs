@@ -1,8 +1,8 @@
 //! The run's loss curve as an SVG drawn next to the card: train and eval loss against
-//! the step. Hand-written SVG (a polyline per series, axes and labels): two lines do not
-//! justify a plotting crate.
+//! the step. Hand-written SVG (a polyline per series, axes and labels): drawn on the shared
+//! frame of `crate::chart`.
 
-use std::fmt::Write as _;
+use crate::chart::{COLOURS, Frame};
 
 /// Width and height of the picture in pixels.
 const W: f64 = 640.0;
@@ -44,77 +44,32 @@ pub fn loss_curve(train: &[(u64, f64)], eval: &[(u64, f64)]) -> Option<String> {
     }
     let px = |s: u64| ML + (to_f(s) - x0) / (x1 - x0) * (W - ML - MR);
     let py = |v: f64| MT + (y1 - v) / (y1 - y0) * (H - MT - MB);
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r##"<rect width="{W}" height="{H}" fill="#ffffff"/>"##);
-    let _ = writeln!(
-        svg,
-        r##"<path d="M{ML} {MT} V{} H{}" fill="none" stroke="#444444"/>"##,
-        H - MB,
-        W - MR
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="{}" y="{}" text-anchor="middle">step</text>"#,
-        (ML + W - MR) / 2.0,
-        H - 8.0
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="{ML}" y="{}" text-anchor="start">loss</text>"#,
-        MT - 12.0
-    );
+    let mut frame = Frame::new(W, H, [ML, MR, MT, MB]);
+    frame.text((ML + W - MR) / 2.0, H - 8.0, "middle", None, "step");
+    frame.text(ML, MT - 12.0, "start", None, "loss");
     for (v, anchor_y) in [(y1, py(y1)), (y0, py(y0))] {
-        let _ = writeln!(
-            svg,
-            r#"<text x="{}" y="{}" text-anchor="end">{v:.3}</text>"#,
-            ML - 6.0,
-            anchor_y + 4.0
-        );
+        frame.text(ML - 6.0, anchor_y + 4.0, "end", None, &format!("{v:.3}"));
     }
     for (s, anchor) in [(x0, "start"), (x1, "end")] {
-        let _ = writeln!(
-            svg,
-            r#"<text x="{}" y="{}" text-anchor="{anchor}">{s}</text>"#,
-            ML + (s - x0) / (x1 - x0) * (W - ML - MR),
-            H - MB + 16.0
-        );
+        let x = ML + (s - x0) / (x1 - x0) * (W - ML - MR);
+        frame.text(x, H - MB + 16.0, anchor, None, &s.to_string());
     }
     for (name, points, colour, y) in [
-        ("train loss", train, "#1f77b4", MT - 12.0),
-        ("eval loss", eval, "#d62728", MT + 4.0),
+        ("train loss", train, COLOURS[0], MT - 12.0),
+        ("eval loss", eval, COLOURS[1], MT + 4.0),
     ] {
-        let finite: Vec<&(u64, f64)> = points.iter().filter(|(_, v)| v.is_finite()).collect();
+        let finite: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(s, v)| (px(*s), py(*v)))
+            .collect();
         if finite.is_empty() {
             continue;
         }
-        let coords: Vec<String> = finite
-            .iter()
-            .map(|(s, v)| format!("{:.1},{:.1}", px(*s), py(*v)))
-            .collect();
-        let _ = writeln!(
-            svg,
-            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2"/>"#,
-            coords.join(" ")
-        );
-        for c in &coords {
-            let (cx, cy) = c.split_once(',').unwrap_or(("0", "0"));
-            let _ = writeln!(
-                svg,
-                r#"<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}"/>"#
-            );
-        }
-        let _ = writeln!(
-            svg,
-            r#"<text x="{}" y="{y}" text-anchor="end" fill="{colour}">{name}</text>"#,
-            W - MR
-        );
+        frame.polyline(&finite, colour, true);
+        frame.text(W - MR, y, "end", Some(colour), name);
     }
-    svg.push_str("</svg>\n");
-    Some(svg)
+    Some(frame.finish())
 }
 
 #[cfg(test)]

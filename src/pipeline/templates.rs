@@ -155,6 +155,12 @@ impl Prompt {
         Ok(Self { template, source })
     }
 
+    /// The template's text, as loaded (compare keys its verdicts by it, CMP-18).
+    #[must_use]
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
     /// Renders with `context`, strictly: an undefined variable is an error (TPL-1).
     ///
     /// # Errors

@@ -39,6 +39,7 @@ pub mod pod;
 pub mod record;
 pub mod refusal;
 pub mod retrieve;
+pub mod side_job;
 pub mod start;
 pub mod target;
 pub mod template;

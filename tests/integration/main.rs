@@ -50,6 +50,9 @@ mod export;
 // Flows: `export` of a stopped run's partial model, the refusals before any job, SIGTERM
 // and `export attach`, an export in a copied project, and one in a Podman container.
 mod export_flows;
+// Flows: `compare` with the real llama-server serving the exported GGUF on the CPU, local
+// and over a real `sshd`, the judge a scripted stand-in (issue 15).
+mod compare;
 // Flows: a pipeline session and the `run` sequence through library calls only (no CLI),
 // and the chat template check of a run start against the real venv and tiny model.
 mod flows;

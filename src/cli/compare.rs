@@ -1,0 +1,118 @@
+//! `overbrainer compare [--run RUN_ID] [--limit N] [--rejudge COMPARE_ID]`: the child
+//! against the parent (see `compare`). Takes the project lock (CMP-3); progress on stderr,
+//! the report's path on stdout. Ctrl-C cancels the child's job, or stops judging and keeps
+//! the verdicts (CMP-12, CMP-19).
+
+use std::process::ExitCode;
+
+use super::Context;
+use crate::compare::{CompareError, CompareEvent, Request, order::Outcome};
+
+/// Arguments of `compare`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run to compare (default: the newest run with a GGUF).
+    #[arg(long = "run", value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
+    pub run_id: Option<String>,
+    /// Only the first N questions of `data/eval.jsonl`.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Judge an earlier compare again without asking the child again.
+    #[arg(long, value_name = "COMPARE_ID", conflicts_with = "limit")]
+    pub rejudge: Option<String>,
+}
+
+fn render(event: &CompareEvent) {
+    match event {
+        CompareEvent::Started {
+            compare_id,
+            run_id,
+            target,
+            questions,
+        } => match target {
+            Some(target) => errln!(
+                "compare: {compare_id} of run {run_id} on target {target}, {questions} questions"
+            ),
+            None => {
+                errln!(
+                    "compare: judging {compare_id} of run {run_id} again, {questions} questions"
+                );
+            }
+        },
+        CompareEvent::GgufPresent { file } => {
+            errln!("compare: {file} is on the target with the right digest, not sent");
+        }
+        CompareEvent::GgufSent { file, size } => {
+            errln!("compare: sent {file} ({size} bytes) to the target");
+        }
+        CompareEvent::Step(step) => errln!("compare: step {step}"),
+        CompareEvent::JobLog(line) => tracing::debug!("job.log: {line}"),
+        CompareEvent::Answered { done, total } => {
+            errln!("compare: the child answered {done}/{total}");
+        }
+        CompareEvent::Judging {
+            judge,
+            file,
+            missing,
+            total,
+        } => {
+            errln!("compare: judging {missing} of {total} questions with {judge} ({file})");
+        }
+        CompareEvent::Judged { id, result } => {
+            let word = match result {
+                Outcome::Win => "win",
+                Outcome::Tie => "tie",
+                Outcome::Loss => "loss",
+                Outcome::Unparsed => "unparsed",
+            };
+            errln!("compare: {id}: {word}");
+        }
+    }
+}
+
+/// Runs `compare`.
+///
+/// # Errors
+///
+/// For a bad option, a held lock, a run without a GGUF, a failed child job, a judge that
+/// cannot be reached, or an interrupt.
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let (session, _stage_events) = super::stages::open(ctx)?;
+    let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let request = Request {
+        run_id: args.run_id.clone(),
+        limit: args.limit,
+        rejudge: args.rejudge.clone(),
+    };
+    let cancel = session.context.cancel.clone();
+    let flow = crate::compare::compare(
+        &session.project,
+        &session.loaded.settings,
+        &session.env,
+        &session.context,
+        &request,
+        &events,
+        &cancel,
+    );
+    let result = crate::pipeline::pump::pump(&mut receiver, Box::pin(flow), |e| render(&e)).await;
+    let compared = match result {
+        Err(
+            error @ (CompareError::Cancelled { .. }
+            | CompareError::Judging {
+                interrupted: true, ..
+            }),
+        ) => {
+            // Ctrl-C: what was done is kept (CMP-12, CMP-19); the status says so.
+            errln!("compare: {error}");
+            return Ok(ExitCode::from(130));
+        }
+        other => other?,
+    };
+    let summary = &compared.summary;
+    errln!(
+        "compare: win-or-tie {}",
+        crate::compare::report::rate_text(&summary.win_or_tie)
+    );
+    outln!("{}", compared.report.display());
+    Ok(ExitCode::SUCCESS)
+}
