@@ -47,7 +47,6 @@ use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
 use job::ExportJob;
 use script::{EXPORT_JSON, Plan, Source};
 
-
 /// The directory of the export jobs inside a run directory (EXP-2).
 pub const EXPORTS_DIR: &str = "exports";
 

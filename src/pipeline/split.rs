@@ -83,7 +83,11 @@ fn run_inner(
 ) -> Result<(), StageError> {
     ctx.check_topic(topic)?;
     let files = ctx.data();
-    let answers: Vec<AnswerRecord> = read(ctx, &files.answers())?;
+    let answers_path = files.answers();
+    if !answers_path.exists() {
+        return Err(StageError::NoAnswers { path: answers_path });
+    }
+    let answers: Vec<AnswerRecord> = read(ctx, &answers_path)?;
     let questions: Vec<QuestionRecord> = read(ctx, &files.questions())?;
     let ids: HashSet<&str> = questions.iter().map(|q| q.id.as_str()).collect();
     let topics: Vec<&str> = ctx

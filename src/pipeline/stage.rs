@@ -253,6 +253,16 @@ pub enum StageError {
     /// A data file cannot be read or written.
     #[error(transparent)]
     Data(#[from] JsonlError),
+    /// `split` found no answers file: splitting nothing would empty the train and eval
+    /// files a project may already hold (a pre-split dataset, like the demo's).
+    #[error(
+        "`{}` does not exist: nothing to split, and `train.jsonl` and `eval.jsonl` are left as they are; run `overbrainer answers` first",
+        path.display()
+    )]
+    NoAnswers {
+        /// The missing answers file.
+        path: std::path::PathBuf,
+    },
 }
 
 /// The options of a stage's command that a hint to run it again repeats: its

@@ -878,6 +878,27 @@ async fn split_counts_one_topic_and_warns_when_everything_is_orphaned() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn regression_split_without_an_answers_file_refuses_and_keeps_a_pre_split_dataset() {
+    // The demo ships `train.jsonl` and `eval.jsonl` without `answers.jsonl`; `split` used
+    // to rewrite both as empty files and exit 0 (tester).
+    let server = MockServer::start().await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    let train = "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":\"a\"}]}\n";
+    std::fs::create_dir_all(project.path().join("data")).unwrap();
+    std::fs::write(project.path().join("data/train.jsonl"), train).unwrap();
+    std::fs::write(project.path().join("data/eval.jsonl"), train).unwrap();
+    let output = overbrainer(&project, &server, &["split"]).await;
+    assert!(!output.status.success(), "{}", output_text(&output));
+    assert!(
+        output_text(&output).contains("answers.jsonl` does not exist"),
+        "{}",
+        output_text(&output)
+    );
+    assert_eq!(project.read("data/train.jsonl"), train);
+    assert_eq!(project.read("data/eval.jsonl"), train);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn run_reloads_a_changed_config_and_stops_on_an_invalid_one() {
     for valid in [true, false] {
         let server = MockServer::start().await;
