@@ -58,3 +58,4 @@ pub mod runs;
 pub mod secrets;
 pub mod system;
 pub mod train;
+pub mod tui;

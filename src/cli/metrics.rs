@@ -25,6 +25,7 @@ pub(crate) fn serves(command: &super::Command) -> bool {
         | Command::Train(_)
         | Command::Push(_)
         | Command::Export(_)
+        | Command::Tui(_)
         | Command::Pod(super::pod::PodCommand::Rm(_)) => true,
         Command::Init(_)
         | Command::Config(_)

@@ -32,6 +32,7 @@ pub mod train_attach;
 pub mod train_cancel;
 pub mod train_merge;
 pub mod train_stop;
+pub mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -94,6 +95,8 @@ pub enum Command {
     Push(push::Args),
     /// Export a trained run to a GGUF (llama.cpp) with a Modelfile, and to Ollama.
     Export(export::Args),
+    /// Drive the project in a terminal UI: configuration, training runs, logs.
+    Tui(tui::Args),
 }
 
 /// `overbrainer config ...`.
@@ -163,7 +166,13 @@ fn run(cli: Cli, env: EnvSnapshot) -> anyhow::Result<ExitCode> {
         .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "OVERBRAINER_LOG"))
         .map(|(_, v)| v)
         .filter(|v| !v.is_empty());
-    crate::logging::init(env.log_filter().or(dotenv_log.as_deref()), env.no_color())?;
+    let filter = env.log_filter().or(dotenv_log.as_deref());
+    if matches!(cli.command, Command::Tui(_)) {
+        // TUI-2: log lines go to the Logs view, not stderr.
+        crate::logging::init_captured(filter)?;
+    } else {
+        crate::logging::init(filter, env.no_color())?;
+    }
     // Every command reads `.env` (above, for the log filter): one warning when it holds a
     // secret that others can read; on stderr with the problems `config check` lists.
     if let Some(exposed) = crate::config::dotenv_exposed(&dir) {
@@ -204,6 +213,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,
         Command::Push(args) => push::run(ctx, &args).await,
         Command::Export(args) => export::run(ctx, &args).await,
+        Command::Tui(args) => Box::pin(tui::run(ctx, &args)).await,
     }
 }
 
