@@ -6,13 +6,17 @@ use crate::runs::{RunEvent, RunRecord};
 
 /// One message from a flow task to the loop.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a handful per run: an end carries the run's record"
+)]
 pub enum FlowEvent {
     /// A run event of task `task`.
     Run {
         /// The task.
         task: u64,
         /// The event.
-        event: RunEvent,
+        event: Box<RunEvent>,
     },
     /// Task `task` ended.
     Ended {

@@ -125,7 +125,10 @@ impl Flows {
                             RunEvent::Warning(warning) => {
                                 FlowEvent::Log(Level::WARN, (hooks.warning_text)(&warning))
                             }
-                            event => FlowEvent::Run { task, event },
+                            event => FlowEvent::Run {
+                                task,
+                                event: Box::new(event),
+                            },
                         };
                         let _ = sender.send(message);
                     })

@@ -54,8 +54,11 @@ pub enum TuiError {
     Terminal(#[from] std::io::Error),
 }
 
-/// The start confirmation's lines from `settings`, or why `t` is refused.
-#[must_use]
+/// The start confirmation's lines from `settings`.
+///
+/// # Errors
+///
+/// Why `t` is refused: no `[training]`.
 pub fn start_lines(settings: &crate::config::Settings) -> Result<Vec<String>, String> {
     let training = settings
         .training
@@ -114,12 +117,12 @@ async fn event_loop(
     let flows = Flows::new(context, hooks, sender);
     let spawn = |work: Vec<Work>| work.into_iter().for_each(|w| flows.spawn(w));
     spawn(vec![Work::ReadRuns]);
-    let (_keep, mut logs) = match logs {
-        Some(logs) => (None, logs),
-        None => {
-            let (sender, receiver) = unbounded_channel();
-            (Some(sender), receiver)
-        }
+    // Without captured logs, a channel that never yields (its sender kept alive here).
+    let (_keep, mut logs) = if let Some(logs) = logs {
+        (None, logs)
+    } else {
+        let (sender, receiver) = unbounded_channel();
+        (Some(sender), receiver)
     };
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(TICK);

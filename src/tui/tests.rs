@@ -57,12 +57,12 @@ fn entries() -> Vec<Entry> {
     ]
 }
 
-fn start() -> Result<Vec<String>, String> {
-    Ok(vec![
+fn start_lines() -> Vec<String> {
+    vec![
         "target  local".to_owned(),
         "model   tiny-model".to_owned(),
         "data    data/train.jsonl, data/eval.jsonl".to_owned(),
-    ])
+    ]
 }
 
 fn running(id: &str) -> RunRecord {
@@ -85,7 +85,7 @@ fn stopped(id: &str) -> RunRecord {
 }
 
 fn app() -> App {
-    super::app(false, entries(), start())
+    super::app(false, entries(), Ok(start_lines()))
 }
 
 fn with_runs(app: &mut App, runs: Vec<RunRecord>) {
@@ -123,27 +123,27 @@ fn follow_run(app: &mut App, id: &str) -> tokio_util::sync::CancellationToken {
     let task = *task;
     app.on_flow(FlowEvent::Run {
         task,
-        event: RunEvent::Following {
+        event: Box::new(RunEvent::Following {
             run_id: id.to_owned(),
             target: "local".to_owned(),
-        },
+        }),
     });
     with_runs(app, vec![stopped("20260101T000000Z-a1b2"), running(id)]);
     #[allow(clippy::cast_precision_loss, reason = "test data")]
     for step in 1..=8 {
         app.on_flow(FlowEvent::Run {
             task,
-            event: train_line(step, 2.0 - step as f64 * 0.1),
+            event: Box::new(train_line(step, 2.0 - step as f64 * 0.1)),
         });
     }
     app.on_flow(FlowEvent::Run {
         task,
-        event: RunEvent::Eval(EvalLine {
+        event: Box::new(RunEvent::Eval(EvalLine {
             ts: 1_016.0,
             step: 8,
             eval_loss: Some(Value(1.5)),
             other: std::collections::BTreeMap::new(),
-        }),
+        })),
     });
     cancel.clone()
 }
@@ -234,8 +234,10 @@ fn start_is_refused_without_training_and_while_one_starts() {
 
 #[test]
 fn stop_cancel_and_resume_ask_only_for_runs_in_the_right_state() {
-    let mut view =
-        super::views::training::TrainingView::new(super::theme::Theme::new(false), start());
+    let mut view = super::views::training::TrainingView::new(
+        super::theme::Theme::new(false),
+        Ok(start_lines()),
+    );
     view.set_runs(vec![stopped("r-stopped"), running("r-running")]);
     assert_eq!(
         view.selected_run().map(|r| r.id.as_str()),
@@ -473,7 +475,7 @@ fn a_terminal_below_80x24_shows_only_the_notice() {
 
 #[test]
 fn no_color_draws_no_colours() {
-    let mut app = super::app(true, entries(), start());
+    let mut app = super::app(true, entries(), Ok(start_lines()));
     follow_run(&mut app, "r-live");
     app.handle_key(ch('4'));
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();

@@ -75,3 +75,6 @@ mod hub_standin;
 mod hub;
 // Flows: the Runpod API's faults through the binary, its pods real (issue 12, case 3).
 mod runpod_faults;
+// Flows: `overbrainer tui` as a person drives it, the real binary in `tmux`: the Project
+// view, a real training run started, stopped with a snapshot and resumed (issue 17).
+mod tui;

@@ -48,8 +48,8 @@ impl Footer<'_> {
             .unwrap_or(u16::MAX)
             .min(area.width);
         let left_width = area.width.saturating_sub(right_width + 1);
-        let left = match self.message {
-            Some(message) => Line::from(vec![
+        let left = if let Some(message) = self.message {
+            Line::from(vec![
                 Span::styled(
                     if message.ok { "✓ " } else { "✗ " },
                     if message.ok {
@@ -59,15 +59,14 @@ impl Footer<'_> {
                     },
                 ),
                 Span::raw(message.text.clone()),
-            ]),
-            None => {
-                let mut spans = Vec::new();
-                for (key, what) in self.keys {
-                    spans.push(Span::styled(*key, theme.title()));
-                    spans.push(Span::raw(format!(" {what}  ")));
-                }
-                Line::from(spans)
+            ])
+        } else {
+            let mut spans = Vec::new();
+            for (key, what) in self.keys {
+                spans.push(Span::styled(*key, theme.title()));
+                spans.push(Span::raw(format!(" {what}  ")));
             }
+            Line::from(spans)
         };
         Paragraph::new(left).render(
             Rect {

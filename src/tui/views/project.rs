@@ -1,6 +1,6 @@
 //! The Project view (`1`, TUI-7, TUI-8, TUI-26): the effective configuration by section,
-//! each row with its value and where it came from (`overbrainer.toml`, `(env)`, or the
-//! default drawn dim); secrets show only `set`, `unset` or `vault ref`. On the right, the
+//! each row with its value and where it came from (`(toml)` for `overbrainer.toml`,
+//! `(env)`, or `(default)`, drawn dim); secrets show only `set`, `unset` or `vault ref`. On the right, the
 //! project's runs by state.
 //!
 //! Not built yet: editing (TUI-9..TUI-25); Enter says so and names the file to edit.
@@ -106,14 +106,21 @@ impl ProjectView {
                     entry.value.clone()
                 };
                 let (source, style) = match &entry.source {
-                    Source::Default => ("", t.dim()),
-                    Source::File => ("", t.text()),
+                    Source::Default => ("  (default)", t.dim()),
+                    Source::File => ("  (toml)", t.text()),
                     Source::DotEnv { .. } | Source::Env { .. } => ("  (env)", t.warn()),
                 };
                 let mut spans = vec![
                     Span::styled(format!("  {} = ", entry.key), style),
                     Span::styled(value, style),
-                    Span::styled(source.to_owned(), t.warn()),
+                    Span::styled(
+                        source.to_owned(),
+                        if entry.source == Source::Default {
+                            t.dim()
+                        } else {
+                            t.warn()
+                        },
+                    ),
                 ];
                 if let Some(ignored) = &entry.ignored {
                     spans.push(Span::styled(format!("  ({ignored})"), t.dim()));

@@ -4,6 +4,7 @@
 //! snapshot, `T` resume, `c` cancel, each after a confirmation, and `a` attach.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::buffer::Buffer;
@@ -338,19 +339,19 @@ impl TrainingView {
             .filter(|_| !run.state.is_terminal())
             .and_then(Live::eta_seconds)
         {
-            progress.push_str(&format!("  ETA {}", duration_text(eta)));
+            let _ = write!(progress, "  ETA {}", duration_text(eta));
         }
         let loss = live
             .and_then(|l| l.loss.last().map(|p| p.1))
             .or(run.last_loss);
         if let Some(loss) = loss {
-            progress.push_str(&format!("  loss {loss:.4}"));
+            let _ = write!(progress, "  loss {loss:.4}");
         }
         let eval = live
             .and_then(|l| l.eval.last().map(|p| p.1))
             .or(run.last_eval_loss);
         if let Some(eval) = eval {
-            progress.push_str(&format!("  eval_loss {eval:.4}"));
+            let _ = write!(progress, "  eval_loss {eval:.4}");
         }
         lines.push(Line::raw(progress));
         if let Some(phase) = live
@@ -423,10 +424,10 @@ impl TrainingView {
             .render(rows[1], buf);
         self.render_chart(live, max, rows[2], buf);
         let spark = |label: &str, values: &[f64], area: Rect, buf: &mut Buffer| {
-            let [name, line] =
+            let [label_area, graph] =
                 Layout::horizontal([Constraint::Length(10), Constraint::Min(1)]).areas(area);
-            Paragraph::new(Span::styled(label.to_owned(), t.dim())).render(name, buf);
-            let width = usize::from(line.width);
+            Paragraph::new(Span::styled(label.to_owned(), t.dim())).render(label_area, buf);
+            let width = usize::from(graph.width);
             let top = values.iter().copied().fold(0.0_f64, f64::max);
             #[allow(
                 clippy::cast_possible_truncation,
@@ -444,13 +445,13 @@ impl TrainingView {
                 })
                 .collect();
             if data.is_empty() {
-                Paragraph::new(Span::styled("no values yet", t.dim())).render(line, buf);
+                Paragraph::new(Span::styled("no values yet", t.dim())).render(graph, buf);
             } else {
                 Sparkline::default()
                     .data(&data)
                     .max(1000)
                     .style(t.loss())
-                    .render(line, buf);
+                    .render(graph, buf);
             }
         };
         let empty = Vec::new();
