@@ -377,9 +377,9 @@ impl App {
         }
         let mut work = vec![Work::ReadRuns];
         if let Some(id) = &ended.run {
-            if matches!(ended.kind, Kind::Train | Kind::Attach) {
-                self.training.followed.remove(id);
-            } else {
+            // A stop follows its run to the end too; either way no task follows it now.
+            self.training.followed.remove(id);
+            if matches!(ended.kind, Kind::Stop | Kind::Cancel) {
                 self.training.busy.remove(id);
             }
         }

@@ -293,6 +293,28 @@ fn stopping_a_followed_run_detaches_its_follower_first_then_stops() {
         ),
         "{work:?}"
     );
+    // The stop follows the run to its end, then nothing follows it or is under way.
+    app.on_flow(FlowEvent::Run {
+        task: 2,
+        event: Box::new(RunEvent::Following {
+            run_id: "r-live".to_owned(),
+            target: "local".to_owned(),
+        }),
+    });
+    app.on_flow(FlowEvent::Ended {
+        task: 2,
+        end: TaskEnd::Ended(stopped("r-live")),
+    });
+    assert!(
+        app.training.followed.is_empty(),
+        "{:?}",
+        app.training.followed
+    );
+    assert!(app.training.busy.is_empty(), "{:?}", app.training.busy);
+    assert_eq!(
+        app.message().map(|m| m.text.as_str()),
+        Some("run r-live stopped at step 6; `T` resumes it")
+    );
 }
 
 #[test]

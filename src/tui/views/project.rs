@@ -1,6 +1,6 @@
 //! The Project view (`1`, TUI-7, TUI-8, TUI-26): the effective configuration by section,
-//! each row with its value and where it came from (`(toml)` for `overbrainer.toml`,
-//! `(env)`, or `(default)`, drawn dim); secrets show only `set`, `unset` or `vault ref`. On the right, the
+//! each row with where its value came from (`(toml)` for `overbrainer.toml`, `(env)`, or
+//! `(default)`, drawn dim), then the value; secrets show only `set`, `unset` or `vault ref`. On the right, the
 //! project's runs by state.
 //!
 //! Not built yet: editing (TUI-9..TUI-25); Enter says so and names the file to edit.
@@ -106,21 +106,22 @@ impl ProjectView {
                     entry.value.clone()
                 };
                 let (source, style) = match &entry.source {
-                    Source::Default => ("  (default)", t.dim()),
-                    Source::File => ("  (toml)", t.text()),
-                    Source::DotEnv { .. } | Source::Env { .. } => ("  (env)", t.warn()),
+                    Source::Default => ("(default)", t.dim()),
+                    Source::File => ("(toml)", t.text()),
+                    Source::DotEnv { .. } | Source::Env { .. } => ("(env)", t.warn()),
                 };
+                // The source first, in a column of its own, so a long value never hides it.
                 let mut spans = vec![
-                    Span::styled(format!("  {} = ", entry.key), style),
-                    Span::styled(value, style),
                     Span::styled(
-                        source.to_owned(),
+                        format!("  {source:<10}"),
                         if entry.source == Source::Default {
                             t.dim()
                         } else {
                             t.warn()
                         },
                     ),
+                    Span::styled(format!("{} = ", entry.key), style),
+                    Span::styled(value, style),
                 ];
                 if let Some(ignored) = &entry.ignored {
                     spans.push(Span::styled(format!("  ({ignored})"), t.dim()));
