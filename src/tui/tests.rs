@@ -317,6 +317,23 @@ fn stopping_a_followed_run_detaches_its_follower_first_then_stops() {
     );
 }
 
+// The tmux test caught it: a resumed run was followed, but once the runs were re-read the
+// selection stayed on the stopped run, because the new run was not listed yet when its
+// follower began.
+#[test]
+fn regression_a_run_started_by_the_tui_is_selected_once_the_runs_list_has_it() {
+    let mut view = super::views::training::TrainingView::new(
+        super::theme::Theme::new(false),
+        Ok(start_lines()),
+    );
+    view.set_runs(vec![stopped("r-old"), running("r-other")]);
+    view.handle_key(ch('k'));
+    view.select("r-new");
+    assert_eq!(view.selected_run().map(|r| r.id.as_str()), Some("r-old"));
+    view.set_runs(vec![stopped("r-old"), running("r-other"), running("r-new")]);
+    assert_eq!(view.selected_run().map(|r| r.id.as_str()), Some("r-new"));
+}
+
 #[test]
 fn quitting_detaches_followed_runs_and_never_cancels_them() {
     let mut app = app();

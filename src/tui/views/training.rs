@@ -136,6 +136,8 @@ pub struct TrainingView {
     pub start: Result<Vec<String>, String>,
     /// Whether a start is under way (one at a time).
     pub starting: bool,
+    /// A run to select once listed.
+    wanted: Option<String>,
 }
 
 const KEYS: &[(&str, &str)] = &[
@@ -160,22 +162,37 @@ impl TrainingView {
             busy: BTreeMap::new(),
             start,
             starting: false,
+            wanted: None,
         }
     }
 
-    /// Replaces the runs list, keeping the selected run when it is still there.
+    /// Replaces the runs list, selecting the run [`TrainingView::select`] asked for once it
+    /// is listed, else keeping the selected run when it is still there, else the newest.
     pub fn set_runs(&mut self, runs: Vec<RunRecord>) {
         let id = self.selected_run().map(|r| r.id.clone());
         self.runs = runs;
+        if let Some(at) = self
+            .wanted
+            .as_ref()
+            .and_then(|wanted| self.runs.iter().position(|r| r.id == *wanted))
+        {
+            self.selected = at;
+            self.wanted = None;
+            return;
+        }
         self.selected = id
             .and_then(|id| self.runs.iter().position(|r| r.id == id))
             .unwrap_or_else(|| self.runs.len().saturating_sub(1));
     }
 
-    /// Selects run `id` when listed.
+    /// Selects run `id`, now when listed, else as soon as a re-read lists it (a run the
+    /// TUI just started).
     pub fn select(&mut self, id: &str) {
         if let Some(i) = self.runs.iter().position(|r| r.id == id) {
             self.selected = i;
+            self.wanted = None;
+        } else {
+            self.wanted = Some(id.to_owned());
         }
     }
 
