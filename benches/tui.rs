@@ -4,7 +4,7 @@
 //! ratatui `Buffer` as the terminal backend would before diffing. Run with
 //! `cargo bench --bench tui`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
 

@@ -134,16 +134,8 @@ fn row_state<'a>(screen: &'a str, id: &str) -> Option<&'a str> {
     after.split_whitespace().next()
 }
 
-// Issue 17: the Project view shows `training.base_model` with its source; `4`, `t`, `y`
-// start a real run whose step counter moves; `s`, `y` stop it with a snapshot; `T`, `y`
-// resume it to `succeeded`; `q` quits and the shell prompt is back; `runs ls` agrees.
-#[test]
-fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
-    let training = Training::new(&Setup {
-        max_steps: 12,
-        merge: false,
-        ..Setup::default()
-    });
+/// The TUI on `training`'s project in a fresh tmux session, its shell prompt a canary.
+fn start_tui(training: &Training) -> (Tmux, String) {
     let prompt = format!("obprompt-{}$ ", random_token());
     let env = vec![
         ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
@@ -162,6 +154,60 @@ fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
         training.project.path().display()
     ));
     tmux.key("Enter");
+    (tmux, prompt)
+}
+
+/// Whether the TUI is gone and the shell shows its prompt for the `nth` time (the first
+/// is the one the TUI was started from).
+fn back_at_the_prompt(screen: &str, prompt: &str, nth: usize) -> Option<()> {
+    (!screen.contains("1 Project") && screen.matches(prompt.trim_end()).count() >= nth)
+        .then_some(())
+}
+
+// TUI-1: without a terminal on stdout the TUI refuses, before anything else.
+#[test]
+fn the_tui_refuses_to_start_without_a_terminal() {
+    let training = Training::new(&Setup::default());
+    let output = training.cmd().arg("tui").output().unwrap();
+    assert!(!output.status.success());
+    assert!(
+        output_text(&output).contains("`overbrainer tui` needs a terminal on stdout"),
+        "{}",
+        output_text(&output)
+    );
+}
+
+// Ctrl-Z hands the terminal back to the shell (restored) and `fg` brings the TUI back;
+// `q` then quits to the prompt.
+#[test]
+fn ctrl_z_suspends_the_tui_and_fg_resumes_it() {
+    let training = Training::new(&Setup::default());
+    let (tmux, prompt) = start_tui(&training);
+    tmux.wait_for("the Project view", "training.base_model");
+    tmux.key("C-z");
+    tmux.wait("the shell after Ctrl-Z", |s| {
+        back_at_the_prompt(s, &prompt, 2)
+    });
+    tmux.type_text("fg");
+    tmux.key("Enter");
+    tmux.wait_for("the Project view after fg", "training.base_model");
+    tmux.key("q");
+    tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 3)
+    });
+}
+
+// Issue 17: the Project view shows `training.base_model` with its source; `4`, `t`, `y`
+// start a real run whose step counter moves; `s`, `y` stop it with a snapshot; `T`, `y`
+// resume it to `succeeded`; `q` quits and the shell prompt is back; `runs ls` agrees.
+#[test]
+fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
+    let training = Training::new(&Setup {
+        max_steps: 12,
+        merge: false,
+        ..Setup::default()
+    });
+    let (tmux, prompt) = start_tui(&training);
 
     // The Project view: the base model with its source.
     let screen = tmux.wait_for("the Project view", "training.base_model");
@@ -237,7 +283,7 @@ fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
     // Quit: the terminal is restored and the prompt is back.
     tmux.key("q");
     tmux.wait("the shell prompt after quitting", |s| {
-        (!s.contains("1 Project") && s.contains(prompt.trim_end())).then_some(())
+        back_at_the_prompt(s, &prompt, 2)
     });
 
     let ls = training.cmd().args(["runs", "ls"]).output().unwrap();
