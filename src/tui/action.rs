@@ -38,6 +38,9 @@ pub enum Action {
     Stop(String),
     /// Cancel a run's job (`c` confirmed).
     Cancel(String),
+    /// Write these log lines (oldest first) to a new `.overbrainer/logs-<time>.log`
+    /// (`x` in Logs, TUI-56).
+    ExportLogs(Vec<String>),
 }
 
 impl Action {

@@ -72,6 +72,8 @@ pub enum Work {
     },
     /// Re-read `runs/`.
     ReadRuns,
+    /// Write `lines` to a new `.overbrainer/logs-<time>.log`.
+    ExportLogs(Vec<String>),
 }
 
 #[derive(Debug)]
@@ -309,6 +311,7 @@ impl App {
             Action::Attach(id) => return vec![self.task(Kind::Attach, Some(id))],
             Action::Stop(id) => return self.act_on_run(Kind::Stop, id),
             Action::Cancel(id) => return self.act_on_run(Kind::Cancel, id),
+            Action::ExportLogs(lines) => return vec![Work::ExportLogs(lines)],
         }
         Vec::new()
     }
@@ -327,6 +330,10 @@ impl App {
         match event {
             FlowEvent::Log(level, text) => {
                 self.logs.push(level, text);
+                Vec::new()
+            }
+            FlowEvent::Said { ok, text } => {
+                self.say(ok, text);
                 Vec::new()
             }
             FlowEvent::Runs(runs) => {

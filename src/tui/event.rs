@@ -29,6 +29,13 @@ pub enum FlowEvent {
     Runs(Vec<RunRecord>),
     /// A line for the Logs view (a flow's warning, in words).
     Log(Level, String),
+    /// A message for the status line (a log export's file, or why none was written).
+    Said {
+        /// Success or failure.
+        ok: bool,
+        /// The message.
+        text: String,
+    },
 }
 
 /// How a task ended.

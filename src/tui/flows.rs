@@ -1,7 +1,7 @@
 //! The flows the TUI starts, each a spawned task through the same library calls the
 //! command line uses (`runs::train::train`, `runs::control::{attach, stop, cancel}`): its
 //! run events are pumped onto the loop's one channel, tagged with the task, and its end
-//! follows them. Reading `runs/` runs on the blocking pool. Nothing here waits in the
+//! follows them. Reading `runs/` and writing a log export run on the blocking pool. Nothing here waits in the
 //! event loop.
 
 use std::sync::Arc;
@@ -102,6 +102,30 @@ impl Flows {
                     let _ = sender.send(FlowEvent::Runs(runs));
                 });
             }
+            Work::ExportLogs(lines) => {
+                let dir = self.context.project.state_dir();
+                let sender = self.sender.clone();
+                tokio::task::spawn_blocking(move || {
+                    let stamp = jiff::Timestamp::now()
+                        .strftime("%Y%m%dT%H%M%SZ")
+                        .to_string();
+                    let path = dir.join(format!("logs-{stamp}.log"));
+                    let said = match export_logs(&path, &lines) {
+                        Ok(()) => FlowEvent::Said {
+                            ok: true,
+                            text: format!("{} lines written to {}", lines.len(), path.display()),
+                        },
+                        Err(error) => FlowEvent::Said {
+                            ok: false,
+                            text: format!(
+                                "no log file written: cannot create `{}`: {error}",
+                                path.display()
+                            ),
+                        },
+                    };
+                    let _ = sender.send(said);
+                });
+            }
             Work::Task {
                 task,
                 kind,
@@ -143,6 +167,22 @@ impl Flows {
             }
         }
     }
+}
+
+/// Writes `lines` into a new file at `path`; an existing file is never replaced (TUI-56).
+fn export_logs(path: &std::path::Path, lines: &[String]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    let mut text = lines.join("\n");
+    text.push('\n');
+    file.write_all(text.as_bytes())?;
+    file.sync_all()
 }
 
 fn outcome(outcome: Outcome) -> TaskEnd {
@@ -195,5 +235,27 @@ async fn run_task(
                 | CancelOutcome::MergeCancelled { record, .. } => TaskEnd::Ended(record),
             },
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_export_creates_its_file_and_never_replaces_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".overbrainer/logs-20260101T000000Z.log");
+        export_logs(&path, &[" WARN first".into(), " INFO second".into()]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            " WARN first\n INFO second\n"
+        );
+        let again = export_logs(&path, &["other".into()]).unwrap_err();
+        assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            " WARN first\n INFO second\n"
+        );
     }
 }

@@ -421,6 +421,31 @@ fn the_logs_level_key_hides_lines_below_the_shown_level() {
 }
 
 #[test]
+fn x_exports_the_shown_lines_oldest_first_or_says_why_nothing_was_written() {
+    let mut app = app();
+    app.handle_key(ch('5'));
+    assert!(app.handle_key(ch('x')).is_empty());
+    assert_eq!(
+        app.message().map(|m| (m.ok, m.text.as_str())),
+        Some((
+            false,
+            "no log lines at info or more severe; no file written"
+        ))
+    );
+    app.log(tracing::Level::WARN, "first".into());
+    app.log(tracing::Level::DEBUG, "hidden".into());
+    app.log(tracing::Level::INFO, "second".into());
+    let work = app.handle_key(ch('x'));
+    let [Work::ExportLogs(lines)] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    assert_eq!(
+        lines,
+        &[" WARN first".to_owned(), " INFO second".to_owned()]
+    );
+}
+
+#[test]
 fn the_eta_follows_the_pace_of_the_steps_seen() {
     let mut live = super::views::training::Live::default();
     live.apply(&train_line(1, 2.0));

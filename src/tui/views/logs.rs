@@ -2,7 +2,8 @@
 //! `debug`), newest at the bottom. Scrolling pins the view; `G`/End follows again; `f` cycles
 //! the shown level (error, warn, info, debug, trace) and resumes following.
 //!
-//! Not built yet: `x` export (TUI-56) and the pod log (TUI-57).
+//! `x` writes the lines shown (at the shown level or more severe, oldest first) to a new
+//! `.overbrainer/logs-<YYYYMMDDTHHMMSSZ>.log` (TUI-56). Not built yet: the pod log (TUI-57).
 
 use std::collections::VecDeque;
 
@@ -43,6 +44,7 @@ const KEYS: &[(&str, &str)] = &[
     ("j/k PgUp/PgDn", "scroll"),
     ("G End", "follow"),
     ("f", "level"),
+    ("x", "export"),
 ];
 
 impl LogsView {
@@ -99,6 +101,21 @@ impl View for LogsView {
             KeyCode::PageDown => self.scroll(page),
             KeyCode::PageUp => self.scroll(-page),
             KeyCode::Char('G') | KeyCode::End => self.pinned = None,
+            KeyCode::Char('x') => {
+                let shown = self.shown();
+                if shown.is_empty() {
+                    return Some(Action::refuse(format!(
+                        "no log lines at {} or more severe; no file written",
+                        LEVELS[self.level].as_str().to_lowercase()
+                    )));
+                }
+                return Some(Action::ExportLogs(
+                    shown
+                        .iter()
+                        .map(|(level, text)| format!("{:>5} {text}", level.as_str()))
+                        .collect(),
+                ));
+            }
             KeyCode::Char('f') => {
                 self.level = (self.level + 1) % LEVELS.len();
                 self.pinned = None;
