@@ -148,13 +148,18 @@ fn start_tui(training: &Training) -> (Tmux, String) {
     ];
     let tmux = Tmux::start(&env, &prompt);
     tmux.wait_for("the shell prompt", prompt.trim_end());
+    launch(&tmux, training);
+    (tmux, prompt)
+}
+
+/// Types the command line that starts the TUI on `training`'s project at the prompt.
+fn launch(tmux: &Tmux, training: &Training) {
     tmux.type_text(&format!(
         "'{}' -C '{}' tui",
         env!("CARGO_BIN_EXE_overbrainer"),
         training.project.path().display()
     ));
     tmux.key("Enter");
-    (tmux, prompt)
 }
 
 /// Whether the TUI is gone and the shell shows its prompt for the `nth` time (the first
@@ -199,11 +204,13 @@ fn ctrl_z_suspends_the_tui_and_fg_resumes_it() {
 
 // Issue 17: the Project view shows `training.base_model` with its source; `4`, `t`, `y`
 // start a real run whose step counter moves; `s`, `y` stop it with a snapshot; `T`, `y`
-// resume it to `succeeded`; `q` quits and the shell prompt is back; `runs ls` agrees.
+// resume it; `q` while it is followed detaches it with the attach hint (the job goes
+// on); a new TUI's `a` follows it to `succeeded`; `q` quits and the shell prompt is back;
+// `runs ls` agrees.
 #[test]
 fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
     let training = Training::new(&Setup {
-        max_steps: 12,
+        max_steps: 20,
         merge: false,
         ..Setup::default()
     });
@@ -275,6 +282,32 @@ fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
     let resumed = poll(DEADLINE, "the resumed run", || {
         training.run_ids().into_iter().find(|i| *i != id).ok_or(())
     });
+    tmux.wait("the resumed run followed", |s| {
+        (row_state(s, &resumed) == Some("running") && s.contains(&format!("resumed from {id}")))
+            .then_some(())
+    });
+
+    // Quit while it is followed: it is detached with the attach hint, never cancelled.
+    tmux.key("q");
+    let screen = tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 2).map(|()| s.to_owned())
+    });
+    assert!(
+        screen.contains(&format!(
+            "tui: detached from run {resumed}; the job goes on"
+        )) && screen.contains(&format!("overbrainer train attach {resumed}")),
+        "{screen}"
+    );
+    assert_eq!(training.record(&resumed)["state"], "running");
+
+    // A new TUI attaches to it (`a`) and follows it to `succeeded`.
+    launch(&tmux, &training);
+    tmux.wait_for("the Project view", "training.base_model");
+    tmux.key("4");
+    tmux.wait("the resumed run selected", |s| {
+        (row_state(s, &resumed) == Some("running")).then_some(())
+    });
+    tmux.key("a");
     let screen = tmux.wait("the resumed run succeeded", |s| {
         (row_state(s, &resumed) == Some("succeeded")).then(|| s.to_owned())
     });
@@ -282,8 +315,8 @@ fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
 
     // Quit: the terminal is restored and the prompt is back.
     tmux.key("q");
-    tmux.wait("the shell prompt after quitting", |s| {
-        back_at_the_prompt(s, &prompt, 2)
+    tmux.wait("the shell prompt after quitting again", |s| {
+        back_at_the_prompt(s, &prompt, 3)
     });
 
     let ls = training.cmd().args(["runs", "ls"]).output().unwrap();
