@@ -202,6 +202,22 @@ fn ctrl_z_suspends_the_tui_and_fg_resumes_it() {
     });
 }
 
+/// TUI-3: resized below 80x24 the TUI shows only the notice; resized back, the view.
+fn too_small_and_back(tmux: &Tmux) {
+    let resize = |x: &str, y: &str| {
+        let status = tmux
+            .command()
+            .args(["resize-window", "-t", "tui", "-x", x, "-y", y])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    resize("70", "20");
+    tmux.wait_for("the too-small notice", "The terminal is too small.");
+    resize("120", "40");
+    tmux.wait_for("the Project view again", "training.base_model");
+}
+
 // Issue 17: the Project view shows `training.base_model` with its source; `4`, `t`, `y`
 // start a real run whose step counter moves; `s`, `y` stop it with a snapshot; `T`, `y`
 // resume it; `q` while it is followed detaches it with the attach hint (the job goes
@@ -224,19 +240,7 @@ fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
         .unwrap();
     assert!(line.contains("(toml)"), "{screen}");
 
-    // Too small, then back.
-    let resize = |x: &str, y: &str| {
-        let status = tmux
-            .command()
-            .args(["resize-window", "-t", "tui", "-x", x, "-y", y])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
-    resize("70", "20");
-    tmux.wait_for("the too-small notice", "The terminal is too small.");
-    resize("120", "40");
-    tmux.wait_for("the Project view again", "training.base_model");
+    too_small_and_back(&tmux);
 
     // Start a run.
     tmux.key("4");
