@@ -26,6 +26,8 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >
     missing+=("python3-venv"); packages+=("python3-venv")
 fi
 command -v prometheus >/dev/null 2>&1 || { missing+=("prometheus"); packages+=("prometheus"); }
+# The TUI test drives the real binary in a terminal multiplexer.
+command -v tmux >/dev/null 2>&1 || { missing+=("tmux"); packages+=("tmux"); }
 
 # The package's own service must not run: the tests start Prometheus on a free port of
 # their own, and nothing may stay listening on 9090.

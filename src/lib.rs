@@ -60,3 +60,4 @@ pub mod runs;
 pub mod secrets;
 pub mod system;
 pub mod train;
+pub mod tui;

@@ -52,6 +52,71 @@ pub fn init(filter_text: Option<&str>, no_color: bool) -> Result<(), LoggingErro
         .map_err(|_| LoggingError::AlreadySet)
 }
 
+/// Log lines captured for the TUI's Logs view (TUI-2), waiting for [`take_captured`].
+static CAPTURED: std::sync::Mutex<Option<Captured>> = std::sync::Mutex::new(None);
+
+/// The receiving end of captured log lines: level and text.
+pub type Captured = tokio::sync::mpsc::UnboundedReceiver<(tracing::Level, String)>;
+
+/// Installs the global subscriber for the TUI: log lines passing the filter go to a
+/// channel instead of stderr; [`take_captured`] hands over its receiving end.
+///
+/// # Errors
+///
+/// As [`init`].
+pub fn init_captured(filter_text: Option<&str>) -> Result<(), LoggingError> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    tracing_subscriber::registry()
+        .with(filter(filter_text)?)
+        .with(Capture(sender))
+        .try_init()
+        .map_err(|_| LoggingError::AlreadySet)?;
+    if let Ok(mut captured) = CAPTURED.lock() {
+        *captured = Some(receiver);
+    }
+    Ok(())
+}
+
+/// The captured log lines of [`init_captured`], once.
+#[must_use]
+pub fn take_captured() -> Option<Captured> {
+    CAPTURED.lock().ok().and_then(|mut c| c.take())
+}
+
+struct Capture(tokio::sync::mpsc::UnboundedSender<(tracing::Level, String)>);
+
+/// The message of an event, then its other fields as `name=value`.
+#[derive(Default)]
+struct Text(String);
+
+impl tracing::field::Visit for Text {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        use std::fmt::Write as _;
+        if !self.0.is_empty() {
+            self.0.push(' ');
+        }
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        } else {
+            let _ = write!(self.0, "{}={value:?}", field.name());
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        _context: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut text = Text::default();
+        event.record(&mut text);
+        let _ = self.0.send((*event.metadata().level(), text.0));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,7 @@ pub(crate) fn serves(command: &super::Command) -> bool {
         | Command::Push(_)
         | Command::Export(_)
         | Command::Compare(_)
+        | Command::Tui(_)
         | Command::Pod(super::pod::PodCommand::Rm(_)) => true,
         Command::Init(_)
         | Command::Config(_)

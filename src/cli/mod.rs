@@ -33,6 +33,7 @@ pub mod train_attach;
 pub mod train_cancel;
 pub mod train_merge;
 pub mod train_stop;
+pub mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -98,6 +99,8 @@ pub enum Command {
     /// Compare the child with its parent: the child served by llama-server on the run's
     /// target, judged here; a report with intervals, per topic and charts.
     Compare(compare::Args),
+    /// Drive the project in a terminal UI: configuration, training runs, logs.
+    Tui(tui::Args),
 }
 
 /// `overbrainer config ...`.
@@ -167,7 +170,13 @@ fn run(cli: Cli, env: EnvSnapshot) -> anyhow::Result<ExitCode> {
         .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "OVERBRAINER_LOG"))
         .map(|(_, v)| v)
         .filter(|v| !v.is_empty());
-    crate::logging::init(env.log_filter().or(dotenv_log.as_deref()), env.no_color())?;
+    let filter = env.log_filter().or(dotenv_log.as_deref());
+    if matches!(cli.command, Command::Tui(_)) {
+        // TUI-2: log lines go to the Logs view, not stderr.
+        crate::logging::init_captured(filter)?;
+    } else {
+        crate::logging::init(filter, env.no_color())?;
+    }
     // Every command reads `.env` (above, for the log filter): one warning when it holds a
     // secret that others can read; on stderr with the problems `config check` lists.
     if let Some(exposed) = crate::config::dotenv_exposed(&dir) {
@@ -209,6 +218,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Push(args) => push::run(ctx, &args).await,
         Command::Export(args) => export::run(ctx, &args).await,
         Command::Compare(args) => Box::pin(compare::run(ctx, &args)).await,
+        Command::Tui(args) => Box::pin(tui::run(ctx, &args)).await,
     }
 }
 

@@ -86,3 +86,6 @@ mod runpod_faults;
 mod runpod_rules;
 // Flows: `kill -9` of `train` on a pod during the upload and the retrieval (issue 12, case 2).
 mod runpod_kill;
+// Flows: `overbrainer tui` as a person drives it, the real binary in `tmux`: the Project
+// view, a real training run started, stopped with a snapshot and resumed (issue 17).
+mod tui;

@@ -1,0 +1,76 @@
+//! `overbrainer tui`: the terminal UI (spec/tui.md). Refuses without a terminal on stdout
+//! (TUI-1), holds the project lock while it runs, feeds the Prometheus endpoint from the
+//! runs it follows (MET-3), and on quit names each detached run with its attach hint.
+
+use std::collections::HashMap;
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use super::Context;
+use crate::tui::flows::{FlowContext, Hooks, Observed};
+
+/// Arguments of `tui`.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Runs `tui`.
+///
+/// # Errors
+///
+/// Without a terminal on stdout, without a project or with an invalid configuration, when
+/// the project lock is held, or when the terminal fails.
+pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "`overbrainer tui` needs a terminal on stdout; use the other commands in scripts"
+        );
+    }
+    let (project, loaded) = ctx.load()?;
+    let _lock = project.lock()?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    let app = crate::tui::app(
+        ctx.env.no_color(),
+        crate::config::entries(&loaded),
+        crate::tui::start_lines(&loaded.settings),
+    );
+    let followers: Mutex<HashMap<u64, Option<crate::metrics::Follower>>> = Mutex::default();
+    let observe = move |observed: Observed<'_>| {
+        let Ok(mut followers) = followers.lock() else {
+            return;
+        };
+        match observed {
+            Observed::Began(task) => {
+                followers.insert(task, super::metrics::follower());
+            }
+            Observed::Event(task, event) => {
+                if let Some(follower) = followers.get(&task) {
+                    super::metrics::run_event(*follower, event);
+                }
+            }
+            Observed::Ended(task) => {
+                if let Some(follower) = followers.remove(&task) {
+                    super::metrics::unfollow(follower);
+                }
+            }
+        }
+    };
+    let hooks = Hooks {
+        warning_text: super::follow::warning_text,
+        observe: Arc::new(observe),
+    };
+    let context = FlowContext {
+        project: project.clone(),
+        settings: loaded.settings,
+        env: loaded.env,
+    };
+    let exit = crate::tui::run(app, context, hooks, crate::logging::take_captured()).await?;
+    for id in &exit.detached {
+        errln!(
+            "tui: detached from run {id}; the job goes on. Follow it again with:\n  overbrainer train attach {id}"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

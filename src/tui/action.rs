@@ -1,0 +1,55 @@
+//! What a key asks the app to do: views return an [`Action`] from `handle_key`, the app
+//! carries it out (switching views, opening dialogs, starting flows).
+
+use super::components::dialog::Dialog;
+
+/// What a key press asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Quit: followed runs are detached, never cancelled (TUI-65).
+    Quit,
+    /// Show view `n` (0-based).
+    View(usize),
+    /// The next view (Tab).
+    NextView,
+    /// The previous view (Shift-Tab).
+    PrevView,
+    /// Toggle the help overlay.
+    Help,
+    /// Re-read the runs list from disk (`R`).
+    Reload,
+    /// Open a confirmation dialog.
+    Ask(Dialog),
+    /// Say something on the status line; `ok` picks `✓` or `✗`.
+    Say {
+        /// Success or failure.
+        ok: bool,
+        /// The message.
+        text: String,
+    },
+    /// Start a training run (`t` confirmed), or resume a stopped one.
+    Start {
+        /// The stopped run to resume (`T`).
+        resume_from: Option<String>,
+    },
+    /// Follow a run again (`a`).
+    Attach(String),
+    /// Stop a run with a snapshot (`s` confirmed).
+    Stop(String),
+    /// Cancel a run's job (`c` confirmed).
+    Cancel(String),
+    /// Write these log lines (oldest first) to a new `.overbrainer/logs-<time>.log`
+    /// (`x` in Logs, TUI-56).
+    ExportLogs(Vec<String>),
+}
+
+impl Action {
+    /// A failure message for the status line.
+    #[must_use]
+    pub fn refuse(text: impl Into<String>) -> Self {
+        Self::Say {
+            ok: false,
+            text: text.into(),
+        }
+    }
+}

@@ -1,0 +1,529 @@
+//! The app's state: the six views, the dialog and help overlays, the footer message and the
+//! tasks it runs. Keys and flow events change it; [`App::render`] draws it from `&self`.
+//! It never runs anything itself: what needs doing comes back as [`Work`] for the event
+//! loop to spawn, so every decision here is testable without a terminal or a runtime.
+
+use std::collections::BTreeMap;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Tabs, Widget, Wrap};
+use tokio_util::sync::CancellationToken;
+use tracing::Level;
+
+use super::action::Action;
+use super::components::dialog::{Answer, Dialog};
+use super::components::footer::{Footer, Message};
+use super::components::help;
+use super::event::{FlowEvent, TaskEnd};
+use super::theme::Theme;
+use super::views::View;
+use super::views::compare::CompareView;
+use super::views::dataset::DatasetView;
+use super::views::logs::LogsView;
+use super::views::pipeline::PipelineView;
+use super::views::project::ProjectView;
+use super::views::training::TrainingView;
+use crate::runs::RunRecord;
+
+/// The smallest terminal the layout is made for (TUI-3).
+pub const MIN_SIZE: (u16, u16) = (80, 24);
+
+/// What a task does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Start (or resume) a run and follow it.
+    Train,
+    /// Follow a run again.
+    Attach,
+    /// Stop a run with a snapshot and follow it to its end.
+    Stop,
+    /// Cancel a run's job.
+    Cancel,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Train => "train",
+            Self::Attach => "follow",
+            Self::Stop => "stop",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+/// Work for the event loop to spawn.
+#[derive(Debug, Clone)]
+pub enum Work {
+    /// Run task `task` of `kind` on `run` (`resume_from` for a start), cancelled by `cancel`.
+    Task {
+        /// Task number, echoed in its events.
+        task: u64,
+        /// What it does.
+        kind: Kind,
+        /// The run (the stopped run to resume for a start, or none).
+        run: Option<String>,
+        /// Cancelled on quit: a follower detaches.
+        cancel: CancellationToken,
+    },
+    /// Re-read `runs/`.
+    ReadRuns,
+    /// Write `lines` to a new `.overbrainer/logs-<time>.log`.
+    ExportLogs(Vec<String>),
+}
+
+#[derive(Debug)]
+struct Task {
+    kind: Kind,
+    run: Option<String>,
+    cancel: CancellationToken,
+    /// Whether its run events are the run's (a start's are once its job began).
+    following: bool,
+}
+
+/// The whole TUI's state.
+#[derive(Debug)]
+pub struct App {
+    theme: Theme,
+    tab: usize,
+    /// The Project view.
+    pub project: ProjectView,
+    dataset: DatasetView,
+    pipeline: PipelineView,
+    /// The Training view.
+    pub training: TrainingView,
+    /// The Logs view.
+    pub logs: LogsView,
+    compare: CompareView,
+    dialog: Option<Dialog>,
+    help: bool,
+    message: Option<Message>,
+    tasks: BTreeMap<u64, Task>,
+    next_task: u64,
+    /// What to do to a run once its follower detached (`s` or `c` on a followed run).
+    after_detach: BTreeMap<String, Kind>,
+    quitting: bool,
+    /// Runs detached on quit, for the attach hint.
+    pub detached: Vec<String>,
+    done: bool,
+}
+
+impl App {
+    /// An app opening on the Project view.
+    #[must_use]
+    pub fn new(theme: Theme, project: ProjectView, training: TrainingView) -> Self {
+        Self {
+            theme,
+            tab: 0,
+            project,
+            dataset: DatasetView::new(theme),
+            pipeline: PipelineView::new(theme),
+            training,
+            logs: LogsView::new(theme),
+            compare: CompareView::new(theme),
+            dialog: None,
+            help: false,
+            message: None,
+            tasks: BTreeMap::new(),
+            next_task: 1,
+            after_detach: BTreeMap::new(),
+            quitting: false,
+            detached: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Whether the loop should end: quit asked and every task ended.
+    #[must_use]
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// The current view's number (0-based).
+    #[must_use]
+    pub fn tab(&self) -> usize {
+        self.tab
+    }
+
+    /// Whether a dialog is open.
+    #[must_use]
+    pub fn dialog(&self) -> Option<&Dialog> {
+        self.dialog.as_ref()
+    }
+
+    /// The footer message.
+    #[must_use]
+    pub fn message(&self) -> Option<&Message> {
+        self.message.as_ref()
+    }
+
+    /// Whether anything shown moves by itself (a task runs), so the tick redraws.
+    #[must_use]
+    pub fn busy(&self) -> bool {
+        !self.tasks.is_empty()
+    }
+
+    /// Clears the footer message (10 s after it was set).
+    pub fn expire_message(&mut self) {
+        self.message = None;
+    }
+
+    fn view(&self) -> &dyn View {
+        match self.tab {
+            0 => &self.project,
+            1 => &self.dataset,
+            2 => &self.pipeline,
+            3 => &self.training,
+            4 => &self.logs,
+            _ => &self.compare,
+        }
+    }
+
+    fn view_mut(&mut self) -> &mut dyn View {
+        match self.tab {
+            0 => &mut self.project,
+            1 => &mut self.dataset,
+            2 => &mut self.pipeline,
+            3 => &mut self.training,
+            4 => &mut self.logs,
+            _ => &mut self.compare,
+        }
+    }
+
+    /// Takes in a key; returns the work it starts.
+    pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Work> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return self.apply(Action::Quit);
+        }
+        if let Some(dialog) = &self.dialog {
+            return match dialog.handle_key(key) {
+                Answer::Yes(action) => {
+                    self.dialog = None;
+                    self.apply(action)
+                }
+                Answer::No => {
+                    self.dialog = None;
+                    Vec::new()
+                }
+                Answer::Pending => Vec::new(),
+            };
+        }
+        if self.help {
+            if matches!(key.code, KeyCode::Esc | KeyCode::Char('?' | 'q')) {
+                self.help = false;
+            }
+            return Vec::new();
+        }
+        let global = match key.code {
+            KeyCode::Char('q') => Some(Action::Quit),
+            KeyCode::Char('?') => Some(Action::Help),
+            KeyCode::Char('R') => Some(Action::Reload),
+            KeyCode::Tab => Some(Action::NextView),
+            KeyCode::BackTab => Some(Action::PrevView),
+            KeyCode::Char(c @ '1'..='6') => Some(Action::View(usize::from(c as u8 - b'1'))),
+            _ => None,
+        };
+        match global.or_else(|| self.view_mut().handle_key(key)) {
+            Some(action) => self.apply(action),
+            None => Vec::new(),
+        }
+    }
+
+    fn task(&mut self, kind: Kind, run: Option<String>) -> Work {
+        let task = self.next_task;
+        self.next_task += 1;
+        let cancel = CancellationToken::new();
+        self.tasks.insert(
+            task,
+            Task {
+                kind,
+                run: run.clone(),
+                cancel: cancel.clone(),
+                following: kind != Kind::Train,
+            },
+        );
+        Work::Task {
+            task,
+            kind,
+            run,
+            cancel,
+        }
+    }
+
+    /// The task following run `id`, if any.
+    fn follower_of(&self, id: &str) -> Option<&Task> {
+        self.tasks
+            .values()
+            .find(|t| t.run.as_deref() == Some(id) && matches!(t.kind, Kind::Train | Kind::Attach))
+    }
+
+    /// Stops or cancels run `id`: a follower of the TUI detaches first (TUI-47).
+    fn act_on_run(&mut self, kind: Kind, id: String) -> Vec<Work> {
+        self.training.busy.insert(
+            id.clone(),
+            if kind == Kind::Stop {
+                "stopping"
+            } else {
+                "cancelling"
+            },
+        );
+        if let Some(follower) = self.follower_of(&id) {
+            follower.cancel.cancel();
+            self.after_detach.insert(id, kind);
+            return Vec::new();
+        }
+        vec![self.task(kind, Some(id))]
+    }
+
+    /// Carries out `action`; returns the work it starts.
+    pub fn apply(&mut self, action: Action) -> Vec<Work> {
+        if self.quitting && !matches!(action, Action::Say { .. }) {
+            return Vec::new();
+        }
+        match action {
+            Action::Quit => {
+                self.quitting = true;
+                self.after_detach.clear();
+                for task in self.tasks.values() {
+                    task.cancel.cancel();
+                }
+                self.done = self.tasks.is_empty();
+                if !self.done {
+                    self.say(true, "detaching: the jobs go on".to_owned());
+                }
+            }
+            Action::View(n) => self.tab = n.min(5),
+            Action::NextView => self.tab = (self.tab + 1) % 6,
+            Action::PrevView => self.tab = (self.tab + 5) % 6,
+            Action::Help => self.help = true,
+            Action::Reload => return vec![Work::ReadRuns],
+            Action::Ask(dialog) => self.dialog = Some(dialog),
+            Action::Say { ok, text } => self.say(ok, text),
+            Action::Start { resume_from } => {
+                self.training.starting = true;
+                self.tab = 3;
+                return vec![self.task(Kind::Train, resume_from)];
+            }
+            Action::Attach(id) => return vec![self.task(Kind::Attach, Some(id))],
+            Action::Stop(id) => return self.act_on_run(Kind::Stop, id),
+            Action::Cancel(id) => return self.act_on_run(Kind::Cancel, id),
+            Action::ExportLogs(lines) => return vec![Work::ExportLogs(lines)],
+        }
+        Vec::new()
+    }
+
+    fn say(&mut self, ok: bool, text: String) {
+        self.message = Some(Message { ok, text });
+    }
+
+    /// Takes in a captured log line.
+    pub fn log(&mut self, level: Level, text: String) {
+        self.logs.push(level, text);
+    }
+
+    /// Takes in a flow event; returns the work it starts.
+    pub fn on_flow(&mut self, event: FlowEvent) -> Vec<Work> {
+        match event {
+            FlowEvent::Log(level, text) => {
+                self.logs.push(level, text);
+                Vec::new()
+            }
+            FlowEvent::Said { ok, text } => {
+                self.say(ok, text);
+                Vec::new()
+            }
+            FlowEvent::Runs(runs) => {
+                let mut states = BTreeMap::new();
+                for run in &runs {
+                    *states.entry(run.state.name()).or_insert(0) += 1;
+                }
+                self.project.runs_by_state = Some(states);
+                self.training.set_runs(runs);
+                Vec::new()
+            }
+            FlowEvent::Run { task, event } => self.on_run_event(task, &event),
+            FlowEvent::Ended { task, end } => self.on_end(task, end),
+        }
+    }
+
+    fn on_run_event(&mut self, task: u64, event: &crate::runs::RunEvent) -> Vec<Work> {
+        use crate::runs::RunEvent;
+        let Some(entry) = self.tasks.get_mut(&task) else {
+            return Vec::new();
+        };
+        if let RunEvent::Following { run_id, .. } = event {
+            let fresh = entry.kind == Kind::Train;
+            // A resume's task named the stopped run; from here on it is the new run's.
+            entry.run = Some(run_id.clone());
+            entry.following = true;
+            self.training.followed.insert(run_id.clone());
+            if fresh {
+                self.training.starting = false;
+                self.training.live.remove(run_id);
+            }
+            self.training.select(run_id);
+            return vec![Work::ReadRuns];
+        }
+        entry.following |= matches!(event, RunEvent::Following { .. });
+        if let (true, Some(id)) = (entry.following, entry.run.clone()) {
+            self.training.apply(&id, event);
+        }
+        Vec::new()
+    }
+
+    fn on_end(&mut self, task: u64, end: TaskEnd) -> Vec<Work> {
+        let Some(ended) = self.tasks.remove(&task) else {
+            return Vec::new();
+        };
+        if ended.kind == Kind::Train {
+            self.training.starting = false;
+        }
+        let mut work = vec![Work::ReadRuns];
+        if let Some(id) = &ended.run {
+            // A stop follows its run to the end too; either way no task follows it now.
+            self.training.followed.remove(id);
+            if matches!(ended.kind, Kind::Stop | Kind::Cancel) {
+                self.training.busy.remove(id);
+            }
+        }
+        match end {
+            TaskEnd::Ended(record) => self.say(
+                !matches!(
+                    record.state,
+                    crate::runs::State::Failed
+                        | crate::runs::State::MergeFailed
+                        | crate::runs::State::Cancelled
+                ),
+                ended_text(&record),
+            ),
+            TaskEnd::Detached(record) => {
+                if self.quitting {
+                    self.detached.push(record.id.clone());
+                } else if let Some(kind) = self.after_detach.remove(&record.id) {
+                    work.push(self.task(kind, Some(record.id.clone())));
+                } else {
+                    self.say(
+                        true,
+                        format!("detached from run {}; `a` follows it again", record.id),
+                    );
+                }
+            }
+            TaskEnd::Failed(error) => {
+                if let Some(id) = &ended.run {
+                    self.training.busy.remove(id);
+                    self.after_detach.remove(id);
+                }
+                self.say(false, format!("{}: {error}", ended.kind.label()));
+            }
+        }
+        if self.quitting && self.tasks.is_empty() {
+            self.done = true;
+        }
+        work
+    }
+
+    /// The labels of the running work, for the footer.
+    fn work_labels(&self) -> Vec<String> {
+        self.tasks
+            .values()
+            .map(|t| match &t.run {
+                Some(run) => format!("{} {run}", t.kind.label()),
+                None => t.kind.label().to_owned(),
+            })
+            .collect()
+    }
+
+    /// Draws the whole screen.
+    pub fn render(&self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        self.draw(area, frame.buffer_mut());
+    }
+
+    /// Draws the whole screen into `buf`.
+    pub fn draw(&self, area: Rect, buf: &mut Buffer) {
+        let t = self.theme;
+        if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
+            Paragraph::new(vec![
+                Line::styled("The terminal is too small.", t.warn()),
+                Line::raw(format!(
+                    "overbrainer tui needs at least {}x{}; this one is {}x{}.",
+                    MIN_SIZE.0, MIN_SIZE.1, area.width, area.height
+                )),
+                Line::raw("Enlarge it, or press q to quit."),
+            ])
+            .wrap(Wrap { trim: true })
+            .render(area, buf);
+            return;
+        }
+        let [tabs, body, footer] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(3),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        let titles: Vec<Line<'_>> = [
+            self.project.title(),
+            self.dataset.title(),
+            self.pipeline.title(),
+            self.training.title(),
+            self.logs.title(),
+            self.compare.title(),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, title)| Line::raw(format!("{} {title}", i + 1)))
+        .collect();
+        Tabs::new(titles)
+            .select(self.tab)
+            .highlight_style(t.title().patch(t.selected()))
+            .divider(Span::raw("│"))
+            .render(tabs, buf);
+        match self.tab {
+            0 => self.project.render(body, buf),
+            1 => self.dataset.render(body, buf),
+            2 => self.pipeline.render(body, buf),
+            3 => self.training.render(body, buf),
+            4 => self.logs.render(body, buf),
+            _ => self.compare.render(body, buf),
+        }
+        let keys: &[(&str, &str)] = if self.dialog.is_some() {
+            &[("y", "yes"), ("n Esc Enter", "no")]
+        } else if self.help {
+            &[("Esc ? q", "close")]
+        } else {
+            self.view().keys()
+        };
+        Footer {
+            keys,
+            message: self.message.as_ref(),
+            work: self.work_labels(),
+            covered: self.dialog.is_some() || self.help,
+        }
+        .render(footer, buf, t);
+        if self.help {
+            help::render(self.view().title(), self.view().keys(), body, buf, t);
+        }
+        if let Some(dialog) = &self.dialog {
+            dialog.render(body, buf, t);
+        }
+    }
+}
+
+/// The status line of a run's end.
+#[must_use]
+pub fn ended_text(record: &RunRecord) -> String {
+    let step = record
+        .last_step
+        .map_or_else(|| "?".into(), |s| s.to_string());
+    match (&record.snapshot, record.state) {
+        (Some(snapshot), crate::runs::State::Stopped) => format!(
+            "run {} stopped at step {}; `T` resumes it",
+            record.id, snapshot.step
+        ),
+        _ => format!("run {} {} at step {step}", record.id, record.state.name()),
+    }
+}

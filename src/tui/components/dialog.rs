@@ -1,0 +1,88 @@
+//! A confirmation dialog: `y` confirms, `n`, Esc and Enter cancel; `n` is the highlighted
+//! default (TUI-63).
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
+
+use super::super::action::Action;
+use super::super::theme::Theme;
+
+/// A question with the action `y` carries out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialog {
+    /// The title.
+    pub title: String,
+    /// What the user confirms, one line each.
+    pub lines: Vec<String>,
+    /// What `y` does.
+    pub yes: Box<Action>,
+}
+
+/// What a key did to a dialog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// `y`: carry out the action.
+    Yes(Action),
+    /// `n`, Esc or Enter: close, nothing happens.
+    No,
+    /// Any other key: the dialog stays.
+    Pending,
+}
+
+impl Dialog {
+    /// A dialog titled `title` asking about `lines`, doing `yes` on `y`.
+    #[must_use]
+    pub fn new(title: impl Into<String>, lines: Vec<String>, yes: Action) -> Self {
+        Self {
+            title: title.into(),
+            lines,
+            yes: Box::new(yes),
+        }
+    }
+
+    /// The answer `key` gives.
+    #[must_use]
+    pub fn handle_key(&self, key: KeyEvent) -> Answer {
+        match key.code {
+            KeyCode::Char('y') => Answer::Yes((*self.yes).clone()),
+            KeyCode::Char('n') | KeyCode::Esc | KeyCode::Enter => Answer::No,
+            _ => Answer::Pending,
+        }
+    }
+
+    /// Draws the dialog centred in `area`.
+    pub fn render(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
+        let width = self
+            .lines
+            .iter()
+            .map(|l| l.chars().count())
+            .chain([self.title.chars().count() + 4, 24])
+            .max()
+            .unwrap_or(24);
+        let width = u16::try_from(width + 4)
+            .unwrap_or(u16::MAX)
+            .min(area.width.saturating_sub(4));
+        let height = u16::try_from(self.lines.len() + 4).unwrap_or(u16::MAX);
+        let rect = super::centered(area, width, height);
+        Clear.render(rect, buf);
+        let mut text: Vec<Line<'_>> = self.lines.iter().map(|l| Line::raw(l.as_str())).collect();
+        text.push(Line::raw(""));
+        text.push(Line::from(vec![
+            Span::styled("y", theme.title()),
+            Span::raw(" yes   "),
+            Span::styled(" n ", theme.selected()),
+            Span::raw(" no"),
+        ]));
+        Paragraph::new(text)
+            .wrap(Wrap { trim: false })
+            .block(
+                Block::new()
+                    .borders(Borders::ALL)
+                    .title(Span::styled(format!(" {} ", self.title), theme.title())),
+            )
+            .render(rect, buf);
+    }
+}

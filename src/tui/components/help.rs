@@ -1,0 +1,42 @@
+//! The `?` overlay: the current view's keys, then the keys of every view (TUI-5).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use super::super::theme::Theme;
+
+/// Keys available in every view.
+pub const GLOBAL_KEYS: &[(&str, &str)] = &[
+    ("1-6 Tab S-Tab", "switch view"),
+    ("?", "this help (Esc, ? or q closes it)"),
+    ("q Ctrl-C", "quit (a followed run is detached)"),
+    ("Ctrl-Z", "suspend"),
+    ("R", "re-read the runs from disk"),
+];
+
+/// Draws the overlay for a view titled `view` with keys `keys`.
+pub fn render(view: &str, keys: &[(&str, &str)], area: Rect, buf: &mut Buffer, theme: Theme) {
+    let mut lines = Vec::new();
+    for (key, what) in keys.iter().chain([("", "")].iter()).chain(GLOBAL_KEYS) {
+        if key.is_empty() {
+            lines.push(Line::raw(""));
+            continue;
+        }
+        lines.push(Line::from(vec![
+            Span::styled(format!("{key:>14}  "), theme.title()),
+            Span::raw(*what),
+        ]));
+    }
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let rect = super::centered(area, 60, height);
+    Clear.render(rect, buf);
+    Paragraph::new(lines)
+        .block(
+            Block::new()
+                .borders(Borders::ALL)
+                .title(Span::styled(format!(" {view}: keys "), theme.title())),
+        )
+        .render(rect, buf);
+}

@@ -1,0 +1,50 @@
+//! What the spawned flows send back to the event loop, on one channel.
+
+use tracing::Level;
+
+use crate::runs::{RunEvent, RunRecord};
+
+/// One message from a flow task to the loop.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a handful per run: an end carries the run's record"
+)]
+pub enum FlowEvent {
+    /// A run event of task `task`.
+    Run {
+        /// The task.
+        task: u64,
+        /// The event.
+        event: Box<RunEvent>,
+    },
+    /// Task `task` ended.
+    Ended {
+        /// The task.
+        task: u64,
+        /// How.
+        end: TaskEnd,
+    },
+    /// The runs of `runs/`, freshly read.
+    Runs(Vec<RunRecord>),
+    /// A line for the Logs view (a flow's warning, in words).
+    Log(Level, String),
+    /// A message for the status line (a log export's file, or why none was written).
+    Said {
+        /// Success or failure.
+        ok: bool,
+        /// The message.
+        text: String,
+    },
+}
+
+/// How a task ended.
+#[derive(Debug)]
+pub enum TaskEnd {
+    /// The run reached this record (a terminal state, or as a cancel left it).
+    Ended(RunRecord),
+    /// The follower detached; the job goes on.
+    Detached(RunRecord),
+    /// The flow failed or refused, in words.
+    Failed(String),
+}

@@ -1,0 +1,261 @@
+//! The flows the TUI starts, each a spawned task through the same library calls the
+//! command line uses (`runs::train::train`, `runs::control::{attach, stop, cancel}`): its
+//! run events are pumped onto the loop's one channel, tagged with the task, and its end
+//! follows them. Reading `runs/` and writing a log export run on the blocking pool. Nothing here waits in the
+//! event loop.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+use tracing::Level;
+
+use super::app::{Kind, Work};
+use super::event::{FlowEvent, TaskEnd};
+use crate::config::{EnvSnapshot, Settings};
+use crate::pipeline::pump::pump;
+use crate::project::Project;
+use crate::runs::control::{CancelOutcome, StopOutcome};
+use crate::runs::start::StartOptions;
+use crate::runs::{Outcome, RunError, RunEvent, RunWarning};
+
+/// What the flows run on: the project (whose lock the TUI holds) and its configuration.
+#[derive(Debug)]
+pub struct FlowContext {
+    /// The project.
+    pub project: Project,
+    /// Its configuration, as loaded at start.
+    pub settings: Settings,
+    /// The environment, read once.
+    pub env: EnvSnapshot,
+}
+
+/// What a task's life looks like to an observer (the Prometheus endpoint, MET-3).
+#[derive(Debug)]
+pub enum Observed<'a> {
+    /// Task `0` began.
+    Began(u64),
+    /// Task `0` reported an event.
+    Event(u64, &'a RunEvent),
+    /// Task `0` ended.
+    Ended(u64),
+}
+
+/// What the front end lends the flows: how a warning reads (as the command line words
+/// it) and an observer of every task.
+#[derive(Clone)]
+pub struct Hooks {
+    /// A warning, in words.
+    pub warning_text: fn(&RunWarning) -> String,
+    /// Sees every task's life.
+    pub observe: Arc<dyn Fn(Observed<'_>) + Send + Sync>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hooks")
+    }
+}
+
+/// Spawns [`Work`].
+#[derive(Debug, Clone)]
+pub struct Flows {
+    context: Arc<FlowContext>,
+    hooks: Hooks,
+    sender: UnboundedSender<FlowEvent>,
+}
+
+/// An error with its causes, `a: b: c`.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl Flows {
+    /// Flows on `context`, reporting on `sender`.
+    #[must_use]
+    pub fn new(context: FlowContext, hooks: Hooks, sender: UnboundedSender<FlowEvent>) -> Self {
+        Self {
+            context: Arc::new(context),
+            hooks,
+            sender,
+        }
+    }
+
+    /// Starts `work` in the background.
+    pub fn spawn(&self, work: Work) {
+        match work {
+            Work::ReadRuns => {
+                let dir = self.context.project.runs_dir();
+                let sender = self.sender.clone();
+                tokio::task::spawn_blocking(move || {
+                    let (runs, warnings) = crate::runs::record::list(&dir);
+                    for warning in warnings {
+                        let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
+                    }
+                    let _ = sender.send(FlowEvent::Runs(runs));
+                });
+            }
+            Work::ExportLogs(lines) => {
+                let dir = self.context.project.state_dir();
+                let sender = self.sender.clone();
+                tokio::task::spawn_blocking(move || {
+                    let stamp = jiff::Timestamp::now()
+                        .strftime("%Y%m%dT%H%M%SZ")
+                        .to_string();
+                    let path = dir.join(format!("logs-{stamp}.log"));
+                    let said = match export_logs(&path, &lines) {
+                        Ok(()) => FlowEvent::Said {
+                            ok: true,
+                            text: format!("{} lines written to {}", lines.len(), path.display()),
+                        },
+                        Err(error) => FlowEvent::Said {
+                            ok: false,
+                            text: format!(
+                                "no log file written: cannot create `{}`: {error}",
+                                path.display()
+                            ),
+                        },
+                    };
+                    let _ = sender.send(said);
+                });
+            }
+            Work::Task {
+                task,
+                kind,
+                run,
+                cancel,
+            } => {
+                let context = Arc::clone(&self.context);
+                let hooks = self.hooks.clone();
+                let sender = self.sender.clone();
+                tokio::spawn(async move {
+                    (hooks.observe)(Observed::Began(task));
+                    let (events, mut receiver) = unbounded_channel();
+                    let flow = Box::pin(run_task(&context, kind, run, &events, &cancel));
+                    let end = pump(&mut receiver, flow, |event| {
+                        (hooks.observe)(Observed::Event(task, &event));
+                        let message = match event {
+                            RunEvent::JobLog(line) => {
+                                tracing::debug!(target: "overbrainer::job", "{line}");
+                                return;
+                            }
+                            RunEvent::Warning(warning) => {
+                                FlowEvent::Log(Level::WARN, (hooks.warning_text)(&warning))
+                            }
+                            event => FlowEvent::Run {
+                                task,
+                                event: Box::new(event),
+                            },
+                        };
+                        let _ = sender.send(message);
+                    })
+                    .await;
+                    (hooks.observe)(Observed::Ended(task));
+                    let end = match end {
+                        Ok(end) => end,
+                        Err(error) => TaskEnd::Failed(chain(&error)),
+                    };
+                    let _ = sender.send(FlowEvent::Ended { task, end });
+                });
+            }
+        }
+    }
+}
+
+/// Writes `lines` into a new file at `path`; an existing file is never replaced (TUI-56).
+fn export_logs(path: &std::path::Path, lines: &[String]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    let mut text = lines.join("\n");
+    text.push('\n');
+    file.write_all(text.as_bytes())?;
+    file.sync_all()
+}
+
+fn outcome(outcome: Outcome) -> TaskEnd {
+    match outcome {
+        Outcome::Ended(record) => TaskEnd::Ended(record),
+        Outcome::Detached { record, .. } => TaskEnd::Detached(record),
+    }
+}
+
+async fn run_task(
+    context: &FlowContext,
+    kind: Kind,
+    run: Option<String>,
+    events: &crate::runs::Events,
+    cancel: &CancellationToken,
+) -> Result<TaskEnd, RunError> {
+    let FlowContext {
+        project,
+        settings,
+        env,
+    } = context;
+    let id = run.clone().unwrap_or_default();
+    match kind {
+        Kind::Train => {
+            let options = StartOptions {
+                target: None,
+                resume_from: run,
+                keep_pod: false,
+            };
+            let ended =
+                crate::runs::train::train(project, settings, env, &options, events, cancel).await?;
+            Ok(outcome(ended))
+        }
+        Kind::Attach => Ok(outcome(
+            crate::runs::control::attach(project, settings, env, &id, events, cancel).await?,
+        )),
+        Kind::Stop => {
+            match crate::runs::control::stop(project, settings, env, &id, false, events, cancel)
+                .await?
+            {
+                StopOutcome::Followed(ended) => Ok(outcome(ended)),
+                StopOutcome::RequestOnly { record, .. } => Ok(TaskEnd::Ended(record)),
+            }
+        }
+        Kind::Cancel => Ok(
+            match crate::runs::control::cancel(project, settings, env, &id, events).await? {
+                CancelOutcome::Cancelled { record, .. }
+                | CancelOutcome::OnTarget { record, .. }
+                | CancelOutcome::AlreadyEnded { record, .. }
+                | CancelOutcome::MergeCancelled { record, .. } => TaskEnd::Ended(record),
+            },
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_export_creates_its_file_and_never_replaces_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".overbrainer/logs-20260101T000000Z.log");
+        export_logs(&path, &[" WARN first".into(), " INFO second".into()]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            " WARN first\n INFO second\n"
+        );
+        let again = export_logs(&path, &["other".into()]).unwrap_err();
+        assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            " WARN first\n INFO second\n"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! `overbrainer tui` (spec/tui.md): the project in six views over one terminal.
+//!
+//! - [`app`]: the state and every decision, pure (keys and flow events in, [`app::Work`]
+//!   out), drawn from `&self`;
+//! - [`views`]: one file per view; [`components`]: dialog, help, footer, chart;
+//! - [`flows`]: the flows as spawned tasks through the command line's library calls;
+//! - [`event`]: what flows send back; [`action`]: what keys ask for;
+//! - [`terminal`]: raw mode, the panic hook, Ctrl-Z; [`theme`]: colours and `NO_COLOR`.
+//!
+//! [`run`] is the one `tokio::select!` loop over terminal events, the flows' channel, the
+//! captured log lines and a redraw tick; it never awaits the network or the disk.
+
+pub mod action;
+pub mod app;
+pub mod components;
+pub mod event;
+pub mod flows;
+pub mod terminal;
+pub mod theme;
+pub mod views;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
+use futures_util::StreamExt as _;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tracing::Level;
+
+use app::{App, Work};
+use flows::{FlowContext, Flows, Hooks};
+use theme::Theme;
+use views::project::ProjectView;
+use views::training::TrainingView;
+
+/// Redraw tick while work runs; a message expires after 40 ticks (10 s).
+const TICK: Duration = Duration::from_millis(250);
+const MESSAGE_TICKS: u32 = 40;
+
+/// How the TUI ended.
+#[derive(Debug, Default)]
+pub struct Exit {
+    /// Runs detached on quit; their jobs go on (`train attach` follows them again).
+    pub detached: Vec<String>,
+}
+
+/// Why the TUI stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    /// The terminal could not be set up, read or drawn.
+    #[error("terminal")]
+    Terminal(#[from] std::io::Error),
+}
+
+/// The start confirmation's lines from `settings`.
+///
+/// # Errors
+///
+/// Why `t` is refused: no `[training]`.
+pub fn start_lines(settings: &crate::config::Settings) -> Result<Vec<String>, String> {
+    let training = settings
+        .training
+        .as_ref()
+        .ok_or_else(|| "no `[training]` in overbrainer.toml: add it to train".to_owned())?;
+    Ok(vec![
+        format!("target  {}", training.target),
+        format!("model   {}", training.base_model),
+        "data    data/train.jsonl, data/eval.jsonl".to_owned(),
+    ])
+}
+
+/// The app of a project whose configuration lists `entries`.
+#[must_use]
+pub fn app(
+    no_color: bool,
+    entries: Vec<crate::config::Entry>,
+    start: Result<Vec<String>, String>,
+) -> App {
+    let theme = Theme::new(no_color);
+    App::new(
+        theme,
+        ProjectView::new(theme, entries),
+        TrainingView::new(theme, start),
+    )
+}
+
+/// Runs the TUI on `context` until quit; followed runs are detached, never cancelled.
+///
+/// # Errors
+///
+/// [`TuiError::Terminal`] when the terminal fails (it is restored all the same).
+pub async fn run(
+    mut app: App,
+    context: FlowContext,
+    hooks: Hooks,
+    logs: Option<UnboundedReceiver<(Level, String)>>,
+) -> Result<Exit, TuiError> {
+    let mut terminal = terminal::enter()?;
+    let result = event_loop(&mut app, &mut terminal, context, hooks, logs).await;
+    terminal::restore();
+    result?;
+    Ok(Exit {
+        detached: std::mem::take(&mut app.detached),
+    })
+}
+
+async fn event_loop(
+    app: &mut App,
+    terminal: &mut terminal::Term,
+    context: FlowContext,
+    hooks: Hooks,
+    logs: Option<UnboundedReceiver<(Level, String)>>,
+) -> Result<(), TuiError> {
+    let (sender, mut flow_events) = unbounded_channel();
+    let flows = Flows::new(context, hooks, sender);
+    let spawn = |work: Vec<Work>| work.into_iter().for_each(|w| flows.spawn(w));
+    spawn(vec![Work::ReadRuns]);
+    // Without captured logs, a channel that never yields (its sender kept alive here).
+    let (_keep, mut logs) = if let Some(logs) = logs {
+        (None, logs)
+    } else {
+        let (sender, receiver) = unbounded_channel();
+        (Some(sender), receiver)
+    };
+    let mut keys = EventStream::new();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut message_ticks = 0;
+    let mut dirty = true;
+    loop {
+        if dirty {
+            terminal.draw(|frame| app.render(frame))?;
+            dirty = false;
+        }
+        if app.done() {
+            return Ok(());
+        }
+        let before = app.message().cloned();
+        tokio::select! {
+            key = keys.next() => match key {
+                Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => {
+                    if key.code == KeyCode::Char('z') && key.modifiers.contains(KeyModifiers::CONTROL) {
+                        terminal::suspend(terminal)?;
+                    } else {
+                        spawn(app.handle_key(key));
+                    }
+                    dirty = true;
+                }
+                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(_)) => {}
+                Some(Err(error)) => return Err(error.into()),
+                // The terminal is gone: detach like a quit.
+                None => spawn(app.apply(action::Action::Quit)),
+            },
+            Some(event) = flow_events.recv() => {
+                spawn(app.on_flow(event));
+                dirty = true;
+            }
+            Some((level, text)) = logs.recv() => {
+                app.log(level, text);
+                dirty = app.tab() == 4;
+            }
+            _ = tick.tick() => {
+                dirty = app.busy();
+                if app.message().is_some() {
+                    message_ticks += 1;
+                    if message_ticks >= MESSAGE_TICKS {
+                        app.expire_message();
+                        dirty = true;
+                    }
+                }
+            }
+        }
+        if app.message() != before.as_ref() {
+            message_ticks = 0;
+        }
+    }
+}

@@ -1,0 +1,556 @@
+//! The TUI without a terminal: key handling on the view structs and the app, and every
+//! view drawn through `TestBackend` at 80x24 and 120x40 against `insta` snapshots (the
+//! fixtures use fixed run IDs and times, so nothing needs filtering).
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use super::action::Action;
+use super::app::{App, Kind, Work};
+use super::event::{FlowEvent, TaskEnd};
+use super::views::View as _;
+use crate::config::{Entry, Source};
+use crate::runs::record::{Snapshot, SnapshotReason, fixture};
+use crate::runs::{RunEvent, RunRecord, State};
+use crate::train::metrics::{EvalLine, TrainLine, Value};
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn ch(c: char) -> KeyEvent {
+    key(KeyCode::Char(c))
+}
+
+fn entry(key: &str, value: &str, source: Source) -> Entry {
+    Entry {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        source,
+        ignored: None,
+    }
+}
+
+fn entries() -> Vec<Entry> {
+    vec![
+        entry("project.name", "\"demo\"", Source::File),
+        entry("providers.local.protocol", "\"openai\"", Source::File),
+        entry(
+            "providers.local.base_url",
+            "\"http://127.0.0.1:8080/v1\"",
+            Source::DotEnv {
+                var: "OVERBRAINER_PROVIDERS__LOCAL__BASE_URL".to_owned(),
+            },
+        ),
+        entry(
+            "providers.local.api_key",
+            "set",
+            Source::DotEnv {
+                var: "OVERBRAINER_PROVIDERS__LOCAL__API_KEY".to_owned(),
+            },
+        ),
+        entry("pipeline.concurrency", "8", Source::Default),
+        entry("training.target", "\"local\"", Source::File),
+        entry("training.base_model", "\"tiny-model\"", Source::File),
+        entry("training.epochs", "1", Source::Default),
+    ]
+}
+
+fn start_lines() -> Vec<String> {
+    vec![
+        "target  local".to_owned(),
+        "model   tiny-model".to_owned(),
+        "data    data/train.jsonl, data/eval.jsonl".to_owned(),
+    ]
+}
+
+fn running(id: &str) -> RunRecord {
+    let mut run = fixture(id, State::Running);
+    run.job =
+        Some(serde_json::from_value(serde_json::json!({"dir": "/runs/r", "pid": 4242})).unwrap());
+    run
+}
+
+fn stopped(id: &str) -> RunRecord {
+    let mut run = fixture(id, State::Stopped);
+    run.last_step = Some(6);
+    run.max_steps = Some(20);
+    run.snapshot = Some(Snapshot {
+        checkpoint: "checkpoint-6".to_owned(),
+        step: 6,
+        reason: SnapshotReason::Requested,
+    });
+    run
+}
+
+fn app() -> App {
+    super::app(false, entries(), Ok(start_lines()))
+}
+
+fn with_runs(app: &mut App, runs: Vec<RunRecord>) {
+    let work = app.on_flow(FlowEvent::Runs(runs));
+    assert!(work.is_empty());
+}
+
+fn train_line(step: u64, loss: f64) -> RunEvent {
+    #[allow(clippy::cast_precision_loss, reason = "test data")]
+    RunEvent::Train(TrainLine {
+        ts: 1_000.0 + step as f64 * 2.0,
+        step,
+        max_steps: Some(20),
+        epoch: None,
+        loss: Some(Value(loss)),
+        learning_rate: Some(Value(1e-4 * (1.0 + (step % 5) as f64))),
+        grad_norm: Some(Value(0.5 + (step % 3) as f64)),
+    })
+}
+
+/// Starts a run in `app` and follows it as task 1 with a few steps and one evaluation.
+fn follow_run(app: &mut App, id: &str) -> tokio_util::sync::CancellationToken {
+    let work = app.apply(Action::Start { resume_from: None });
+    let [
+        Work::Task {
+            task,
+            kind: Kind::Train,
+            cancel,
+            ..
+        },
+    ] = work.as_slice()
+    else {
+        panic!("{work:?}");
+    };
+    let task = *task;
+    app.on_flow(FlowEvent::Run {
+        task,
+        event: Box::new(RunEvent::Following {
+            run_id: id.to_owned(),
+            target: "local".to_owned(),
+        }),
+    });
+    with_runs(app, vec![stopped("20260101T000000Z-a1b2"), running(id)]);
+    #[allow(clippy::cast_precision_loss, reason = "test data")]
+    for step in 1..=8 {
+        app.on_flow(FlowEvent::Run {
+            task,
+            event: Box::new(train_line(step, 2.0 - step as f64 * 0.1)),
+        });
+    }
+    app.on_flow(FlowEvent::Run {
+        task,
+        event: Box::new(RunEvent::Eval(EvalLine {
+            ts: 1_016.0,
+            step: 8,
+            eval_loss: Some(Value(1.5)),
+            other: std::collections::BTreeMap::new(),
+        })),
+    });
+    cancel.clone()
+}
+
+fn screen(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| app.render(frame)).unwrap();
+    terminal.backend().to_string()
+}
+
+fn snapshot_both(name: &str, app: &App) {
+    insta::assert_snapshot!(format!("{name}_80x24"), screen(app, 80, 24));
+    insta::assert_snapshot!(format!("{name}_120x40"), screen(app, 120, 40));
+}
+
+// --- key handling ---
+
+#[test]
+fn number_keys_tab_and_back_tab_switch_views() {
+    let mut app = app();
+    assert_eq!(app.tab(), 0, "opens on Project");
+    app.handle_key(ch('4'));
+    assert_eq!(app.tab(), 3);
+    app.handle_key(key(KeyCode::Tab));
+    assert_eq!(app.tab(), 4);
+    app.handle_key(key(KeyCode::BackTab));
+    app.handle_key(key(KeyCode::BackTab));
+    assert_eq!(app.tab(), 2);
+    app.handle_key(ch('1'));
+    app.handle_key(key(KeyCode::BackTab));
+    assert_eq!(app.tab(), 5, "Shift-Tab wraps to Compare");
+}
+
+#[test]
+fn a_dialog_confirms_only_on_y_and_n_esc_enter_cancel() {
+    for cancel in [ch('n'), key(KeyCode::Esc), key(KeyCode::Enter)] {
+        let mut app = app();
+        app.handle_key(ch('4'));
+        assert!(app.handle_key(ch('t')).is_empty());
+        assert!(app.dialog().is_some(), "t asks first");
+        assert!(
+            app.handle_key(ch('x')).is_empty(),
+            "another key leaves the dialog open"
+        );
+        assert!(app.dialog().is_some());
+        assert!(
+            app.handle_key(cancel).is_empty(),
+            "{cancel:?} starts nothing"
+        );
+        assert!(app.dialog().is_none());
+    }
+    let mut app = app();
+    app.handle_key(ch('4'));
+    app.handle_key(ch('t'));
+    let work = app.handle_key(ch('y'));
+    assert!(
+        matches!(
+            work.as_slice(),
+            [Work::Task {
+                kind: Kind::Train,
+                run: None,
+                ..
+            }]
+        ),
+        "{work:?}"
+    );
+}
+
+#[test]
+fn start_is_refused_without_training_and_while_one_starts() {
+    let mut view = super::views::training::TrainingView::new(
+        super::theme::Theme::new(false),
+        Err("no `[training]`".to_owned()),
+    );
+    assert_eq!(
+        view.handle_key(ch('t')),
+        Some(Action::refuse("no `[training]`"))
+    );
+    let mut app = app();
+    app.apply(Action::Start { resume_from: None });
+    app.handle_key(ch('t'));
+    assert!(app.dialog().is_none());
+    assert_eq!(
+        app.message().map(|m| m.text.as_str()),
+        Some("a training run is starting already")
+    );
+}
+
+#[test]
+fn stop_cancel_and_resume_ask_only_for_runs_in_the_right_state() {
+    let mut view = super::views::training::TrainingView::new(
+        super::theme::Theme::new(false),
+        Ok(start_lines()),
+    );
+    view.set_runs(vec![stopped("r-stopped"), running("r-running")]);
+    assert_eq!(
+        view.selected_run().map(|r| r.id.as_str()),
+        Some("r-running"),
+        "the newest is selected"
+    );
+    assert!(
+        matches!(view.handle_key(ch('s')), Some(Action::Ask(d)) if *d.yes == Action::Stop("r-running".into()))
+    );
+    assert!(
+        matches!(view.handle_key(ch('c')), Some(Action::Ask(d)) if *d.yes == Action::Cancel("r-running".into()))
+    );
+    assert_eq!(
+        view.handle_key(ch('a')),
+        Some(Action::Attach("r-running".into()))
+    );
+    assert!(matches!(
+        view.handle_key(ch('T')),
+        Some(Action::Say { ok: false, .. })
+    ));
+    view.handle_key(ch('k'));
+    assert!(
+        matches!(view.handle_key(ch('T')), Some(Action::Ask(d)) if *d.yes == Action::Start { resume_from: Some("r-stopped".into()) })
+    );
+    assert!(matches!(
+        view.handle_key(ch('s')),
+        Some(Action::Say { ok: false, .. })
+    ));
+    assert!(matches!(
+        view.handle_key(ch('c')),
+        Some(Action::Say { ok: false, .. })
+    ));
+}
+
+#[test]
+fn stopping_a_followed_run_detaches_its_follower_first_then_stops() {
+    let mut app = app();
+    let follower = follow_run(&mut app, "r-live");
+    let work = app.apply(Action::Stop("r-live".into()));
+    assert!(
+        work.is_empty(),
+        "nothing else starts before the follower detached"
+    );
+    assert!(follower.is_cancelled(), "the follower detaches");
+    assert_eq!(app.training.busy.get("r-live"), Some(&"stopping"));
+    let work = app.on_flow(FlowEvent::Ended {
+        task: 1,
+        end: TaskEnd::Detached(running("r-live")),
+    });
+    assert!(
+        work.iter().any(
+            |w| matches!(w, Work::Task { kind: Kind::Stop, run: Some(r), .. } if r == "r-live")
+        ),
+        "{work:?}"
+    );
+    // The stop follows the run to its end, then nothing follows it or is under way.
+    app.on_flow(FlowEvent::Run {
+        task: 2,
+        event: Box::new(RunEvent::Following {
+            run_id: "r-live".to_owned(),
+            target: "local".to_owned(),
+        }),
+    });
+    app.on_flow(FlowEvent::Ended {
+        task: 2,
+        end: TaskEnd::Ended(stopped("r-live")),
+    });
+    assert!(
+        app.training.followed.is_empty(),
+        "{:?}",
+        app.training.followed
+    );
+    assert!(app.training.busy.is_empty(), "{:?}", app.training.busy);
+    assert_eq!(
+        app.message().map(|m| m.text.as_str()),
+        Some("run r-live stopped at step 6; `T` resumes it")
+    );
+}
+
+// The tmux test caught it: a resumed run was followed, but once the runs were re-read the
+// selection stayed on the stopped run, because the new run was not listed yet when its
+// follower began.
+#[test]
+fn regression_a_run_started_by_the_tui_is_selected_once_the_runs_list_has_it() {
+    let mut view = super::views::training::TrainingView::new(
+        super::theme::Theme::new(false),
+        Ok(start_lines()),
+    );
+    view.set_runs(vec![stopped("r-old"), running("r-other")]);
+    view.handle_key(ch('k'));
+    view.select("r-new");
+    assert_eq!(view.selected_run().map(|r| r.id.as_str()), Some("r-old"));
+    view.set_runs(vec![stopped("r-old"), running("r-other"), running("r-new")]);
+    assert_eq!(view.selected_run().map(|r| r.id.as_str()), Some("r-new"));
+}
+
+#[test]
+fn quitting_detaches_followed_runs_and_never_cancels_them() {
+    let mut app = app();
+    let follower = follow_run(&mut app, "r-live");
+    let work = app.handle_key(ch('q'));
+    assert!(work.is_empty(), "no cancel or stop task");
+    assert!(follower.is_cancelled());
+    assert!(!app.done(), "waits for the follower to detach");
+    app.on_flow(FlowEvent::Ended {
+        task: 1,
+        end: TaskEnd::Detached(running("r-live")),
+    });
+    assert!(app.done());
+    assert_eq!(app.detached, vec!["r-live".to_owned()]);
+}
+
+#[test]
+fn ctrl_c_quits_and_a_quit_without_tasks_ends_at_once() {
+    let mut app = app();
+    app.handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert!(app.done());
+}
+
+#[test]
+fn the_help_overlay_closes_on_esc_question_mark_or_q_without_quitting() {
+    for close in [key(KeyCode::Esc), ch('?'), ch('q')] {
+        let mut app = app();
+        app.handle_key(ch('?'));
+        app.handle_key(ch('2'));
+        assert_eq!(app.tab(), 0, "keys go to the overlay");
+        app.handle_key(close);
+        assert!(!app.done());
+        app.handle_key(ch('2'));
+        assert_eq!(app.tab(), 1);
+    }
+}
+
+#[test]
+fn a_field_set_by_the_environment_says_to_change_it_in_dotenv() {
+    let mut view =
+        super::views::project::ProjectView::new(super::theme::Theme::new(false), entries());
+    assert_eq!(
+        view.selected_entry().map(|e| e.key.as_str()),
+        Some("project.name")
+    );
+    view.handle_key(ch('j'));
+    view.handle_key(ch('j'));
+    let Some(Action::Say { ok: false, text }) = view.handle_key(key(KeyCode::Enter)) else {
+        panic!("Enter on an env field refuses");
+    };
+    assert!(
+        text.contains("OVERBRAINER_PROVIDERS__LOCAL__BASE_URL") && text.contains(".env"),
+        "{text}"
+    );
+    view.handle_key(key(KeyCode::End));
+    assert_eq!(
+        view.selected_entry().map(|e| e.key.as_str()),
+        Some("training.epochs")
+    );
+    view.handle_key(key(KeyCode::Home));
+    assert_eq!(
+        view.selected_entry().map(|e| e.key.as_str()),
+        Some("project.name")
+    );
+}
+
+#[test]
+fn the_logs_level_key_hides_lines_below_the_shown_level() {
+    let mut app = app();
+    app.log(tracing::Level::INFO, "an info line".into());
+    app.log(tracing::Level::DEBUG, "a debug line".into());
+    app.handle_key(ch('5'));
+    let shown = screen(&app, 80, 24);
+    assert!(
+        shown.contains("an info line") && !shown.contains("a debug line"),
+        "{shown}"
+    );
+    app.handle_key(ch('f'));
+    let shown = screen(&app, 80, 24);
+    assert!(shown.contains("a debug line"), "debug: {shown}");
+    app.handle_key(ch('f'));
+    app.handle_key(ch('f'));
+    let shown = screen(&app, 80, 24);
+    assert!(!shown.contains("an info line"), "error only: {shown}");
+}
+
+#[test]
+fn x_exports_the_shown_lines_oldest_first_or_says_why_nothing_was_written() {
+    let mut app = app();
+    app.handle_key(ch('5'));
+    assert!(app.handle_key(ch('x')).is_empty());
+    assert_eq!(
+        app.message().map(|m| (m.ok, m.text.as_str())),
+        Some((
+            false,
+            "no log lines at info or more severe; no file written"
+        ))
+    );
+    app.log(tracing::Level::WARN, "first".into());
+    app.log(tracing::Level::DEBUG, "hidden".into());
+    app.log(tracing::Level::INFO, "second".into());
+    let work = app.handle_key(ch('x'));
+    let [Work::ExportLogs(lines)] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    assert_eq!(
+        lines,
+        &[" WARN first".to_owned(), " INFO second".to_owned()]
+    );
+}
+
+#[test]
+fn the_eta_follows_the_pace_of_the_steps_seen() {
+    let mut live = super::views::training::Live::default();
+    live.apply(&train_line(1, 2.0));
+    assert_eq!(live.eta_seconds(), None, "one step gives no pace");
+    live.apply(&train_line(5, 1.5));
+    assert_eq!(live.eta_seconds(), Some(30), "2 s a step, 15 steps left");
+}
+
+// --- screens ---
+
+#[test]
+fn project_view_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
+    snapshot_both("project", &app);
+}
+
+#[test]
+fn training_view_empty_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, Vec::new());
+    app.handle_key(ch('4'));
+    snapshot_both("training_empty", &app);
+}
+
+#[test]
+fn training_view_followed_run_snapshots() {
+    let mut app = app();
+    follow_run(&mut app, "20260102T000000Z-c3d4");
+    app.handle_key(ch('4'));
+    snapshot_both("training_followed", &app);
+}
+
+#[test]
+fn training_view_stopped_run_and_resume_dialog_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
+    app.handle_key(ch('4'));
+    snapshot_both("training_stopped", &app);
+    app.handle_key(ch('T'));
+    snapshot_both("training_resume_dialog", &app);
+}
+
+#[test]
+fn training_view_refusal_message_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
+    app.handle_key(ch('4'));
+    app.handle_key(ch('s'));
+    snapshot_both("training_refused", &app);
+}
+
+#[test]
+fn other_views_snapshots() {
+    let mut app = app();
+    for (n, name) in [
+        ('2', "dataset"),
+        ('3', "pipeline"),
+        ('5', "logs_empty"),
+        ('6', "compare"),
+    ] {
+        app.handle_key(ch(n));
+        snapshot_both(name, &app);
+    }
+    app.log(
+        tracing::Level::WARN,
+        "cannot reach target `gpu` (1/5): refused".into(),
+    );
+    app.log(
+        tracing::Level::INFO,
+        "train: following run 20260102T000000Z-c3d4".into(),
+    );
+    app.handle_key(ch('5'));
+    snapshot_both("logs", &app);
+}
+
+#[test]
+fn help_overlay_snapshots() {
+    let mut app = app();
+    app.handle_key(ch('4'));
+    app.handle_key(ch('?'));
+    snapshot_both("help_training", &app);
+}
+
+#[test]
+fn a_terminal_below_80x24_shows_only_the_notice() {
+    let app = app();
+    insta::assert_snapshot!("too_small_79x24", screen(&app, 79, 24));
+    insta::assert_snapshot!("too_small_100x23", screen(&app, 100, 23));
+}
+
+#[test]
+fn no_color_draws_no_colours() {
+    let mut app = super::app(true, entries(), Ok(start_lines()));
+    follow_run(&mut app, "r-live");
+    app.handle_key(ch('4'));
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    terminal.draw(|frame| app.render(frame)).unwrap();
+    let buffer = terminal.backend().buffer();
+    assert!(
+        buffer
+            .content()
+            .iter()
+            .all(|cell| cell.fg == ratatui::style::Color::Reset
+                && cell.bg == ratatui::style::Color::Reset),
+        "a cell has a colour under NO_COLOR"
+    );
+}

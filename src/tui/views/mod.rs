@@ -1,0 +1,33 @@
+//! The six views, one file each: each a struct with its state, `handle_key` returning an
+//! [`Action`](super::action::Action), and `impl Widget for &View` drawing from `&self`
+//! (STYLE 8).
+
+pub mod compare;
+pub mod dataset;
+pub mod logs;
+pub mod pipeline;
+pub mod project;
+pub mod training;
+
+use crossterm::event::KeyEvent;
+
+use super::action::Action;
+
+/// What the app asks of every view.
+pub trait View {
+    /// The tab title.
+    fn title(&self) -> &'static str;
+    /// The keys the view takes, for the footer and the help overlay.
+    fn keys(&self) -> &'static [(&'static str, &'static str)];
+    /// What `key` asks for; `None` when the view used it itself (or ignores it).
+    fn handle_key(&mut self, key: KeyEvent) -> Option<Action>;
+}
+
+/// Moves `selected` within `len` items by `delta`, clamped.
+#[must_use]
+pub fn step(selected: usize, len: usize, delta: isize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    selected.saturating_add_signed(delta).min(len - 1)
+}

@@ -1,0 +1,337 @@
+//! `overbrainer tui` as a person would drive it (issue 17): the real binary in a real
+//! `tmux` (`new-session -d -x 120 -y 40`) on a training project made of the demo's data,
+//! keys sent with `send-keys`, the screen read with `capture-pane -p`. One real Axolotl
+//! training (CPU, tiny model) for the module, as the training tests run it.
+
+use std::process::Command;
+
+use crate::training::{DEADLINE, Setup, Training};
+use crate::util::{output_text, poll};
+
+const INSTALL: &str =
+    "sudo apt-get install -y tmux (or `make test`, which runs scripts/test-deps.sh)";
+
+/// A tmux server of its own (`-L`), killed with everything in it on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// A detached 120x40 session running `sh` with prompt `prompt` and only `env`.
+    fn start(env: &[(String, String)], prompt: &str) -> Self {
+        let found = Command::new("tmux").arg("-V").output();
+        assert!(
+            found.is_ok_and(|o| o.status.success()),
+            "`tmux` is missing: {INSTALL}"
+        );
+        let socket = format!("ob-tui-{}", random_token());
+        let tmux = Self { socket };
+        let mut args = vec![
+            "new-session".to_owned(),
+            "-d".to_owned(),
+            "-x".to_owned(),
+            "120".to_owned(),
+            "-y".to_owned(),
+            "40".to_owned(),
+            "-s".to_owned(),
+            "tui".to_owned(),
+            "env".to_owned(),
+            "-i".to_owned(),
+            format!("PS1={prompt}"),
+            "TERM=screen".to_owned(),
+        ];
+        args.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        args.extend(["sh".to_owned()]);
+        let output = tmux.command().args(&args).output().unwrap();
+        assert!(output.status.success(), "{}", output_text(&output));
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket]);
+        command
+    }
+
+    /// Types `text` literally.
+    fn type_text(&self, text: &str) {
+        let status = self
+            .command()
+            .args(["send-keys", "-t", "tui", "-l", text])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Sends one key by its tmux name (`Enter`, `q`, `y`).
+    fn key(&self, key: &str) {
+        let status = self
+            .command()
+            .args(["send-keys", "-t", "tui", key])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let output = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "tui"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Waits until the screen satisfies `check`, giving its value.
+    fn wait<T>(&self, what: &str, mut check: impl FnMut(&str) -> Option<T>) -> T {
+        poll(DEADLINE, what, || {
+            let screen = self.screen();
+            check(&screen).ok_or(screen)
+        })
+    }
+
+    fn wait_for(&self, what: &str, text: &str) -> String {
+        self.wait(what, |s| s.contains(text).then(|| s.to_owned()))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").status();
+    }
+}
+
+fn random_token() -> String {
+    use std::fmt::Write as _;
+    let mut bytes = [0u8; 12];
+    getrandom(&mut bytes);
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn getrandom(bytes: &mut [u8]) {
+    use std::io::Read as _;
+    std::fs::File::open("/dev/urandom")
+        .unwrap()
+        .read_exact(bytes)
+        .unwrap();
+}
+
+/// The step the detail line shows (`step N/M`).
+fn step_of(screen: &str) -> Option<u64> {
+    let at = screen.find("step ")?;
+    let rest = &screen[at + 5..];
+    rest[..rest.find('/')?].parse().ok()
+}
+
+fn row_state<'a>(screen: &'a str, id: &str) -> Option<&'a str> {
+    let line = screen
+        .lines()
+        .find(|l| l.contains(id) && l.starts_with('│'))?;
+    let after = &line[line.find(id)? + id.len()..];
+    after.split_whitespace().next()
+}
+
+/// The TUI on `training`'s project in a fresh tmux session, its shell prompt a canary.
+fn start_tui(training: &Training) -> (Tmux, String) {
+    let prompt = format!("obprompt-{}$ ", random_token());
+    let env = vec![
+        ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
+        (
+            "HOME".to_owned(),
+            training.project.home().to_string_lossy().into_owned(),
+        ),
+        ("CUDA_VISIBLE_DEVICES".to_owned(), String::new()),
+        ("HF_HUB_OFFLINE".to_owned(), "1".to_owned()),
+    ];
+    let tmux = Tmux::start(&env, &prompt);
+    tmux.wait_for("the shell prompt", prompt.trim_end());
+    launch(&tmux, training);
+    (tmux, prompt)
+}
+
+/// Types the command line that starts the TUI on `training`'s project at the prompt.
+fn launch(tmux: &Tmux, training: &Training) {
+    tmux.type_text(&format!(
+        "'{}' -C '{}' tui",
+        env!("CARGO_BIN_EXE_overbrainer"),
+        training.project.path().display()
+    ));
+    tmux.key("Enter");
+}
+
+/// Whether the TUI is gone and the shell shows its prompt for the `nth` time (the first
+/// is the one the TUI was started from).
+fn back_at_the_prompt(screen: &str, prompt: &str, nth: usize) -> Option<()> {
+    (!screen.contains("1 Project") && screen.matches(prompt.trim_end()).count() >= nth)
+        .then_some(())
+}
+
+// TUI-1: without a terminal on stdout the TUI refuses, before anything else.
+#[test]
+fn the_tui_refuses_to_start_without_a_terminal() {
+    let training = Training::new(&Setup::default());
+    let output = training.cmd().arg("tui").output().unwrap();
+    assert!(!output.status.success());
+    assert!(
+        output_text(&output).contains("`overbrainer tui` needs a terminal on stdout"),
+        "{}",
+        output_text(&output)
+    );
+}
+
+// Ctrl-Z hands the terminal back to the shell (restored) and `fg` brings the TUI back;
+// `q` then quits to the prompt.
+#[test]
+fn ctrl_z_suspends_the_tui_and_fg_resumes_it() {
+    let training = Training::new(&Setup::default());
+    let (tmux, prompt) = start_tui(&training);
+    tmux.wait_for("the Project view", "training.base_model");
+    tmux.key("C-z");
+    tmux.wait("the shell after Ctrl-Z", |s| {
+        back_at_the_prompt(s, &prompt, 2)
+    });
+    tmux.type_text("fg");
+    tmux.key("Enter");
+    tmux.wait_for("the Project view after fg", "training.base_model");
+    tmux.key("q");
+    tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 3)
+    });
+}
+
+/// TUI-3: resized below 80x24 the TUI shows only the notice; resized back, the view.
+fn too_small_and_back(tmux: &Tmux) {
+    let resize = |x: &str, y: &str| {
+        let status = tmux
+            .command()
+            .args(["resize-window", "-t", "tui", "-x", x, "-y", y])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    resize("70", "20");
+    tmux.wait_for("the too-small notice", "The terminal is too small.");
+    resize("120", "40");
+    tmux.wait_for("the Project view again", "training.base_model");
+}
+
+// Issue 17: the Project view shows `training.base_model` with its source; `4`, `t`, `y`
+// start a real run whose step counter moves; `s`, `y` stop it with a snapshot; `T`, `y`
+// resume it; `q` while it is followed detaches it with the attach hint (the job goes
+// on); a new TUI's `a` follows it to `succeeded`; `q` quits and the shell prompt is back;
+// `runs ls` agrees.
+#[test]
+fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
+    let training = Training::new(&Setup {
+        max_steps: 20,
+        merge: false,
+        ..Setup::default()
+    });
+    let (tmux, prompt) = start_tui(&training);
+
+    // The Project view: the base model with its source.
+    let screen = tmux.wait_for("the Project view", "training.base_model");
+    let line = screen
+        .lines()
+        .find(|l| l.contains("training.base_model"))
+        .unwrap();
+    assert!(line.contains("(toml)"), "{screen}");
+
+    too_small_and_back(&tmux);
+
+    // Start a run.
+    tmux.key("4");
+    tmux.wait_for("the Training view", "No runs yet.");
+    tmux.key("t");
+    tmux.wait_for("the start confirmation", "Start a training run");
+    tmux.key("y");
+    let first = tmux.wait("a first step of the followed run", |s| {
+        step_of(s).filter(|step| *step >= 1 && s.contains("● "))
+    });
+    let ids = training.run_ids();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let id = ids[0].clone();
+    tmux.wait("the step counter to move", |s| {
+        step_of(s).filter(|step| *step > first)
+    });
+    tmux.wait("points on the loss chart", |s| {
+        s.chars()
+            .any(|c| ('\u{2801}'..='\u{28ff}').contains(&c))
+            .then_some(())
+    });
+
+    // Stop it with a snapshot.
+    tmux.key("s");
+    tmux.wait_for("the stop confirmation", "Stop with a snapshot");
+    tmux.key("y");
+    let screen = tmux.wait("the run stopped", |s| {
+        (row_state(s, &id) == Some("stopped") && s.contains("stopped at step"))
+            .then(|| s.to_owned())
+    });
+    let record = training.record(&id);
+    assert_eq!(record["state"], "stopped", "{record}");
+    let snapshot = record["snapshot"]["step"].as_u64().unwrap();
+    assert!(
+        screen.contains(&format!("stopped at step {snapshot}")),
+        "{screen}"
+    );
+
+    // Resume it to the end.
+    tmux.key("T");
+    tmux.wait_for("the resume confirmation", "Resume a stopped run");
+    tmux.key("y");
+    let resumed = poll(DEADLINE, "the resumed run", || {
+        training.run_ids().into_iter().find(|i| *i != id).ok_or(())
+    });
+    tmux.wait("the resumed run followed", |s| {
+        (row_state(s, &resumed) == Some("running") && s.contains(&format!("resumed from {id}")))
+            .then_some(())
+    });
+
+    // Quit while it is followed: it is detached with the attach hint, never cancelled.
+    tmux.key("q");
+    let screen = tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 2).map(|()| s.to_owned())
+    });
+    assert!(
+        screen.contains(&format!(
+            "tui: detached from run {resumed}; the job goes on"
+        )) && screen.contains(&format!("overbrainer train attach {resumed}")),
+        "{screen}"
+    );
+    assert_eq!(training.record(&resumed)["state"], "running");
+
+    // A new TUI attaches to it (`a`) and follows it to `succeeded`.
+    launch(&tmux, &training);
+    tmux.wait_for("the Project view", "training.base_model");
+    tmux.key("4");
+    tmux.wait("the resumed run selected", |s| {
+        (row_state(s, &resumed) == Some("running")).then_some(())
+    });
+    tmux.key("a");
+    let screen = tmux.wait("the resumed run succeeded", |s| {
+        (row_state(s, &resumed) == Some("succeeded")).then(|| s.to_owned())
+    });
+    assert!(screen.contains(&format!("resumed from {id}")), "{screen}");
+
+    // Quit: the terminal is restored and the prompt is back.
+    tmux.key("q");
+    tmux.wait("the shell prompt after quitting again", |s| {
+        back_at_the_prompt(s, &prompt, 3)
+    });
+
+    let ls = training.cmd().args(["runs", "ls"]).output().unwrap();
+    let text = output_text(&ls);
+    assert!(ls.status.success(), "{text}");
+    let shows = |run: &str, state: &str| {
+        text.lines()
+            .find(|l| l.contains(run))
+            .is_some_and(|l| l.split_whitespace().any(|w| w == state))
+    };
+    assert!(shows(&id, "stopped"), "{text}");
+    assert!(shows(&resumed, "succeeded"), "{text}");
+    assert_eq!(training.record(&resumed)["state"], "succeeded");
+}
