@@ -47,6 +47,17 @@ fn ours(pod: &Pod) -> bool {
     pod.name.starts_with("overbrainer-")
 }
 
+/// [`client`] for `pod ls`/`pod rm`: a missing key is refused as needed to list and
+/// delete pods, not to create them.
+async fn pods_client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClient, RunError> {
+    match client(settings, env).await {
+        Err(RunError::Refused(Refusal::NoRunpodKey { variable })) => {
+            Err(Refusal::NoRunpodKeyForPods { variable }.into())
+        }
+        other => other,
+    }
+}
+
 /// `pod ls` (POD-64): read-only but for the reconciliation of pods past their bound
 /// ([`reconcile`]), whose deletions come first in the answer.
 ///
@@ -57,7 +68,7 @@ pub async fn list(
     settings: &Settings,
     env: &EnvSnapshot,
 ) -> Result<(Listed, Vec<PodRow>), RunError> {
-    let client = client(settings, env).await?;
+    let client = pods_client(settings, env).await?;
     let (reconciled, strays, unswept) = check(&client, TimeScale::from_env(env), project).await?;
     let pods = client.list_pods().await.map_err(|e| RunError::Pod {
         run_id: "-".to_owned(),
@@ -382,7 +393,7 @@ pub async fn remove(
         }
         .into());
     }
-    let client = client(settings, env).await?;
+    let client = pods_client(settings, env).await?;
     let api = |e: crate::runpod::api::ApiError| RunError::Pod {
         run_id: run_id.to_owned(),
         reason: e.to_string(),
@@ -553,4 +564,26 @@ fn deletion_rules(scale: TimeScale) -> crate::runpod::lifecycle::Rules {
         ssh_client: crate::config::SshClient::default(),
     };
     crate::runpod::lifecycle::Rules::new(&target, false, scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn pod_ls_and_rm_without_the_key_say_it_is_needed_to_list_and_delete_pods() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(crate::config::FILE_NAME), "").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let settings = Settings::default();
+        let env = EnvSnapshot::from_pairs(Vec::<(String, String)>::new());
+        let expected = "`OVERBRAINER_RUNPOD__API_KEY` is not set: listing and deleting pods needs the Runpod account's API key; nothing was deleted";
+        let removed = remove(&project, &settings, &env, "demo_20260922-143005_2", true)
+            .await
+            .unwrap_err();
+        assert_eq!(removed.to_string(), expected);
+        let listed = list(&project, &settings, &env).await.unwrap_err();
+        assert_eq!(listed.to_string(), expected);
+        assert!(!expected.contains("created"));
+    }
 }
