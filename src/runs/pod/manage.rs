@@ -62,7 +62,7 @@ async fn pods_client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodCli
 /// ([`reconcile`]), whose deletions come first in the answer.
 ///
 /// # Errors
-/// The key's refusals; [`RunError::Pod`] when the API cannot list the pods.
+/// The key's refusals; [`RunError::PodList`] when the API cannot list the pods.
 pub async fn list(
     project: &Project,
     settings: &Settings,
@@ -70,8 +70,8 @@ pub async fn list(
 ) -> Result<(Listed, Vec<PodRow>), RunError> {
     let client = pods_client(settings, env).await?;
     let (reconciled, strays, unswept) = check(&client, TimeScale::from_env(env), project).await?;
-    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
-        run_id: "-".to_owned(),
+    let pods = client.list_pods().await.map_err(|e| RunError::PodList {
+        target: None,
         reason: e.to_string(),
     })?;
     let now = crate::runpod::driver::now();
@@ -136,13 +136,13 @@ pub struct Reconciled {
 /// postpone it beyond that.
 ///
 /// # Errors
-/// [`RunError::Pod`] when the pods cannot be listed.
+/// [`RunError::PodList`] when the pods cannot be listed.
 pub async fn reconcile(
     client: &RunpodClient,
     scale: TimeScale,
 ) -> Result<Vec<Reconciled>, RunError> {
-    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
-        run_id: "-".to_owned(),
+    let pods = client.list_pods().await.map_err(|e| RunError::PodList {
+        target: None,
         reason: e.to_string(),
     })?;
     Ok(reconcile_listed(client, &pods, scale).await)
@@ -153,14 +153,14 @@ pub async fn reconcile(
 /// the check every Runpod command makes first.
 ///
 /// # Errors
-/// [`RunError::Pod`] when the pods cannot be listed.
+/// [`RunError::PodList`] when the pods cannot be listed.
 pub async fn check(
     client: &RunpodClient,
     scale: TimeScale,
     project: &Project,
 ) -> Result<(Vec<Reconciled>, Vec<Stray>, Vec<String>), RunError> {
-    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
-        run_id: "-".to_owned(),
+    let pods = client.list_pods().await.map_err(|e| RunError::PodList {
+        target: None,
         reason: e.to_string(),
     })?;
     let done = reconcile_listed(client, &pods, scale).await;
@@ -585,5 +585,58 @@ mod tests {
         let listed = list(&project, &settings, &env).await.unwrap_err();
         assert_eq!(listed.to_string(), expected);
         assert!(!expected.contains("created"));
+    }
+
+    #[tokio::test]
+    async fn a_failed_pod_listing_names_no_run_but_the_target_when_there_is_one() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // A stand-in for the Runpod API that refuses every request.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buf = [0_u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        let client = RunpodClient::new(
+            &base,
+            secrecy::SecretString::from("rpa_unit_Wq4Zt8Lm2Xv6Kp9Rb3Nd"),
+            crate::llm::Redactor::new(),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(crate::config::FILE_NAME), "").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let error = check(
+            &client,
+            TimeScale::with_second(Duration::from_secs(1)),
+            &project,
+        )
+        .await
+        .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with("cannot list the Runpod account's pods: "),
+            "{text}"
+        );
+        assert!(!text.contains("run `"), "{text}");
+        let RunError::PodList { reason, .. } = error else {
+            panic!("{error:?}");
+        };
+        let named = RunError::PodList {
+            target: Some("gpu".to_owned()),
+            reason,
+        };
+        assert!(
+            named
+                .to_string()
+                .starts_with("target `gpu`: cannot list the Runpod account's pods: "),
+            "{named}"
+        );
     }
 }
