@@ -250,6 +250,7 @@ pub async fn train(
         target_kind: TargetKind::Runpod,
         dir: pod_dir.clone(),
         owner: run_id.clone(),
+        container_suffix: None,
         job: None,
         state: State::Starting,
         message: None,
