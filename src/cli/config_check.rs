@@ -26,7 +26,9 @@ pub struct Args {
 /// settings lack eval data, or with `--resolve` a secret cannot be resolved.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let (project, loaded) = ctx.load()?;
-    for warning in &loaded.warnings {
+    let readiness =
+        crate::config::readiness_warnings(&loaded.settings.targets, &loaded.settings.runpod);
+    for warning in loaded.warnings.iter().chain(&readiness) {
         tracing::warn!("{warning}");
     }
     if let Some(address) = crate::metrics::listen_address(&loaded.settings)

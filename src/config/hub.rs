@@ -42,22 +42,91 @@ impl Default for Hub {
     }
 }
 
+/// The Hub's longest repo name (the part after `/`).
+pub const MAX_REPO_NAME: usize = 96;
+
+/// What is wrong with `repo` by the Hub's rules, or `None`: `NAMESPACE/NAME`, each part
+/// of letters, digits, `-`, `_`, `.`, without `--` or `..`, not starting or ending with
+/// `-` or `.`; the name at most [`MAX_REPO_NAME`] characters and not ending `.git`.
+#[must_use]
+pub fn repo_problem(repo: &str) -> Option<String> {
+    let Some((namespace, name)) = repo.split_once('/') else {
+        return Some("expected `NAMESPACE/NAME`".to_owned());
+    };
+    for (what, part) in [("namespace", namespace), ("name", name)] {
+        if part.is_empty() {
+            return Some(format!("expected `NAMESPACE/NAME`: the {what} is empty"));
+        }
+        if !part
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Some(format!(
+                "the {what} may use only letters, digits, `-`, `_` and `.`"
+            ));
+        }
+        if part.contains("--") || part.contains("..") {
+            return Some(format!("the {what} may not contain `--` or `..`"));
+        }
+        if part.starts_with(['-', '.']) || part.ends_with(['-', '.']) {
+            return Some(format!("the {what} may not start or end with `-` or `.`"));
+        }
+    }
+    if name.len() > MAX_REPO_NAME {
+        return Some(format!(
+            "the name has {} characters; the Hub allows at most {MAX_REPO_NAME}",
+            name.len()
+        ));
+    }
+    if name.to_ascii_lowercase().ends_with(".git") {
+        return Some("the name may not end with `.git`".to_owned());
+    }
+    None
+}
+
 /// The rules of `[hub]`.
 pub(super) fn check(check: &mut Check<'_>, hub: &Hub) {
-    if let Some(repo) = &hub.repo {
-        let ok = repo.split_once('/').is_some_and(|(ns, n)| {
-            !ns.is_empty()
-                && !n.is_empty()
-                && !n.contains('/')
-                && !repo.contains(char::is_whitespace)
-        });
-        if !ok {
-            check.fail("hub.repo", "invalid value: expected `NAMESPACE/NAME`");
-        }
+    if let Some(problem) = hub.repo.as_deref().and_then(repo_problem) {
+        check.fail("hub.repo", format!("invalid value: {problem}"));
     }
     if let Some(url) = &hub.base_url {
         if let Some(message) = url_problem(url, true) {
             check.fail("hub.base_url", message);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_names_follow_the_hub_rules_git_suffix_and_96_characters_included() {
+        for good in [
+            "me/demo",
+            "Org_1/demo-child.v2",
+            &format!("me/{}", "a".repeat(96)),
+        ] {
+            assert_eq!(repo_problem(good), None, "{good}");
+        }
+        let long = format!("me/{}", "a".repeat(97));
+        for (bad, says) in [
+            ("me/demo.git", "`.git`"),
+            ("me/demo.GIT", "`.git`"),
+            (long.as_str(), "at most 96"),
+            ("demo", "NAMESPACE/NAME"),
+            ("me/", "name is empty"),
+            ("/demo", "namespace is empty"),
+            ("me/a/b", "only letters"),
+            ("me/de mo", "only letters"),
+            ("me/de--mo", "`--`"),
+            ("me/de..mo", "`..`"),
+            ("me/-demo", "start or end"),
+            ("me/demo.", "start or end"),
+            ("-me/demo", "start or end"),
+        ] {
+            let problem = repo_problem(bad).unwrap_or_else(|| panic!("{bad} passed"));
+            assert!(problem.contains(says), "{bad}: {problem}");
         }
     }
 }

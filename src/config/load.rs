@@ -269,6 +269,59 @@ mod tests {
     }
 
     #[test]
+    fn config_check_warns_that_runpod_auto_is_refused_by_train_until_a_later_version() {
+        let dir = project(RUNPOD, None);
+        let auto = load(
+            dir.path(),
+            &env(&[
+                ("OVERBRAINER_TARGETS__GPU__GPU_TYPES", "auto"),
+                ("OVERBRAINER_TARGETS__GPU__DATA_CENTER_IDS", "auto"),
+                ("OVERBRAINER_RUNPOD__API_KEY", SECRET),
+            ]),
+        )
+        .unwrap();
+        let warnings =
+            crate::config::readiness_warnings(&auto.settings.targets, &auto.settings.runpod);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        for key in ["targets.gpu.gpu_types", "targets.gpu.data_center_ids"] {
+            assert!(
+                warnings
+                    .iter()
+                    .any(|w| w.contains(&format!("`{key} = \"auto\"`"))
+                        && w.contains("later version")),
+                "{key}: {warnings:?}"
+            );
+        }
+        assert!(!warnings.concat().contains(SECRET));
+    }
+
+    #[test]
+    fn config_check_warns_naming_the_runpod_key_variable_when_a_runpod_target_lacks_it() {
+        let dir = project(RUNPOD, None);
+        let missing = load(dir.path(), &env(&[])).unwrap();
+        let warnings =
+            crate::config::readiness_warnings(&missing.settings.targets, &missing.settings.runpod);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("`OVERBRAINER_RUNPOD__API_KEY` is not set")
+                && warnings[0].contains("`gpu`"),
+            "{warnings:?}"
+        );
+        // A listed GPU type and a set key: nothing to note.
+        let ready = load(dir.path(), &env(&[("OVERBRAINER_RUNPOD__API_KEY", SECRET)])).unwrap();
+        let warnings =
+            crate::config::readiness_warnings(&ready.settings.targets, &ready.settings.runpod);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // No Runpod target: the key is not needed.
+        let local = project("[project]\nname = \"p\"\n", None);
+        let none = load(local.path(), &env(&[])).unwrap();
+        assert!(
+            crate::config::readiness_warnings(&none.settings.targets, &none.settings.runpod)
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn every_problem_of_a_section_is_reported() {
         let dir = project(
             "[project]\nname = \"p\"\n\n[pipeline]\nconcurrency = \"x\"\nseed = -1\nnope = 1\n",

@@ -47,7 +47,7 @@ pub use compare::Compare;
 pub use error::{ConfigError, Problem};
 pub use export::{Export, QUANTIZE_TYPES};
 pub use exposure::{DotenvExposed, dotenv_exposed, is_secret_variable};
-pub use hub::{DEFAULT_HUB_BASE_URL, Hub};
+pub use hub::{DEFAULT_HUB_BASE_URL, Hub, MAX_REPO_NAME, repo_problem};
 pub use layers::{PREFIX, extra_value, var_name};
 pub use load::{DOTENV_NAME, FILE_NAME, Loaded, Rules, dotenv_pairs, load};
 pub use metrics::Metrics;
@@ -58,7 +58,8 @@ pub use providers::{Protocol, Provider};
 pub use roles::{ReasoningEffort, Role, Roles};
 pub use rules::{safe_path, valid_name};
 pub use runpod::{
-    DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, ListOrAuto, RunpodAccount, RunpodTarget,
+    DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, ListOrAuto, RUNPOD_KEY_VAR, RunpodAccount,
+    RunpodTarget, readiness_warnings,
 };
 pub use settings::{SECTIONS, Settings};
 pub use show::{Entry, entries};

@@ -224,6 +224,46 @@ fn check_volume(check: &mut Check<'_>, name: &str, runpod: &RunpodTarget) {
     }
 }
 
+/// The variable of the Runpod account's API key (POD-4).
+pub const RUNPOD_KEY_VAR: &str = "OVERBRAINER_RUNPOD__API_KEY";
+
+/// What `config check` notes about Runpod targets that validate but that `train` would
+/// refuse: `"auto"` in `gpu_types`/`data_center_ids` (automatic choice is not built yet)
+/// and a missing [`RUNPOD_KEY_VAR`]. Names keys and variables, never a value.
+#[must_use]
+pub fn readiness_warnings(
+    targets: &std::collections::BTreeMap<String, super::Target>,
+    account: &RunpodAccount,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let runpod: Vec<(&String, &RunpodTarget)> = targets
+        .iter()
+        .filter_map(|(name, target)| match target {
+            super::Target::Runpod(runpod) => Some((name, runpod)),
+            _ => None,
+        })
+        .collect();
+    for (name, runpod) in &runpod {
+        let auto = [
+            ("gpu_types", Some(&runpod.gpu_types)),
+            ("data_center_ids", runpod.data_center_ids.as_ref()),
+        ];
+        for (key, value) in auto {
+            if matches!(value, Some(ListOrAuto::Auto(text)) if text == "auto") {
+                warnings.push(format!(
+                    "`targets.{name}.{key} = \"auto\"` is not supported yet (automatic choice comes in a later version): `train` refuses it; list the IDs to try, in order"
+                ));
+            }
+        }
+    }
+    if let (Some((name, _)), None) = (runpod.first(), &account.api_key) {
+        warnings.push(format!(
+            "`{RUNPOD_KEY_VAR}` is not set: Runpod target `{name}` needs the account's API key to train"
+        ));
+    }
+    warnings
+}
+
 /// The rules of the account settings.
 pub(super) fn check_account(check: &mut Check<'_>, account: &RunpodAccount) {
     if let Some(url) = &account.base_url {

@@ -439,7 +439,8 @@ pub async fn export(
         ));
     }
     let mut spec = target::job_spec(&record, &executor, &runtime, &[]);
-    // The container's name `overbrainer-<run-id>-<export-id>`: the run's own may exist.
+    // The container's name `overbrainer-<run-id>-<export-id>[-<suffix>]` (the run's
+    // `container_suffix`): the run's own may exist.
     spec.run_id = format!("{run_id}-{export_id}");
     let job = JobCommand {
         dir: job_dir.clone(),

@@ -505,6 +505,7 @@ mod tests {
     fn spec() -> JobSpec {
         JobSpec {
             run_id: "r_1".into(),
+            container_suffix: None,
             run_dir: "/w/r_1".into(),
             hf_home: "/w/.hf-cache".into(),
             runtime: JobRuntime::Native {

@@ -124,11 +124,25 @@ pub fn render(input: &CardInput<'_>) -> String {
     let _ = writeln!(out, "# {name}\n");
     let _ = writeln!(
         out,
-        "A child model distilled by [overbrainer](https://github.com/) from the answers of a parent model (run `{}`).\n",
+        "A child model distilled by overbrainer from the answers of a parent model (run `{}`).\n",
         input.run.id
     );
     if let (Some(base), Some(adapter)) = (base, adapter) {
-        let _ = writeln!(out, "- Base model: `{base}`");
+        if is_hub_id(base) {
+            let _ = writeln!(out, "- Base model: `{base}`");
+        } else {
+            // Only the last part of the path: the rest of it is the trainer's machine.
+            let last = base
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(base);
+            let _ = writeln!(
+                out,
+                "- Base model: a local model (`{}`), not a Hub repo, so the metadata names no `base_model`",
+                cell(last)
+            );
+        }
         let _ = writeln!(out, "- Adapter: {adapter}");
         if input.merged {
             out.push_str("- `merged/`: the adapter merged into the base model\n");
@@ -365,10 +379,13 @@ adapter = "lora"
         assert!(card.contains("`Q8_0`"), "{card}");
         assert!(card.contains("![loss curve](loss.svg)"), "{card}");
         assert_eq!(card.lines().last(), Some(MARKER));
+        // No placeholder link: the project knows no repository URL.
+        assert!(!card.contains("https://github.com/)"), "{card}");
+        assert!(card.contains("distilled by overbrainer from"), "{card}");
     }
 
     #[test]
-    fn render_without_ggufs_has_no_usage_and_a_local_base_no_base_model_key() {
+    fn render_without_ggufs_has_no_usage_and_a_local_base_is_said_local_without_base_model_key() {
         let (mut settings, run) = input_parts();
         if let Some(t) = settings.training.as_mut() {
             t.base_model = "/models/tiny".into();
@@ -388,7 +405,11 @@ adapter = "lora"
             "{card}"
         );
         assert!(!card.contains("loss.svg"), "{card}");
-        assert!(card.contains("- Base model: `/models/tiny`"), "{card}");
+        assert!(
+            card.contains("- Base model: a local model (`tiny`), not a Hub repo"),
+            "{card}"
+        );
+        assert!(!card.contains("/models/"), "{card}");
     }
 
     #[test]

@@ -63,10 +63,14 @@ pub enum HubError {
         repo: String,
     },
     /// An invalid repo name.
-    #[error("invalid repo {repo:?}: expected NAMESPACE/NAME (--repo or hub.repo)")]
+    #[error("invalid repo {repo:?} ({source_of}): {problem}; nothing was sent")]
     BadRepo {
         /// The name given.
         repo: String,
+        /// Where it came from: `--repo`, `hub.repo`, or the default.
+        source_of: String,
+        /// The Hub's rule it breaks.
+        problem: String,
     },
     /// Cancelled before the commit (HUB-11).
     #[error(

@@ -238,21 +238,33 @@ fn losses(path: &Path) -> (Points, Points) {
     (train, eval)
 }
 
+/// The account shown where none has been asked for (a dry run, a cancel).
+const YOU: &str = "<you>";
+
 /// The repo named by `--repo`, `[hub] repo`, or `<account>/<project name with - for _>`
-/// (HUB-5).
+/// (HUB-5), refused by the Hub's rules ([`crate::config::repo_problem`]) naming where
+/// it came from.
 fn repo_name(request: &Request, settings: &Settings, account: &str) -> Result<String, HubError> {
-    let repo = request
-        .repo
-        .clone()
-        .or_else(|| settings.hub.repo.clone())
-        .unwrap_or_else(|| format!("{account}/{}", settings.project.name.replace('_', "-")));
-    let valid = repo.split_once('/').is_some_and(|(ns, n)| {
-        !ns.is_empty() && !n.is_empty() && !n.contains('/') && !repo.contains(char::is_whitespace)
-    });
-    if valid {
-        Ok(repo)
-    } else {
-        Err(HubError::BadRepo { repo })
+    let (repo, source_of) = match (&request.repo, &settings.hub.repo) {
+        (Some(repo), _) => (repo.clone(), "--repo"),
+        (None, Some(repo)) => (repo.clone(), "hub.repo"),
+        (None, None) => (
+            format!("{account}/{}", settings.project.name.replace('_', "-")),
+            "the default `<account>/<project name>`; pass --repo or set hub.repo",
+        ),
+    };
+    // The placeholder account of a dry run or a cancel stands for a valid namespace.
+    let probe = match (source_of, repo.strip_prefix(YOU)) {
+        (_, None) | ("--repo" | "hub.repo", _) => repo.clone(),
+        (_, Some(rest)) => format!("you{rest}"),
+    };
+    match crate::config::repo_problem(&probe) {
+        None => Ok(repo),
+        Some(problem) => Err(HubError::BadRepo {
+            repo,
+            source_of: source_of.to_owned(),
+            problem,
+        }),
     }
 }
 
@@ -334,7 +346,7 @@ pub async fn push(
     let model_files = files::select(&output)?;
     let private = !request.public && settings.hub.private;
     if request.dry_run {
-        let repo = repo_name(request, settings, "<you>")?;
+        let repo = repo_name(request, settings, YOU)?;
         let (files, card) = write_card(project, settings, &run, &repo, model_files, true)?;
         return Ok(Outcome::DryRun(Plan {
             repo,
@@ -368,14 +380,14 @@ pub async fn push(
     let prepared = tokio::select! {
         result = prepare(project, settings, request, &run, model_files, private, &client, events) => result,
         () = cancel.cancelled() => Err(HubError::Cancelled {
-            repo: repo_name(request, settings, "<you>")?,
+            repo: repo_name(request, settings, YOU)?,
             run: run.id.clone(),
         }),
     };
     // Checked again: a cancel that came with the last upload still commits nothing.
     let result = match prepared {
         Ok(_) if cancel.is_cancelled() => Err(HubError::Cancelled {
-            repo: repo_name(request, settings, "<you>")?,
+            repo: repo_name(request, settings, YOU)?,
             run: run.id.clone(),
         }),
         Ok(prepared) => commit(project, &run, &client, prepared, events).await,
@@ -597,4 +609,48 @@ async fn commit(
     crate::runs::record::write_atomic(&path, text.as_bytes())?;
     let total = files.iter().map(|f| f.size).sum();
     Ok(Outcome::Pushed { record, total })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(repo: Option<&str>) -> Request {
+        Request {
+            run_id: "demo_20260922-143005_2".to_owned(),
+            repo: repo.map(str::to_owned),
+            public: false,
+            overwrite_card: false,
+            dry_run: true,
+        }
+    }
+
+    #[test]
+    fn push_repo_refuses_a_git_suffix_and_over_96_characters_naming_the_flag_and_the_rule() {
+        let mut settings = Settings::default();
+        settings.project.name = "demo_child".to_owned();
+        let long = format!("me/{}", "a".repeat(97));
+        for (repo, rule) in [("me/demo.git", "`.git`"), (long.as_str(), "at most 96")] {
+            let error = repo_name(&request(Some(repo)), &settings, "me").unwrap_err();
+            let text = error.to_string();
+            assert!(text.contains("(--repo)") && text.contains(rule), "{text}");
+        }
+        assert_eq!(
+            repo_name(&request(Some("me/demo")), &settings, "me").unwrap(),
+            "me/demo"
+        );
+        // The default under the placeholder account of a dry run stays usable.
+        assert_eq!(
+            repo_name(&request(None), &settings, YOU).unwrap(),
+            "<you>/demo-child"
+        );
+        settings.hub.repo = Some("me/x--y".to_owned());
+        let text = repo_name(&request(None), &settings, YOU)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("(hub.repo)") && text.contains("`--`"),
+            "{text}"
+        );
+    }
 }

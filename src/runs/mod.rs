@@ -148,6 +148,16 @@ pub enum RunError {
     /// The Runpod key could not be resolved or used (POD-4); the text names the variable.
     #[error("cannot use `OVERBRAINER_RUNPOD__API_KEY`: {0}")]
     RunpodKey(String),
+    /// The Runpod API could not list the account's pods, before any run of this command
+    /// exists (the check every Runpod command makes first); named by the target when
+    /// there is one.
+    #[error("{}cannot list the Runpod account's pods: {reason}", target.as_ref().map(|t| format!("target `{t}`: ")).unwrap_or_default())]
+    PodList {
+        /// The target, when the command has one.
+        target: Option<String>,
+        /// What happened.
+        reason: String,
+    },
     /// The run's pod failed it; the pod was deleted unless the text says otherwise.
     #[error("run `{run_id}`: {reason}")]
     Pod {

@@ -143,6 +143,12 @@ pub struct RunRecord {
     pub dir: String,
     /// The run's owner value in the target's `.claim` (RUN-3) \[design\].
     pub owner: String,
+    /// Random suffix of the run's container names, `overbrainer-<run-id>-<suffix>`, so
+    /// that two projects of one name starting a run in the same second on one machine
+    /// do not collide \[design\]; absent in older records (their containers are named
+    /// `overbrainer-<run-id>`, and each job's container is in its `job` anyway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_suffix: Option<String>,
     /// The executor's job handle, once the job started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobId>,
@@ -343,6 +349,7 @@ pub(crate) fn fixture(id: &str, state: State) -> RunRecord {
         target_kind: TargetKind::Local,
         dir: format!("/w/{id}"),
         owner: "o".into(),
+        container_suffix: None,
         job: None,
         state,
         message: None,

@@ -179,6 +179,14 @@ pub enum Refusal {
         /// The variable.
         variable: String,
     },
+    /// `pod ls`/`pod rm` without the account's key (POD-4, POD-64).
+    #[error(
+        "`{variable}` is not set: listing and deleting pods needs the Runpod account's API key; nothing was deleted"
+    )]
+    NoRunpodKeyForPods {
+        /// The variable.
+        variable: String,
+    },
     /// `"auto"` in a Runpod target: it comes with the catalog (the next Runpod issue).
     #[error(
         "`{key} = \"auto\"` is not supported yet: list the IDs to try, in order; no pod was created"
@@ -321,6 +329,12 @@ mod tests {
     #[test]
     fn refusals_name_the_run_key_or_file_and_the_fix() {
         let cases: Vec<(Refusal, &str)> = vec![
+            (
+                Refusal::NoRunpodKeyForPods {
+                    variable: "OVERBRAINER_RUNPOD__API_KEY".into(),
+                },
+                "`OVERBRAINER_RUNPOD__API_KEY` is not set: listing and deleting pods needs the Runpod account's API key; nothing was deleted",
+            ),
             (
                 Refusal::ResumeDiffers {
                     run_id: "r_1".into(),

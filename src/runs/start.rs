@@ -448,6 +448,7 @@ pub async fn start(
         target_kind: target.kind,
         dir: remote_dir.clone(),
         owner,
+        container_suffix: Some(container_suffix()),
         job: None,
         state: State::Starting,
         message: None,
@@ -571,6 +572,12 @@ async fn launch(
     executor.spawn(&job).await.map_err(exec)
 }
 
+/// A fresh random suffix for a run's container names (`container_suffix` in
+/// `run.json`): 8 lowercase hex digits, valid in Docker and Podman names.
+fn container_suffix() -> String {
+    format!("{:08x}", rand::random::<u32>())
+}
+
 /// An error with its causes, `: `-separated, for `run.json` messages.
 #[must_use]
 pub fn error_chain(error: &dyn std::error::Error) -> String {
@@ -587,6 +594,44 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn container_names_carry_a_random_suffix_so_equal_run_ids_do_not_collide() {
+        let suffixes: std::collections::BTreeSet<String> =
+            (0..64).map(|_| container_suffix()).collect();
+        assert!(suffixes.len() > 60, "{suffixes:?}");
+        for suffix in &suffixes {
+            assert!(
+                suffix.len() == 8 && suffix.chars().all(|c| c.is_ascii_hexdigit()),
+                "{suffix}"
+            );
+        }
+        let mut a = crate::runs::record::fixture("demo_20260922-143005", State::Running);
+        let mut b = a.clone();
+        a.container_suffix = Some("0a1b2c3d".to_owned());
+        b.container_suffix = Some("4e5f6a7b".to_owned());
+        let runtime = crate::exec::JobRuntime::Container {
+            engine: crate::config::Engine::Docker,
+            image: "img".to_owned(),
+            tools_cache: None,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let executor =
+            crate::exec::AnyExecutor::Local(crate::exec::LocalExecutor::new(dir.path()).unwrap());
+        let name = |record: &RunRecord| {
+            crate::runs::target::job_spec(record, &executor, &runtime, &[]).container_name()
+        };
+        assert_eq!(name(&a), "overbrainer-demo_20260922-143005-0a1b2c3d");
+        assert_ne!(name(&a), name(&b));
+        // The record keeps the suffix; an older record without one reads as before.
+        let text = serde_json::to_string(&a).unwrap();
+        assert!(text.contains("\"container_suffix\":\"0a1b2c3d\""), "{text}");
+        let mut old: serde_json::Value = serde_json::from_str(&text).unwrap();
+        old.as_object_mut().unwrap().remove("container_suffix");
+        let old: RunRecord = serde_json::from_value(old).unwrap();
+        assert_eq!(old.container_suffix, None);
+        assert_eq!(name(&old), "overbrainer-demo_20260922-143005");
+    }
 
     #[test]
     fn regression_a_data_file_of_blank_lines_or_a_byte_order_mark_alone_holds_no_record() {

@@ -190,6 +190,7 @@ pub fn job_spec(
 ) -> JobSpec {
     JobSpec {
         run_id: record.id.clone(),
+        container_suffix: record.container_suffix.clone(),
         run_dir: record.dir.clone(),
         hf_home: hf_home(executor),
         runtime: runtime.clone(),

@@ -131,6 +131,7 @@ mod tests {
     fn native(dir: &str, venv: Option<&str>) -> JobSpec {
         JobSpec {
             run_id: "r1".into(),
+            container_suffix: None,
             run_dir: dir.into(),
             hf_home: format!("{dir}/hf"),
             runtime: JobRuntime::Native {

@@ -1102,6 +1102,7 @@ fn stage_job(
 ) -> JobCommand {
     let spec = JobSpec {
         run_id: run_id.to_owned(),
+        container_suffix: None,
         run_dir: dir.to_owned(),
         hf_home: format!("{}/.hf-cache", executor.workdir()),
         runtime: JobRuntime::Container {

@@ -79,6 +79,23 @@ fn container_processes_with(token: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The name of run `id`'s container, `overbrainer-<run-id>-<container_suffix>`, with
+/// the suffix its `run.json` records.
+fn container_name(training: &Training, id: &str) -> String {
+    let path = training
+        .project
+        .path()
+        .join("runs")
+        .join(id)
+        .join("run.json");
+    let text = std::fs::read_to_string(&path).expect("run.json");
+    let record: serde_json::Value = serde_json::from_str(&text).expect("run.json is JSON");
+    let suffix = record["container_suffix"]
+        .as_str()
+        .expect("run.json records `container_suffix`");
+    format!("overbrainer-{id}-{suffix}")
+}
+
 /// Asserts that nothing of the run `id` is left: no container of the engine, no
 /// process holding `token`, no file changed since `since` holding it (the test's
 /// project and home, the engine's storage and logs).
@@ -89,7 +106,7 @@ fn assert_nothing_left(
     token: &str,
     since: SystemTime,
 ) {
-    let name = format!("overbrainer-{id}");
+    let name = container_name(training, id);
     assert!(
         !engine.containers().contains(&name),
         "{engine:?}: {name} is left ({:?})",
@@ -128,7 +145,7 @@ fn a_container_run_keeps_its_secret_survives_a_killed_follower_and_attach_collec
     );
     let mut follower = training.spawn(&["train"]);
     let id = training.wait_running(&mut follower);
-    let name = format!("overbrainer-{id}");
+    let name = container_name(&training, &id);
     engine.wait_running(&name, DEADLINE);
     // The secret reaches the job inside its container, and no command line.
     wait_for("the job's process in its container", || {
@@ -231,7 +248,9 @@ fn a_container_run_stops_at_a_snapshot_resumes_and_its_cancel_leaves_nothing(eng
     );
     assert!(!training.runs().join(&id).join("output/merged").exists());
     assert!(
-        !engine.containers().contains(&format!("overbrainer-{id}")),
+        !engine
+            .containers()
+            .contains(&container_name(&training, &id)),
         "{engine:?}"
     );
 
@@ -262,7 +281,7 @@ fn a_container_run_stops_at_a_snapshot_resumes_and_its_cancel_leaves_nothing(eng
     };
     wait_for("the resumed run's first step", || first_step().is_some());
     assert_eq!(first_step(), Some(snapshot_step + 1), "{engine:?}");
-    let name = format!("overbrainer-{new_id}");
+    let name = container_name(&training, &new_id);
     assert!(engine.is_running(&name), "{engine:?}");
     let pid = u32::try_from(training.record(&new_id)["job"]["pid"].as_u64().unwrap()).unwrap();
     // Ctrl-C detaches the follower; the cancel then proceeds.
@@ -324,7 +343,7 @@ fn regression_a_train_cancel_with_another_engine_configuration_stops_the_contain
     );
     let mut follower = training.spawn(&["train"]);
     let id = training.wait_running(&mut follower);
-    let name = format!("overbrainer-{id}");
+    let name = container_name(&training, &id);
     engine.wait_running(&name, DEADLINE);
     let elsewhere = tempfile::tempdir().unwrap();
     let mut cancel = training.cmd();

@@ -51,6 +51,10 @@ pub enum JobRuntime {
 pub struct JobSpec {
     /// Run ID, which names the container `overbrainer-<run-id>`.
     pub run_id: String,
+    /// Appended to the container's name as `overbrainer-<run-id>-<suffix>` (the run
+    /// record's `container_suffix`), so that equal run IDs of two projects on one
+    /// machine do not collide; `None` names it `overbrainer-<run-id>`.
+    pub container_suffix: Option<String>,
     /// Run directory on the target, absolute. A training job's working directory; in
     /// both runtimes it is on the job's `PYTHONPATH`, so its programs import modules
     /// from it.
@@ -76,10 +80,13 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
-    /// Name of the job's container, `overbrainer-<run-id>`.
+    /// Name of the job's container, `overbrainer-<run-id>[-<suffix>]`.
     #[must_use]
     pub fn container_name(&self) -> String {
-        format!("overbrainer-{}", self.run_id)
+        match &self.container_suffix {
+            Some(suffix) => format!("overbrainer-{}-{suffix}", self.run_id),
+            None => format!("overbrainer-{}", self.run_id),
+        }
     }
 
     /// The container the job runs in, for [`JobCommand::container`]; `None` for a

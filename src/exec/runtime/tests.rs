@@ -10,6 +10,7 @@ use super::*;
 fn spec(runtime: JobRuntime) -> JobSpec {
     JobSpec {
         run_id: "r1".into(),
+        container_suffix: None,
         run_dir: "/w/r1".into(),
         hf_home: "~/ob/.hf-cache".into(),
         runtime,

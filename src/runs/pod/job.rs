@@ -134,6 +134,7 @@ impl PodJob for PodRun<'_> {
             .map_err(|e| error_chain(&e))?;
         let spec = JobSpec {
             run_id: self.record.id.clone(),
+            container_suffix: self.record.container_suffix.clone(),
             run_dir: dir,
             hf_home: format!("{}/.hf-cache", self.workdir.trim_end_matches('/')),
             runtime: self.runtime.clone(),

@@ -47,20 +47,31 @@ fn ours(pod: &Pod) -> bool {
     pod.name.starts_with("overbrainer-")
 }
 
+/// [`client`] for `pod ls`/`pod rm`: a missing key is refused as needed to list and
+/// delete pods, not to create them.
+async fn pods_client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClient, RunError> {
+    match client(settings, env).await {
+        Err(RunError::Refused(Refusal::NoRunpodKey { variable })) => {
+            Err(Refusal::NoRunpodKeyForPods { variable }.into())
+        }
+        other => other,
+    }
+}
+
 /// `pod ls` (POD-64): read-only but for the reconciliation of pods past their bound
 /// ([`reconcile`]), whose deletions come first in the answer.
 ///
 /// # Errors
-/// The key's refusals; [`RunError::Pod`] when the API cannot list the pods.
+/// The key's refusals; [`RunError::PodList`] when the API cannot list the pods.
 pub async fn list(
     project: &Project,
     settings: &Settings,
     env: &EnvSnapshot,
 ) -> Result<(Listed, Vec<PodRow>), RunError> {
-    let client = client(settings, env).await?;
+    let client = pods_client(settings, env).await?;
     let (reconciled, strays, unswept) = check(&client, TimeScale::from_env(env), project).await?;
-    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
-        run_id: "-".to_owned(),
+    let pods = client.list_pods().await.map_err(|e| RunError::PodList {
+        target: None,
         reason: e.to_string(),
     })?;
     let now = crate::runpod::driver::now();
@@ -125,13 +136,13 @@ pub struct Reconciled {
 /// postpone it beyond that.
 ///
 /// # Errors
-/// [`RunError::Pod`] when the pods cannot be listed.
+/// [`RunError::PodList`] when the pods cannot be listed.
 pub async fn reconcile(
     client: &RunpodClient,
     scale: TimeScale,
 ) -> Result<Vec<Reconciled>, RunError> {
-    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
-        run_id: "-".to_owned(),
+    let pods = client.list_pods().await.map_err(|e| RunError::PodList {
+        target: None,
         reason: e.to_string(),
     })?;
     Ok(reconcile_listed(client, &pods, scale).await)
@@ -142,14 +153,14 @@ pub async fn reconcile(
 /// the check every Runpod command makes first.
 ///
 /// # Errors
-/// [`RunError::Pod`] when the pods cannot be listed.
+/// [`RunError::PodList`] when the pods cannot be listed.
 pub async fn check(
     client: &RunpodClient,
     scale: TimeScale,
     project: &Project,
 ) -> Result<(Vec<Reconciled>, Vec<Stray>, Vec<String>), RunError> {
-    let pods = client.list_pods().await.map_err(|e| RunError::Pod {
-        run_id: "-".to_owned(),
+    let pods = client.list_pods().await.map_err(|e| RunError::PodList {
+        target: None,
         reason: e.to_string(),
     })?;
     let done = reconcile_listed(client, &pods, scale).await;
@@ -382,7 +393,7 @@ pub async fn remove(
         }
         .into());
     }
-    let client = client(settings, env).await?;
+    let client = pods_client(settings, env).await?;
     let api = |e: crate::runpod::api::ApiError| RunError::Pod {
         run_id: run_id.to_owned(),
         reason: e.to_string(),
@@ -553,4 +564,79 @@ fn deletion_rules(scale: TimeScale) -> crate::runpod::lifecycle::Rules {
         ssh_client: crate::config::SshClient::default(),
     };
     crate::runpod::lifecycle::Rules::new(&target, false, scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn pod_ls_and_rm_without_the_key_say_it_is_needed_to_list_and_delete_pods() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(crate::config::FILE_NAME), "").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let settings = Settings::default();
+        let env = EnvSnapshot::from_pairs(Vec::<(String, String)>::new());
+        let expected = "`OVERBRAINER_RUNPOD__API_KEY` is not set: listing and deleting pods needs the Runpod account's API key; nothing was deleted";
+        let removed = remove(&project, &settings, &env, "demo_20260922-143005_2", true)
+            .await
+            .unwrap_err();
+        assert_eq!(removed.to_string(), expected);
+        let listed = list(&project, &settings, &env).await.unwrap_err();
+        assert_eq!(listed.to_string(), expected);
+        assert!(!expected.contains("created"));
+    }
+
+    #[tokio::test]
+    async fn a_failed_pod_listing_names_no_run_but_the_target_when_there_is_one() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // A stand-in for the Runpod API that refuses every request.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buf = [0_u8; 4096];
+                let _ = stream.read(&mut buf).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        let client = RunpodClient::new(
+            &base,
+            secrecy::SecretString::from("rpa_unit_Wq4Zt8Lm2Xv6Kp9Rb3Nd"),
+            crate::llm::Redactor::new(),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(crate::config::FILE_NAME), "").unwrap();
+        let project = Project::open(dir.path()).unwrap();
+        let error = check(
+            &client,
+            TimeScale::with_second(Duration::from_secs(1)),
+            &project,
+        )
+        .await
+        .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with("cannot list the Runpod account's pods: "),
+            "{text}"
+        );
+        assert!(!text.contains("run `"), "{text}");
+        let RunError::PodList { reason, .. } = error else {
+            panic!("{error:?}");
+        };
+        let named = RunError::PodList {
+            target: Some("gpu".to_owned()),
+            reason,
+        };
+        assert!(
+            named
+                .to_string()
+                .starts_with("target `gpu`: cannot list the Runpod account's pods: "),
+            "{named}"
+        );
+    }
 }

@@ -85,7 +85,7 @@ pub async fn client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClie
 /// strays of this project (POD-62), reported as warnings.
 ///
 /// # Errors
-/// [`RunError::Pod`] when the pods cannot be listed.
+/// [`RunError::PodList`] when the pods cannot be listed.
 pub(super) async fn check_account(
     client: &RunpodClient,
     scale: TimeScale,
@@ -178,7 +178,18 @@ pub async fn train(
     let secrets = start::job_secrets(settings, env).await?;
     let scale = TimeScale::from_env(env);
     // Reconciliation (issue 12): pods past their bound go first, whoever made them.
-    check_account(&client, scale, project, events).await?;
+    check_account(&client, scale, project, events)
+        .await
+        .map_err(|e| match e {
+            RunError::PodList {
+                target: None,
+                reason,
+            } => RunError::PodList {
+                target: Some(target.name.clone()),
+                reason,
+            },
+            other => other,
+        })?;
     let rules = Rules::new(runpod, options.keep_pod, scale);
 
     // The ID: a free local directory; the pod is fresh, so no claim can be taken yet.
@@ -239,6 +250,7 @@ pub async fn train(
         target_kind: TargetKind::Runpod,
         dir: pod_dir.clone(),
         owner: run_id.clone(),
+        container_suffix: None,
         job: None,
         state: State::Starting,
         message: None,
