@@ -139,6 +139,7 @@ mod tests {
             runtime: JobRuntime::Native { venv: None },
             secret_names: Vec::new(),
             env: Vec::new(),
+            container_suffix: None,
         };
         let script = plan().script(&spec);
         assert!(

@@ -622,6 +622,7 @@ mod tests {
             public: false,
             overwrite_card: false,
             dry_run: true,
+            no_gate: false,
         }
     }
 
