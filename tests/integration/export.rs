@@ -122,7 +122,12 @@ pub(crate) fn assert_exported(
     assert!(types.contains(&"F32"), "{types:?}");
     let log = std::fs::read_to_string(job.join("job.log")).unwrap();
     assert!(log.contains("chat template and name as expected"), "{log}");
-    assert!(log.contains("check: llama-server answered '"), "{log}");
+    // Python's repr quotes the answer with `"` when it holds a `'`.
+    assert!(
+        log.contains("check: llama-server answered '")
+            || log.contains("check: llama-server answered \""),
+        "{log}"
+    );
     assert!(!job.join("export-work").exists());
     record
 }
@@ -271,7 +276,12 @@ impl Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        // Lazily: a refused job's wrapper may still hold the tmpfs for a moment, and a
+        // plain `umount` would then fail and leave the next export on a full disk.
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
     }
 }
 
@@ -599,7 +609,12 @@ fn an_in_job_export_comes_back_with_the_output_of_the_training_run() {
     let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
     assert!(metrics.contains("\"stage\":\"export\""), "{metrics}");
     let log = std::fs::read_to_string(run.join("job.log")).unwrap();
-    assert!(log.contains("check: llama-server answered '"), "{log}");
+    // Python's repr quotes the answer with `"` when it holds a `'`.
+    assert!(
+        log.contains("check: llama-server answered '")
+            || log.contains("check: llama-server answered \""),
+        "{log}"
+    );
     assert!(!run.join("export-work").exists());
     let remote = training.project.home().join("remote-work").join(&id);
     assert!(!remote.join("export-work").exists());

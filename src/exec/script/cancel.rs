@@ -13,6 +13,10 @@ use crate::exec::{
 /// `SIGKILL` before it names the processes still there as leftovers.
 pub(crate) const CANCEL_GRACE_SECONDS: u32 = 10;
 
+/// How long a cancel waits, after stopping a job's container, for the job to end by
+/// itself before it signals the job's processes (scaled as every wait of the script).
+const CONTAINER_SETTLE_SECONDS: u32 = 3;
+
 /// A script that cancels the job `pid` in `dir`, following the contract of
 /// [`crate::exec::Executor::cancel`], and prints one line that [`parse_cancel`] reads.
 ///
@@ -64,6 +68,18 @@ pub fn cancel_script(
             )
         },
     );
+    // A job whose container was just stopped ends by itself once its engine client
+    // returns: it is given that time before any signal, so the container is stopped
+    // first and the job's own shell never sees TERM (under load the client can take
+    // seconds to return).
+    let after_stop = if container.is_some() {
+        format!(
+            "ob_wait_gone {} || true\n",
+            CONTAINER_SETTLE_SECONDS * TICKS_PER_SECOND
+        )
+    } else {
+        String::new()
+    };
     format!(
         r#"{GROUP_SIGNAL}d={dir}
 p={pid}
@@ -92,7 +108,7 @@ if [ -z "$ob_again" ] && [ ! -e "$d/{cancelling}" ] && [ -e "$d/{exit}" ] && ob_
 fi
 [ -n "$ob_again" ] || : > "$d/{cancelling}"
 ob_stop_container
-if job_alive "$d" "$p"; then
+{after_stop}if job_alive "$d" "$p"; then
   ob_signal TERM "$d" "$p"
   if ! ob_wait_gone {grace_ticks}; then
     ob_signal KILL "$d" "$p"
@@ -118,6 +134,7 @@ exit "${{ob_stop_rc:-0}}"
         exit = EXIT_FILE,
         grace_ticks = CANCEL_GRACE_SECONDS * TICKS_PER_SECOND,
         settle_ticks = (REAP_GRACE_SECONDS + 2) * TICKS_PER_SECOND,
+        after_stop = after_stop,
         tick = tick(scale),
     )
 }
