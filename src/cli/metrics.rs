@@ -60,7 +60,7 @@ pub(crate) async fn serve(ctx: &super::Context) -> Option<Serving> {
             Some(serving)
         }
         Err(error) => {
-            tracing::warn!("{}", super::stages::chain(&error));
+            tracing::warn!("{}", super::out::chain(&error));
             None
         }
     }

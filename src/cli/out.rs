@@ -78,3 +78,15 @@ macro_rules! errln {
         $crate::cli::out::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
+
+/// An error and its causes on one line.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -8,6 +8,8 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use super::out::chain;
+
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -227,18 +229,6 @@ pub(crate) fn exit_status(report: &StageReport) -> ExitCode {
         _ if report.succeeded() => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     }
-}
-
-/// An error and its causes on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The summary line of `split` (SPL-8).

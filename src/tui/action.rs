@@ -1,8 +1,6 @@
 //! What a key asks the app to do: views return an [`Action`] from `handle_key`, the app
 //! carries it out (switching views, opening dialogs, starting flows).
 
-use super::components::dialog::Dialog;
-
 /// What a key press asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -50,6 +48,30 @@ impl Action {
         Self::Say {
             ok: false,
             text: text.into(),
+        }
+    }
+}
+
+/// A question with the action `y` carries out (drawn and answered by
+/// the dialog component).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialog {
+    /// The title.
+    pub title: String,
+    /// What the user confirms, one line each.
+    pub lines: Vec<String>,
+    /// What `y` does.
+    pub yes: Box<Action>,
+}
+
+impl Dialog {
+    /// A dialog titled `title` asking about `lines`, doing `yes` on `y`.
+    #[must_use]
+    pub fn new(title: impl Into<String>, lines: Vec<String>, yes: Action) -> Self {
+        Self {
+            title: title.into(),
+            lines,
+            yes: Box::new(yes),
         }
     }
 }

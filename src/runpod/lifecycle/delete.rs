@@ -29,15 +29,20 @@ pub(super) fn start(state: &mut PodState, at: Duration, cause: DeleteCause, fx: 
     fx.push(Effect::Delete(pod));
 }
 
-/// The pod was found missing while it should run: someone else (its watchdog) deleted
-/// it; confirmed gone like any other deletion.
-pub(super) fn vanished(state: &mut PodState, at: Duration, fx: &mut Vec<Effect>) {
+/// The pod was found missing while it should run: someone else (its watchdog, under
+/// the rule `cause` when one was due) deleted it; confirmed gone like any other deletion.
+pub(super) fn vanished(
+    state: &mut PodState,
+    at: Duration,
+    cause: Option<DeleteCause>,
+    fx: &mut Vec<Effect>,
+) {
     let Some(pod) = state.facts.pod.clone() else {
         return;
     };
     state.deletion = Some(Deletion {
         pod: pod.clone(),
-        cause: super::guard::watchdog_rule(state, at),
+        cause,
         by: Deleter::Watchdog,
         attempts: 0,
         since: at,

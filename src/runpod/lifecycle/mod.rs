@@ -324,7 +324,10 @@ pub fn handle(state: &mut PodState, event: Event) -> Vec<Effect> {
                         state.facts.rate = view.cost_per_hour;
                     }
                 }
-                Ok(None) => delete::vanished(state, at, &mut fx),
+                Ok(None) => {
+                    let cause = guard::watchdog_rule(state, at);
+                    delete::vanished(state, at, cause, &mut fx);
+                }
                 Err(_) => {}
             }
         }

@@ -7,19 +7,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
+pub use super::super::action::Dialog;
+
 use super::super::action::Action;
 use super::super::theme::Theme;
-
-/// A question with the action `y` carries out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dialog {
-    /// The title.
-    pub title: String,
-    /// What the user confirms, one line each.
-    pub lines: Vec<String>,
-    /// What `y` does.
-    pub yes: Box<Action>,
-}
 
 /// What a key did to a dialog.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,16 +24,6 @@ pub enum Answer {
 }
 
 impl Dialog {
-    /// A dialog titled `title` asking about `lines`, doing `yes` on `y`.
-    #[must_use]
-    pub fn new(title: impl Into<String>, lines: Vec<String>, yes: Action) -> Self {
-        Self {
-            title: title.into(),
-            lines,
-            yes: Box::new(yes),
-        }
-    }
-
     /// The answer `key` gives.
     #[must_use]
     pub fn handle_key(&self, key: KeyEvent) -> Answer {
