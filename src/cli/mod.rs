@@ -99,7 +99,7 @@ pub enum Command {
     /// Compare the child with its parent: the child served by llama-server on the run's
     /// target, judged here; a report with intervals, per topic and charts.
     Compare(compare::Args),
-    /// Drive the project in a terminal UI: configuration, training runs, logs.
+    /// Drive the project in a terminal UI: training runs, logs, the configuration (read-only).
     Tui(tui::Args),
 }
 

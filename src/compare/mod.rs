@@ -327,7 +327,7 @@ async fn judge_and_report(
     let key = verdict::judge_key(&client.provider, &client.role.model, prompt.source());
     let file = dir.join(verdict::file_name(&key));
     let mut lines: Vec<VerdictLine> = read_lines(&file)?;
-    let done: HashSet<String> = lines.iter().map(|l| l.id.clone()).collect();
+    let done: HashSet<String> = verdict::decided_ids(&lines);
     let total = setup.questions.len();
     let judge_name = format!("{}/{}", client.provider, client.role.model);
     emit(

@@ -113,9 +113,44 @@ pub struct VerdictLine {
     pub child_error: bool,
 }
 
+/// The questions of `lines` that need no new request: those with a verdict. An
+/// unparsed one is asked again (a `--rejudge` after the judge's replies could not be
+/// read), and its new line, appended, replaces it when the file is read.
+#[must_use]
+pub fn decided_ids(lines: &[VerdictLine]) -> std::collections::HashSet<String> {
+    lines
+        .iter()
+        .filter(|l| l.result != Outcome::Unparsed)
+        .map(|l| l.id.clone())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regression_unparsed_verdicts_are_asked_again_decided_ones_are_not() {
+        let line = |id: &str, result: Outcome| VerdictLine {
+            id: id.to_owned(),
+            result,
+            first: None,
+            swapped: None,
+            flipped: false,
+            child_error: false,
+        };
+        let lines = [
+            line("q1", Outcome::Win),
+            line("q2", Outcome::Unparsed),
+            line("q3", Outcome::Loss),
+            line("q2", Outcome::Tie),
+            line("q4", Outcome::Unparsed),
+        ];
+        let decided = decided_ids(&lines);
+        let mut ids: Vec<&str> = decided.iter().map(String::as_str).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["q1", "q2", "q3"]);
+    }
 
     #[test]
     fn replies_parse_bare_fenced_or_amid_text() {

@@ -84,7 +84,8 @@ fn run_inner(
     ctx.check_topic(topic)?;
     let files = ctx.data();
     let answers_path = files.answers();
-    if !answers_path.exists() {
+    let holds_lines = |path: &std::path::Path| std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+    if !answers_path.exists() && (holds_lines(&files.train()) || holds_lines(&files.eval())) {
         return Err(StageError::NoAnswers { path: answers_path });
     }
     let answers: Vec<AnswerRecord> = read(ctx, &answers_path)?;

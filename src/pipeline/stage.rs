@@ -253,10 +253,10 @@ pub enum StageError {
     /// A data file cannot be read or written.
     #[error(transparent)]
     Data(#[from] JsonlError),
-    /// `split` found no answers file: splitting nothing would empty the train and eval
-    /// files a project may already hold (a pre-split dataset, like the demo's).
+    /// `split` found no answers file while train or eval files hold lines: splitting
+    /// nothing would empty them (a pre-split dataset, like the demo's).
     #[error(
-        "`{}` does not exist: nothing to split, and `train.jsonl` and `eval.jsonl` are left as they are; run `overbrainer answers` first",
+        "`{}` does not exist, and splitting nothing would empty the `train.jsonl` and `eval.jsonl` already there: they are left as they are; run `overbrainer answers` first",
         path.display()
     )]
     NoAnswers {

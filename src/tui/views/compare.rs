@@ -17,10 +17,10 @@ pub struct CompareView {
 }
 
 const LINES: &[&str] = &[
-    "No compares: `overbrainer compare` is not part of this build yet.",
+    "This view is not built yet: it does not list compares.",
     "",
-    "Once it is, `overbrainer compare --run RUN_ID` compares a run with its parent",
-    "and this view lists the compares of each run.",
+    "`overbrainer compare --run RUN_ID` compares an exported run with its parent;",
+    "its report is `runs/RUN_ID/compares/COMPARE_ID/compare.md`.",
 ];
 
 impl CompareView {

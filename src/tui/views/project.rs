@@ -37,7 +37,7 @@ pub struct ProjectView {
     pub runs_by_state: Option<BTreeMap<&'static str, usize>>,
 }
 
-const KEYS: &[(&str, &str)] = &[("j/k PgUp/PgDn Home/End", "select"), ("Enter", "edit")];
+const KEYS: &[(&str, &str)] = &[("j/k PgUp/PgDn Home/End", "select")];
 
 /// The section of a dotted key: `topics.0`, `providers.x`, `targets.x`, else its first part.
 fn section(key: &str) -> String {
