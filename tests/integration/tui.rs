@@ -223,10 +223,12 @@ fn too_small_and_back(tmux: &Tmux) {
 // resume it; `q` while it is followed detaches it with the attach hint (the job goes
 // on); a new TUI's `a` follows it to `succeeded`; `q` quits and the shell prompt is back;
 // `runs ls` agrees.
+// 300 steps, so the run is still going when `s` comes on a loaded machine (20 steps
+// ended before the stop key in a full run).
 #[test]
 fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
     let training = Training::new(&Setup {
-        max_steps: 20,
+        max_steps: 300,
         merge: false,
         ..Setup::default()
     });
