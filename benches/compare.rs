@@ -129,6 +129,9 @@ async fn bench() {
         },
         prompt: Prompt::load(dir.path(), Template::Judge).expect("prompt"),
         concurrency: CONCURRENCY,
+        price: None,
+        // The flow's events go nowhere here: the bench times the judging alone.
+        events: tokio::sync::mpsc::unbounded_channel().0,
     };
     let file = dir.path().join("verdicts-bench.jsonl");
     let start = Instant::now();

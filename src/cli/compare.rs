@@ -67,6 +67,19 @@ fn render(event: &CompareEvent) {
             };
             errln!("compare: {id}: {word}");
         }
+        CompareEvent::Spent {
+            model,
+            input_tokens,
+            output_tokens,
+            cost_usd,
+        } => super::metrics::judge_spent(
+            model,
+            crate::llm::Usage {
+                input_tokens: *input_tokens,
+                output_tokens: *output_tokens,
+            },
+            *cost_usd,
+        ),
     }
 }
 

@@ -77,10 +77,24 @@ pub(crate) fn stage_event(event: &Event) {
     }
 }
 
+/// A judge request of `compare` settled (MET-9).
+pub(crate) fn judge_spent(model: &str, usage: crate::llm::Usage, cost_usd: Option<f64>) {
+    if let Some(metrics) = served() {
+        metrics.judge_spent(model, usage, cost_usd);
+    }
+}
+
 /// A stage ended.
 pub(crate) fn stage_ended(stage: Stage) {
     if let Some(metrics) = served() {
         metrics.stage_ended(stage);
+    }
+}
+
+/// `split` began.
+pub(crate) fn split_started() {
+    if let Some(metrics) = served() {
+        metrics.split_started();
     }
 }
 

@@ -23,6 +23,7 @@ pub struct Args {
 /// names no topic of the project.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let topic = args.topic.as_deref();
+    super::metrics::split_started();
     let report = stages::run_stage(ctx, topic, async |context| {
         crate::pipeline::split::run(context, topic)
     })

@@ -90,6 +90,7 @@ pub(crate) async fn drive_flow<T>(
             renderer.finish();
             code = conclude(&report);
         }
+        FlowEvent::SplitStarted => super::metrics::split_started(),
         FlowEvent::SplitEnded(report) => {
             renderer.finish();
             code = conclude_split(&report);

@@ -55,6 +55,10 @@ pub struct Judge {
     pub prompt: Prompt,
     /// At most this many requests at once.
     pub concurrency: usize,
+    /// The judge model's price (`None` when unknown: its tokens count, no cost).
+    pub price: Option<crate::pricing::Price>,
+    /// Where each request's tokens go (MET-9: stage `compare`, the judge's model).
+    pub events: super::Events,
 }
 
 /// Why judging stopped before every question had its verdict.
@@ -89,6 +93,19 @@ fn labelled<'a>(order: Order, child: &'a str, parent: &'a str) -> (&'a str, &'a 
 }
 
 impl Judge {
+    /// Reports the tokens of one request, its retries included, and their cost.
+    fn spent(&self, usage: llm::Usage) {
+        super::emit(
+            &self.events,
+            super::CompareEvent::Spent {
+                model: self.role.model.clone(),
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cost_usd: self.price.map(|price| price.cost(usage)),
+            },
+        );
+    }
+
     /// One judgement in `order`: asked once more when the reply does not parse.
     async fn once(
         &self,
@@ -110,6 +127,7 @@ impl Judge {
                 .client
                 .chat(&self.role, &request, |_| Ok(()), &|_, _| {})
                 .await;
+            self.spent(attempted.usage);
             let (completion, ()) = attempted.result.map_err(|source| JudgeError::Provider {
                 id: question.id.clone(),
                 source,

@@ -115,6 +115,17 @@ pub enum CompareEvent {
         /// Its result.
         result: order::Outcome,
     },
+    /// A judge request settled: its tokens, retries included (MET-9).
+    Spent {
+        /// The judge's model.
+        model: String,
+        /// Prompt tokens.
+        input_tokens: u64,
+        /// Generated tokens.
+        output_tokens: u64,
+        /// Their cost in USD; `None` when the model's price is unknown.
+        cost_usd: Option<f64>,
+    },
 }
 
 /// Sender of [`CompareEvent`]s.
@@ -348,6 +359,8 @@ async fn judge_and_report(
         role: client.role.clone(),
         prompt,
         concurrency: settings.pipeline.concurrency.max(1) as usize,
+        price: client.price(&context.prices).await,
+        events: events.clone(),
     };
     let setup = Arc::new(setup);
     let answers = Arc::new(answers);

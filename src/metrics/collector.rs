@@ -272,6 +272,30 @@ impl Metrics {
         }
     }
 
+    /// A judge request of `compare` settled: its tokens and known cost count under stage
+    /// `compare` with the judge's model (MET-9).
+    pub fn judge_spent(&self, model: &str, usage: crate::llm::Usage, cost_usd: Option<f64>) {
+        let _whole = self.update();
+        self.spent(
+            "compare",
+            model,
+            usage.input_tokens,
+            usage.output_tokens,
+            cost_usd,
+        );
+    }
+
+    /// `split` began: its running gauge reads 1, every other stage's 0 (MET-19).
+    pub fn split_started(&self) {
+        let _whole = self.update();
+        for other in STAGES {
+            self.families
+                .stage_running
+                .get_or_create(&stage_label(other))
+                .set(i64::from(other == Stage::Split));
+        }
+    }
+
     /// `split` ended: its counts (which it reports only at its end) and its running gauge.
     pub fn split_ended(&self, report: &crate::pipeline::split::SplitReport) {
         let _whole = self.update();

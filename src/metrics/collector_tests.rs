@@ -250,6 +250,58 @@ fn counters_are_seeded_from_every_history_line_and_count_on_from_the_stage_event
 }
 
 #[test]
+fn judge_requests_count_under_stage_compare_with_the_judges_model_and_an_unknown_price_adds_no_cost()
+ {
+    let metrics = Metrics::new("1", None);
+    let usage = |input_tokens, output_tokens| crate::llm::Usage {
+        input_tokens,
+        output_tokens,
+    };
+    metrics.judge_spent("judge-m", usage(10, 5), Some(0.25));
+    metrics.judge_spent("judge-m", usage(4, 2), None);
+    let text = metrics.encode();
+    let mut tokens = sample_lines(&text, "overbrainer_tokens_total");
+    tokens.sort();
+    assert_eq!(
+        tokens,
+        [
+            "overbrainer_tokens_total{stage=\"compare\",model=\"judge-m\",direction=\"in\"} 14",
+            "overbrainer_tokens_total{stage=\"compare\",model=\"judge-m\",direction=\"out\"} 7",
+        ]
+    );
+    assert_eq!(
+        sample_lines(&text, "overbrainer_cost_usd_total"),
+        ["overbrainer_cost_usd_total{stage=\"compare\",model=\"judge-m\"} 0.25"]
+    );
+}
+
+#[test]
+fn split_reads_running_from_its_start_to_its_end() {
+    let metrics = Metrics::new("1", None);
+    let running = |metrics: &Metrics| {
+        let mut lines = sample_lines(&metrics.encode(), "overbrainer_stage_running");
+        lines.sort();
+        lines
+    };
+    metrics.split_started();
+    assert_eq!(
+        running(&metrics),
+        [
+            "overbrainer_stage_running{stage=\"answers\"} 0",
+            "overbrainer_stage_running{stage=\"questions\"} 0",
+            "overbrainer_stage_running{stage=\"split\"} 1",
+            "overbrainer_stage_running{stage=\"subtopics\"} 0",
+        ]
+    );
+    metrics.stages_idle();
+    assert!(
+        running(&metrics).iter().all(|line| line.ends_with(" 0")),
+        "{:?}",
+        running(&metrics)
+    );
+}
+
+#[test]
 fn a_second_tracker_of_a_stage_counts_from_zero_again() {
     let metrics = Metrics::new("1", None);
     for done in [3, 5, 2] {

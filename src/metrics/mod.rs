@@ -59,7 +59,8 @@ pub fn listen_address(settings: &crate::config::Settings) -> Option<SocketAddr> 
 /// Whether `address` reaches beyond this machine (MET-5 warns then).
 #[must_use]
 pub fn is_exposed(address: SocketAddr) -> bool {
-    !address.ip().is_loopback()
+    // A v4-mapped loopback (`[::ffff:127.0.0.1]`) is loopback too.
+    !address.ip().to_canonical().is_loopback()
 }
 
 /// The metrics of `project`: families registered, counters seeded from every
@@ -103,4 +104,24 @@ pub async fn start(
         endpoint,
         history_unread,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_exposed;
+
+    #[test]
+    fn only_addresses_beyond_this_machine_are_exposed_a_mapped_loopback_is_not() {
+        for (address, exposed) in [
+            ("127.0.0.1:9464", false),
+            ("[::1]:9464", false),
+            ("[::ffff:127.0.0.1]:9464", false),
+            ("0.0.0.0:9464", true),
+            ("[::]:9464", true),
+            ("192.168.1.5:9464", true),
+            ("[::ffff:10.0.0.1]:9464", true),
+        ] {
+            assert_eq!(is_exposed(address.parse().unwrap()), exposed, "{address}");
+        }
+    }
 }

@@ -26,6 +26,8 @@ pub enum FlowEvent {
     Stage(Event),
     /// A dataset stage ended (with `questions`, first the subtopics it completed, PIPE-4).
     StageEnded(StageReport),
+    /// `split` began (it reports nothing else until it ends).
+    SplitStarted,
     /// `split` ended.
     SplitEnded(SplitReport),
     /// The configuration changed and was re-read; the next step uses it (RLD-3).
@@ -157,6 +159,7 @@ async fn dataset(
 
     reload(session, out)?;
     let context = session.context.clone();
+    let _ = out.send(FlowEvent::SplitStarted);
     let report = forwarding(events, out, FlowEvent::Stage, async {
         split::run(&context, None)
     })

@@ -488,6 +488,59 @@ fn interrupt(child: &mut std::process::Child) -> String {
     stderr
 }
 
+/// The stderr lines of a running command, read as they come.
+struct Lines(Arc<Mutex<Vec<String>>>, Option<std::thread::JoinHandle<()>>);
+
+impl Lines {
+    fn read(child: &mut std::process::Child) -> Self {
+        let stderr = child.stderr.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Self(lines, Some(reader))
+    }
+
+    /// The URL the command logged for its metrics endpoint (MET-2).
+    fn metrics_url(&self) -> String {
+        poll(Duration::from_secs(120), "the metrics URL", || {
+            let lines = self.0.lock().unwrap();
+            lines
+                .iter()
+                .find_map(|l| l.split("metrics: serving ").nth(1))
+                .map(|rest| rest.split_whitespace().next().unwrap_or("").to_owned())
+                .ok_or_else(|| lines.join("\n"))
+        })
+    }
+
+    /// Everything, once the command has exited.
+    fn all(mut self) -> String {
+        if let Some(reader) = self.1.take() {
+            reader.join().unwrap();
+        }
+        self.0.lock().unwrap().join("\n")
+    }
+}
+
+/// `GET` of a `http://127.0.0.1:PORT/metrics` URL: the body.
+fn scrape(url: &str) -> String {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (address, path) = rest.split_once('/').expect("a path");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+}
+
 /// Nearest rank, as CMP-24 defines it.
 fn nearest_rank(values: &[f64], p: f64) -> f64 {
     let mut v = values.to_vec();
@@ -748,11 +801,15 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
         false,
         false,
         &[Script::Parent; 6],
-        &[("OVERBRAINER_PIPELINE__CONCURRENCY", "1")],
+        &[
+            ("OVERBRAINER_PIPELINE__CONCURRENCY", "1"),
+            ("OVERBRAINER_METRICS__LISTEN", "127.0.0.1:0"),
+        ],
     );
     // Three questions judged (two requests each), then the judge holds every request.
     case.judge.hold_after(6);
     let mut child = case.training.spawn(&["compare", "--limit", "6"]);
+    let stderr = Lines::read(&mut child);
     let verdicts = poll(Duration::from_secs(300), "three verdicts", || {
         let found = std::fs::read_dir(case.compares()).ok().and_then(|entries| {
             entries
@@ -764,7 +821,20 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
             other => Err(other),
         }
     });
-    let stderr = interrupt(&mut child);
+    // MET-9: the six answered judge requests count under stage `compare` with the judge's
+    // model, 10 prompt and 5 output tokens each as the stand-in reports; the held one not yet.
+    let url = stderr.metrics_url();
+    let text = scrape(&url);
+    for (direction, tokens) in [("in", 60), ("out", 30)] {
+        let line = format!(
+            "overbrainer_tokens_total{{stage=\"compare\",model=\"judge-model\",direction=\"{direction}\"}} {tokens}\n"
+        );
+        assert!(text.contains(&line), "{line} not in:\n{text}");
+    }
+    assert!(signal(child.id(), "INT"));
+    let status = child.wait().unwrap();
+    let stderr = stderr.all();
+    assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(
         stderr.contains("3 of 6 questions have a verdict"),
         "{stderr}"

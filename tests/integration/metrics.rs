@@ -510,12 +510,13 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     );
     let prometheus = Prometheus::start(&target);
 
-    // While the run goes on: the target is up with no scrape error, and once the run is
-    // followed its series are there.
+    // While the run goes on: the target is up with no scrape error. A scrape that times
+    // out on a loaded machine is the machine's, not the endpoint's: the check waits for a
+    // clean scrape rather than taking the first it sees.
     let p = &prometheus;
     let up = poll_async(
         DEADLINE,
-        "the target up with training series",
+        "the target up with no scrape error",
         move || async move {
             let targets = p.api("/api/v1/targets", &[]).await?;
             let active = targets["activeTargets"]
@@ -528,16 +529,26 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
             if first["health"] != "up" || first["lastError"] != "" {
                 return Err(format!("{first}\n{}", p.log()));
             }
-            let steps = p.query("overbrainer_train_step").await;
-            if steps.is_empty() {
-                return Err("no overbrainer_train_step yet".to_owned());
-            }
-            Ok((first.clone(), steps))
+            Ok(first.clone())
         },
     )
     .await;
-    assert_eq!(up.0["scrapeUrl"], url.as_str(), "{}", up.0);
-    let run_id = up.1[0].0["run_id"].clone();
+    assert_eq!(up["scrapeUrl"], url.as_str(), "{up}");
+    // Once the run is followed its series are scraped; asked over the past hour, so a
+    // run that ends between two polls is still seen.
+    let steps = poll_async(
+        DEADLINE,
+        "a scraped overbrainer_train_step",
+        move || async move {
+            let steps = p.query("last_over_time(overbrainer_train_step[1h])").await;
+            if steps.is_empty() {
+                return Err(format!("no overbrainer_train_step yet\n{}", p.log()));
+            }
+            Ok(steps)
+        },
+    )
+    .await;
+    let run_id = steps[0].0["run_id"].clone();
 
     let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
         .await
