@@ -22,6 +22,15 @@ pub struct Args {
     pub rejudge: Option<String>,
 }
 
+/// `1 question`, `6 questions`.
+fn questions_of(n: usize) -> String {
+    if n == 1 {
+        "1 question".to_owned()
+    } else {
+        format!("{n} questions")
+    }
+}
+
 fn render(event: &CompareEvent) {
     match event {
         CompareEvent::Started {
@@ -31,11 +40,13 @@ fn render(event: &CompareEvent) {
             questions,
         } => match target {
             Some(target) => errln!(
-                "compare: {compare_id} of run {run_id} on target {target}, {questions} questions"
+                "compare: {compare_id} of run {run_id} on target {target}, {}",
+                questions_of(*questions)
             ),
             None => {
                 errln!(
-                    "compare: judging {compare_id} of run {run_id} again, {questions} questions"
+                    "compare: judging {compare_id} of run {run_id} again, {}",
+                    questions_of(*questions)
                 );
             }
         },

@@ -153,7 +153,7 @@ pub fn main() -> ExitCode {
     let code = match run(cli, env) {
         Ok(code) => code,
         Err(error) => {
-            errln!("error: {error:#}");
+            errln!("error: {}", out::chain_of(&error));
             ExitCode::FAILURE
         }
     };

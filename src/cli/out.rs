@@ -81,12 +81,66 @@ macro_rules! errln {
 
 /// An error and its causes on one line.
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+    joined(std::iter::successors(Some(error), |e| e.source()).map(ToString::to_string))
+}
+
+/// [`chain`] of a command's error and its contexts.
+pub(crate) fn chain_of(error: &anyhow::Error) -> String {
+    joined(error.chain().map(ToString::to_string))
+}
+
+/// The messages joined by `: `, each cause once: a cause that a message before it already
+/// quotes (`…: {source}` with `#[source]`) is not repeated.
+fn joined(messages: impl Iterator<Item = String>) -> String {
+    let mut text = String::new();
+    for message in messages {
+        if text.contains(&message) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&message);
     }
     text
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::{chain, chain_of};
+
+    #[derive(Debug, thiserror::Error)]
+    enum Inner {
+        #[error("connection refused")]
+        Refused,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Outer {
+        #[error("the judge failed on question `q1`: {source}")]
+        Quoting {
+            #[source]
+            source: Inner,
+        },
+        #[error("the judge failed on question `q1`")]
+        Wrapping {
+            #[source]
+            source: Inner,
+        },
+    }
+
+    #[test]
+    fn a_cause_is_printed_once_whether_or_not_its_error_quotes_it() {
+        let quoting = Outer::Quoting {
+            source: Inner::Refused,
+        };
+        let wrapping = Outer::Wrapping {
+            source: Inner::Refused,
+        };
+        let expected = "the judge failed on question `q1`: connection refused";
+        assert_eq!(chain(&quoting), expected);
+        assert_eq!(chain(&wrapping), expected);
+        let with_context = anyhow::Error::new(quoting).context("compare `c1`");
+        assert_eq!(chain_of(&with_context), format!("compare `c1`: {expected}"));
+    }
 }
