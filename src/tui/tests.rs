@@ -454,6 +454,25 @@ fn the_eta_follows_the_pace_of_the_steps_seen() {
     assert_eq!(live.eta_seconds(), Some(30), "2 s a step, 15 steps left");
 }
 
+#[test]
+fn a_replayed_follow_draws_each_step_and_evaluation_once() {
+    let mut live = super::views::training::Live::default();
+    for step in 1..=3 {
+        live.apply(&train_line(step, 2.0));
+    }
+    // An attach replays the run's lines from the start, then the new ones come.
+    for step in 1..=4 {
+        live.apply(&train_line(step, 2.0));
+    }
+    assert_eq!(live.learning_rate.len(), 4);
+    assert_eq!(live.grad_norm.len(), 4);
+    assert_eq!(
+        live.loss.iter().map(|(x, _)| *x).collect::<Vec<_>>(),
+        [1.0, 2.0, 3.0, 4.0]
+    );
+    assert_eq!(live.step, 4);
+}
+
 // --- screens ---
 
 #[test]

@@ -52,6 +52,9 @@ impl Live {
     pub fn apply(&mut self, event: &RunEvent) {
         match event {
             RunEvent::Phase(phase) => self.phase = Some(phase.to_string()),
+            // A follow that starts again (an attach, a reconnect) replays the run's lines
+            // from the start: a step already seen is not drawn twice.
+            RunEvent::Train(line) if self.first.is_some() && line.step <= self.step => {}
             RunEvent::Train(line) => {
                 #[allow(clippy::cast_precision_loss, reason = "steps are far below 2^52")]
                 let x = line.step as f64;
@@ -72,9 +75,11 @@ impl Live {
                 self.last_ts = line.ts;
             }
             RunEvent::Eval(line) => {
-                if let Some(loss) = line.eval_loss {
-                    #[allow(clippy::cast_precision_loss, reason = "steps are far below 2^52")]
-                    self.eval.push((line.step as f64, loss.0));
+                #[allow(clippy::cast_precision_loss, reason = "steps are far below 2^52")]
+                let x = line.step as f64;
+                let seen = self.eval.last().is_some_and(|(step, _)| *step >= x);
+                if let Some(loss) = line.eval_loss.filter(|_| !seen) {
+                    self.eval.push((x, loss.0));
                 }
             }
             _ => {}
@@ -99,6 +104,12 @@ impl Live {
                 .round() as u64,
         )
     }
+}
+
+/// The step the TUI saw, once it saw a training line (a follow that has seen none yet,
+/// such as the one a cancel ends, says nothing: the record's step stands).
+fn seen_step(live: Option<&Live>) -> Option<u64> {
+    live.filter(|l| l.first.is_some()).map(|l| l.step)
 }
 
 #[allow(clippy::cast_precision_loss, reason = "steps are far below 2^52")]
@@ -345,7 +356,7 @@ impl TrainingView {
             Span::styled(self.shown_state(run), t.state(run.state)),
             Span::raw(format!("  target {}", run.target)),
         ])];
-        let step = live.map(|l| l.step).or(run.last_step);
+        let step = seen_step(live).or(run.last_step);
         let max = live.and_then(|l| l.max_steps).or(run.max_steps);
         let mut progress = format!(
             "step {}/{}",
@@ -428,7 +439,7 @@ impl TrainingView {
         Paragraph::new(lines)
             .wrap(ratatui::widgets::Wrap { trim: false })
             .render(rows[0], buf);
-        let step = live.map(|l| l.step).or(run.last_step).unwrap_or(0);
+        let step = seen_step(live).or(run.last_step).unwrap_or(0);
         let max = live.and_then(|l| l.max_steps).or(run.max_steps);
         let ratio = max
             .filter(|m| *m > 0)
