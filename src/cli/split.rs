@@ -23,7 +23,7 @@ pub struct Args {
 /// names no topic of the project.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let topic = args.topic.as_deref();
-    let report = stages::run_stage(ctx, topic, async |context| {
+    let report = stages::run_stage(ctx, (topic, false), async |context| {
         crate::pipeline::split::run(context, topic)
     })
     .await?;
