@@ -67,16 +67,24 @@ pub enum LedgerLine {
 }
 
 impl PodLine {
-    /// The line of pod `pod` of run `run` at `rate_usd_per_hour` after `seconds` of life.
+    /// The line of pod `pod` of run `run` at `rate_usd_per_hour` after `seconds` of life,
+    /// an hour lasting `hour` seconds (3600; less on the test-only time scale); `last`
+    /// once the pod is deleted.
     #[must_use]
-    pub fn new(run: &str, pod: &str, rate_usd_per_hour: f64, seconds: f64, last: bool) -> Self {
+    pub fn new(
+        (run, pod): (&str, &str),
+        rate_usd_per_hour: f64,
+        seconds: f64,
+        hour: f64,
+        last: bool,
+    ) -> Self {
         Self {
             at: jiff::Timestamp::now(),
             run: run.to_owned(),
             pod: pod.to_owned(),
             rate_usd_per_hour,
             seconds,
-            cost_usd: rate_usd_per_hour * seconds / 3600.0,
+            cost_usd: rate_usd_per_hour * seconds / hour.max(f64::MIN_POSITIVE),
             r#final: last,
         }
     }
@@ -141,7 +149,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = path(dir.path());
         let mut ledger = Ledger::open(&path).unwrap();
-        let pod = LedgerLine::Pod(PodLine::new("r1", "pod-1", 1.8, 60.0, true));
+        let pod = LedgerLine::Pod(PodLine::new(("r1", "pod-1"), 1.8, 60.0, 3600.0, true));
         for line in [request(Some(0.5)), request(None), pod.clone()] {
             ledger.append(&line).unwrap();
         }

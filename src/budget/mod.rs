@@ -6,12 +6,14 @@
 //!   the cap, for `overbrainer budget`.
 //! - `cap`: the hard cap's arithmetic ([`Gate`]), pure.
 //! - `estimate`: a request's worst case and a stage's estimate, pure.
+//! - `pod`: a training pod's cost cap under the budget and a start's estimate, pure.
 //! - `meter`: a command's gate over the ledger, shared by its requests ([`Meter`]).
 
 pub mod cap;
 pub mod estimate;
 pub mod ledger;
 mod meter;
+pub mod pod;
 mod report;
 pub mod summary;
 

@@ -110,9 +110,9 @@ mod tests {
             request("answers", "a", Some(0.5)),
             request("answers", "a", None),
             request("questions", "g", Some(0.25)),
-            LedgerLine::Pod(PodLine::new("r1", "pod-1", 3600.0, 1.0, false)),
-            LedgerLine::Pod(PodLine::new("r1", "pod-1", 3600.0, 3.0, true)),
-            LedgerLine::Pod(PodLine::new("r1", "pod-2", 3600.0, 0.5, true)),
+            LedgerLine::Pod(PodLine::new(("r1", "pod-1"), 3600.0, 1.0, 3600.0, false)),
+            LedgerLine::Pod(PodLine::new(("r1", "pod-1"), 3600.0, 3.0, 3600.0, true)),
+            LedgerLine::Pod(PodLine::new(("r1", "pod-2"), 3600.0, 0.5, 3600.0, true)),
         ];
         let summary = summary(&lines);
         assert!((summary.total.usd - (0.75 + 3.5)).abs() < 1e-9);

@@ -55,6 +55,8 @@ pub struct Judge {
     pub prompt: Prompt,
     /// At most this many requests at once.
     pub concurrency: usize,
+    /// The budget of its requests (issue 20).
+    pub budget: super::budget::JudgeBudget,
 }
 
 /// Why judging stopped before every question had its verdict.
@@ -78,6 +80,12 @@ pub enum JudgeError {
     /// Ctrl-C.
     #[error("judging interrupted")]
     Cancelled,
+    /// The budget's hard cap: the next request could pass it (issue 20).
+    #[error(
+        "stopped at the budget: ${:.4} spent, and the next judge request could cost up to ${:.4} with ${:.4} in flight, past the cap of ${:.4} (`budget.max_usd`); raise the cap",
+        .0.spent, .0.next, .0.in_flight, .0.max_usd
+    )]
+    CapReached(crate::budget::CapReached),
 }
 
 /// The answers as A and B for `order`.
@@ -106,10 +114,15 @@ impl Judge {
         let request = ChatRequest { system: None, user };
         let mut why = String::new();
         for attempt in 1..=2 {
+            let reserved = self
+                .budget
+                .admit(&request.user)
+                .map_err(JudgeError::CapReached)?;
             let attempted = self
                 .client
                 .chat(&self.role, &request, |_| Ok(()), &|_, _| {})
                 .await;
+            self.budget.settle(reserved, attempted.usage);
             let (completion, ()) = attempted.result.map_err(|source| JudgeError::Provider {
                 id: question.id.clone(),
                 source,

@@ -175,6 +175,26 @@ async fn a_cap_reached_mid_answers_keeps_the_answers_and_a_raised_cap_completes_
     let (usd, count) = ledger_usd(&project);
     assert_eq!(count, IDS.len());
     assert!((usd - bill.usd()).abs() < 1e-9);
+    // `history` counts the same requests at the same prices.
+    let history: f64 = lines(&project, ".overbrainer/history.jsonl")
+        .iter()
+        .filter_map(|line| line["cost_usd"].as_f64())
+        .sum();
+    assert!(
+        (history - usd).abs() < 1e-9,
+        "history {history}, ledger {usd}"
+    );
+    let output = overbrainer(&project, &server, &["budget"]).await;
+    let text = stdout(&output);
+    assert!(text.contains("stage answers: $0.5000 over 10"), "{text}");
+    assert!(
+        text.contains("model other/parent-model: $0.5000 over 10"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cap: $10.0000 (`budget.max_usd`), $9.5000 remaining"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -250,7 +270,8 @@ async fn an_unpriced_parent_under_a_cap_is_refused_unless_allow_unpriced() {
 #[tokio::test(flavor = "multi_thread")]
 async fn regression_a_torn_last_ledger_line_is_skipped_with_a_warning_and_the_rest_counts() {
     let (server, bill) = stand_in(true).await;
-    let project = project(&config("max_usd = 10.0"));
+    // The ledger's 0.25 is past the warning share already: one warning, at the start.
+    let project = project(&config("max_usd = 10.0\nwarn_at = 0.02"));
     write_questions(&project, &IDS[..1]);
     let kept = json!({"kind": "request", "at": "2026-01-01T00:00:00Z", "stage": "answers",
         "provider": "other", "model": "parent-model", "input_tokens": 1, "output_tokens": 1,
@@ -264,6 +285,13 @@ async fn regression_a_torn_last_ledger_line_is_skipped_with_a_warning_and_the_re
     assert!(output.status.success(), "{text}");
     assert!(text.contains("skipped line 2 of"), "{text}");
     assert!(text.contains("ledger.jsonl"), "{text}");
+    assert_eq!(
+        text.matches("$0.2500 spent of the cap of $10.0000 (`budget.max_usd`)")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("the budget is at ").count(), 1, "{text}");
     assert_eq!(bill.requests(), 1);
     // The torn line stays skipped; the new line starts a line of its own.
     let output = overbrainer(&project, &server, &["budget", "--json"]).await;
