@@ -305,3 +305,82 @@ async fn regression_a_torn_last_ledger_line_is_skipped_with_a_warning_and_the_re
     assert_eq!(summary["by_stage"]["answers"]["events"], 2);
     assert_eq!(summary["by_model"]["other/parent-model"]["events"], 2);
 }
+
+// Issue 20: a ledger line is synced before the answer it paid for is saved, so a
+// `SIGKILL` in the middle of `answers` leaves every saved answer with its ledger line,
+// and no line the stand-in did not bill.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_answers_keeps_a_ledger_line_for_every_saved_answer() {
+    let server = MockServer::start().await;
+    let bill = Bill::default();
+    Mock::given(method("GET"))
+        .and(path("/models"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"data": [{"id": "parent-model",
+            "pricing": {"prompt": PRICE_IN.to_string(), "completion": PRICE_OUT.to_string()}}]})),
+        )
+        .mount(&server)
+        .await;
+    let counter = bill.clone();
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(move |request: &Request| {
+            let question = user_text(request);
+            *counter
+                .0
+                .lock()
+                .unwrap()
+                .entry(question.clone())
+                .or_default() += 1;
+            openai_reply(&json!({"content": format!("Answer to {question}")}), "stop")
+                .set_delay(std::time::Duration::from_millis(150))
+        })
+        .mount(&server)
+        .await;
+    let project = project(&config("max_usd = 100.0").replace("concurrency = 4", "concurrency = 2"));
+    let ids: Vec<String> = (0..40).map(|n| format!("k{n}")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    write_questions(&project, &ids);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_overbrainer"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", project.home())
+        .arg("-C")
+        .arg(project.path())
+        .arg("answers")
+        .env("OVERBRAINER_PROVIDERS__STAND__BASE_URL", server.uri())
+        .env("OVERBRAINER_PROVIDERS__OTHER__BASE_URL", server.uri())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    crate::util::poll_async(
+        std::time::Duration::from_secs(60),
+        "three answers",
+        || async {
+            let saved = lines(&project, "data/answers.jsonl").len();
+            if saved >= 3 { Ok(()) } else { Err(saved) }
+        },
+    )
+    .await;
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    let saved = lines(&project, "data/answers.jsonl").len();
+    let ledger = project.read(".overbrainer/ledger.jsonl");
+    let recorded = ledger
+        .lines()
+        .filter(|l| serde_json::from_str::<Value>(l).is_ok())
+        .count();
+    assert!(saved < ids.len(), "the kill came after the end");
+    assert!(
+        saved <= recorded,
+        "{saved} answers saved, {recorded} ledger lines"
+    );
+    assert!(
+        recorded as u32 <= bill.requests(),
+        "{recorded} lines, {} billed",
+        bill.requests()
+    );
+}

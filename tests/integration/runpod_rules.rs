@@ -328,10 +328,23 @@ async fn runpod_a_pod_gets_what_remains_of_the_budget_as_its_cost_cap_and_its_li
     let all = text(&output);
     let id = project.training.run_ids().remove(0);
     let record = project.training.record(&id);
-    assert_eq!(record["state"], "stopped", "{record}\n{all}");
-    assert_eq!(record["snapshot"]["reason"], "cost", "{record}");
+    // The cost snapshot is requested 15 rule minutes before the cap; whether the job saved
+    // it in time is POD-41's (the `max_cost_usd` test above): on a loaded machine
+    // Axolotl may not have started, and the pod is deleted at the cap all the same.
+    match record["state"].as_str() {
+        Some("stopped") => assert_eq!(record["snapshot"]["reason"], "cost", "{record}"),
+        Some("failed") => assert!(
+            record["message"]
+                .as_str()
+                .unwrap()
+                .contains("or what remained of `budget.max_usd`) was reached"),
+            "{record}"
+        ),
+        _ => panic!("{record}\n{all}"),
+    }
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
+    assert!(pod["cost_snapshot_at"].is_string(), "{pod}");
     // 0.5 at USD 0.74 an hour: 40.5 rule minutes from the creation, as with
     // `max_cost_usd = 0.5`.
     let (created, cap_at) = (time_of(&pod, "created_at"), time_of(&pod, "cost_cap_at"));
