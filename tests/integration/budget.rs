@@ -379,7 +379,7 @@ async fn a_killed_answers_keeps_a_ledger_line_for_every_saved_answer() {
         "{saved} answers saved, {recorded} ledger lines"
     );
     assert!(
-        recorded as u32 <= bill.requests(),
+        u32::try_from(recorded).unwrap() <= bill.requests(),
         "{recorded} lines, {} billed",
         bill.requests()
     );
