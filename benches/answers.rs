@@ -106,6 +106,7 @@ async fn bench() {
         cancel: CancellationToken::new(),
         backoff_base: Duration::from_secs(1),
         redactor: overbrainer::llm::Redactor::new(),
+        over_budget: false,
     };
     let start = Instant::now();
     let report = answers::run(&context, None, false).await;

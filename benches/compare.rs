@@ -129,7 +129,19 @@ async fn bench() {
         },
         prompt: Prompt::load(dir.path(), Template::Judge).expect("prompt"),
         concurrency: CONCURRENCY,
-        price: None,
+        // No cap: the judge's requests are only written to the ledger.
+        budget: overbrainer::compare::budget::JudgeBudget {
+            meter: overbrainer::budget::Meter::open(
+                dir.path(),
+                &overbrainer::config::Budget::default(),
+            )
+            .expect("meter")
+            .0,
+            provider: "stand".into(),
+            model: "judge".into(),
+            price: None,
+            max_output: 100,
+        },
         // The flow's events go nowhere here: the bench times the judging alone.
         events: tokio::sync::mpsc::unbounded_channel().0,
     };

@@ -13,7 +13,8 @@
 //!   job's script and fixed environment, metrics plugin, metric lines, phases), [`system`]
 //!   (the machine probe script and its parser), [`dataset`] (records, IDs, JSONL, the
 //!   split), [`dedup`], [`llm`] (openai and anthropic
-//!   protocols), [`pricing`], [`history`].
+//!   protocols), [`pricing`], [`history`], [`budget`] (the ledger of every priced event and
+//!   the one cap over tokens and GPU hours).
 //! - execution: [`exec`] (jobs, files and probes on a local or SSH target; it runs the
 //!   script and environment it is given, in a venv or a container, and knows no tool).
 //! - ground:
@@ -35,6 +36,7 @@
 // pipe or a full disk, and no other layer prints.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod budget;
 pub mod chart;
 pub mod check;
 pub mod cli;

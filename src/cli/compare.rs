@@ -20,6 +20,10 @@ pub struct Args {
     /// Judge an earlier compare again without asking the child again.
     #[arg(long, value_name = "COMPARE_ID", conflicts_with = "limit")]
     pub rejudge: Option<String>,
+    /// Judge even when the estimate with the spend passes `budget.max_usd` (the cap
+    /// still stops the judging when it is reached).
+    #[arg(long)]
+    pub over_budget: bool,
 }
 
 /// `1 question`, `6 questions`.
@@ -101,7 +105,8 @@ fn render(event: &CompareEvent) {
 /// For a bad option, a held lock, a run without a GGUF, a failed child job, a judge that
 /// cannot be reached, or an interrupt.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
-    let (session, _stage_events) = super::stages::open(ctx)?;
+    let (mut session, _stage_events) = super::stages::open(ctx)?;
+    session.context.over_budget = args.over_budget;
     let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let request = Request {
         run_id: args.run_id.clone(),

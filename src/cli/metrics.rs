@@ -31,6 +31,7 @@ pub(crate) fn serves(command: &super::Command) -> bool {
         Command::Init(_)
         | Command::Config(_)
         | Command::History(_)
+        | Command::Budget(_)
         | Command::Runs(_)
         | Command::Pod(_) => false,
     }

@@ -12,6 +12,7 @@
 mod out;
 
 pub mod answers;
+pub mod budget;
 pub mod compare;
 pub mod complete;
 pub mod config_check;
@@ -83,6 +84,8 @@ pub enum Command {
     Run(run::Args),
     /// Show stage totals, or every stage execution with `--all`.
     History(history::Args),
+    /// Show the spend of the ledger by stage, run and model against `budget.max_usd`.
+    Budget(budget::Args),
     /// Fine-tune the child with Axolotl on a target, follow the run and retrieve it; or
     /// `attach`, `stop`, `cancel`, `merge` an existing run.
     Train(train::Args),
@@ -212,6 +215,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         // Boxed: the whole pipeline and a training run make one large future.
         Command::Run(args) => Box::pin(run::run(ctx, &args)).await,
         Command::History(args) => history::run(ctx, &args),
+        Command::Budget(args) => budget::run(ctx, &args),
         Command::Train(args) => train::run(ctx, args).await,
         Command::Runs(command) => runs::run(ctx, &command),
         Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,

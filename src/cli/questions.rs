@@ -1,4 +1,4 @@
-//! `overbrainer questions [--topic NAME] [--force]`: the `questions` stage (PIPE-20..23),
+//! `overbrainer questions [--topic NAME] [--force] [--over-budget]`: the `questions` stage (PIPE-20..23),
 //! first completing the subtopics of short topics (PIPE-4, with its own summary line).
 
 use std::process::ExitCode;
@@ -17,7 +17,7 @@ pub type Args = StageArgs;
 /// names no topic of the project.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let topic = args.topic.as_deref();
-    let reports = stages::run_stage(ctx, topic, async |context| {
+    let reports = stages::run_stage(ctx, (topic, args.over_budget), async |context| {
         crate::pipeline::questions::run(context, topic, args.force).await
     })
     .await?;

@@ -12,9 +12,14 @@ use super::Context;
 use super::follow;
 use crate::pipeline::sequence::{self, Ended};
 
-/// Arguments of `run` (none: it always covers every topic, PIPE-5).
+/// Arguments of `run` (no topic: it always covers every topic, PIPE-5).
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Start each stage even when its estimate with the spend passes `budget.max_usd`
+    /// (the cap still stops it when it is reached).
+    #[arg(long)]
+    pub over_budget: bool,
+}
 
 /// Runs the sequence, rendering its events.
 ///
@@ -22,8 +27,9 @@ pub struct Args {}
 ///
 /// When there is no project, the lock is held, a reloaded configuration is invalid or the
 /// training run cannot start.
-pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
+pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let (mut session, mut stage_events) = super::stages::open(ctx)?;
+    session.context.over_budget = args.over_budget;
     let (out, mut flow_events) = unbounded_channel();
     let (run_events, mut run_receiver) = follow::channel();
     let flow = Box::pin(sequence::run(&mut session, &mut stage_events, &out));

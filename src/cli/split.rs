@@ -24,7 +24,7 @@ pub struct Args {
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let topic = args.topic.as_deref();
     super::metrics::split_started();
-    let report = stages::run_stage(ctx, topic, async |context| {
+    let report = stages::run_stage(ctx, (topic, false), async |context| {
         crate::pipeline::split::run(context, topic)
     })
     .await?;

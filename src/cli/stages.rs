@@ -45,17 +45,23 @@ pub struct StageArgs {
     /// Discard this stage's output for the selected topics and generate it again.
     #[arg(long)]
     pub force: bool,
+    /// Start even when the estimate with the spend passes `budget.max_usd` (the cap
+    /// still stops the stage when it is reached).
+    #[arg(long)]
+    pub over_budget: bool,
 }
 
 /// What every stage command does around its stage: opens the session ([`open`]), refuses a
 /// `topic` that names no topic of the project before anything starts (PIPE-2: no history,
-/// no summary), then runs `stage` on the session's context while rendering its events.
+/// no summary), then runs `stage` on the session's context while rendering its events;
+/// `over_budget` is `--over-budget`.
 pub(crate) async fn run_stage<T>(
     ctx: &super::Context,
-    topic: Option<&str>,
+    (topic, over_budget): (Option<&str>, bool),
     stage: impl AsyncFnOnce(&crate::pipeline::Context) -> T,
 ) -> anyhow::Result<T> {
-    let (session, mut events) = open(ctx)?;
+    let (mut session, mut events) = open(ctx)?;
+    session.context.over_budget = over_budget;
     session.context.check_topic(topic)?;
     Ok(drive(&mut events, stage(&session.context)).await)
 }

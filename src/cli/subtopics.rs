@@ -1,4 +1,4 @@
-//! `overbrainer subtopics [--topic NAME] [--force]`: the `subtopics` stage of the dataset pipeline
+//! `overbrainer subtopics [--topic NAME] [--force] [--over-budget]`: the `subtopics` stage of the dataset pipeline
 //! (spec/pipeline.md). Takes the project lock; progress on stderr, one summary line on
 //! stdout, non-zero exit when an item failed or the stage stopped.
 
@@ -18,7 +18,7 @@ pub type Args = StageArgs;
 /// names no topic of the project.
 pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let topic = args.topic.as_deref();
-    let report = stages::run_stage(ctx, topic, async |context| {
+    let report = stages::run_stage(ctx, (topic, args.over_budget), async |context| {
         crate::pipeline::subtopics::run(context, topic, args.force).await
     })
     .await?;

@@ -22,6 +22,10 @@ pub struct Args {
     /// Keep the Runpod pod after the run (Runpod targets only).
     #[arg(long)]
     pub keep_pod: bool,
+    /// Start a Runpod run even when the most its pod may cost passes `budget.max_usd`
+    /// (the pod's cost cap is still what remains of the budget).
+    #[arg(long)]
+    pub over_budget: bool,
     /// Act on an existing run.
     #[command(subcommand)]
     pub command: Option<TrainCommand>,
@@ -64,6 +68,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         target: args.target,
         resume_from: args.resume_from,
         keep_pod: args.keep_pod,
+        over_budget: args.over_budget,
     };
     let (events, mut receiver) = follow::channel();
     let outcome = follow::drive(

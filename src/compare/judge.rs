@@ -55,8 +55,8 @@ pub struct Judge {
     pub prompt: Prompt,
     /// At most this many requests at once.
     pub concurrency: usize,
-    /// The judge model's price (`None` when unknown: its tokens count, no cost).
-    pub price: Option<crate::pricing::Price>,
+    /// The budget of its requests (issue 20).
+    pub budget: super::budget::JudgeBudget,
     /// Where each request's tokens go (MET-9: stage `compare`, the judge's model).
     pub events: super::Events,
 }
@@ -82,6 +82,12 @@ pub enum JudgeError {
     /// Ctrl-C.
     #[error("judging interrupted")]
     Cancelled,
+    /// The budget's hard cap: the next request could pass it (issue 20).
+    #[error(
+        "stopped at the budget: ${:.4} spent, and the next judge request could cost up to ${:.4} with ${:.4} in flight, past the cap of ${:.4} (`budget.max_usd`); raise the cap",
+        .0.spent, .0.next, .0.in_flight, .0.max_usd
+    )]
+    CapReached(crate::budget::CapReached),
 }
 
 /// The answers as A and B for `order`.
@@ -101,7 +107,7 @@ impl Judge {
                 model: self.role.model.clone(),
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
-                cost_usd: self.price.map(|price| price.cost(usage)),
+                cost_usd: self.budget.price.map(|price| price.cost(usage)),
             },
         );
     }
@@ -123,10 +129,15 @@ impl Judge {
         let request = ChatRequest { system: None, user };
         let mut why = String::new();
         for attempt in 1..=2 {
+            let reserved = self
+                .budget
+                .admit(&request.user)
+                .map_err(JudgeError::CapReached)?;
             let attempted = self
                 .client
                 .chat(&self.role, &request, |_| Ok(()), &|_, _| {})
                 .await;
+            self.budget.settle(reserved, attempted.usage);
             self.spent(attempted.usage);
             let (completion, ()) = attempted.result.map_err(|source| JudgeError::Provider {
                 id: question.id.clone(),

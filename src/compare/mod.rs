@@ -18,6 +18,7 @@
 //! A flow: it sends [`CompareEvent`]s and never prints; the run's `run.json` is never
 //! written.
 
+pub mod budget;
 pub mod charts;
 pub mod child;
 pub mod gate;
@@ -264,8 +265,10 @@ pub async fn compare(
         return judge_and_report(project, settings, context, &dir, setup, events, cancel).await;
     }
     let (record, gguf) = child::pick(project, request.run_id.as_deref())?;
-    // The judge must be usable before the child is asked: a missing role or key fails now.
-    context.role_client("judge", judge_role(settings).0).await?;
+    // The judge must be usable before the child is asked: a missing role or key fails now,
+    // and so does a judge without a price under the budget's cap (issue 20).
+    let judge = context.role_client("judge", judge_role(settings).0).await?;
+    judge_budget(context, &judge).await?;
     let (dir, setup) = child::run(
         project, settings, env, &record, gguf, request, events, cancel,
     )
@@ -303,6 +306,33 @@ fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, Com
         return Err(CompareError::Bad(bad.to_string()));
     }
     Ok(lines)
+}
+
+/// The budget of the judge's requests over the ledger (issue 20); a judge without a price
+/// under a cap is refused unless `budget.allow_unpriced`.
+async fn judge_budget(
+    context: &Context,
+    client: &crate::pipeline::stage::RoleClient,
+) -> Result<budget::JudgeBudget, CompareError> {
+    let (meter, skipped) = crate::budget::Meter::open(&context.root, &context.settings.budget)
+        .map_err(|e| CompareError::Bad(e.to_string()))?;
+    for line in skipped {
+        tracing::warn!("{line}");
+    }
+    let price = client.price(&context.prices).await;
+    if price.is_none() && meter.cap().is_some() && !meter.allow_unpriced() {
+        return Err(CompareError::Bad(format!(
+            "`compare` cannot judge: `{}` lists no price for `{}`, so its cost cannot be held to `budget.max_usd`; set `budget.allow_unpriced = true` to judge anyway (its cost then counts as unknown)",
+            client.provider, client.role.model
+        )));
+    }
+    Ok(budget::JudgeBudget {
+        meter,
+        provider: client.provider.clone(),
+        model: client.role.model.clone(),
+        price,
+        max_output: u64::from(client.role.max_tokens),
+    })
 }
 
 /// The judge role: `roles.judge`, else the parent (CMP-1); whether it is the parent.
@@ -354,12 +384,18 @@ async fn judge_and_report(
             total,
         },
     );
+    let budget = judge_budget(context, &client).await?;
+    let pending = budget::pending_prompts(&setup, &answers, &done, &prompt)
+        .map_err(|e| CompareError::Bad(e.to_string()))?;
+    budget
+        .check_estimate(&pending, context.over_budget)
+        .map_err(CompareError::Bad)?;
     let judge = judge::Judge {
         client: client.client.clone(),
         role: client.role.clone(),
         prompt,
         concurrency: settings.pipeline.concurrency.max(1) as usize,
-        price: client.price(&context.prices).await,
+        budget,
         events: events.clone(),
     };
     let setup = Arc::new(setup);

@@ -6,7 +6,7 @@
 //! - one file per section, its types, defaults and rules side by side: `project`
 //!   (`[project]`, `[[topics]]`), `providers`, `roles`, `pipeline`, `training`, `targets`,
 //!   `runpod` (a Runpod target's keys and the account), `ssh_client`, `export`, `hub`, `compare`,
-//!   `metrics`; `rules`: what their rules share.
+//!   `metrics`, `budget`; `rules`: what their rules share.
 //! - `provenance`: where each value came from ([`Source`], [`Provenance`]).
 //! - `layers`: the file, `.env` and variables as one tree.
 //! - `load`: [`load`] turns the tree into [`Settings`], listing every problem at once,
@@ -19,6 +19,7 @@
 //! The environment itself is read once into [`EnvSnapshot`] (`crate::env`, below this
 //! module and `secrets`).
 
+mod budget;
 mod compare;
 mod describe;
 mod error;
@@ -43,6 +44,7 @@ mod training;
 mod typer;
 
 pub use crate::env::EnvSnapshot;
+pub use budget::Budget;
 pub use compare::Compare;
 pub use error::{ConfigError, Problem};
 pub use export::{Export, QUANTIZE_TYPES};

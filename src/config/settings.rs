@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::budget::{self, Budget};
 use super::compare::{self, Compare};
 use super::error::Problem;
 use super::export::{self, Export};
@@ -27,7 +28,7 @@ use crate::secrets::SecretRef;
 /// The top-level keys of [`Settings`], in the order `config check` prints them: the
 /// sections of `overbrainer.toml` and the env-only keys (ENV-5). A key not listed here
 /// is unknown, in the file and as a variable.
-pub const SECTIONS: [&str; 15] = [
+pub const SECTIONS: [&str; 16] = [
     "project",
     "topics",
     "providers",
@@ -39,6 +40,7 @@ pub const SECTIONS: [&str; 15] = [
     "hub",
     "compare",
     "metrics",
+    "budget",
     "runpod",
     "hf_token",
     "ssh_client",
@@ -82,6 +84,9 @@ pub struct Settings {
     /// `[metrics]`.
     #[serde(default)]
     pub metrics: Metrics,
+    /// `[budget]`.
+    #[serde(default)]
+    pub budget: Budget,
     /// Env-only Runpod account settings (`OVERBRAINER_RUNPOD__*`).
     #[serde(default)]
     pub runpod: RunpodAccount,
@@ -127,6 +132,7 @@ pub(super) fn validate(settings: &Settings, declared: &Declared, problems: &mut 
     runpod::check_account(&mut check, &settings.runpod);
     compare::check(&mut check, &settings.compare);
     metrics::check(&mut check, &settings.metrics);
+    budget::check(&mut check, &settings.budget);
     if let Some(filter) = &settings.log {
         if tracing_subscriber::EnvFilter::try_new(filter).is_err() {
             check.fail("log", "invalid value: expected a log filter such as `debug` or `overbrainer=trace,reqwest=info`");

@@ -147,6 +147,7 @@ impl Typer<'_> {
         settings.hub = self.section("hub");
         settings.compare = self.section("compare");
         settings.metrics = self.section("metrics");
+        settings.budget = self.section("budget");
         settings.runpod = self.section("runpod");
         settings.hf_token = self.section("hf_token");
         settings.ssh_client = self.section("ssh_client");

@@ -12,8 +12,10 @@ use tokio::task::JoinSet;
 
 use super::progress::{Event, Tracker};
 use super::runner::{Output, read, run_stage, selected};
+use super::spending::Spender;
 use super::stage::{Context, RoleClient, Stage, StageError, StageReport};
 use super::templates::{Prompt, Template};
+use crate::budget::estimate::input_bound;
 use crate::config::Role;
 use crate::dataset::jsonl::JsonlWriter;
 use crate::dataset::{AnswerMeta, AnswerRecord, Exclusion, Message, QuestionRecord};
@@ -102,7 +104,8 @@ pub fn record(
     }
 }
 
-type Reply = (QuestionRecord, Attempted<(Completion, ())>);
+/// A question, its reply and what its request reserved of the budget.
+type Reply = (QuestionRecord, Attempted<(Completion, ())>, f64);
 
 /// The stage proper; with `force` the selected topics' answers on disk are old output
 /// that [`replacing`] drops once it ends well, and count as absent.
@@ -172,7 +175,8 @@ async fn generate(
     if todo.is_empty() {
         return Ok(());
     }
-    execute(ctx, tracker, &parent, todo, &systems).await
+    // Boxed: the budget's checks make the request loop a large future.
+    Box::pin(execute(ctx, tracker, &parent, todo, &systems)).await
 }
 
 /// Sends the questions, at most `pipeline.concurrency` at once, and appends each reply as
@@ -184,14 +188,26 @@ async fn execute(
     todo: Vec<QuestionRecord>,
     systems: &HashMap<String, Arc<str>>,
 ) -> Result<(), StageError> {
-    let price = parent.price(&ctx.prices).await;
+    let meter = super::spending::meter(ctx)?;
+    // A reply is never rejected and asked again, so each request is paid for once.
+    let spender = Spender::open(ctx, &meter, Stage::Answers, parent, 1).await?;
+    let bounds: Vec<f64> = todo
+        .iter()
+        .filter_map(|question| {
+            let system = systems.get(&question.topic).map_or("", |s| &**s);
+            spender.worst_case(input_bound(&[system, &question.question]), None)
+        })
+        .collect();
+    #[allow(clippy::cast_precision_loss)]
+    let bound = bounds.iter().sum::<f64>() / bounds.len().max(1) as f64;
+    spender.check_estimate(ctx, todo.len() as u64, bound)?;
     let mut writer = JsonlWriter::open(&ctx.data().answers())?;
     let include_system = ctx.settings.pipeline.include_system_prompt;
     let permits = Arc::new(Semaphore::new(
         ctx.settings.pipeline.concurrency.max(1) as usize
     ));
     let stop = ctx.cancel.child_token();
-    let mut tasks = spawn(tracker, parent, todo, systems, &stop, &permits);
+    let mut tasks = spawn(tracker, (parent, &spender), todo, systems, &stop, &permits);
     let mut fatal = None;
     while let Some(first) = tasks.join_next().await {
         let mut batch = vec![first];
@@ -201,10 +217,10 @@ async fn execute(
         let mut records = Vec::new();
         let mut failed = 0;
         for joined in batch {
-            let Ok(Some((question, reply))) = joined else {
+            let Ok(Some((question, reply, reserved))) = joined else {
                 continue;
             };
-            tracker.spend(&parent.role.model, reply.usage, price);
+            spender.settle(tracker, reserved, reply.usage);
             match reply.result {
                 Ok((completion, ())) => {
                     let system = systems.get(&question.topic).filter(|_| include_system);
@@ -250,15 +266,16 @@ async fn execute(
     }
     match fatal {
         Some(error) => Err(StageError::stopped(Stage::Answers, error)),
-        None => Ok(()),
+        None => spender.outcome(),
     }
 }
 
-/// Spawns one task per question; each waits for a permit, sends its request and hands back
-/// the reply, or nothing once `stop` is cancelled (PIPE-16).
+/// Spawns one task per question; each waits for a permit, is admitted by the budget, sends
+/// its request and hands back the reply, or nothing once `stop` is cancelled (PIPE-16) or
+/// the budget refused it.
 fn spawn(
     tracker: &Arc<Tracker>,
-    parent: &RoleClient,
+    (parent, spender): (&RoleClient, &Arc<Spender>),
     todo: Vec<QuestionRecord>,
     systems: &HashMap<String, Arc<str>>,
     stop: &tokio_util::sync::CancellationToken,
@@ -268,6 +285,7 @@ fn spawn(
     for question in todo {
         let (permits, stop, tracker) = (permits.clone(), stop.clone(), tracker.clone());
         let (client, role) = (parent.client.clone(), parent.role.clone());
+        let spender = spender.clone();
         let system = systems.get(&question.topic).cloned();
         tasks.spawn(async move {
             let work = async {
@@ -275,6 +293,9 @@ fn spawn(
                 if stop.is_cancelled() {
                     return None;
                 }
+                let reserved = spender
+                    .admit(&[system.as_deref().unwrap_or(""), &question.question])
+                    .ok()?;
                 let guard = tracker.request(&format!("question `{}`", question.id));
                 let request = ChatRequest {
                     system: system.map(|s| s.to_string()),
@@ -294,7 +315,7 @@ fn spawn(
                     // Before the permit is released, so no other request starts.
                     stop.cancel();
                 }
-                Some((question, reply))
+                Some((question, reply, reserved))
             };
             tokio::select! {
                 () = stop.cancelled() => None,

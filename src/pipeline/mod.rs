@@ -8,6 +8,7 @@ pub mod parse;
 pub mod progress;
 pub mod pump;
 pub(crate) mod runner;
+pub(crate) mod spending;
 pub mod stage;
 pub mod templates;
 

@@ -14,13 +14,13 @@ use tokio::task::JoinSet;
 use super::parse::first_string_array;
 use super::progress::Tracker;
 use super::runner::{Outcome, Output, collect, read, run_stage, selected, start_generating};
+use super::spending::Spender;
 use super::stage::{Context, RoleClient, Stage, StageError, StageReport};
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::JsonlWriter;
 use crate::dataset::{QuestionRecord, RejectedKind, RejectedRecord, SubtopicRecord, question_id};
 use crate::dedup::{Deduplicator, EmbeddingIndex};
 use crate::llm::ChatRequest;
-use crate::pricing::Price;
 
 /// Most inputs in one embeddings request (DDP-4).
 pub const EMBEDDING_CHUNK: usize = 64;
@@ -102,8 +102,8 @@ struct TopicState {
 
 struct Shared {
     generator: RoleClient,
-    generator_price: Option<Price>,
-    embedder: Option<(RoleClient, Option<Price>)>,
+    generator_spend: Arc<Spender>,
+    embedder: Option<(RoleClient, Arc<Spender>)>,
     prompt: Prompt,
     writer: Mutex<JsonlWriter>,
     tracker: Arc<Tracker>,
@@ -137,7 +137,8 @@ async fn generate(
     else {
         return Ok(());
     };
-    execute(ctx, tracker, generator, work).await
+    // Boxed: the budget's checks make the request loop a large future.
+    Box::pin(execute(ctx, tracker, generator, work)).await
 }
 
 /// The subtopics to fill, each with its topic's shared deduplicator; counts the full ones
@@ -233,14 +234,20 @@ async fn execute(
 ) -> Result<(), StageError> {
     let files = ctx.data();
     let pipeline = &ctx.settings.pipeline;
+    let meter = super::spending::meter(ctx)?;
     let embedder = match ctx.settings.roles.embedder.as_ref() {
         Some(role) => {
             let client = ctx.role_client("embedder", Some(role)).await?;
-            let price = client.price(&ctx.prices).await;
-            Some((client, price))
+            // Only a decoded reply counts its tokens: one paid attempt per request.
+            let spend = Spender::open(ctx, &meter, Stage::Questions, &client, 1).await?;
+            Some((client, spend))
         }
         None => None,
     };
+    // A reply without a JSON array is paid for and asked again, up to the retries.
+    let attempts = pipeline.max_retries + 1;
+    let generator_spend =
+        Spender::open(ctx, &meter, Stage::Questions, &generator, attempts).await?;
     let prompt = Prompt::load(&ctx.prompts(), Template::Questions)?;
     if let Some(first) = work.first() {
         prompt.render(context! {
@@ -248,14 +255,28 @@ async fn execute(
             count => 1, accepted => first.accepted,
         })?;
     }
+    let batch_size = u64::from(pipeline.question_batch_size.max(1));
+    let mut bound = 0.0;
+    for subtopic in &work {
+        let missing = subtopic.quota - subtopic.accepted.len() as u64;
+        let user = prompt.render(context! {
+            topic => subtopic.topic, description => subtopic.description, subtopic => subtopic.name,
+            count => missing.min(batch_size), accepted => subtopic.accepted,
+        })?;
+        #[allow(clippy::cast_precision_loss)]
+        let requests = missing.div_ceil(batch_size) as f64;
+        bound += requests * generator_spend.bound(&[&user]);
+    }
+    #[allow(clippy::cast_precision_loss)]
+    generator_spend.check_estimate(ctx, work.len() as u64, bound / work.len().max(1) as f64)?;
     let shared = Arc::new(Shared {
-        generator_price: generator.price(&ctx.prices).await,
+        generator_spend,
         generator,
         embedder,
         prompt,
         writer: Mutex::new(JsonlWriter::open(&files.questions())?),
         tracker: tracker.clone(),
-        batch_size: u64::from(pipeline.question_batch_size.max(1)),
+        batch_size,
         max_retries: pipeline.max_retries,
         embedding_threshold: pipeline.embedding_threshold,
     });
@@ -288,7 +309,8 @@ async fn execute(
             (item, outcome)
         });
     }
-    collect(ctx, Stage::Questions, tracker, tasks, &stop).await
+    collect(ctx, Stage::Questions, tracker, tasks, &stop).await?;
+    shared.generator_spend.outcome()
 }
 
 /// Fills one subtopic, batch after batch (PIPE-22).
@@ -303,6 +325,9 @@ async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
         }) {
             Ok(text) => text,
             Err(error) => return Outcome::Failed(error.to_string()),
+        };
+        let Ok(reserved) = shared.generator_spend.admit(&[&user]) else {
+            return Outcome::Stopped;
         };
         let guard = tracker.request(&format!(
             "subtopic `{}` of `{}`",
@@ -322,11 +347,9 @@ async fn fill(shared: &Shared, mut subtopic: Subtopic) -> Outcome {
             )
             .await;
         drop(guard);
-        tracker.spend(
-            &shared.generator.role.model,
-            reply.usage,
-            shared.generator_price,
-        );
+        shared
+            .generator_spend
+            .settle(tracker, reserved, reply.usage);
         let candidates: Vec<String> = match reply.result {
             Ok((_, texts)) => texts
                 .into_iter()
@@ -368,17 +391,17 @@ async fn admit(
     let passed = state.dedup.lexical_pass(candidates);
     let mut survivors: Vec<String> = passed.into_iter().map(|i| candidates[i].clone()).collect();
     let mut vectors: Vec<Option<Vec<f32>>> = vec![None; survivors.len()];
-    if let Some((embedder, price)) = &shared.embedder {
+    if let Some((embedder, spend)) = &shared.embedder {
         if !survivors.is_empty() {
             if state.dedup.embeddings().is_none() {
                 let seeds = std::mem::take(&mut state.seeds);
-                let seed_vectors = embed(shared, (embedder, *price), &item, &seeds).await?;
+                let seed_vectors = embed(shared, (embedder, spend), &item, &seeds).await?;
                 state.dedup.set_embeddings(EmbeddingIndex::new(
                     shared.embedding_threshold,
                     seed_vectors,
                 ));
             }
-            let fresh = embed(shared, (embedder, *price), &item, &survivors).await?;
+            let fresh = embed(shared, (embedder, spend), &item, &survivors).await?;
             let keep = state
                 .dedup
                 .embeddings()
@@ -428,13 +451,16 @@ async fn admit(
 /// (DDP-5), a refused key stops the stage. `item` names the batch in wait reports.
 async fn embed(
     shared: &Shared,
-    (embedder, price): (&RoleClient, Option<Price>),
+    (embedder, spend): (&RoleClient, &Spender),
     item: &str,
     texts: &[String],
 ) -> Result<Vec<Vec<f32>>, Outcome> {
     let tracker = &shared.tracker;
     let mut vectors = Vec::with_capacity(texts.len());
     for chunk in texts.chunks(EMBEDDING_CHUNK) {
+        let Ok(reserved) = spend.admit_embeddings(chunk) else {
+            return Err(Outcome::Stopped);
+        };
         let guard = tracker.request(item);
         let reply = embedder
             .client
@@ -443,7 +469,7 @@ async fn embed(
             })
             .await;
         drop(guard);
-        tracker.spend(&embedder.role.model, reply.usage, price);
+        spend.settle(tracker, reserved, reply.usage);
         match reply.result {
             Ok(mut chunk_vectors) => vectors.append(&mut chunk_vectors),
             Err(error) if error.is_fatal() => return Err(Outcome::Fatal(error)),

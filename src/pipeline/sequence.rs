@@ -180,7 +180,11 @@ async fn train(session: &Session, out: &FlowEvents) -> Result<Outcome, RunError>
             &session.project,
             &session.loaded.settings,
             &session.loaded.env,
-            &StartOptions::default(),
+            // `run --over-budget` accepts the pod's estimate too (issue 20).
+            &StartOptions {
+                over_budget: session.context.over_budget,
+                ..StartOptions::default()
+            },
             &events,
             &session.context.cancel,
         ),

@@ -92,6 +92,7 @@ pub fn open(
         cancel: CancellationToken::new(),
         backoff_base,
         redactor: crate::llm::Redactor::new(),
+        over_budget: false,
     };
     let session = Session {
         project,

@@ -44,6 +44,9 @@ pub struct Context {
     /// The secrets resolved so far (every client's key joins it), removed from every
     /// server text before it is stored or shown (SEC-5).
     pub redactor: llm::Redactor,
+    /// `--over-budget`: a start whose estimate passes `budget.max_usd` goes ahead (the
+    /// hard cap still holds).
+    pub over_budget: bool,
 }
 
 impl std::fmt::Debug for Context {
@@ -253,6 +256,60 @@ pub enum StageError {
     /// A data file cannot be read or written.
     #[error(transparent)]
     Data(#[from] JsonlError),
+    /// The budget's ledger cannot be read or written.
+    #[error(transparent)]
+    Budget(#[from] crate::budget::BudgetError),
+    /// Under `budget.max_usd`, the stage's model has no price (issue 20).
+    #[error(
+        "`{}` cannot start: `{provider}` lists no price for `{model}`, so its cost cannot be held to `budget.max_usd`; set `budget.allow_unpriced = true` to run it anyway (its cost then counts as unknown)",
+        stage.name()
+    )]
+    Unpriced {
+        /// The stage.
+        stage: Stage,
+        /// The provider.
+        provider: String,
+        /// The model.
+        model: String,
+    },
+    /// The estimate of the work, with the spend, passes the cap (issue 20).
+    #[error(
+        "`{}` is estimated at {} for {items} items ({}), and with {} already spent that passes the cap of {} (`budget.max_usd`); nothing was sent: raise the cap, or pass `--over-budget` to accept it (the cap still stops it)",
+        stage.name(),
+        super::spending::usd(*estimate),
+        if *seen { "from the tokens per item so far" } else { "from the `max_tokens` bound, before any item was done" },
+        super::spending::usd(*spent),
+        super::spending::usd(*cap)
+    )]
+    OverBudget {
+        /// The stage.
+        stage: Stage,
+        /// Items left.
+        items: u64,
+        /// USD.
+        estimate: f64,
+        /// Whether from the tokens seen so far (else the bound).
+        seen: bool,
+        /// USD spent.
+        spent: f64,
+        /// The cap.
+        cap: f64,
+    },
+    /// The hard cap stopped the stage (issue 20).
+    #[error(
+        "stopped at the budget: {} spent, and the next request could cost up to {} with {} in flight, past the cap of {} (`budget.max_usd`); what is done is saved: raise the cap and run `overbrainer {}` again to go on from there",
+        super::spending::usd(reached.spent),
+        super::spending::usd(reached.next),
+        super::spending::usd(reached.in_flight),
+        super::spending::usd(reached.max_usd),
+        stage.name()
+    )]
+    CapReached {
+        /// The stage.
+        stage: Stage,
+        /// The figures when it stopped.
+        reached: crate::budget::CapReached,
+    },
     /// `split` found no answers file while train or eval files hold lines: splitting
     /// nothing would empty them (a pre-split dataset, like the demo's).
     #[error(

@@ -12,6 +12,7 @@ use tokio::task::JoinSet;
 use super::parse::first_string_array;
 use super::progress::Tracker;
 use super::runner::{Outcome, Output, collect, read, run_stage, selected, start_generating};
+use super::spending::Spender;
 use super::stage::{Context, Stage, StageError, StageReport};
 use super::templates::{Prompt, Template};
 use crate::dataset::jsonl::JsonlWriter;
@@ -115,7 +116,19 @@ async fn execute(
     work: Work,
 ) -> Result<(), StageError> {
     let files = ctx.data();
-    let price = generator.price(&ctx.prices).await;
+    let meter = super::spending::meter(ctx)?;
+    // A reply without a JSON array is paid for and asked again, up to the retries.
+    let attempts = ctx.settings.pipeline.max_retries + 1;
+    let spender = Spender::open(ctx, &meter, Stage::Subtopics, &generator, attempts).await?;
+    let mut bound = 0.0;
+    for (t, have, _) in &work {
+        let count = u64::from(t.subtopics) - have;
+        let user = prompt
+            .render(context! { topic => t.name, description => t.description, count => count })?;
+        bound += spender.bound(&[&user]);
+    }
+    #[allow(clippy::cast_precision_loss)]
+    spender.check_estimate(ctx, work.len() as u64, bound / work.len().max(1) as f64)?;
     let writer = Arc::new(Mutex::new(JsonlWriter::open(&files.subtopics())?));
     let permits = Arc::new(Semaphore::new(
         ctx.settings.pipeline.concurrency.max(1) as usize
@@ -126,6 +139,7 @@ async fn execute(
     for (t, have, known) in work {
         let (permits, stop, tracker) = (permits.clone(), stop.clone(), tracker.clone());
         let (generator, prompt, writer) = (generator.clone(), prompt.clone(), writer.clone());
+        let spender = spender.clone();
         tasks.spawn(async move {
             let name = t.name.clone();
             let stop_inner = stop.clone();
@@ -141,6 +155,7 @@ async fn execute(
                         Ok(text) => text,
                         Err(error) => return Outcome::Failed(error.to_string()),
                     };
+                    let Ok(reserved) = spender.admit(&[&user]) else { return Outcome::Stopped };
                     let guard = tracker.request(&format!("topic `{}`", t.name));
                     let reply = generator
                         .client
@@ -152,7 +167,7 @@ async fn execute(
                         )
                         .await;
                     drop(guard);
-                    tracker.spend(&generator.role.model, reply.usage, price);
+                    spender.settle(&tracker, reserved, reply.usage);
                     let names = match reply.result {
                         Ok((_, names)) => names,
                         Err(error) if error.is_fatal() => {
@@ -198,5 +213,6 @@ async fn execute(
             (name, outcome)
         });
     }
-    collect(ctx, Stage::Subtopics, tracker, tasks, &stop).await
+    collect(ctx, Stage::Subtopics, tracker, tasks, &stop).await?;
+    spender.outcome()
 }

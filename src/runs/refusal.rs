@@ -297,6 +297,21 @@ pub enum Refusal {
     /// the template, the turns and the fix.
     #[error("{0}")]
     TemplateDropsReasoning(String),
+    /// The most a training pod may cost, with the spend, passes `budget.max_usd`, or
+    /// nothing of it remains (issue 20); the figures are USD as shown.
+    #[error(
+        "{what}, and with {spent} already spent that passes the cap of {cap} (`budget.max_usd`); no pod was made: raise the cap{hint}"
+    )]
+    OverBudget {
+        /// What passes the cap, as a clause (the most the pod may cost, naming the key).
+        what: String,
+        /// USD spent.
+        spent: String,
+        /// The cap.
+        cap: String,
+        /// `, or pass `--over-budget` ...` where that helps.
+        hint: String,
+    },
 }
 
 /// `` `a`, `b` ``.

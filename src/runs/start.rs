@@ -31,6 +31,9 @@ pub struct StartOptions {
     pub resume_from: Option<String>,
     /// `--keep-pod` (Runpod targets, POD-61).
     pub keep_pod: bool,
+    /// `--over-budget`: a Runpod start whose most the pod may cost passes
+    /// `budget.max_usd` goes ahead, the pod's cost cap still what remains (issue 20).
+    pub over_budget: bool,
 }
 
 /// A started run: its record (state `running`) and the executor of its target.

@@ -211,6 +211,7 @@ async fn run_task(
                 target: None,
                 resume_from: run,
                 keep_pod: false,
+                over_budget: false,
             };
             let ended =
                 crate::runs::train::train(project, settings, env, &options, events, cancel).await?;

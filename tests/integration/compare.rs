@@ -984,3 +984,46 @@ fn ctrl_c_while_the_child_answers_cancels_the_job_and_its_server() {
         String::from_utf8_lossy(&left.stdout)
     );
 }
+
+// Issue 20: under `budget.max_usd` a judge whose provider lists no price is refused
+// before the child is asked and before any judge request; with `allow_unpriced` the
+// judge's requests go to the ledger, as stage `compare`, their cost unknown.
+#[test]
+fn an_unpriced_judge_under_a_cap_is_refused_before_the_child_and_allowed_goes_to_the_ledger() {
+    let case = case(
+        false,
+        false,
+        &[Script::Child; 2],
+        &[("OVERBRAINER_BUDGET__MAX_USD", "5")],
+    );
+    let (output, text) = case.compare(&["--limit", "2"]);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("`judge` lists no price for `judge-model`"),
+        "{text}"
+    );
+    assert_eq!(case.judge.count(), 0);
+    assert!(!case.compares().exists() || std::fs::read_dir(case.compares()).unwrap().count() == 0);
+    let output = case
+        .training
+        .cmd()
+        .args(["compare", "--limit", "2"])
+        .env("OVERBRAINER_BUDGET__ALLOW_UNPRICED", "true")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", output_text(&output));
+    let ledger = read_lines(
+        &case
+            .training
+            .project
+            .path()
+            .join(".overbrainer/ledger.jsonl"),
+    );
+    let judged: Vec<_> = ledger.iter().filter(|l| l["stage"] == "compare").collect();
+    assert_eq!(judged.len(), case.judge.count(), "{ledger:?}");
+    assert!(
+        judged
+            .iter()
+            .all(|l| l["cost_usd"].is_null() && l["model"] == "judge-model")
+    );
+}

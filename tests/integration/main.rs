@@ -39,6 +39,9 @@ mod providers;
 // Flows: what the pipeline must never do (show an echoed key, lose output under `--force`,
 // start for an unknown topic) and `history --all` into a closed pipe.
 mod pipeline_safety;
+// Flows: one budget over every priced request: the ledger, the hard cap mid-`answers`,
+// the estimate refused before any request, `--over-budget`, `overbrainer budget` (issue 20).
+mod budget;
 // Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`;
 // refusals before a start.
 mod training;

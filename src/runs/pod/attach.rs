@@ -127,7 +127,17 @@ pub async fn take_up(
         return Err(pod_error("the pod is not reached over SSH".to_owned()));
     };
     let scale = TimeScale::from_env(env);
-    let rules = Rules::new(runpod, recorded.keep_pod, scale);
+    let mut rules = Rules::new(runpod, recorded.keep_pod, scale);
+    // Issue 20: the same room the budget left at the start (its own pod not counted).
+    let own = (record.target.as_str(), runpod);
+    super::budget::apply(
+        project,
+        settings,
+        own,
+        Some(&record.id),
+        (false, false),
+        &mut rules,
+    )?;
     let now = driver::now();
     let (ended, start) = match how {
         TakeUp::Follow { requested } => (

@@ -24,6 +24,8 @@ use crate::runs::{Events, RunError, RunEvent, RunWarning, emit};
 pub(super) struct Hooks<'a> {
     events: &'a Events,
     run_dir: std::path::PathBuf,
+    /// `.overbrainer/ledger.jsonl`.
+    ledger: std::path::PathBuf,
     context: PodContext,
 }
 
@@ -35,7 +37,16 @@ impl PodHooks for Hooks<'_> {
     fn record(&mut self, state: &PodState) -> Result<(), String> {
         PodRecord::new(&self.context, state)
             .save(&self.run_dir)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        // Issue 20: the pod's spend so far, final once it is deleted.
+        if let Some(line) = super::budget::line(&self.context.run_id, state, driver::now()) {
+            let written = crate::budget::Ledger::open(&self.ledger)
+                .and_then(|mut ledger| ledger.append(&line));
+            if let Err(error) = written {
+                tracing::warn!("cannot write the pod's spend to the ledger: {error}");
+            }
+        }
+        Ok(())
     }
 }
 
@@ -90,6 +101,7 @@ pub(super) async fn run_pod(
     let mut hooks = Hooks {
         events: part.events,
         run_dir: part.project.run_dir(&record.id),
+        ledger: crate::budget::ledger::path(part.project.root()),
         context,
     };
     let shared: job::SharedRef = Arc::new(Mutex::new(job::Shared::default()));

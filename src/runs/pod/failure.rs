@@ -39,7 +39,7 @@ pub fn failure_text(target: &str, failure: &PodFailure) -> String {
             "the pod presented another SSH host key than the run's pinned one; it was deleted before any command ran: {cause}"
         ),
         PodFailure::CapNotTransmitted => format!(
-            "`targets.{target}.max_cost_usd` could not be given to the pod's watchdog; the pod was deleted"
+            "the pod's cost cap (`targets.{target}.max_cost_usd`, or what remained of `budget.max_usd`) could not be given to the pod's watchdog; the pod was deleted"
         ),
         PodFailure::Interrupted => {
             "interrupted before the job started; the pod was deleted".to_owned()
@@ -51,7 +51,7 @@ pub fn failure_text(target: &str, failure: &PodFailure) -> String {
             "`targets.{target}.max_hours` was reached before the job ended; the pod was deleted"
         ),
         PodFailure::CostCapReached => format!(
-            "`targets.{target}.max_cost_usd` was reached before the job ended; the pod was deleted"
+            "the pod's cost cap (`targets.{target}.max_cost_usd`, or what remained of `budget.max_usd`) was reached before the job ended; the pod was deleted"
         ),
         PodFailure::RetrieveGrace => format!(
             "the results were not retrieved within `targets.{target}.retrieve_grace_minutes`; the pod was deleted"

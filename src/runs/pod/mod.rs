@@ -11,6 +11,7 @@
 //! the run ID as the claim's owner (the pod's bootstrap claims the directory for it).
 
 mod attach;
+mod budget;
 pub mod checkpoint;
 mod drive;
 mod failure;
@@ -190,7 +191,17 @@ pub async fn train(
             },
             other => other,
         })?;
-    let rules = Rules::new(runpod, options.keep_pod, scale);
+    let mut rules = Rules::new(runpod, options.keep_pod, scale);
+    // Issue 20: the pod's cost cap is what the budget leaves, at most `max_cost_usd`.
+    let over_budget = (true, options.over_budget);
+    budget::apply(
+        project,
+        settings,
+        (&target.name, runpod),
+        None,
+        over_budget,
+        &mut rules,
+    )?;
 
     // The ID: a free local directory; the pod is fresh, so no claim can be taken yet.
     let runs_dir = project.runs_dir();

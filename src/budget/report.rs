@@ -1,0 +1,48 @@
+//! What `overbrainer budget` shows (issue 20): the ledger's summary against the cap, what
+//! remains of it, and the requests without a price.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::ledger;
+use super::meter::BudgetError;
+use super::summary::{Summary, summary};
+use crate::dataset::jsonl::SkippedLine;
+
+/// The spend against the cap.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The ledger, summed.
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// `budget.max_usd`; `null` without a cap.
+    pub max_usd: Option<f64>,
+    /// What remains of the cap (never below 0); `null` without a cap.
+    pub remaining_usd: Option<f64>,
+    /// `budget.warn_at`.
+    pub warn_at: f64,
+}
+
+/// The report of the project at `root` under `budget`, and the ledger lines skipped.
+///
+/// # Errors
+///
+/// [`BudgetError`] when the ledger exists but cannot be read.
+pub fn report(
+    root: &Path,
+    budget: &crate::config::Budget,
+) -> Result<(Report, Vec<SkippedLine>), BudgetError> {
+    let (lines, skipped) = ledger::read(&ledger::path(root))?;
+    let summary = summary(&lines);
+    let remaining_usd = budget.max_usd.map(|cap| (cap - summary.total.usd).max(0.0));
+    Ok((
+        Report {
+            summary,
+            max_usd: budget.max_usd,
+            remaining_usd,
+            warn_at: budget.warn_at,
+        },
+        skipped,
+    ))
+}

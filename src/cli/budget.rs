@@ -1,0 +1,102 @@
+//! `overbrainer budget [--json]`: the spend of the ledger (`.overbrainer/ledger.jsonl`) by
+//! stage, by run (pods), by provider and model, against `budget.max_usd`, with what
+//! remains and the requests without a price (issue 20); the sums are
+//! [`crate::budget::report`]'s. Never takes the project lock.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use super::Context;
+use crate::budget::{Report, Spend};
+
+/// Arguments of `budget`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// One JSON object on stdout, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints the budget.
+///
+/// # Errors
+///
+/// When there is no project, its configuration is invalid or the ledger cannot be read.
+pub fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
+    let (project, loaded) = ctx.load()?;
+    let (report, skipped) = crate::budget::report(project.root(), &loaded.settings.budget)?;
+    for line in skipped {
+        tracing::warn!("{line}");
+    }
+    if args.json {
+        outln!("{}", serde_json::to_string(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for line in lines(&report) {
+        outln!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn spend(name: &str, spend: &Spend) -> String {
+    let mut text = format!("{name}: ${:.4} over {}", spend.usd, spend.events);
+    if spend.unpriced > 0 {
+        let _ = write!(text, ", {} without a price (not counted)", spend.unpriced);
+    }
+    text
+}
+
+/// The text report: each group, then the total against the cap.
+fn lines(report: &Report) -> Vec<String> {
+    let summary = &report.summary;
+    let mut lines = Vec::new();
+    for (stage, s) in &summary.by_stage {
+        lines.push(spend(&format!("stage {stage}"), s));
+    }
+    for (run, s) in &summary.by_run {
+        lines.push(spend(&format!("run {run}"), s));
+    }
+    for (model, s) in &summary.by_model {
+        lines.push(spend(&format!("model {model}"), s));
+    }
+    lines.push(spend("total", &summary.total));
+    match (report.max_usd, report.remaining_usd) {
+        (Some(cap), Some(remaining)) => lines.push(format!(
+            "cap: ${cap:.4} (`budget.max_usd`), ${remaining:.4} remaining"
+        )),
+        _ => lines.push("cap: none (set `budget.max_usd`)".to_owned()),
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_report_names_unpriced_requests_and_what_remains() {
+        let summary = crate::budget::Summary {
+            total: Spend {
+                usd: 1.5,
+                events: 3,
+                unpriced: 1,
+                input_tokens: 0,
+                output_tokens: 0,
+            },
+            ..Default::default()
+        };
+        let report = Report {
+            summary,
+            max_usd: Some(2.0),
+            remaining_usd: Some(0.5),
+            warn_at: 0.8,
+        };
+        assert_eq!(
+            lines(&report),
+            [
+                "total: $1.5000 over 3, 1 without a price (not counted)",
+                "cap: $2.0000 (`budget.max_usd`), $0.5000 remaining"
+            ]
+        );
+    }
+}
