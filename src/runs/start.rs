@@ -463,6 +463,7 @@ pub async fn start(
         last_loss: None,
         last_eval_loss: None,
         retrieved: false,
+        stalled: None,
     };
     record.save(&runs_dir)?;
 

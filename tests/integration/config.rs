@@ -217,7 +217,7 @@ fn config_check_shows_the_stall_settings_with_their_defaults_and_sources() {
     );
     let on_stall = line("training.on_stall");
     assert!(
-        on_stall.contains("\"cancel\"") && on_stall.contains("OVERBRAINER_TRAINING__ON_STALL"),
+        on_stall.contains("\"cancel\"") && on_stall.contains("(env)"),
         "{all}"
     );
 }

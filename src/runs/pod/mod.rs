@@ -39,6 +39,7 @@ use crate::runpod::driver::{self, PodPlan};
 use crate::runpod::keys::{self, KeyError};
 use crate::runpod::lifecycle::{Event, PodState, Rules};
 use crate::runpod::record::PodContext;
+use crate::train::stall::Policy;
 use crate::train::template::Decision;
 use drive::{Part, Start, conclude, run_pod};
 
@@ -190,7 +191,8 @@ pub async fn train(
             },
             other => other,
         })?;
-    let rules = Rules::new(runpod, options.keep_pod, scale);
+    let stall = Policy::of(Some(training));
+    let rules = Rules::new(runpod, options.keep_pod, scale).with_stall(stall.bounds(scale));
 
     // The ID: a free local directory; the pod is fresh, so no claim can be taken yet.
     let runs_dir = project.runs_dir();
@@ -265,6 +267,7 @@ pub async fn train(
         last_loss: None,
         last_eval_loss: None,
         retrieved: false,
+        stalled: None,
     };
     let made = record
         .save(&runs_dir)
@@ -319,6 +322,7 @@ pub async fn train(
         merge,
         secrets,
         scale,
+        stall,
         keep_pod: options.keep_pod,
         events,
         cancel,
