@@ -66,6 +66,7 @@ metric_lines() {
     cat "$run_dir/metrics.jsonl" 2>/dev/null || true
 }
 stalled() {
+    if [ -z "${OVERBRAINER_STALL_FIRST_S:-}" ] || [ -z "${OVERBRAINER_STALL_FLOOR_S:-}" ]; then return 0; fi
     if [ ! -e "$run_dir/job.pid" ] || [ -e "$run_dir/exit_code" ]; then return 0; fi
     job_start=$(stat -c %Y "$run_dir/job.pid")
     # shellcheck disable=SC2016 # awk programs
@@ -83,9 +84,9 @@ stalled() {
         { v[NR] = $1 }
         END { if (NR % 2) print v[(NR + 1) / 2]; else if (NR) print (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
     # shellcheck disable=SC2016
-    metric_lines | awk -v now="$now" -v since="$job_start" -v median="$median" -v fixed="$OVERBRAINER_STALL_S" \
+    metric_lines | awk -v now="$now" -v since="$job_start" -v median="$median" -v fixed="${OVERBRAINER_STALL_S:-0}" \
         -v floor="$OVERBRAINER_STALL_FLOOR_S" -v first="$OVERBRAINER_STALL_FIRST_S" \
-        -v factor="$OVERBRAINER_STALL_FACTOR" "$field"'
+        -v factor="${OVERBRAINER_STALL_FACTOR:-20}" "$field"'
         { kind = field("kind") }
         over { next }
         kind == "stage" { if (field("stage") == "train") { if (!steps) since = field("ts") + 0 } else over = 1; next }

@@ -213,7 +213,7 @@ pub struct RunRecord {
     pub retrieved: bool,
     /// The job's last stall, when it stalled while followed (issue 21) \[design\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stalled: Option<Stalled>,
+    pub stalled: Option<Box<Stalled>>,
 }
 
 impl RunRecord {

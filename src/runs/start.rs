@@ -467,8 +467,7 @@ pub async fn start(
     };
     record.save(&runs_dir)?;
 
-    let prepared = prepare(&local_dir, &inputs, &yaml);
-    let result = match prepared {
+    let result = match prepare(&local_dir, &inputs, &yaml) {
         Ok(()) => {
             launch(
                 &executor, settings, &target, &record, &local_dir, merge, secrets,

@@ -219,9 +219,9 @@ fn a_slow_but_progressing_job_is_never_flagged() {
 /// Stops (`SIGSTOP`) every Python process of the job's process group `pgid`: the
 /// trainer lives, and writes nothing more. Returns how many were stopped.
 fn stop_trainer(pgid: u32) -> usize {
-    let mut stopped = 0;
+    let mut count = 0;
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+        let Ok(member) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
@@ -235,11 +235,11 @@ fn stop_trainer(pgid: u32) -> usize {
             continue;
         }
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains("python") && signal(pid, "STOP") {
-            stopped += 1;
+        if String::from_utf8_lossy(&cmdline).contains("python") && signal(member, "STOP") {
+            count += 1;
         }
     }
-    stopped
+    count
 }
 
 // Real Axolotl 0.19 on the CPU, paused with SIGSTOP once it trains: its processes live,

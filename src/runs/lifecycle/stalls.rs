@@ -42,7 +42,7 @@ pub(super) fn tick(state: &mut RunState, at: Duration, alive: bool, fx: &mut Vec
         return;
     };
     let action = state.rules.on_stall;
-    state.record.stalled = Some(record_of(state, &stall, action));
+    state.record.stalled = Some(Box::new(record_of(state, &stall, action)));
     state.record.set_summary(&state.summary);
     fx.push(Effect::Save);
     fx.push(warning(RunWarning::Stalled {
