@@ -390,7 +390,89 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         RunWarning::MergeLogUnretrieved { run_id, log, cause } => {
             format!("cannot retrieve `{log}` of run `{run_id}`: {cause}")
         }
+        RunWarning::Stalled {
+            run_id,
+            last_step,
+            silent,
+            sample,
+            action,
+        } => stall_text(run_id, *last_step, *silent, sample.as_deref(), *action),
+        RunWarning::StallEnded { run_id, step } => match step {
+            Some(step) => format!("run `{run_id}` makes progress again: step {step}"),
+            None => format!("run `{run_id}` makes progress again: an evaluation"),
+        },
+        RunWarning::StallRequestFailed { run_id, cause } => format!(
+            "cannot place the snapshot request for the stall of run `{run_id}`: {cause}"
+        ),
     }
+}
+
+/// The warning of a stalled job (issue 21): the last step and its time, the silence,
+/// the latest system sample (GPU utilisation and memory, CPU) and what is done.
+fn stall_text(
+    run_id: &str,
+    last_step: Option<(u64, Option<jiff::Timestamp>)>,
+    silent: Duration,
+    sample: Option<&crate::system::Sample>,
+    action: crate::config::OnStall,
+) -> String {
+    let step = match last_step {
+        Some((step, Some(at))) => format!(
+            "last step {step} at {} UTC",
+            at.strftime("%Y-%m-%d %H:%M:%S")
+        ),
+        Some((step, None)) => format!("last step {step}"),
+        None => "no step yet".to_owned(),
+    };
+    let system = sample.map_or_else(
+        || "no system sample".to_owned(),
+        |sample| format!("system {}", stall_sample_text(sample)),
+    );
+    let what = match action {
+        crate::config::OnStall::Warn => {
+            "`training.on_stall = \"warn\"`: the job goes on; `overbrainer train stop` or `train cancel` ends it"
+        }
+        crate::config::OnStall::Snapshot => {
+            "`training.on_stall = \"snapshot\"`: requesting a snapshot, then the run stops"
+        }
+        crate::config::OnStall::Cancel => "`training.on_stall = \"cancel\"`: cancelling the job",
+    };
+    format!(
+        "run `{run_id}` stalled: its processes live but no training step or evaluation progress for {:.1} minutes ({step}; {system}); {what}",
+        silent.as_secs_f64() / 60.0
+    )
+}
+
+/// GPU utilisation and memory, then CPU, of a sample: what a stall's warning shows.
+fn stall_sample_text(sample: &crate::system::Sample) -> String {
+    let gib = |bytes: u64| {
+        #[allow(clippy::cast_precision_loss, reason = "display only")]
+        let value = bytes as f64 / f64::from(1u32 << 30);
+        value
+    };
+    let mut parts = Vec::new();
+    for gpu in &sample.gpus {
+        let util = gpu
+            .utilization
+            .map_or_else(|| "?".to_owned(), |u| format!("{:.0}%", u * 100.0));
+        let memory = match (gpu.memory_used_bytes, gpu.memory_total_bytes) {
+            (Some(used), Some(total)) => format!("{:.1}/{:.1} GiB", gib(used), gib(total)),
+            (Some(used), None) => format!("{:.1} GiB", gib(used)),
+            _ => "?".to_owned(),
+        };
+        parts.push(format!("gpu {} util {util} mem {memory}", gpu.index));
+    }
+    if sample.gpus.is_empty() {
+        parts.push("no GPU".to_owned());
+    }
+    if let Some(cpu) = &sample.cpu {
+        match (cpu.usage, cpu.load1) {
+            (Some(usage), _) => parts.push(format!("cpu {:.0}%", usage * 100.0)),
+            (None, Some(load)) => parts.push(format!("load {load:.2}")),
+            (None, None) => {}
+        }
+    }
+    parts.join(", ")
 }
 
 /// One line of what the run's pod went through.

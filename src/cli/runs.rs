@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::Context;
 use crate::runpod::record::PodRecord;
-use crate::runs::record::{RunRecord, State, TargetKind, list};
+use crate::runs::record::{RunRecord, Stalled, State, TargetKind, list};
 
 /// `runs ...`.
 #[derive(Debug, clap::Subcommand)]
@@ -87,6 +87,19 @@ fn pod_note(pod: &PodRecord) -> String {
     }
 }
 
+/// Issue 21: a run whose job stalled while followed.
+fn stalled_note(stalled: &Stalled) -> String {
+    let step = stalled.last_step.map_or_else(
+        || "before its first step".to_owned(),
+        |s| format!("after step {s}"),
+    );
+    format!(
+        "stalled {step} at {} UTC (on_stall {})",
+        stalled.at.strftime("%Y-%m-%d %H:%M:%S"),
+        stalled.on_stall.name()
+    )
+}
+
 /// The `runs ls` table: ID, STATE, TARGET, CREATED, STEP, LOSS, NOTE.
 fn table(records: &[RunRecord], pods: &[Option<PodRecord>]) -> String {
     let mut rows = vec![[
@@ -115,6 +128,9 @@ fn table(records: &[RunRecord], pods: &[Option<PodRecord>]) -> String {
         }
         if let Some(from) = &record.resumed_from {
             notes.push(format!("resumed from {from}"));
+        }
+        if let Some(stalled) = &record.stalled {
+            notes.push(stalled_note(stalled));
         }
         if record.state == State::Running {
             if let Some(message) = &record.message {

@@ -67,4 +67,4 @@ pub use settings::{SECTIONS, Settings};
 pub use show::{Entry, entries};
 pub use ssh_client::SshClient;
 pub use targets::{DEFAULT_IMAGE, Engine, LocalTarget, Runtime, SshTarget, Target};
-pub use training::{AdapterKind, Training};
+pub use training::{AdapterKind, OnStall, Training};

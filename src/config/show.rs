@@ -148,7 +148,7 @@ fn flatten(loaded: &Loaded, path: &mut Vec<String>, value: &Value, out: &mut Vec
                 }
             }
             let text = match value {
-                Value::Null => "(unset)".to_owned(),
+                Value::Null => unset_text(&key).to_owned(),
                 Value::String(mask) if is_secret(path) => mask.clone(),
                 other => render(other),
             };
@@ -159,6 +159,14 @@ fn flatten(loaded: &Loaded, path: &mut Vec<String>, value: &Value, out: &mut Vec
                 source,
             });
         }
+    }
+}
+
+/// How an unset key reads: its default's rule where the default is not one value.
+fn unset_text(key: &str) -> &'static str {
+    match key {
+        "training.stall_minutes" => "(unset: the larger of 10 and 20 x the median step time)",
+        _ => "(unset)",
     }
 }
 

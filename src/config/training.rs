@@ -77,9 +77,45 @@ pub struct Training {
     /// Deprecated: use `[hub] repo`.
     #[serde(default)]
     pub hub_model_id: Option<String>,
+    /// Minutes without a new training step or eval progress line after which a job
+    /// whose process group lives is stalled; unset: the larger of 10 minutes and 20
+    /// times the median step time seen so far (issue 21).
+    #[serde(default)]
+    pub stall_minutes: Option<f64>,
+    /// The stall bound before the first step (model loading, compilation).
+    #[serde(default = "default_stall_first_step_minutes")]
+    pub stall_first_step_minutes: f64,
+    /// What a follower does once the job stalled.
+    #[serde(default)]
+    pub on_stall: OnStall,
     /// Extra Axolotl keys, merged last into the generated YAML.
     #[serde(default)]
     pub axolotl_extra: toml::Table,
+}
+
+/// `training.on_stall`: what a follower does once the job stalled (issue 21).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnStall {
+    /// Warn, naming the last step, its time and the system sample.
+    #[default]
+    Warn,
+    /// Warn, request a snapshot, and stop once it is saved.
+    Snapshot,
+    /// Warn and cancel the job.
+    Cancel,
+}
+
+impl OnStall {
+    /// The value's name in the configuration.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Warn => "warn",
+            Self::Snapshot => "snapshot",
+            Self::Cancel => "cancel",
+        }
+    }
 }
 
 fn default_epochs() -> u32 {
@@ -120,6 +156,24 @@ fn default_evals_per_epoch() -> u32 {
 }
 fn default_saves_per_epoch() -> u32 {
     1
+}
+fn default_stall_first_step_minutes() -> f64 {
+    30.0
+}
+
+/// The longest stall bound accepted, in minutes: a week.
+const MAX_STALL_MINUTES: f64 = 7.0 * 24.0 * 60.0;
+
+/// `key` must be a number of minutes above 0 and at most a week.
+fn stall_bound(check: &mut Check<'_>, key: &str, minutes: f64) {
+    if !(minutes > 0.0 && minutes <= MAX_STALL_MINUTES) {
+        check.fail(
+            key,
+            format!(
+                "out of range: must be greater than 0 and at most {MAX_STALL_MINUTES} (a week)"
+            ),
+        );
+    }
 }
 
 /// The rules of `[training]`.
@@ -172,6 +226,14 @@ pub(super) fn check(
         "training.saves_per_epoch",
         training.saves_per_epoch.into(),
         1,
+    );
+    if let Some(minutes) = training.stall_minutes {
+        stall_bound(check, "training.stall_minutes", minutes);
+    }
+    stall_bound(
+        check,
+        "training.stall_first_step_minutes",
+        training.stall_first_step_minutes,
     );
     if training.merge && training.adapter == AdapterKind::Full {
         check.fail(

@@ -47,6 +47,9 @@ pub enum JobNews {
     Quiet,
     /// A new metric line arrived (POD-35).
     Progress,
+    /// The job stalled (issue 21): the lease is no longer renewed until it makes
+    /// progress again.
+    Stalled,
     /// The job ended.
     Ended,
 }
@@ -433,6 +436,7 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
             if let Some(pod) = pod {
                 match self.job.watch(pod).await {
                     Ok(JobNews::Progress) => progress = Some(Event::Progress { at: now() }),
+                    Ok(JobNews::Stalled) => progress = Some(Event::Stalled { at: now() }),
                     Ok(JobNews::Ended) => {
                         return progress
                             .into_iter()

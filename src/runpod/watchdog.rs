@@ -1,4 +1,5 @@
-//! The pod's watchdog (POD-29, POD-33..POD-35, POD-40, POD-41, POD-50): one shell script,
+//! The pod's watchdog (POD-29, POD-33..POD-35, POD-40, POD-41, POD-50, issue 21's stalls):
+//! one shell script,
 //! [`WATCHDOG`], that deletes its own pod through the Runpod API with the pod-scoped
 //! `RUNPOD_API_KEY` when a rule says so, and the environment that carries its bounds
 //! ([`bounds_env`]). Every overbrainer pod carries its bound in its environment (issue
@@ -44,6 +45,13 @@ pub fn bounds_env(
         ("OVERBRAINER_LEASE_FRESH_S", secs(rules.lease_fresh)),
         ("OVERBRAINER_SNAPSHOT_LEAD_S", secs(rules.snapshot_lead)),
         ("OVERBRAINER_SNAPSHOT_WINDOW_S", secs(rules.snapshot_window)),
+        (
+            "OVERBRAINER_STALL_S",
+            rules.stall.fixed.map_or_else(|| "0".to_owned(), secs),
+        ),
+        ("OVERBRAINER_STALL_FLOOR_S", secs(rules.stall.floor)),
+        ("OVERBRAINER_STALL_FIRST_S", secs(rules.stall.first_step)),
+        ("OVERBRAINER_STALL_FACTOR", rules.stall.factor.to_string()),
     ]
     .into_iter()
     .map(|(name, value)| (name.to_owned(), value))
@@ -106,6 +114,10 @@ mod tests {
         assert_eq!(env["OVERBRAINER_BOOT_GRACE_S"], "90");
         assert_eq!(env["OVERBRAINER_LEASE_FRESH_S"], "45");
         assert_eq!(env["OVERBRAINER_KEEP_POD"], "0");
+        assert_eq!(env["OVERBRAINER_STALL_S"], "0");
+        assert_eq!(env["OVERBRAINER_STALL_FLOOR_S"], "30");
+        assert_eq!(env["OVERBRAINER_STALL_FIRST_S"], "90");
+        assert_eq!(env["OVERBRAINER_STALL_FACTOR"], "20");
         let real = bounds_env(&rules(TimeScale::REAL), Duration::ZERO, "/r", "http://x");
         assert_eq!(real["OVERBRAINER_TICK_S"], "60");
         assert_eq!(real["OVERBRAINER_RETRIEVE_GRACE_S"], "3600");

@@ -53,7 +53,62 @@ fi
 printf 'ok\n' >"$pod_dir/selfcheck"
 log "self-check passed; deadline $OVERBRAINER_DEADLINE_AT, keep pod $OVERBRAINER_KEEP_POD"
 
+# Issue 21: the job's stall, as its follower declares it, from metrics.jsonl: its
+# process group lives (job.pid, no exit_code) but no training step or evaluation line
+# came within the bound: OVERBRAINER_STALL_S when set (not 0), else the larger of
+# OVERBRAINER_STALL_FLOOR_S and OVERBRAINER_STALL_FACTOR median step times (the
+# differences of consecutive steps' ts); before the first step, and until a step time
+# is known, OVERBRAINER_STALL_FIRST_S (at least the floor once a step came), counted
+# from the train stage line or the job's start. Nothing is watched after the training
+# loop (an end or snapshot line, a merge or export stage). Prints "<silence>s after step
+# <n>" (or "before the first step") when stalled, nothing otherwise.
+metric_lines() {
+    cat "$run_dir/metrics.jsonl" 2>/dev/null || true
+}
+stalled() {
+    if [ -z "${OVERBRAINER_STALL_FIRST_S:-}" ] || [ -z "${OVERBRAINER_STALL_FLOOR_S:-}" ]; then return 0; fi
+    if [ ! -e "$run_dir/job.pid" ] || [ -e "$run_dir/exit_code" ]; then return 0; fi
+    job_start=$(stat -c %Y "$run_dir/job.pid")
+    # shellcheck disable=SC2016 # awk programs
+    field='function field(name,   m) {
+        if (!match($0, "\"" name "\": *\"?[^,\"}]*")) return ""
+        m = substr($0, RSTART, RLENGTH); sub("^\"" name "\": *\"?", "", m); return m
+    }'
+    # shellcheck disable=SC2016
+    median=$(metric_lines | awk "$field"'
+        field("kind") == "train" {
+            ts = field("ts") + 0; step = field("step") + 0
+            if (seen && step > last && ts >= prev) printf "%.6f\n", ts - prev
+            seen = 1; prev = ts; last = step
+        }' | sort -n | awk '
+        { v[NR] = $1 }
+        END { if (NR % 2) print v[(NR + 1) / 2]; else if (NR) print (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    # shellcheck disable=SC2016
+    metric_lines | awk -v now="$now" -v since="$job_start" -v median="$median" -v fixed="${OVERBRAINER_STALL_S:-0}" \
+        -v floor="$OVERBRAINER_STALL_FLOOR_S" -v first="$OVERBRAINER_STALL_FIRST_S" \
+        -v factor="${OVERBRAINER_STALL_FACTOR:-20}" "$field"'
+        { kind = field("kind") }
+        over { next }
+        kind == "stage" { if (field("stage") == "train") { if (!steps) since = field("ts") + 0 } else over = 1; next }
+        kind == "end" || kind == "snapshot" { over = 1; next }
+        kind == "train" { steps++; last = field("step"); since = field("ts") + 0; next }
+        kind == "eval" || kind == "eval_progress" { since = field("ts") + 0 }
+        END {
+            if (over) exit
+            if (!steps) bound = first
+            else if (fixed > 0) bound = fixed
+            else if (median != "") { bound = factor * median; if (bound < floor) bound = floor }
+            else bound = first > floor ? first : floor
+            silent = now - since
+            if (silent >= bound) {
+                if (steps) printf "%ds after step %s\n", silent, last
+                else printf "%ds before the first step\n", silent
+            }
+        }'
+}
+
 asked=
+stall_seen=
 while :; do
     now=$(date +%s)
     why=
@@ -87,6 +142,17 @@ while :; do
     fresh=0
     if [ -n "$lease" ] && [ $((now - lease)) -lt "$OVERBRAINER_LEASE_FRESH_S" ]; then
         fresh=1
+    fi
+    # Issue 21: a stalled job holds no lease, whatever its follower wrote (POD-35).
+    stall=$(stalled)
+    if [ -n "$stall" ]; then
+        if [ "$stall_seen" != 1 ]; then
+            log "the job stalled: no training step or evaluation progress for $stall; the lease no longer holds the pod"
+        fi
+        stall_seen=1
+        fresh=0
+    else
+        stall_seen=
     fi
     deadline=$OVERBRAINER_DEADLINE_AT
     if [ "$fresh" = 0 ] && [ -z "$asked" ] &&

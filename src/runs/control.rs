@@ -14,6 +14,7 @@ use crate::exec::{AnyExecutor, ExecError, Executor as _, JobId, JobStatus};
 use crate::project::Project;
 use crate::train::metrics::Summary;
 use crate::train::plugin::SNAPSHOT_REQUEST;
+use crate::train::stall::Policy;
 
 /// Loads run `run_id` and connects to its target.
 ///
@@ -75,7 +76,8 @@ pub async fn attach(
         .await;
     }
     let (record, executor) = open(project, settings, env, run_id).await?;
-    follow::follow(project, &executor, record, events, cancel, false).await
+    let stall = Policy::of(settings.training.as_ref());
+    follow::follow(project, &executor, record, &stall, events, cancel, false).await
 }
 
 /// What `train stop` did.
@@ -151,7 +153,8 @@ pub async fn stop(
         .await?;
         return Ok(StopOutcome::Followed(outcome));
     }
-    let outcome = follow::follow(project, &executor, record, events, cancel, true).await?;
+    let stall = Policy::of(settings.training.as_ref());
+    let outcome = follow::follow(project, &executor, record, &stall, events, cancel, true).await?;
     Ok(StopOutcome::Followed(outcome))
 }
 

@@ -27,9 +27,11 @@ use crate::project::Project;
 use crate::train::axolotl::OUTPUT_DIR;
 use crate::train::metrics::{METRICS_FILE, Summary};
 use crate::train::plugin::{SNAPSHOT_FILE, SNAPSHOT_REQUEST, SnapshotFile};
+use crate::train::stall::Policy;
 
-/// Follows the run of `record` on `executor` until it ends or the follower detaches.
-/// `requested` says this process placed a snapshot request just before (RUN-26).
+/// Follows the run of `record` on `executor` until it ends or the follower detaches,
+/// watching for stalls under `stall` (issue 21). `requested` says this process placed
+/// a snapshot request just before (RUN-26).
 ///
 /// # Errors
 ///
@@ -40,6 +42,7 @@ pub async fn follow(
     project: &Project,
     executor: &AnyExecutor,
     record: RunRecord,
+    stall: &Policy,
     events: &Events,
     cancel: &CancellationToken,
     requested: bool,
@@ -58,7 +61,10 @@ pub async fn follow(
     };
     let dir = record.dir.clone();
     // The executor's time scale: the test suite's, or real time.
-    let state = RunState::new(record, Rules::scaled(executor.time_scale()), requested);
+    let scale = executor.time_scale();
+    let rules = Rules::scaled(scale).with_stall(stall, scale);
+    let mut state = RunState::new(record, rules, requested);
+    state.began = SystemTime::now();
     // Boxed: the machine's state is large.
     Box::pin(Driver::new(project, executor, job, &dir, events, cancel).run(state, Event::Began))
         .await
@@ -220,6 +226,16 @@ impl<'a> Driver<'a> {
                     at: self.began.elapsed(),
                     found,
                 })
+            }
+            Effect::RequestSnapshot(reason) => {
+                let path = format!("{}/{SNAPSHOT_REQUEST}", record.dir);
+                let placed = match executor.read_from(&path, 0, 64).await {
+                    Ok(bytes) if !bytes.is_empty() => Ok(()),
+                    _ => executor.put_file(&path, reason).await,
+                };
+                placed
+                    .err()
+                    .map(|error| Event::RequestFailed(error_chain(&error)))
             }
             Effect::CancelJob => match executor.cancel(&self.job).await {
                 Ok(()) => None,

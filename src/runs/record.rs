@@ -84,11 +84,13 @@ pub enum SnapshotReason {
     Cost,
     /// A disk limit.
     Disk,
+    /// The job stalled and `training.on_stall = "snapshot"` (issue 21).
+    Stall,
 }
 
 impl SnapshotReason {
     /// The reason a snapshot line or request names (`requested`, `deadline`, `cost`,
-    /// `disk`); `None` for anything else.
+    /// `disk`, `stall`); `None` for anything else.
     #[must_use]
     pub fn from_word(word: &str) -> Option<Self> {
         match word {
@@ -96,6 +98,7 @@ impl SnapshotReason {
             "deadline" => Some(Self::Deadline),
             "cost" => Some(Self::Cost),
             "disk" => Some(Self::Disk),
+            "stall" => Some(Self::Stall),
             _ => None,
         }
     }
@@ -110,6 +113,24 @@ pub struct Snapshot {
     pub step: u64,
     /// Why.
     pub reason: SnapshotReason,
+}
+
+/// A stall of the run's job, as its follower declared it (issue 21): the process group
+/// lived but no new training step or eval progress line came within the bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stalled {
+    /// UTC time the stall was declared.
+    pub at: jiff::Timestamp,
+    /// The last training step before it, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_step: Option<u64>,
+    /// UTC time of that step's metric line (the target's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_step_at: Option<jiff::Timestamp>,
+    /// Seconds without progress when it was declared.
+    pub silent_seconds: f64,
+    /// What the follower did: `warn`, `snapshot` or `cancel` (`training.on_stall`).
+    pub on_stall: crate::config::OnStall,
 }
 
 /// Kind of target a run ran on.
@@ -190,6 +211,9 @@ pub struct RunRecord {
     /// Whether the results came back and were verified.
     #[serde(default)]
     pub retrieved: bool,
+    /// The job's last stall, when it stalled while followed (issue 21) \[design\].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<Box<Stalled>>,
 }
 
 impl RunRecord {
@@ -364,6 +388,7 @@ pub(crate) fn fixture(id: &str, state: State) -> RunRecord {
         last_loss: None,
         last_eval_loss: None,
         retrieved: false,
+        stalled: None,
     }
 }
 

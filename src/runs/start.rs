@@ -466,11 +466,11 @@ pub async fn start(
         last_loss: None,
         last_eval_loss: None,
         retrieved: false,
+        stalled: None,
     };
     record.save(&runs_dir)?;
 
-    let prepared = prepare(&local_dir, &inputs, &yaml);
-    let result = match prepared {
+    let result = match prepare(&local_dir, &inputs, &yaml) {
         Ok(()) => {
             launch(
                 &executor, settings, &target, &record, &local_dir, merge, secrets,

@@ -32,10 +32,12 @@ pub async fn train(
         .await;
     }
     let started = start(project, settings, env, options, events).await?;
+    let stall = crate::train::stall::Policy::of(settings.training.as_ref());
     follow(
         project,
         &started.executor,
         started.record,
+        &stall,
         events,
         cancel,
         false,

@@ -2,11 +2,42 @@
 //! data. Front ends render them (the command line in `cli/follow.rs`); flows never
 //! turn them into text.
 
+use std::time::Duration;
+
 use super::record::State;
+use crate::config::OnStall;
 
 /// A warning of a run flow, sent as [`super::RunEvent::Warning`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum RunWarning {
+    /// The job stalled (issue 21): its process group lives but no new training step or
+    /// eval progress line came for `silent`.
+    Stalled {
+        /// The run.
+        run_id: String,
+        /// The last training step and the UTC time of its line, when there was one.
+        last_step: Option<(u64, Option<jiff::Timestamp>)>,
+        /// How long no progress line came.
+        silent: Duration,
+        /// The latest system sample of the job's machine, when one was taken.
+        sample: Option<Box<crate::system::Sample>>,
+        /// What the follower does about it (`training.on_stall`).
+        action: OnStall,
+    },
+    /// A stalled job makes progress again: a training step (`Some`) or an evaluation.
+    StallEnded {
+        /// The run.
+        run_id: String,
+        /// The step.
+        step: Option<u64>,
+    },
+    /// The snapshot request of `on_stall = "snapshot"` could not be placed.
+    StallRequestFailed {
+        /// The run.
+        run_id: String,
+        /// What failed, with its causes.
+        cause: String,
+    },
     /// The run's chat template may drop `reasoning_content` (TGT-12); the text, from
     /// [`crate::train::template::decide`], names the template, how it was checked and
     /// the fix.

@@ -43,7 +43,7 @@ METRICS_FILE = RUN_DIR / "metrics.jsonl"
 REQUEST_FILE = RUN_DIR / "snapshot.request"
 SNAPSHOT_FILE = RUN_DIR / "snapshot.json"
 EVAL_PROGRESS_INTERVAL_S = 2.0
-REASONS = ("requested", "deadline", "cost", "disk")
+REASONS = ("requested", "deadline", "cost", "disk", "stall")
 
 
 def _clean(value):

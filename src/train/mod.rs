@@ -13,6 +13,7 @@
 //! - [`plugin`]: the metrics plugin shipped in the binary (MPL-1, MPL-5);
 //! - [`metrics`]: the lines of `metrics.jsonl` and their tolerant reader (MPL-2, MPL-3);
 //! - [`phase`]: the follower's phase derived from those lines (MPL-7, RUN-18);
+//! - [`stall`]: whether a living job stopped making training progress (issue 21);
 //! - [`template`]: whether a chat template renders reasoning, by rendering it on a probe
 //!   conversation (TGT-12).
 
@@ -23,5 +24,6 @@ pub mod metrics;
 pub mod phase;
 pub mod plugin;
 pub mod rules;
+pub mod stall;
 pub mod template;
 pub mod yaml;

@@ -185,6 +185,43 @@ fn invalid_fixtures_fail_with_every_expected_message_and_echo_no_value() {
     }
 }
 
+// Issue 21: the stall settings, their defaults (the adaptive bound in words) and a
+// value from the environment, as `config check` shows them.
+#[test]
+fn config_check_shows_the_stall_settings_with_their_defaults_and_sources() {
+    let project = TestProject::with_config(
+        "[project]\nname = \"x\"\n\n[training]\ntarget = \"local\"\nbase_model = \"/m\"\nadapter = \"lora\"\n\n[targets.local]\nkind = \"local\"\n",
+    );
+    let output = project
+        .cmd()
+        .env("OVERBRAINER_TRAINING__ON_STALL", "cancel")
+        .args(["config", "check"])
+        .output()
+        .unwrap();
+    let all = output_text(&output);
+    assert!(output.status.success(), "{all}");
+    let line = |key: &str| {
+        all.lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no `{key}` in:\n{all}"))
+            .to_owned()
+    };
+    assert!(
+        line("training.stall_minutes")
+            .contains("(unset: the larger of 10 and 20 x the median step time)"),
+        "{all}"
+    );
+    assert!(
+        line("training.stall_first_step_minutes").contains("= 30"),
+        "{all}"
+    );
+    let on_stall = line("training.on_stall");
+    assert!(
+        on_stall.contains("\"cancel\"") && on_stall.contains("(env)"),
+        "{all}"
+    );
+}
+
 #[test]
 fn the_process_environment_wins_over_dotenv_and_shows_its_source() {
     let project = TestProject::init();

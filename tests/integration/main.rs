@@ -62,6 +62,9 @@ mod flows;
 // Flows: runs that meet faults and the way back: an incomplete snapshot checkpoint, a
 // merge that fails after training (`train merge`), metric lines from another writer.
 mod training_faults;
+// Flows: stall detection by training progress (issue 21): a stand-in job that stops
+// writing steps, for each `on_stall`, a slow job never flagged, real Axolotl SIGSTOPped.
+mod stall;
 // Flows: the `docker` runtime on real Podman and Docker with real Axolotl (issue 11).
 mod training_containers;
 // A wire-faithful, stateful stand-in of Runpod REST v2 with fault injection (issue 12).

@@ -9,7 +9,7 @@
 //!
 //! Each test runs the real rules on its own test time factor (`OVERBRAINER_TEST_SECOND_MS`,
 //! the test-only `TimeScale`), slow enough that Axolotl's start (two minutes and more on
-//! a loaded machine) fits in the lease's 30-minute progress window, and waits for the
+//! a loaded machine) fits in the first-step stall bound, and waits for the
 //! pod's side (training lines, the request on the pod) rather than for a time where it
 //! can; it has a project name of its own. A stall is a `SIGSTOP` of the trainer's
 //! processes inside the pod.
@@ -391,9 +391,20 @@ async fn runpod_a_pod_gets_what_remains_of_the_budget_as_its_cost_cap_and_its_li
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_a_lease_held_while_training_lines_arrive_keeps_a_pod_past_its_deadline() {
     // One rule minute is 9 s: `max_hours = 0.3334` is 180 s after creation, and
-    // Axolotl's start must come within the lease's 30-minute progress window (270 s).
+    // Axolotl's start must come within the first-step stall bound (issue 21): until the
+    // first step a job is stalled after `stall_first_step_minutes`, and a stalled job
+    // holds no lease, for its follower and its watchdog alike. 60 minutes (540 s) leave
+    // room for Axolotl's start in a pod on a loaded machine.
     const SECOND_MS: u64 = 150;
     let project = rules_project("lease", 6000, "max_hours = 0.3334", SECOND_MS).await;
+    let config = project.training.project.read("overbrainer.toml");
+    let config = config.replacen(
+        "[training]\n",
+        "[training]\nstall_first_step_minutes = 60\n",
+        1,
+    );
+    assert!(config.contains("stall_first_step_minutes = 60"), "{config}");
+    project.training.project.write("overbrainer.toml", &config);
     let mut child = tokio::task::block_in_place(|| {
         let mut child = project.training.spawn(&["train", "--target", "pod"]);
         project.training.wait_running(&mut child);

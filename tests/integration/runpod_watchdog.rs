@@ -1,7 +1,8 @@
 //! The pod's watchdog script (`runpod::watchdog`) run by real `bash` and `curl` against
 //! the stand-in, with the pod-scoped key and pod ID the pod would get: its self-check
 //! (POD-29), the retrieved mark (POD-50), the boot grace, the deadline snapshot and the
-//! deletion at `max_hours` (POD-40), postponed while a lease is fresh (POD-35). The key
+//! deletion at `max_hours` (POD-40), postponed while a lease is fresh (POD-35) unless
+//! the job stalled (issue 21: the same bound as the follower's, from `metrics.jsonl`). The key
 //! reaches `curl` on its standard input only and no log of the watchdog.
 
 use std::path::Path;
@@ -69,6 +70,10 @@ fn watchdog(
         .env("OVERBRAINER_LEASE_FRESH_S", "3600")
         .env("OVERBRAINER_SNAPSHOT_LEAD_S", "1")
         .env("OVERBRAINER_SNAPSHOT_WINDOW_S", "1")
+        .env("OVERBRAINER_STALL_S", "0")
+        .env("OVERBRAINER_STALL_FLOOR_S", "3600")
+        .env("OVERBRAINER_STALL_FIRST_S", "3600")
+        .env("OVERBRAINER_STALL_FACTOR", "20")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     for (name, value) in bounds {
@@ -241,4 +246,98 @@ async fn runpod_watchdog_requests_the_cost_snapshot_and_deletes_at_the_cap_whate
     let deleted = deleted.duration_since(std::time::UNIX_EPOCH).unwrap();
     assert!(deleted.as_secs() >= at + 2, "deleted before the cap");
     assert_gone(&client, &id, run.path()).await;
+}
+
+/// A training line of `metrics.jsonl` at UNIX time `ts`, as the plugin writes it.
+fn train_line(step: u64, ts: u64) -> String {
+    format!(
+        "{{\"kind\": \"train\", \"ts\": {ts}.25, \"step\": {step}, \"max_steps\": 100, \"loss\": 1.0}}\n"
+    )
+}
+
+// Issue 21: a stalled job (alive, no step within the bound) holds no lease, whatever its
+// follower writes: the pod past its deadline gets its snapshot request and goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_watchdog_ignores_the_fresh_lease_of_a_stalled_job() {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261201-140000-wd06").await;
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join(".pod")).unwrap();
+    std::fs::write(run.path().join("job.pid"), "1\n").unwrap();
+    let at = now().as_secs();
+    // Three steps a second apart, the last 100 s ago: past a 10 s bound.
+    let lines: String = (1..=3).map(|n| train_line(n, at - 102 + n)).collect();
+    std::fs::write(run.path().join("metrics.jsonl"), lines).unwrap();
+    std::fs::write(run.path().join(".pod/lease"), format!("{at}\n")).unwrap();
+    let child = watchdog(
+        &standin,
+        &id,
+        KEY,
+        run.path(),
+        1,
+        &[
+            ("OVERBRAINER_STALL_FLOOR_S", "10"),
+            ("OVERBRAINER_STALL_FIRST_S", "30"),
+        ],
+    );
+    assert_eq!(exited(child), Some(0), "{}", log(run.path()));
+    let text = log(run.path());
+    assert!(
+        text.contains("the job stalled: no training step or evaluation progress for")
+            && text.contains("s after step 3; the lease no longer holds the pod"),
+        "{text}"
+    );
+    assert!(text.contains("max_hours reached"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(run.path().join("snapshot.request")).unwrap(),
+        "deadline\n"
+    );
+    assert_gone(&client, &id, run.path()).await;
+}
+
+// Issue 21: a job whose steps keep coming keeps its lease past the deadline: slow steps
+// (20 s apart in its history) are no stall at a 10 s floor, 20 median step times hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_watchdog_keeps_the_lease_of_a_slow_but_progressing_job() {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261201-140000-wd07").await;
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join(".pod")).unwrap();
+    std::fs::write(run.path().join("job.pid"), "1\n").unwrap();
+    let at = now().as_secs();
+    // Steps 20 s apart, the last 15 s ago: longer than the floor, well within 400 s.
+    let lines: String = (1..=3).map(|n| train_line(n, at - 75 + 20 * n)).collect();
+    std::fs::write(run.path().join("metrics.jsonl"), lines).unwrap();
+    std::fs::write(run.path().join(".pod/lease"), format!("{at}\n")).unwrap();
+    let mut child = watchdog(
+        &standin,
+        &id,
+        KEY,
+        run.path(),
+        1,
+        &[
+            ("OVERBRAINER_STALL_FLOOR_S", "10"),
+            ("OVERBRAINER_STALL_FIRST_S", "30"),
+        ],
+    );
+    poll(
+        Duration::from_secs(60),
+        "three checks under the lease",
+        || {
+            let held = log(run.path()).matches("lease fresh: 1").count();
+            if held >= 3 {
+                Ok(())
+            } else {
+                Err(log(run.path()))
+            }
+        },
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = log(run.path());
+    assert!(!text.contains("stalled"), "{text}");
+    assert!(!run.path().join("snapshot.request").exists(), "{text}");
+    assert_eq!(client.gone(&id).await.unwrap(), (true, true));
+    client.delete_pod(&id).await.unwrap();
+    standin.assert_nothing_left();
 }

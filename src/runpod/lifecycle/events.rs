@@ -322,6 +322,12 @@ pub enum Event {
         /// When.
         at: Duration,
     },
+    /// The run's follower declared the job stalled (issue 21): no lease until it makes
+    /// progress again.
+    Stalled {
+        /// When.
+        at: Duration,
+    },
     /// `.pod/lease` rewritten, or why not.
     LeaseWritten {
         /// When.
@@ -385,6 +391,7 @@ impl Event {
             | Self::JobStarted { at }
             | Self::StartFailed { at, .. }
             | Self::Progress { at }
+            | Self::Stalled { at }
             | Self::LeaseWritten { at, .. }
             | Self::Tick { at }
             | Self::JobEnded { at }

@@ -316,6 +316,10 @@ pub fn handle(state: &mut PodState, event: Event) -> Vec<Effect> {
         (Phase::Running | Phase::Snapshotting, Event::Progress { .. }) => {
             state.progress_at = Some(at);
         }
+        // A stalled job stops renewing the lease, whatever `on_stall` says (POD-35).
+        (Phase::Running | Phase::Snapshotting, Event::Stalled { .. }) => {
+            state.progress_at = None;
+        }
         (_, Event::LeaseWritten { result: Ok(()), .. }) => state.lease_at = Some(at),
         (Phase::Running | Phase::Snapshotting | Phase::Retrieving, Event::Polled { pod, .. }) => {
             match pod {

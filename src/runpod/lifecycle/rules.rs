@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::config::RunpodTarget;
 use crate::env::TimeScale;
+use crate::train::stall::{Bounds, Policy};
 
 /// The rules of one pod. Build them with [`Rules::new`]; every duration is already
 /// scaled.
@@ -64,6 +65,9 @@ pub struct Rules {
     pub max_ambiguous: u32,
     /// The least time a cost cap should buy before POD-23 warns (30 minutes).
     pub cap_warning: Duration,
+    /// The stall bounds of `[training]` (issue 21): the watchdog declares the same
+    /// stalls as the follower, and a stalled job holds no lease (POD-35).
+    pub stall: Bounds,
 }
 
 impl Rules {
@@ -97,7 +101,14 @@ impl Rules {
             max_rate_limited: 10,
             max_ambiguous: 3,
             cap_warning: minutes(30),
+            stall: Policy::default().bounds(scale),
         }
+    }
+
+    /// These rules with the stall bounds `stall` (already on the scale).
+    #[must_use]
+    pub fn with_stall(self, stall: Bounds) -> Self {
+        Self { stall, ..self }
     }
 
     /// The pause before delete number `attempt + 1` (the first resend waits

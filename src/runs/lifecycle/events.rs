@@ -40,6 +40,8 @@ pub enum Event {
     },
     /// Cancelling the job failed.
     CancelFailed(String),
+    /// Placing the snapshot request of a stall failed (issue 21).
+    RequestFailed(String),
     /// The pause between two polls is over.
     Woke,
     /// Ctrl-C.
@@ -84,6 +86,9 @@ pub enum Effect {
     CheckRequest,
     /// Cancel the job; [`Event::CancelFailed`] when that fails.
     CancelJob,
+    /// Place `snapshot.request` with this reason unless one is there (issue 21);
+    /// [`Event::RequestFailed`] when that fails.
+    RequestSnapshot(&'static str),
     /// Wait this long for the next poll; then [`Event::Woke`], or
     /// [`Event::Interrupted`] on Ctrl-C.
     Wait(Duration),

@@ -24,9 +24,10 @@
 
 mod events;
 mod rules;
+mod stalls;
 pub mod transitions;
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 pub use events::{Effect, Event};
 pub use rules::Rules;
@@ -40,6 +41,7 @@ use crate::system::Sample;
 use crate::train::axolotl::MERGED_DIR;
 use crate::train::metrics::{MetricLine, MetricReader, Parsed, Summary};
 use crate::train::phase::PhaseTracker;
+use crate::train::stall::Detector;
 
 pub use crate::machine::Machine;
 
@@ -108,6 +110,11 @@ pub struct RunState {
     previous_sample: Option<Sample>,
     status: Option<JobStatus>,
     end: Option<Ending>,
+    /// The wall-clock time of `at` zero (the follower's start), for the stall's record.
+    pub began: SystemTime,
+    stall: Detector,
+    /// This follower cancelled the job for a stall (`on_stall = "cancel"`).
+    stall_cancel: bool,
 }
 
 impl RunState {
@@ -131,6 +138,9 @@ impl RunState {
             previous_sample: None,
             status: None,
             end: None,
+            began: SystemTime::UNIX_EPOCH,
+            stall: Detector::new(rules.stall),
+            stall_cancel: false,
         }
     }
 
@@ -193,6 +203,12 @@ pub fn handle(state: &mut RunState, event: Event) -> Vec<Effect> {
         }
         (_, Event::CancelFailed(cause)) => {
             effects.push(warning(RunWarning::CancelFailed { cause }));
+        }
+        (_, Event::RequestFailed(cause)) => {
+            effects.push(warning(RunWarning::StallRequestFailed {
+                run_id: state.record.id.clone(),
+                cause,
+            }));
         }
         (Step::Following, Event::JobEnded(status)) => {
             state.status = Some(status);
@@ -292,6 +308,9 @@ fn polled(
         Ok(lines) => {
             for line in lines {
                 let parsed = state.reader.parse(&line);
+                if let Parsed::Line(line) | Parsed::Flagged(line, _) = &parsed {
+                    stalls::line(state, at, line, effects);
+                }
                 observe(state, parsed, effects);
             }
         }
@@ -340,6 +359,7 @@ fn polled(
         effects.push(Effect::Drain);
         return;
     }
+    stalls::tick(state, at, status == Some(JobStatus::Running), effects);
     let rules = state.rules;
     if at >= state.next_sample {
         state.next_sample = at + rules.sample_interval;
@@ -432,6 +452,8 @@ fn decide(state: &mut RunState, leftovers: &[u32], effects: &mut Vec<Effect>) {
             leftovers,
         },
     );
+    let end = stalls::ending(state, end, leftovers);
+    let summary = &state.summary;
     let checkpoint = match (&summary.snapshot, end.state) {
         (Some((_, checkpoint)), State::Stopped) => Some(checkpoint.clone()),
         _ => None,
@@ -502,5 +524,7 @@ fn record_end(state: &mut RunState, pointer: Option<&str>, effects: &mut Vec<Eff
     effects.push(Effect::End);
 }
 
+#[cfg(test)]
+mod stall_tests;
 #[cfg(test)]
 mod tests;

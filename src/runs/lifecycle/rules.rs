@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
+use crate::config::OnStall;
 use crate::env::TimeScale;
+use crate::train::stall::{Bounds, Policy};
 
 /// The durations and counts of a follower's rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +24,10 @@ pub struct Rules {
     pub end_after_snapshot: Duration,
     /// Pause between two summary refreshes of `run.json` while following.
     pub save_interval: Duration,
+    /// The stall bounds (issue 21).
+    pub stall: Bounds,
+    /// What to do once the job stalled (`training.on_stall`).
+    pub on_stall: OnStall,
 }
 
 impl Default for Rules {
@@ -45,6 +51,18 @@ impl Rules {
             snapshot_deadline: seconds(30 * 60),
             end_after_snapshot: seconds(10 * 60),
             save_interval: seconds(10),
+            stall: Policy::default().bounds(scale),
+            on_stall: OnStall::Warn,
+        }
+    }
+
+    /// These rules with the stall policy `policy` on `scale`.
+    #[must_use]
+    pub fn with_stall(self, policy: &Policy, scale: TimeScale) -> Self {
+        Self {
+            stall: policy.bounds(scale),
+            on_stall: policy.on_stall,
+            ..self
         }
     }
 }
@@ -59,6 +77,7 @@ mod tests {
         assert_eq!(real, Rules::scaled(TimeScale::REAL));
         assert_eq!(real.poll_interval, Duration::from_secs(1));
         assert_eq!(real.snapshot_deadline, Duration::from_secs(30 * 60));
+        assert_eq!(real.stall.first_step, Duration::from_secs(30 * 60));
         let fast = Rules::scaled(TimeScale::with_second(Duration::from_millis(10)));
         assert_eq!(
             fast,
@@ -70,6 +89,8 @@ mod tests {
                 snapshot_deadline: Duration::from_secs(18),
                 end_after_snapshot: Duration::from_secs(6),
                 save_interval: Duration::from_millis(100),
+                stall: Policy::default().bounds(TimeScale::with_second(Duration::from_millis(10))),
+                on_stall: OnStall::Warn,
             }
         );
     }

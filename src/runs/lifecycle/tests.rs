@@ -50,6 +50,7 @@ fn label(effect: &Effect) -> String {
         Effect::Sample => "probe".into(),
         Effect::CheckRequest => "check request".into(),
         Effect::CancelJob => "cancel".into(),
+        Effect::RequestSnapshot(reason) => format!("request {}", reason.trim()),
         Effect::Wait(pause) => {
             assert_eq!(*pause, Rules::default().poll_interval);
             "wait".into()

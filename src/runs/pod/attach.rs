@@ -172,6 +172,7 @@ pub async fn take_up(
         merge: training.merge && training.adapter != AdapterKind::Full,
         secrets: Vec::new(),
         scale,
+        stall: crate::train::stall::Policy::of(Some(training)),
         keep_pod: recorded.keep_pod,
         events,
         cancel,

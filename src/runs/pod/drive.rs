@@ -58,6 +58,8 @@ pub(super) struct Part<'a> {
     pub(super) merge: bool,
     pub(super) secrets: Vec<(String, secrecy::SecretString)>,
     pub(super) scale: TimeScale,
+    /// The stall policy of `[training]` (issue 21).
+    pub(super) stall: crate::train::stall::Policy,
     /// `--keep-pod` (POD-61).
     pub(super) keep_pod: bool,
     pub(super) events: &'a Events,
@@ -112,6 +114,7 @@ pub(super) async fn run_pod(
         runtime: part.runtime.clone(),
         workdir: POD_WORKDIR.to_owned(),
         scale: part.scale,
+        stall: part.stall,
         merge: part.merge,
         secrets: part.secrets.clone(),
         shared: Arc::clone(&shared),
@@ -130,6 +133,7 @@ pub(super) async fn run_pod(
                 record,
                 pod.destination().clone(),
                 part.scale,
+                part.stall,
                 requested,
             ));
             Some(*pod)

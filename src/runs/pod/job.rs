@@ -26,8 +26,9 @@ use crate::runs::follow::{DetachReason, Outcome, follow};
 use crate::runs::lifecycle::transitions;
 use crate::runs::record::{RunRecord, State};
 use crate::runs::start::{NEVER_UPLOADED, error_chain};
-use crate::runs::{Events, RunError, RunEvent, emit};
+use crate::runs::{Events, RunError, RunEvent, RunWarning, emit};
 use crate::train::job::Stages;
+use crate::train::stall::Policy;
 
 /// How the run's follower ended, as the pod's driver needs to know it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,10 @@ enum FollowEnd {
 pub(super) struct Shared {
     /// Training lines seen so far.
     progress: u64,
+    /// The follower declared the job stalled and it made no progress since (issue 21).
+    stalled: bool,
+    /// That stall was handed to the pod's driver.
+    stall_told: bool,
     end: Option<FollowEnd>,
     /// The follower's result, taken by the flow at the end.
     pub(super) result: Option<Result<Outcome, RunError>>,
@@ -67,6 +72,8 @@ pub(super) struct Begin {
     record: RunRecord,
     destination: crate::exec::SshDestination,
     scale: TimeScale,
+    /// The stall policy of `[training]` (issue 21).
+    stall: Policy,
     /// A `train stop` placed the snapshot request just before (RUN-26).
     requested: bool,
 }
@@ -77,12 +84,14 @@ impl Begin {
         record: RunRecord,
         destination: crate::exec::SshDestination,
         scale: TimeScale,
+        stall: Policy,
         requested: bool,
     ) -> Self {
         Self {
             record,
             destination,
             scale,
+            stall,
             requested,
         }
     }
@@ -110,6 +119,7 @@ pub(super) struct PodRun<'a> {
     pub(super) runtime: JobRuntime,
     pub(super) workdir: String,
     pub(super) scale: TimeScale,
+    pub(super) stall: Policy,
     pub(super) merge: bool,
     pub(super) secrets: Vec<(String, SecretString)>,
     pub(super) shared: SharedRef,
@@ -162,6 +172,7 @@ impl PodJob for PodRun<'_> {
                 record: self.record.clone(),
                 destination: pod.destination().clone(),
                 scale: self.scale,
+                stall: self.stall,
                 requested: false,
             });
         }
@@ -169,11 +180,19 @@ impl PodJob for PodRun<'_> {
     }
 
     async fn watch(&mut self, _pod: &SshExecutor) -> Result<JobNews, String> {
-        let shared = lock(&self.shared);
+        let mut shared = lock(&self.shared);
+        if !shared.stalled {
+            shared.stall_told = false;
+        }
         Ok(match shared.end {
             // Ctrl-C: the driver sees the same token and detaches.
             Some(FollowEnd::Interrupted) => JobNews::Quiet,
             Some(_) => JobNews::Ended,
+            // A stall ends the lease (POD-35, issue 21), whatever `on_stall` says.
+            None if shared.stalled && !shared.stall_told => {
+                shared.stall_told = true;
+                JobNews::Stalled
+            }
             None if shared.progress > self.seen => {
                 self.seen = shared.progress;
                 JobNews::Progress
@@ -251,12 +270,18 @@ pub(super) async fn follower(
             return;
         }
     };
-    // The follower's own channel: its training lines are the pod's progress (POD-35).
+    // The follower's own channel: its training lines are the pod's progress (POD-35),
+    // its stall ends the lease until the job makes progress again (issue 21).
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let forward = async {
         while let Some(event) = rx.recv().await {
-            if matches!(event, RunEvent::Train(_)) {
-                lock(&shared).progress += 1;
+            match &event {
+                RunEvent::Train(_) => lock(&shared).progress += 1,
+                RunEvent::Warning(RunWarning::Stalled { .. }) => lock(&shared).stalled = true,
+                RunEvent::Warning(RunWarning::StallEnded { .. }) => {
+                    lock(&shared).stalled = false;
+                }
+                _ => {}
             }
             emit(events, event);
         }
@@ -274,6 +299,7 @@ pub(super) async fn follower(
             project,
             &executor,
             begin.record,
+            &begin.stall,
             &tx,
             &either,
             begin.requested,

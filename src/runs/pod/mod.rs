@@ -40,6 +40,7 @@ use crate::runpod::driver::{self, PodPlan};
 use crate::runpod::keys::{self, KeyError};
 use crate::runpod::lifecycle::{Event, PodState, Rules};
 use crate::runpod::record::PodContext;
+use crate::train::stall::Policy;
 use crate::train::template::Decision;
 use drive::{Part, Start, conclude, run_pod};
 
@@ -191,7 +192,8 @@ pub async fn train(
             },
             other => other,
         })?;
-    let mut rules = Rules::new(runpod, options.keep_pod, scale);
+    let stall = Policy::of(Some(training));
+    let mut rules = Rules::new(runpod, options.keep_pod, scale).with_stall(stall.bounds(scale));
     // Issue 20: the pod's cost cap is what the budget leaves, at most `max_cost_usd`.
     let over_budget = (true, options.over_budget);
     budget::apply(
@@ -276,6 +278,7 @@ pub async fn train(
         last_loss: None,
         last_eval_loss: None,
         retrieved: false,
+        stalled: None,
     };
     let made = record
         .save(&runs_dir)
@@ -330,6 +333,7 @@ pub async fn train(
         merge,
         secrets,
         scale,
+        stall,
         keep_pod: options.keep_pod,
         events,
         cancel,

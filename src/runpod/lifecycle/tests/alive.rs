@@ -153,6 +153,26 @@ fn the_lease_postpones_the_deadline_only_while_the_job_progresses() {
             phase: Phase::Running,
         },
         Row {
+            name: "a stall the follower declared: no renewal, whatever on_stall says",
+            state: after(running(), vec![Event::Stalled { at: s(300) }]),
+            event: tick(400),
+            effects: &["wait 60"],
+            phase: Phase::Running,
+        },
+        Row {
+            name: "progress after the stall: renewed again",
+            state: after(
+                running(),
+                vec![
+                    Event::Stalled { at: s(300) },
+                    Event::Progress { at: s(390) },
+                ],
+            ),
+            event: tick(400),
+            effects: &["lease", "wait 60"],
+            phase: Phase::Running,
+        },
+        Row {
             name: "a fresh lease past the deadline: no snapshot, no deletion",
             state: holding(),
             event: tick(7300),
