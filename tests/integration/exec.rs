@@ -1825,15 +1825,18 @@ async fn master_ciphers(executor: &SshExecutor) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn regression_the_master_prefers_aes_gcm_unless_the_configuration_sets_ciphers()
--> TestResult {
+async fn regression_the_master_prefers_aes_gcm_unless_the_configuration_sets_ciphers() -> TestResult
+{
     let root = tempfile::tempdir()?;
     let sshd = Sshd::start();
     // The harness's configuration sets no ciphers: AES-GCM first, and it connects.
     let executor = ssh(&sshd, root.path()).await;
     let ciphers = master_ciphers(&executor).await.expect("a Ciphers option");
     assert!(ciphers.starts_with("aes128-gcm@openssh.com,"), "{ciphers}");
-    assert!(ciphers.contains("chacha20-poly1305@openssh.com"), "{ciphers}");
+    assert!(
+        ciphers.contains("chacha20-poly1305@openssh.com"),
+        "{ciphers}"
+    );
     assert_eq!(executor.probe("echo fast").await?, b"fast\n");
     // A configuration that chooses its ciphers keeps them: nothing on the command line.
     let mut destination = sshd.destination();

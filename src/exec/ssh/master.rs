@@ -123,8 +123,10 @@ pub(super) async fn open(destination: &SshDestination) -> Result<Session, ExecEr
     sweep_stale(&destination.control_dirs);
     // Held until the master answers: until then the directory has no socket.
     let (dir, lock) = control_dir(&destination.control_dirs)?;
+    // Boxed: the two `ssh -G` runs would otherwise grow every future that connects.
     let (configured, default) =
-        tokio::join!(resolved(destination, false), resolved(destination, true));
+        Box::pin(async { tokio::join!(resolved(destination, false), resolved(destination, true)) })
+            .await;
     let timeouts = if destination.always_default_keepalive {
         destination.timeouts
     } else {
