@@ -26,7 +26,9 @@
 //! unset); `OB_BENCH_OURS_ONLY=1` skips the baselines (to profile ours alone, say with
 //! `strace -c -f -p`); `OB_BENCH_PAUSE=1` waits for a line on standard input before
 //! each half (to attach a profiler); `OB_BENCH_SMALL=1` shrinks the tree to 8 MiB and
-//! 500 files for a quick check.
+//! 500 files for a quick check. `RUST_LOG` (say `overbrainer::exec=debug`) prints the
+//! executor's tracing spans on standard error as they close, with their busy and idle
+//! time: the phases of a transfer.
 
 #![allow(
     clippy::unwrap_used,
@@ -49,6 +51,13 @@ use std::time::{Duration, Instant};
 use overbrainer::exec::{Executor, JobCommand, SshExecutor};
 
 fn main() {
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1814,6 +1814,45 @@ async fn a_long_tmpdir_gives_way_to_a_short_control_directory() -> TestResult {
     Ok(())
 }
 
+/// The `Ciphers=` option on the command line of the master behind `executor`, if any.
+async fn master_ciphers(executor: &SshExecutor) -> Option<String> {
+    let pid = master_pid(executor).await;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("the master's cmdline");
+    cmdline
+        .split(|b| *b == 0)
+        .map(String::from_utf8_lossy)
+        .find_map(|arg| arg.strip_prefix("Ciphers=").map(str::to_owned))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_the_master_prefers_aes_gcm_unless_the_configuration_sets_ciphers() -> TestResult
+{
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    // The harness's configuration sets no ciphers: AES-GCM first, and it connects.
+    let executor = ssh(&sshd, root.path()).await;
+    let ciphers = master_ciphers(&executor).await.expect("a Ciphers option");
+    assert!(ciphers.starts_with("aes128-gcm@openssh.com,"), "{ciphers}");
+    assert!(
+        ciphers.contains("chacha20-poly1305@openssh.com"),
+        "{ciphers}"
+    );
+    assert_eq!(executor.probe("echo fast").await?, b"fast\n");
+    // A configuration that chooses its ciphers keeps them: nothing on the command line.
+    let mut destination = sshd.destination();
+    let config = root.path().join("chacha_config");
+    let mut text = std::fs::read_to_string(destination.config_file.as_ref().unwrap())?;
+    text.insert_str(0, "Ciphers chacha20-poly1305@openssh.com\n");
+    std::fs::write(&config, text)?;
+    destination.config_file = Some(config);
+    let chosen = SshExecutor::connect(destination, &path_str(&root.path().join("w2")))
+        .await
+        .unwrap_or_else(|error| panic!("connect: {error:?}\n{}", sshd.log()));
+    assert_eq!(master_ciphers(&chosen).await, None);
+    assert_eq!(chosen.probe("echo chosen").await?, b"chosen\n");
+    Ok(())
+}
+
 /// The process ID of the master behind `executor`, from `ssh -O check`.
 async fn master_pid(executor: &SshExecutor) -> u32 {
     let socket = executor.control_socket().await.expect("a master is open");

@@ -10,24 +10,27 @@ use std::path::Path;
 
 use openssh::Session;
 
+use super::cipher::{preferred, resolved_ciphers};
 use super::socket::{LOG, SOCKET, control_dir, sweep_stale};
-use super::timeouts::{Configured, parse_resolved};
+use super::timeouts::parse_resolved;
 use super::{MASTER_IDLE, SshDestination, SshError, SshTimeouts};
 use crate::exec::ExecError;
 
 /// Most bytes of the master's log kept in [`ExecError::MasterDied`].
 const MASTER_LOG_TAIL: usize = 400;
 
-/// The bounds the configuration of `destination` sets, from `ssh -G`; none when it
-/// fails.
+/// What `ssh -G` resolves for `destination`: with its configuration, or with none
+/// at all (`-F /dev/null`) when `bare`; none when it fails.
 #[allow(
     clippy::disallowed_methods,
     reason = "exec/ is where processes are spawned"
 )]
-async fn configured(destination: &SshDestination) -> Configured {
+async fn resolved(destination: &SshDestination, bare: bool) -> Option<String> {
     let mut command = tokio::process::Command::new("ssh");
     command.arg("-G");
-    if let Some(file) = &destination.config_file {
+    if bare {
+        command.arg("-F").arg("/dev/null");
+    } else if let Some(file) = &destination.config_file {
         command.arg("-F").arg(file);
     }
     if let Some(port) = destination.port {
@@ -41,9 +44,9 @@ async fn configured(destination: &SshDestination) -> Configured {
         .kill_on_drop(true);
     match command.output().await {
         Ok(output) if output.status.success() => {
-            parse_resolved(&String::from_utf8_lossy(&output.stdout))
+            Some(String::from_utf8_lossy(&output.stdout).into_owned())
         }
-        _ => Configured::default(),
+        _ => None,
     }
 }
 
@@ -52,6 +55,7 @@ async fn configured(destination: &SshDestination) -> Configured {
 fn master_args(
     destination: &SshDestination,
     timeouts: &SshTimeouts,
+    ciphers: Option<&str>,
     dir: &Path,
 ) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = Vec::new();
@@ -69,6 +73,9 @@ fn master_args(
         "StrictHostKeyChecking=yes".to_owned(),
     ];
     options.extend(timeouts.options());
+    if let Some(ciphers) = ciphers {
+        options.push(format!("Ciphers={ciphers}"));
+    }
     if destination.identity_file.is_some() {
         options.push("IdentitiesOnly=yes".to_owned());
     }
@@ -116,17 +123,32 @@ pub(super) async fn open(destination: &SshDestination) -> Result<Session, ExecEr
     sweep_stale(&destination.control_dirs);
     // Held until the master answers: until then the directory has no socket.
     let (dir, lock) = control_dir(&destination.control_dirs)?;
+    // Boxed: the two `ssh -G` runs would otherwise grow every future that connects.
+    let (configured, default) =
+        Box::pin(async { tokio::join!(resolved(destination, false), resolved(destination, true)) })
+            .await;
     let timeouts = if destination.always_default_keepalive {
         destination.timeouts
     } else {
-        destination
-            .timeouts
-            .capped_by(configured(destination).await)
+        let configured = configured
+            .as_deref()
+            .map(parse_resolved)
+            .unwrap_or_default();
+        destination.timeouts.capped_by(configured)
     };
+    let ciphers = preferred(
+        configured.as_deref().and_then(resolved_ciphers),
+        default.as_deref().and_then(resolved_ciphers),
+    );
     let log = dir.path().join(LOG);
     let mut command = tokio::process::Command::new("ssh");
     command
-        .args(master_args(destination, &timeouts, dir.path()))
+        .args(master_args(
+            destination,
+            &timeouts,
+            ciphers.as_deref(),
+            dir.path(),
+        ))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -211,16 +233,22 @@ mod tests {
     fn the_master_gets_the_bounds_on_its_command_line() {
         let mut destination = SshDestination::new("-oProxyCommand=evil");
         destination.identity_file = Some(PathBuf::from("/k/id"));
-        let args = master_args(
-            &destination,
-            &SshTimeouts::default(),
-            Path::new("/tmp/ob-x"),
+        let strings = |args: Vec<std::ffi::OsString>| -> Vec<String> {
+            args.iter()
+                .map(|arg| arg.to_string_lossy().into_owned())
+                .collect()
+        };
+        let timeouts = SshTimeouts::default();
+        let dir = Path::new("/tmp/ob-x");
+        let plain = strings(master_args(&destination, &timeouts, None, dir));
+        assert!(
+            !plain.iter().any(|arg| arg.starts_with("Ciphers=")),
+            "{plain:?}"
         );
-        let args: Vec<String> = args
-            .iter()
-            .map(|arg| arg.to_string_lossy().into_owned())
-            .collect();
+        let ciphers = "aes128-gcm@openssh.com,chacha20-poly1305@openssh.com";
+        let args = strings(master_args(&destination, &timeouts, Some(ciphers), dir));
         for option in [
+            &format!("Ciphers={ciphers}")[..],
             "ServerAliveInterval=15",
             "ServerAliveCountMax=3",
             "ConnectTimeout=30",

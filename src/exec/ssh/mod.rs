@@ -20,6 +20,8 @@
 //! command runs fails that command with [`SshError::Lost`], and the next call
 //!
 //! By concern:
+//! - `cipher`: AES-GCM first in the master's cipher list where the configuration
+//!   sets none (issue 10);
 //! - `timeouts`: the bounds on every wait for a target (SSH-16) and what a configuration
 //!   may shorten;
 //! - `socket`: where a master's control socket lives (a Unix socket path is short);
@@ -28,6 +30,7 @@
 //! - `error`: [`SshError`], failures of the connection itself;
 //! - `executor`: [`SshExecutor`], the [`Executor`](super::Executor) over that master.
 
+mod cipher;
 mod destination;
 mod error;
 mod executor;
