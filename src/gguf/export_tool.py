@@ -364,6 +364,9 @@ def gguf_reader(tree):
     export's time for nothing the reader uses."""
     import types
 
+    if "gguf.gguf_reader" in sys.modules:
+        # The converter ran in this process and imported the tree's whole package.
+        return sys.modules["gguf.gguf_reader"].GGUFReader
     package = types.ModuleType("gguf")
     package.__path__ = [os.path.join(tree, "gguf-py", "gguf")]
     sys.modules["gguf"] = package
@@ -420,9 +423,19 @@ def check(args):
     os.replace(args.export_json + ".part", args.export_json)
 
 
-def main():
+def quantize(args):
+    """`llama-quantize` of the 16-bit GGUF; the 16-bit file is removed once it succeeded."""
+    done = subprocess.run([args.bin, args.src, args.dst, args.type], check=False)
+    if done.returncode != 0:
+        sys.exit(done.returncode)
+    os.remove(args.src)
+
+
+def parser():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("step")
+    p.add_argument("what")
     p = sub.add_parser("preflight")
     p.add_argument("--tree", required=True)
     p.add_argument("--model", required=True)
@@ -437,13 +450,39 @@ def main():
     p.add_argument("--outtype", required=True)
     p.add_argument("--name", required=True)
     p.add_argument("--pre-tokenizer", default="")
+    p = sub.add_parser("quantize")
+    for key in ("bin", "src", "dst", "type"):
+        p.add_argument(f"--{key}", required=True)
     p = sub.add_parser("check")
     for key in ("tree", "gguf", "tokenizer", "name", "server", "modelfile", "export-json",
                 "quantize", "file", "num-ctx", "source"):
         p.add_argument(f"--{key}", required=True)
     p.add_argument("--partial-step", default=None)
-    args = parser.parse_args()
-    {"preflight": preflight, "convert": convert, "check": check}[args.command](args)
+    return parser
+
+
+COMMANDS = {
+    "step": lambda args: step(f"step {args.what}"),
+    "preflight": preflight,
+    "convert": convert,
+    "quantize": quantize,
+    "check": check,
+}
+
+
+def main():
+    """Runs the commands of the arguments, separated by `:::`, in order in this one
+    process: Python, numpy and torch start once for the whole export, not once a step."""
+    groups = [[]]
+    for arg in sys.argv[1:]:
+        if arg == ":::":
+            groups.append([])
+        else:
+            groups[-1].append(arg)
+    commands = parser()
+    for group in groups:
+        args = commands.parse_args(group)
+        COMMANDS[args.command](args)
 
 
 if __name__ == "__main__":

@@ -196,7 +196,8 @@ impl Plan {
             s,
             "trap 'rm -rf {remove}' EXIT\ntrap 'rm -rf {remove}; exit 143' TERM INT HUP"
         );
-        let _ = writeln!(s, "rm -rf {}", p(&work));
+        // `export-work/` exists from the job's start (the trap removes it).
+        let _ = writeln!(s, "rm -rf {}\nmkdir -p {}", p(&work), p(&work));
         let _ = writeln!(
             s,
             "cat > {} <<'OB_EXPORT_TOOL'\n{EXPORT_TOOL}OB_EXPORT_TOOL",
@@ -211,8 +212,13 @@ impl Plan {
                 adapter,
             } => (base_model.clone(), adapter.clone(), true),
         };
-        step(&mut s, "2/6 preflight");
-        let mut args = vec![
+        // The steps from the preflight (or, after a merge, the conversion) to the check run
+        // in one Python process (`:::` between them): Python, numpy and torch start once.
+        let mut chain: Vec<Vec<String>> = Vec::new();
+        let say = |chain: &mut Vec<Vec<String>>, what: &str| {
+            chain.push(vec!["step".to_owned(), what.to_owned()]);
+        };
+        let mut preflight = vec![
             "preflight".to_owned(),
             "--tree".to_owned(),
             i(&tree),
@@ -225,14 +231,16 @@ impl Plan {
             "--work".to_owned(),
             i(&work),
         ];
-        if merge {
-            args.push("--merge".to_owned());
-        }
-        let _ = writeln!(s, "{}", python(args));
         let model = if merge {
+            // The merge is Axolotl's own process, between the preflight and the rest.
+            step(&mut s, "2/6 preflight");
+            preflight.push("--merge".to_owned());
+            let _ = writeln!(s, "{}", python(preflight));
             Self::merge_step(&mut s, spec, &paths, run, &tokenizer, &work)
         } else {
-            step(&mut s, "3/6 merge: not needed");
+            say(&mut chain, "2/6 preflight");
+            chain.push(preflight);
+            say(&mut chain, "3/6 merge: not needed");
             model
         };
         let staged = format!("{work}/{}", self.file_name());
@@ -246,8 +254,8 @@ impl Plan {
             "BF16" => "bf16",
             _ => "auto",
         };
-        step(&mut s, "4/6 convert to a 16-bit GGUF");
-        let mut args = vec![
+        say(&mut chain, "4/6 convert to a 16-bit GGUF");
+        let mut convert = vec![
             "convert".to_owned(),
             "--tree".to_owned(),
             i(&tree),
@@ -261,22 +269,29 @@ impl Plan {
             self.run_id.clone(),
         ];
         if let Some(pre) = &self.pre_tokenizer {
-            args.extend(["--pre-tokenizer".to_owned(), pre.clone()]);
+            convert.extend(["--pre-tokenizer".to_owned(), pre.clone()]);
         }
-        let _ = writeln!(s, "{}", python(args));
+        chain.push(convert);
         if self.unquantized() {
-            step(&mut s, "5/6 quantize: not needed");
+            say(&mut chain, "5/6 quantize: not needed");
         } else {
-            step(&mut s, &format!("5/6 quantize to {}", self.quantize));
-            let quantizer = format!("{bin}/llama-quantize");
-            let args = [i(&sixteen), i(&staged), self.quantize.clone()];
-            let _ = writeln!(s, "{}", program(spec, &i(&quantizer), &args));
-            let _ = writeln!(s, "rm -f {}", p(&sixteen));
+            say(&mut chain, &format!("5/6 quantize to {}", self.quantize));
+            chain.push(vec![
+                "quantize".to_owned(),
+                "--bin".to_owned(),
+                i(&format!("{bin}/llama-quantize")),
+                "--src".to_owned(),
+                i(&sixteen),
+                "--dst".to_owned(),
+                i(&staged),
+                "--type".to_owned(),
+                self.quantize.clone(),
+            ]);
         }
-        step(&mut s, "6/6 check the GGUF and answer one prompt");
+        say(&mut chain, "6/6 check the GGUF and answer one prompt");
         let gguf_dir = format!("{run}/{OUTPUT_DIR}/{GGUF_DIR}");
         let _ = writeln!(s, "mkdir -p {}", p(&gguf_dir));
-        let mut args = vec![
+        let mut check = vec![
             "check".to_owned(),
             "--tree".to_owned(),
             i(&tree),
@@ -302,9 +317,10 @@ impl Plan {
             relative_to(run, &tokenizer),
         ];
         if let Some(step) = self.partial_step {
-            args.extend(["--partial-step".to_owned(), step.to_string()]);
+            check.extend(["--partial-step".to_owned(), step.to_string()]);
         }
-        let _ = writeln!(s, "{}", python(args));
+        chain.push(check);
+        let _ = writeln!(s, "{}", python(chain.join(&[":::".to_owned()][..])));
         let _ = writeln!(
             s,
             "mv {} {}/\nmv {} {}/",
@@ -394,21 +410,6 @@ impl Plan {
 }
 
 /// `program args` where the job's programs run: directly, or in the job's container.
-fn program(spec: &JobSpec, program: &str, args: &[String]) -> String {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    match spec.runtime {
-        JobRuntime::Native { .. } => {
-            let mut line = quote(program);
-            for arg in args {
-                line.push(' ');
-                line.push_str(&quote(arg));
-            }
-            line
-        }
-        JobRuntime::Container { .. } => exec::stage_command(spec, program, &args),
-    }
-}
-
 /// `path` relative to the run directory `run` (as `export.json` names files), or as it
 /// is when outside it.
 fn relative_to(run: &str, path: &str) -> String {
@@ -537,6 +538,15 @@ mod tests {
         assert!(at("'merge-lora'") < at(" 'convert' "));
         assert!(at(" 'convert' ") < at("llama-quantize' '"));
         assert!(at("llama-quantize' '") < at(" 'check' "));
+        // After the merge, one Python process converts, quantizes and checks.
+        let last = script.lines().find(|l| l.contains(" 'convert' ")).unwrap();
+        for part in [
+            "' 'step' '4/6 convert to a 16-bit GGUF' ':::' 'convert' ",
+            "':::' 'quantize' ",
+            "':::' 'check' ",
+        ] {
+            assert!(last.contains(part), "{part}: {last}");
+        }
         assert!(script.contains("'--merge'"), "{script}");
         assert!(
             script.contains("'--lora-model-dir=/w/r_1/output'"),
@@ -598,8 +608,8 @@ mod tests {
                 "'merge-lora' 'axolotl.yaml' '--lora-model-dir=/workspace/run/output/checkpoint-2' '--output-dir=/workspace/run/exports/export_1/export-work'",
             ),
             (
-                "/workspace/cache/build/bin/llama-quantize",
-                "'/workspace/run/exports/export_1/export-work/r_1-16bit.gguf'",
+                "python3",
+                "'/workspace/run/exports/export_1/export_tool.py' 'step' '4/6 convert to a 16-bit GGUF' ':::' 'convert'",
             ),
         ] {
             assert!(
@@ -607,6 +617,11 @@ mod tests {
                 "{program}: {script}"
             );
         }
+        // The quantizer runs from the tool's process, in the image, on the image's paths.
+        assert!(
+            script.contains("'quantize' '--bin' '/workspace/cache/build/bin/llama-quantize' '--src' '/workspace/run/exports/export_1/export-work/r_1-16bit.gguf'"),
+            "{script}"
+        );
         assert!(
             script.contains("'/workspace/cache/build/bin/llama-server' '--version'"),
             "{script}"

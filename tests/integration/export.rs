@@ -697,8 +697,8 @@ fn a_corrupted_pinned_archive_is_refused_and_fetched_again() {
     assert!(!archive.exists());
 }
 
-/// A venv whose `python3` runs the real Axolotl venv's Python, except that at the
-/// export tool's `convert` step (after the preflight made `export-work/`) it marks
+/// A venv whose `python3` runs the real Axolotl venv's Python, except that the export
+/// tool's process that converts (the job's script made `export-work/` before it) marks
 /// `started` and waits for `release`, so the test knows the job is under way there.
 pub(crate) fn held_python(dir: &Path) -> (PathBuf, PathBuf) {
     let venv = dir.join("venv");
@@ -708,7 +708,7 @@ pub(crate) fn held_python(dir: &Path) -> (PathBuf, PathBuf) {
     let release = dir.join("release");
     let real = crate::training::training_env().venv.join("bin/python3");
     let script = format!(
-        "#!/bin/sh\nif [ \"$2\" = convert ]; then\n  touch '{started}'\n  while [ ! -e '{release}' ]; do sleep 0.05; done\nfi\nexec '{real}' \"$@\"\n",
+        "#!/bin/sh\ncase \" $* \" in *' convert '*)\n  touch '{started}'\n  while [ ! -e '{release}' ]; do sleep 0.05; done\nesac\nexec '{real}' \"$@\"\n",
         started = started.display(),
         release = release.display(),
         real = real.display()
