@@ -106,6 +106,8 @@ impl Settings {
             Target::Local(_) => return None,
             Target::Ssh(ssh) => ssh.ssh_client,
             Target::Runpod(runpod) => runpod.ssh_client,
+            Target::Slurm(slurm) if slurm.host.is_some() => slurm.ssh_client,
+            Target::Slurm(_) => return None,
         };
         Some(self.ssh_client.unwrap_or(own))
     }

@@ -393,6 +393,7 @@ pub async fn start(
     let executor = target::connect(&target, &runs_dir, env).await?;
     check_remote_venv(&executor, &target).await?;
     target::check_engine(&executor, &target.name, &target.runtime).await?;
+    super::slurm::check(&executor, &target).await?;
     match super::template::check(&executor, &target, training, &inputs.train).await? {
         Decision::Fine => {}
         Decision::Warn(text) => emit(

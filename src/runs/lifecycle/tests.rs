@@ -17,8 +17,9 @@ fn record(state: State) -> RunRecord {
         target_kind: TargetKind::Ssh,
         job: Some(JobId {
             dir: "/w/r_1".into(),
-            pid: Pid::new(42).unwrap(),
+            pid: Some(Pid::new(42).unwrap()),
             container: None,
+            slurm_job: None,
         }),
         merge: true,
         ..crate::runs::record::fixture("r_1", state)
