@@ -569,7 +569,10 @@ async fn launch(
         },
         &spec,
     );
-    let job = Stages { merge, export }.job(&spec, secrets);
+    let launch = target.slurm.as_ref().map_or_else(Default::default, |slurm| {
+        crate::train::launch::Launch::slurm(slurm.nodes, slurm.gpus_per_node)
+    });
+    let job = Stages { merge, export, launch }.job(&spec, secrets);
     executor.spawn(&job).await.map_err(exec)
 }
 

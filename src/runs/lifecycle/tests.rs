@@ -36,6 +36,7 @@ fn label(effect: &Effect) -> String {
         Effect::Emit(RunEvent::Sample(_)) => "sample".into(),
         Effect::Emit(RunEvent::JobLog(line)) => format!("log {line}"),
         Effect::Emit(RunEvent::Pod(notice)) => format!("pod {notice:?}"),
+        Effect::Emit(RunEvent::Scheduler(note)) => format!("scheduler {note}"),
         Effect::Emit(RunEvent::Warning(warning)) => match warning {
             RunWarning::Unreachable {
                 failures, limit, ..
