@@ -14,8 +14,8 @@ pub enum AnyExecutor {
     Local(LocalExecutor),
     /// An SSH host (or a Runpod pod).
     Ssh(SshExecutor),
-    /// A Slurm cluster through its login node (issue 19).
-    Slurm(SlurmExecutor),
+    /// A Slurm cluster through its login node (issue 19); boxed, it is the largest.
+    Slurm(Box<SlurmExecutor>),
 }
 
 /// Implements each listed `async fn` of [`Executor`] by calling the same method, with

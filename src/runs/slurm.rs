@@ -61,27 +61,38 @@ pub async fn connect(
         .workdir
         .clone()
         .unwrap_or_else(|| super::target::SLURM_WORKDIR.to_owned());
-    let login = match &target.host {
-        Some(host) => Login::Ssh(
+    let login = if let Some(host) = &target.host {
+        Login::Ssh(
             SshExecutor::connect(ssh_destination(host, env), &workdir)
                 .await
                 .map_err(exec)?
                 .with_time_scale(scale),
-        ),
-        None => {
-            let dir = if workdir.starts_with('/') {
-                std::path::PathBuf::from(&workdir)
-            } else {
-                std::path::Path::new(env.get("HOME").unwrap_or("/")).join(&workdir)
-            };
-            Login::Local(
-                LocalExecutor::new(&dir)
-                    .map_err(exec)?
-                    .with_time_scale(scale),
-            )
-        }
+        )
+    } else {
+        let dir = if workdir.starts_with('/') {
+            std::path::PathBuf::from(&workdir)
+        } else {
+            std::path::Path::new(env.get("HOME").unwrap_or("/")).join(&workdir)
+        };
+        Login::Local(
+            LocalExecutor::new(&dir)
+                .map_err(exec)?
+                .with_time_scale(scale),
+        )
     };
     Ok(SlurmExecutor::new(login, options(slurm, env)))
+}
+
+/// How the train stage of `target`'s job launches Axolotl: a slurm target's `nodes`
+/// and `gpus_per_node`; one process elsewhere.
+#[must_use]
+pub fn launch(target: &Resolved) -> crate::train::launch::Launch {
+    target
+        .slurm
+        .as_ref()
+        .map_or_else(Default::default, |slurm| {
+            crate::train::launch::Launch::slurm(slurm.nodes, slurm.gpus_per_node)
+        })
 }
 
 /// Checks what only the cluster can say before a run is created: the target's

@@ -569,10 +569,13 @@ async fn launch(
         },
         &spec,
     );
-    let launch = target.slurm.as_ref().map_or_else(Default::default, |slurm| {
-        crate::train::launch::Launch::slurm(slurm.nodes, slurm.gpus_per_node)
-    });
-    let job = Stages { merge, export, launch }.job(&spec, secrets);
+    let launch = super::slurm::launch(target);
+    let job = Stages {
+        merge,
+        export,
+        launch,
+    }
+    .job(&spec, secrets);
     executor.spawn(&job).await.map_err(exec)
 }
 

@@ -186,7 +186,7 @@ pub async fn connect(
     if let Some(slurm) = &target.slurm {
         return super::slurm::connect(target, slurm, env, scale)
             .await
-            .map(AnyExecutor::Slurm);
+            .map(|slurm| AnyExecutor::Slurm(Box::new(slurm)));
     }
     match (&target.host, &target.workdir) {
         (Some(host), Some(workdir)) => {

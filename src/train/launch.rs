@@ -138,7 +138,12 @@ mod tests {
             ),
             "{command}"
         );
-        assert!(command.contains("'\\''--num_processes'\\'' '\\''8'\\'' '\\''--num_machines'\\'' '\\''2'\\''"), "{command}");
+        assert!(
+            command.contains(
+                "'\\''--num_processes'\\'' '\\''8'\\'' '\\''--num_machines'\\'' '\\''2'\\''"
+            ),
+            "{command}"
+        );
         assert!(command.contains("--machine_rank \"$SLURM_NODEID\" --main_process_ip \"$OB_MAIN_HOST\" --main_process_port 29500'"), "{command}");
         crate::exec::shellcheck::assert_passes(&command, "SC2016");
     }

@@ -4,6 +4,10 @@
 //! states (pending on a drained node, a time-limit kill), the deadline signal's
 //! snapshot request, `scancel` with the markers, and the refusals made before any job.
 
+// Each test holds its turn on the one cluster for its whole run, awaits included; every
+// tokio test has a runtime of its own, so the blocking lock stalls no other test's tasks.
+#![allow(clippy::await_holding_lock)]
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -185,7 +189,9 @@ async fn a_job_on_a_drained_node_is_pending_with_the_reason_and_starts_on_resume
         .await?;
     let note = crate::util::poll_async(WAIT, "the scheduler's reason", || async {
         match executor.scheduler(&id).await {
-            Ok((Scheduler::Known(job), _)) if job.state == SchedulerState::Pending => {
+            Ok((Scheduler::Known(job), _))
+                if job.state == SchedulerState::Pending && job.reason.is_some() =>
+            {
                 executor.note(&id).await.map_err(|e| e.to_string())
             }
             other => Err(format!("{other:?}")),
@@ -194,7 +200,7 @@ async fn a_job_on_a_drained_node_is_pending_with_the_reason_and_starts_on_resume
     .await;
     let note = note.ok_or("no note")?;
     assert!(note.starts_with("pending on Slurm ("), "{note}");
-    assert!(!note.contains("no reason given"), "{note}");
+    assert!(note.len() > "pending on Slurm ()".len(), "{note}");
     // Pending keeps the executor's contract: the job is not finished.
     assert_eq!(executor.status(&id).await?, JobStatus::Running);
     assert!(!Path::new(&id.dir).join(JOB_LOG).exists());
@@ -334,7 +340,7 @@ async fn the_clusters_partitions_are_read_from_sinfo() -> TestResult {
     let root = tempfile::tempdir()?;
     let executor = local(root.path(), options());
     assert_eq!(executor.partitions().await?, ["debug"]);
-    let any = AnyExecutor::Slurm(executor);
+    let any = AnyExecutor::Slurm(Box::new(executor));
     assert!(any.workdir().ends_with("/work"));
     Ok(())
 }

@@ -5,7 +5,8 @@
 //! (`proctrack/linuxproc`, `task/none`, `select/cons_tres`, no accounting storage,
 //! `KillWait=5`, `MinJobAge=3600`, one node `localhost` with 2 CPUs). Every daemon runs
 //! under `setpriv --pdeathsig TERM` as a child of a thread that lives as long as the
-//! test process, so the cluster goes with it.
+//! test process, so the cluster goes with it; its directory is removed by the next
+//! test binary's start once none of its daemons lives.
 //!
 //! Clients find it through `SLURM_CONF` ([`Cluster::env`]): the binary's environment,
 //! and the `SetEnv` of the test's `sshd` for a login node over SSH. Tests that change
@@ -61,6 +62,7 @@ impl Cluster {
                 "{program} is missing: {INSTALL}"
             );
         }
+        sweep_stale();
         let dir = tempfile::Builder::new()
             .prefix("ob-slurm-")
             .tempdir()
@@ -291,6 +293,40 @@ impl Cluster {
     /// `scontrol -o show job ID`.
     pub fn job(&self, id: u64) -> String {
         self.command("scontrol", &["-o", "show", "job", &id.to_string()])
+    }
+}
+
+/// Removes the directories of clusters whose test process is gone: the daemons went
+/// with it (their parent-death signal), so none of the process IDs they recorded is
+/// alive any more, and the directory is ten minutes old.
+fn sweep_stale() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        // A cluster another test process is starting has no process IDs yet: only
+        // directories untouched for ten minutes are looked at.
+        let old = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(600));
+        if !old || !entry.file_name().to_string_lossy().starts_with("ob-slurm-") {
+            continue;
+        }
+        let alive = ["slurmctld.pid", "slurmd.pid", "munge/pid"]
+            .iter()
+            .any(|file| {
+                std::fs::read_to_string(path.join(file))
+                    .ok()
+                    .and_then(|pid| pid.trim().parse::<u32>().ok())
+                    .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
+            });
+        if !alive {
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 

@@ -103,10 +103,10 @@ impl SchedulerJob {
     pub fn note(&self) -> Option<String> {
         let text = match &self.state {
             SchedulerState::Pending => {
-                return Some(format!(
-                    "pending on Slurm ({})",
-                    self.reason.as_deref().unwrap_or("no reason given")
-                ));
+                return Some(match &self.reason {
+                    Some(reason) => format!("pending on Slurm ({reason})"),
+                    None => "pending on Slurm".to_owned(),
+                });
             }
             SchedulerState::Timeout => {
                 "Slurm killed the job at its time limit (`max_hours`) before it saved a snapshot"
@@ -239,9 +239,10 @@ pub fn combine(scheduler: &Scheduler, markers: &Markers) -> Option<JobStatus> {
     if markers.cancelling {
         return Some(JobStatus::Cancelled);
     }
-    match active? {
-        true => Some(JobStatus::Running),
-        false => Some(JobStatus::Lost),
+    if active? {
+        Some(JobStatus::Running)
+    } else {
+        Some(JobStatus::Lost)
     }
 }
 
@@ -340,6 +341,13 @@ mod tests {
                 .note()
                 .as_deref(),
             Some("pending on Slurm (Priority)")
+        );
+        assert_eq!(
+            SchedulerJob::parse("JobState=PENDING Reason=None")
+                .unwrap()
+                .note()
+                .as_deref(),
+            Some("pending on Slurm")
         );
         assert!(SchedulerJob::parse("slurm_load_jobs error: Invalid job id specified").is_none());
     }

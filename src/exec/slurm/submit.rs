@@ -2,6 +2,8 @@
 //! script (the user's `#SBATCH` lines, then the job wrapper, which the batch shell runs
 //! on the first node), and the launcher that the login node runs. Pure text.
 
+use std::fmt::Write as _;
+
 use crate::env::TimeScale;
 use crate::exec::local::{STALE_FILES, STRIPPED_ENV_PREFIXES, engine_record};
 use crate::exec::script::{DeadlineSignal, job_script, job_script_signalled};
@@ -144,7 +146,7 @@ pub fn launcher(options: &SlurmOptions, job: &JobCommand, scale: TimeScale) -> S
     let mut reads = String::new();
     for (name, _) in &job.secrets {
         reads.push_str("IFS= read -r ob_v || { echo 'secret input ended early' >&2; exit 4; }\n");
-        reads.push_str(&format!("{name}=$ob_v\nexport {name}\n"));
+        let _ = write!(reads, "{name}=$ob_v\nexport {name}\n");
     }
     let strip: Vec<String> = STRIPPED_ENV_PREFIXES
         .iter()
