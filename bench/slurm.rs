@@ -5,7 +5,8 @@
 //!   command prints a line, until that line is in `job.log`, against `sbatch --wrap`
 //!   of the same `echo` by hand until it is in the job's output file. The rounds
 //!   alternate (by hand, ours); the median of each side counts, and their ratio (ours
-//!   over by hand: 1 means no overhead; Slurm's own scheduling dominates both).
+//!   over by hand: 1 means no overhead; Slurm's own scheduling dominates both). Each
+//!   side starts on an idle node.
 //! - The follow loop's CPU: what a follower does each second while a job runs (the
 //!   status probe, `scontrol` included, and the reads of `metrics.jsonl` and
 //!   `job.log`) for `OB_BENCH_FOLLOW_SECONDS` (default 30), as this process's CPU time
@@ -127,6 +128,9 @@ async fn run() {
             .unwrap();
         assert!(status.success());
         by_hand.push(wait_line(&out, began));
+        // The node's memory is one job's (the test cluster declares none): each side
+        // starts on an idle node, or it would wait for the other's job to end.
+        cluster.wait_idle();
 
         let job = JobCommand {
             dir: format!("{}/ours-{round}", executor.workdir()),
