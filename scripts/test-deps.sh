@@ -3,7 +3,8 @@
 # target tests), shellcheck (generated shell scripts), PyYAML (the Axolotl YAML
 # round trip), what the llama.cpp build needs (a C++ compiler, curl, flock) and Prometheus
 # (Debian 12's 2.42, which the metrics tests start themselves; its packaged service is kept
-# from starting and never left running). Installs the missing ones with apt-get when running as root; otherwise
+# from starting and never left running), slurm-wlm and munge (the Slurm tests' private
+# cluster; their services kept from starting too). Installs the missing ones with apt-get when running as root; otherwise
 # names them and fails.
 set -euo pipefail
 
@@ -28,6 +29,12 @@ fi
 command -v prometheus >/dev/null 2>&1 || { missing+=("prometheus"); packages+=("prometheus"); }
 # The TUI test drives the real binary in a terminal multiplexer.
 command -v tmux >/dev/null 2>&1 || { missing+=("tmux"); packages+=("tmux"); }
+# The Slurm target's tests start a private single-node cluster (tests/integration/
+# slurm_cluster.rs): slurm-wlm's daemons and clients, and munge. Their packaged services
+# are kept from starting, like Prometheus's.
+{ [[ -x /usr/sbin/slurmctld ]] && [[ -x /usr/sbin/slurmd ]] && command -v sbatch >/dev/null 2>&1; } ||
+    { missing+=("slurm"); packages+=("slurm-wlm"); }
+[[ -x /usr/sbin/munged ]] || { missing+=("munged"); packages+=("munge"); }
 
 # The package's own service must not run: the tests start Prometheus on a free port of
 # their own, and nothing may stay listening on 9090.

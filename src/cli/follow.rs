@@ -173,6 +173,7 @@ impl Renderer {
             }
             RunEvent::JobLog(line) => tracing::debug!(target: "overbrainer::job", "{line}"),
             RunEvent::Pod(notice) => self.line(&pod_text(&notice)),
+            RunEvent::Scheduler(note) => self.line(&format!("slurm: {note}")),
             RunEvent::Warning(warning) => {
                 let message = warning_text(&warning);
                 if let Some(bar) = &self.bar {

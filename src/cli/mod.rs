@@ -216,7 +216,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Run(args) => Box::pin(run::run(ctx, &args)).await,
         Command::History(args) => history::run(ctx, &args),
         Command::Budget(args) => budget::run(ctx, &args),
-        Command::Train(args) => train::run(ctx, args).await,
+        Command::Train(args) => Box::pin(train::run(ctx, args)).await,
         Command::Runs(command) => runs::run(ctx, &command),
         Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,
         Command::Push(args) => push::run(ctx, &args).await,

@@ -109,7 +109,7 @@ pub(crate) fn check_env_only(file: &Dict, problems: &mut Vec<Problem>) {
                 .get("targets")
                 .and_then(|targets| targets.find_ref(&format!("{name}.kind")))
                 .and_then(Value::as_str);
-            if kind != Some("ssh") {
+            if kind != Some("ssh") && kind != Some("slurm") {
                 problems.push(Problem::new(
                     refs.join("."),
                     "`host` is only for ssh targets (`kind = \"ssh\"`); remove it here",

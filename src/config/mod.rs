@@ -38,6 +38,7 @@ mod rules;
 mod runpod;
 mod settings;
 mod show;
+mod slurm;
 mod ssh_client;
 mod targets;
 mod training;
@@ -65,6 +66,7 @@ pub use runpod::{
 };
 pub use settings::{SECTIONS, Settings};
 pub use show::{Entry, entries};
+pub use slurm::{MANAGED_SBATCH, SlurmTarget, managed_option};
 pub use ssh_client::SshClient;
 pub use targets::{DEFAULT_IMAGE, Engine, LocalTarget, Runtime, SshTarget, Target};
 pub use training::{AdapterKind, OnStall, Training};

@@ -108,9 +108,10 @@ impl Settings {
     #[must_use]
     pub fn ssh_client_for(&self, target: &Target) -> Option<SshClient> {
         let own = match target {
-            Target::Local(_) => return None,
             Target::Ssh(ssh) => ssh.ssh_client,
             Target::Runpod(runpod) => runpod.ssh_client,
+            Target::Slurm(slurm) if slurm.host.is_some() => slurm.ssh_client,
+            Target::Local(_) | Target::Slurm(_) => return None,
         };
         Some(self.ssh_client.unwrap_or(own))
     }

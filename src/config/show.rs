@@ -61,7 +61,7 @@ pub fn entries(loaded: &Loaded) -> Vec<Entry> {
                 continue;
             };
             match settings.targets.get(name) {
-                Some(Target::Ssh(_)) => fill(target, &["host"]),
+                Some(Target::Ssh(_) | Target::Slurm(_)) => fill(target, &["host"]),
                 Some(Target::Runpod(_) | Target::Local(_)) | None => {}
             }
             // CHK-4: the client in effect, after `OVERBRAINER_SSH_CLIENT`.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::provenance::Provenance;
 use super::rules::{Check, valid_name};
 use super::runpod::RunpodTarget;
+use super::slurm::SlurmTarget;
 use super::ssh_client::SshClient;
 
 /// How a job runs on a local or SSH target.
@@ -79,6 +80,8 @@ pub enum Target {
     Ssh(SshTarget),
     /// A fresh Runpod pod per job.
     Runpod(RunpodTarget),
+    /// A Slurm cluster, through its login node (issue 19).
+    Slurm(SlurmTarget),
 }
 
 /// `kind = "local"`.
@@ -135,7 +138,7 @@ pub struct SshTarget {
     pub host: Option<String>,
 }
 
-fn default_image() -> String {
+pub(super) fn default_image() -> String {
     DEFAULT_IMAGE.to_owned()
 }
 fn default_workdir() -> String {
@@ -143,12 +146,13 @@ fn default_workdir() -> String {
 }
 
 impl Target {
-    /// The runtime of a local or SSH target; `None` for a Runpod target.
+    /// The runtime of a local, SSH or Slurm target; `None` for a Runpod target.
     #[must_use]
     pub fn runtime(&self) -> Option<Runtime> {
         match self {
             Self::Local(t) => Some(t.runtime),
             Self::Ssh(t) => Some(t.runtime),
+            Self::Slurm(t) => Some(t.runtime),
             Self::Runpod(_) => None,
         }
     }
@@ -194,6 +198,7 @@ pub(super) fn check(check: &mut Check<'_>, targets: &BTreeMap<String, Target>) {
                 }
             }
             Target::Runpod(runpod) => super::runpod::check(check, name, runpod),
+            Target::Slurm(slurm) => super::slurm::check(check, name, slurm),
         }
     }
 }

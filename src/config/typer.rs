@@ -199,7 +199,7 @@ impl Typer<'_> {
             ));
             return None;
         };
-        let kinds = "expected one of `local`, `ssh`, `runpod`";
+        let kinds = "expected one of `local`, `ssh`, `runpod`, `slurm`";
         let target = match &kind {
             None => {
                 self.problems
@@ -215,6 +215,9 @@ impl Typer<'_> {
             Some(Value::String(_, kind)) if kind == "runpod" => {
                 self.typed::<RunpodTarget>(&path).map(Target::Runpod)
             }
+            Some(Value::String(_, kind)) if kind == "slurm" => self
+                .typed::<crate::config::SlurmTarget>(&path)
+                .map(Target::Slurm),
             Some(_) => {
                 self.problems
                     .push(Problem::new(key, format!("invalid value: {kinds}")));

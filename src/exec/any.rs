@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::{ExecError, Executor, FileDigest, JobCommand, JobId, JobStatus};
-use super::{LocalExecutor, SshExecutor};
+use super::{LocalExecutor, SlurmExecutor, SshExecutor};
 
 /// Either executor, chosen at run time from the target's kind.
 #[derive(Debug)]
@@ -14,6 +14,8 @@ pub enum AnyExecutor {
     Local(LocalExecutor),
     /// An SSH host (or a Runpod pod).
     Ssh(SshExecutor),
+    /// A Slurm cluster through its login node (issue 19); boxed, it is the largest.
+    Slurm(Box<SlurmExecutor>),
 }
 
 /// Implements each listed `async fn` of [`Executor`] by calling the same method, with
@@ -25,6 +27,7 @@ macro_rules! forward {
                 match self {
                     Self::Local(executor) => executor.$name($($arg),*).await,
                     Self::Ssh(executor) => executor.$name($($arg),*).await,
+                    Self::Slurm(executor) => executor.$name($($arg),*).await,
                 }
             }
         )*
@@ -36,6 +39,7 @@ impl Executor for AnyExecutor {
         match self {
             Self::Local(executor) => executor.workdir(),
             Self::Ssh(executor) => executor.workdir(),
+            Self::Slurm(executor) => executor.workdir(),
         }
     }
 
@@ -43,6 +47,7 @@ impl Executor for AnyExecutor {
         match self {
             Self::Local(executor) => executor.time_scale(),
             Self::Ssh(executor) => executor.time_scale(),
+            Self::Slurm(executor) => executor.time_scale(),
         }
     }
 

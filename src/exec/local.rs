@@ -141,6 +141,20 @@ impl LocalExecutor {
         let output = self.run(script, &[]).await?;
         finish(action, output)
     }
+
+    /// Runs `script`, which may change the target, with `stdin` on its standard input,
+    /// and returns its standard output, or [`ExecError::Command`] naming `action` with
+    /// its error output when it fails: how the Slurm executor calls `sbatch` and
+    /// `scancel` on a login node that is this machine.
+    pub(crate) async fn command(
+        &self,
+        action: &'static str,
+        script: &str,
+        stdin: &[u8],
+    ) -> Result<Vec<u8>, ExecError> {
+        let output = self.run(script, stdin).await?;
+        finish(action, output)
+    }
 }
 
 fn spawn_error(source: std::io::Error) -> ExecError {
@@ -308,8 +322,9 @@ impl Executor for LocalExecutor {
         recorded?;
         Ok(JobId {
             dir: job.dir.clone(),
-            pid,
+            pid: Some(pid),
             container: job.container.clone(),
+            slurm_job: None,
         })
     }
 
@@ -338,7 +353,7 @@ impl Executor for LocalExecutor {
                 "cancel",
                 &cancel_script(
                     &job.dir,
-                    job.pid.get(),
+                    job.pid.map_or(0, Pid::get),
                     job.container.as_ref(),
                     self.time_scale,
                 ),

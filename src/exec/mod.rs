@@ -45,6 +45,7 @@ mod script;
 mod shell;
 #[cfg(test)]
 pub(crate) mod shellcheck;
+mod slurm;
 mod ssh;
 mod tar;
 
@@ -69,10 +70,14 @@ pub use runtime::{
     container_prelude, shell_path, stage_command,
 };
 pub use script::{
-    GROUP_SIGNAL, cancel_script, claim_script, job_script, parse_cancel, parse_status,
-    status_script,
+    DeadlineSignal, GROUP_SIGNAL, cancel_script, claim_script, job_script, job_script_signalled,
+    parse_cancel, parse_status, status_script,
 };
 pub use shell::quote;
+pub use slurm::{
+    BATCH_FILE, Login, Markers, SLURM_OUT, Scheduler, SchedulerJob, SchedulerState, SlurmExecutor,
+    SlurmOptions,
+};
 pub use ssh::{
     CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, MAX_CONTROL_PATH, PodEndpoint,
     REQUIRED_TOOLS, SshDestination, SshError, SshExecutor, SshTimeouts, control_dirs,
@@ -220,10 +225,17 @@ pub struct JobCommand {
 pub struct JobId {
     /// Absolute run directory on the target.
     pub dir: String,
-    /// Process ID of the job's leader, which is also its process group ID.
-    pub pid: Pid,
+    /// Process ID of the job's leader, which is also its process group ID. Always
+    /// set by [`LocalExecutor`] and [`SshExecutor`]; unset for a job a scheduler runs
+    /// ([`SlurmExecutor`], issue 19), whose wrapper starts on a node later, and whose
+    /// processes are the scheduler's to signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<Pid>,
     /// The job's container, when it has one.
     pub container: Option<Container>,
+    /// The Slurm job ID of a job submitted by [`SlurmExecutor`] (issue 19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<u64>,
 }
 
 /// The state of a job, as [`Executor::status`] reads it from the run directory.
@@ -343,7 +355,9 @@ pub trait Executor: Send + Sync {
     /// Provided: [`status_script`] through [`Executor::probe`] (it only reads), the
     /// same for every executor; a failure reads as action `status`.
     fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send {
-        let script = status_script(&job.dir, job.pid.get());
+        // Without a process ID (a scheduler's job), no process can be the job's: the
+        // markers decide, and a job they do not settle reads as lost.
+        let script = status_script(&job.dir, job.pid.map_or(0, Pid::get));
         async move {
             let output = self
                 .probe(&script)
@@ -567,7 +581,8 @@ mod tests {
     #[test]
     fn deserializing_a_job_id_rejects_an_invalid_pid() -> Result<(), Box<dyn std::error::Error>> {
         let valid: JobId = serde_json::from_str(r#"{"dir":"/w/r1","pid":42,"container":null}"#)?;
-        assert_eq!(valid.pid.get(), 42);
+        assert_eq!(valid.pid.map(Pid::get), Some(42));
+        assert_eq!(valid.slurm_job, None);
         let invalid = serde_json::from_str::<JobId>(r#"{"dir":"/w/r1","pid":1,"container":null}"#);
         assert!(invalid.is_err());
         Ok(())

@@ -151,8 +151,9 @@ mod tests {
             target: "local".into(),
             job: JobId {
                 dir: format!("{runs}/r_1/exports/export_20260101-000000"),
-                pid: crate::exec::Pid::new(42).unwrap(),
+                pid: Some(crate::exec::Pid::new(42).unwrap()),
                 container: None,
+                slurm_job: None,
             },
             quantize: "Q8_0".into(),
             ollama: None,

@@ -91,6 +91,7 @@ fn target_llama_dir(settings: &Settings, name: &str) -> Option<String> {
     match settings.targets.get(name)? {
         Target::Local(local) => local.llama_cpp_dir.clone(),
         Target::Ssh(ssh) => ssh.llama_cpp_dir.clone(),
+        Target::Slurm(slurm) => slurm.llama_cpp_dir.clone(),
         Target::Runpod(_) => None,
     }
 }

@@ -384,7 +384,8 @@ impl Metrics {
             RunEvent::Following { .. }
             | RunEvent::JobLog(_)
             | RunEvent::Warning(_)
-            | RunEvent::Pod(_) => {}
+            | RunEvent::Pod(_)
+            | RunEvent::Scheduler(_) => {}
         }
     }
 

@@ -453,8 +453,9 @@ mod tests {
         RunRecord {
             job: Some(JobId {
                 dir: "/w/r_1".into(),
-                pid: crate::exec::Pid::new(42).unwrap(),
+                pid: Some(crate::exec::Pid::new(42).unwrap()),
                 container: None,
+                slurm_job: None,
             }),
             message: message.map(str::to_owned),
             retrieved: true,

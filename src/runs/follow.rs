@@ -110,6 +110,8 @@ struct Driver<'a> {
     log: LineStream<'a, AnyExecutor>,
     began: Instant,
     error: Option<RunError>,
+    /// The scheduler's last note sent (a `slurm` target).
+    scheduler_note: Option<String>,
 }
 
 impl<'a> Driver<'a> {
@@ -131,6 +133,7 @@ impl<'a> Driver<'a> {
             cancel,
             began: Instant::now(),
             error: None,
+            scheduler_note: None,
         }
     }
 
@@ -190,6 +193,16 @@ impl<'a> Driver<'a> {
                     .map_err(|e| error_chain(&e)),
             ),
         };
+        if let AnyExecutor::Slurm(slurm) = self.executor {
+            let note = slurm.last_note();
+            if note.is_some() && note != self.scheduler_note {
+                emit(
+                    self.events,
+                    super::RunEvent::Scheduler(note.clone().unwrap_or_default()),
+                );
+            }
+            self.scheduler_note = note;
+        }
         Event::Polled {
             at: self.began.elapsed(),
             metrics,
@@ -285,12 +298,15 @@ impl<'a> Driver<'a> {
                         .unwrap_or_else(|error| vec![format!("a readable directory ({error})")]),
                 ))
             }
-            Effect::PointAtLog { last } => Some(Event::LogPointer(log_pointer(
-                &self.project.run_dir(&record.id),
-                &record.id,
-                JOB_LOG,
-                last,
-            ))),
+            Effect::PointAtLog { last } => {
+                let pointer =
+                    log_pointer(&self.project.run_dir(&record.id), &record.id, JOB_LOG, last);
+                // A slurm target's scheduler says why it ended the job (issue 19).
+                Some(Event::LogPointer(match &self.scheduler_note {
+                    Some(note) => format!("; {note}{pointer}"),
+                    None => pointer,
+                }))
+            }
             Effect::Emit(_) | Effect::Save | Effect::Detach(_) | Effect::End | Effect::Fail => None,
         }
     }

@@ -40,6 +40,7 @@ pub mod record;
 pub mod refusal;
 pub mod retrieve;
 pub mod side_job;
+pub mod slurm;
 pub mod start;
 pub mod target;
 pub mod template;
@@ -80,6 +81,9 @@ pub enum RunEvent {
     Warning(RunWarning),
     /// What the run's pod went through (a `runpod` target).
     Pod(crate::runpod::lifecycle::Notice),
+    /// What the scheduler says of the run's job (a `slurm` target, issue 19): pending
+    /// and its reason, or why it ended the job; sent when it changes.
+    Scheduler(String),
 }
 
 /// Sender of [`RunEvent`]s.

@@ -143,6 +143,8 @@ pub enum TargetKind {
     Ssh,
     /// A Runpod pod.
     Runpod,
+    /// A Slurm cluster, through its login node (issue 19).
+    Slurm,
 }
 
 /// `run.json` (RUN-8).
@@ -452,8 +454,9 @@ mod tests {
         let runs = canonical(&runs_dir);
         let job = |dir: String| JobId {
             dir,
-            pid: crate::exec::Pid::new(7).unwrap(),
+            pid: Some(crate::exec::Pid::new(7).unwrap()),
             container: None,
+            slurm_job: None,
         };
         let record = RunRecord {
             dir: format!("{runs}/r_1"),

@@ -148,6 +148,20 @@ pub enum Refusal {
         /// The variable that sets it.
         variable: String,
     },
+    /// A slurm target's `partition` that the cluster's `sinfo` does not list (issue
+    /// 19), checked before any job is submitted.
+    #[error(
+        "`targets.{target}.partition`: the cluster has no partition `{partition}` (sinfo lists: {})",
+        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+    )]
+    UnknownPartition {
+        /// Target name.
+        target: String,
+        /// The configured partition.
+        partition: String,
+        /// The partitions `sinfo` lists.
+        known: Vec<String>,
+    },
     /// `--keep-pod` on a target that is not a Runpod target.
     #[error("`--keep-pod` applies only to Runpod targets; target `{target}` is not one")]
     KeepPodNotRunpod {

@@ -396,6 +396,7 @@ pub async fn start(
     let executor = target::connect(&target, &runs_dir, env).await?;
     check_remote_venv(&executor, &target).await?;
     target::check_engine(&executor, &target.name, &target.runtime).await?;
+    super::slurm::check(&executor, &target).await?;
     match super::template::check(&executor, &target, training, &inputs.train).await? {
         Decision::Fine => {}
         Decision::Warn(text) => emit(
@@ -571,7 +572,13 @@ async fn launch(
         },
         &spec,
     );
-    let job = Stages { merge, export }.job(&spec, secrets);
+    let launch = super::slurm::launch(target);
+    let job = Stages {
+        merge,
+        export,
+        launch,
+    }
+    .job(&spec, secrets);
     executor.spawn(&job).await.map_err(exec)
 }
 

@@ -18,6 +18,14 @@ use crate::exec::{
 /// password database and not `HOME`.
 pub const SSH_CONFIG_VAR: &str = "OVERBRAINER_TEST_SSH_CONFIG";
 
+/// A slurm target's default `workdir`, relative to the login node's home.
+pub const SLURM_WORKDIR: &str = "overbrainer";
+
+/// Test-suite knob (ENV-5): a slurm target submits without `--signal`, so a job that
+/// outlives `max_hours` is killed at its time limit without a snapshot (issue 19,
+/// case 6).
+pub const SLURM_NO_SIGNAL_VAR: &str = "OVERBRAINER_TEST_SLURM_NO_SIGNAL";
+
 /// The work directory on a Runpod pod, under which its run directory lives.
 pub const POD_WORKDIR: &str = "/workspace/runs";
 
@@ -36,6 +44,8 @@ pub struct Resolved {
     pub workdir: Option<String>,
     /// The target's keys, for `runpod` targets.
     pub runpod: Option<Box<crate::config::RunpodTarget>>,
+    /// The target's keys, for `slurm` targets.
+    pub slurm: Option<Box<crate::config::SlurmTarget>>,
 }
 
 fn runtime(
@@ -82,6 +92,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
             host: None,
             workdir: None,
             runpod: None,
+            slurm: None,
         }),
         Target::Ssh(ssh) => {
             if settings.ssh_client_for(target) == Some(SshClient::Builtin) {
@@ -110,6 +121,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
                 host: Some(host),
                 workdir: Some(ssh.workdir.clone()),
                 runpod: None,
+                slurm: None,
             })
         }
         Target::Runpod(runpod) => Ok(Resolved {
@@ -121,6 +133,26 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
             host: None,
             workdir: Some(POD_WORKDIR.to_owned()),
             runpod: Some(Box::new(runpod.clone())),
+            slurm: None,
+        }),
+        Target::Slurm(slurm) => Ok(Resolved {
+            name: name.to_owned(),
+            kind: TargetKind::Slurm,
+            runtime: runtime(
+                slurm.runtime,
+                slurm.venv.as_ref(),
+                slurm.engine,
+                &slurm.image,
+            ),
+            host: slurm.host.clone(),
+            workdir: Some(
+                slurm
+                    .workdir
+                    .clone()
+                    .unwrap_or_else(|| SLURM_WORKDIR.to_owned()),
+            ),
+            runpod: None,
+            slurm: Some(Box::new(slurm.clone())),
         }),
     }
 }
@@ -151,6 +183,11 @@ pub async fn connect(
         }
         .into());
     }
+    if let Some(slurm) = &target.slurm {
+        return super::slurm::connect(target, slurm, env, scale)
+            .await
+            .map(|slurm| AnyExecutor::Slurm(Box::new(slurm)));
+    }
     match (&target.host, &target.workdir) {
         (Some(host), Some(workdir)) => {
             let executor = SshExecutor::connect(ssh_destination(host, env), workdir)
@@ -169,7 +206,7 @@ pub async fn connect(
 /// How to reach the SSH host `host`: the test suite's `ssh` configuration when set,
 /// and the control socket under the first of `XDG_RUNTIME_DIR`, `TMPDIR` and `/tmp`
 /// short enough for it.
-fn ssh_destination(host: &str, env: &EnvSnapshot) -> SshDestination {
+pub(super) fn ssh_destination(host: &str, env: &EnvSnapshot) -> SshDestination {
     let mut destination = SshDestination::new(host);
     if let Some(config) = env.get(SSH_CONFIG_VAR) {
         destination.config_file = Some(config.into());

@@ -49,6 +49,9 @@ pub struct Stages {
     /// POSIX shell commands of the GGUF export (EXP-12), run last in the run
     /// directory; `None` when `[export] after_training` is off.
     pub export: Option<String>,
+    /// How the train stage launches Axolotl: one process, or several through
+    /// accelerate (a Slurm target's `nodes` and `gpus_per_node`, issue 19).
+    pub launch: super::launch::Launch,
 }
 
 impl Stages {
@@ -61,11 +64,7 @@ impl Stages {
     pub fn script(&self, spec: &JobSpec) -> String {
         let mut script = format!("set -e\nmkdir -p {OUTPUT_DIR}\n");
         script.push_str(&stage_line(Stage::Train));
-        script.push_str(&exec::stage_command(
-            spec,
-            PROGRAM,
-            &["train", AXOLOTL_YAML],
-        ));
+        script.push_str(&self.launch.train_command(spec));
         script.push('\n');
         if self.merge || self.export.is_some() {
             let _ = writeln!(script, "if [ ! -e {SNAPSHOT_FILE} ]; then");
@@ -148,6 +147,7 @@ mod tests {
         let job = Stages {
             merge: true,
             export: None,
+            ..Stages::default()
         }
         .job(&spec, Vec::new());
         let script = &job.script;
@@ -217,6 +217,7 @@ mod tests {
         let stages = Stages {
             merge: true,
             export: Some("echo exported >> calls".into()),
+            ..Stages::default()
         };
         let run = |script: &str| {
             let status = std::process::Command::new("sh")
@@ -306,6 +307,7 @@ mod tests {
             let stages = Stages {
                 merge: true,
                 export: Some("echo export".into()),
+                ..Stages::default()
             };
             crate::exec::shellcheck::assert_passes(&stages.job(&spec, Vec::new()).script, "SC2016");
         }

@@ -20,6 +20,7 @@
 pub mod axolotl;
 pub mod checkpoint;
 pub mod job;
+pub mod launch;
 pub mod metrics;
 pub mod phase;
 pub mod plugin;

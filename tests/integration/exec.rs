@@ -371,7 +371,7 @@ async fn check_job_files(executor: &impl Executor) -> TestResult {
     let pid: u32 = std::fs::read_to_string(Path::new(&dir).join(PID_FILE))?
         .trim()
         .parse()?;
-    assert_eq!(pid, started.pid.get());
+    assert_eq!(pid, started.pid.expect("a pid").get());
     let log = format!("{dir}/{JOB_LOG}");
     assert_eq!(executor.read_from(&log, 6, 6).await?, b"second");
     assert_eq!(executor.read_from(&log, 1000, 10).await?, b"");
@@ -516,10 +516,10 @@ async fn check_leftovers_stopped(executor: &impl Executor) -> TestResult {
     let escaped = read_pid(&Path::new(&dir).join("escaped.pid")).await;
     assert_ne!(
         pgid_of(escaped),
-        Some(started.pid.get()),
+        Some(started.pid.expect("a pid").get()),
         "it left the group"
     );
-    let pgid = started.pid.get();
+    let pgid = started.pid.expect("a pid").get();
     poll_async(
         DEADLINE,
         &format!("process group {pgid} (child {child}) and the escaped worker to end"),
@@ -743,8 +743,9 @@ async fn check_status_table(executor: &impl Executor) -> TestResult {
                     std::fs::write(path.join("job.start"), identity_of(pid))?;
                     let id = JobId {
                         dir: dir.clone(),
-                        pid: Pid::new(pid)?,
+                        pid: Some(Pid::new(pid)?),
                         container: None,
+                        slurm_job: None,
                     };
                     let status = executor.status(&id).await?;
                     assert_eq!(
@@ -758,8 +759,9 @@ async fn check_status_table(executor: &impl Executor) -> TestResult {
     }
     let missing = JobId {
         dir: format!("{}/table/missing", executor.workdir()),
-        pid: Pid::new(group.pid())?,
+        pid: Some(Pid::new(group.pid())?),
         container: None,
+        slurm_job: None,
     };
     assert_eq!(executor.status(&missing).await?, JobStatus::Lost);
 
@@ -774,8 +776,9 @@ async fn check_status_table(executor: &impl Executor) -> TestResult {
     )?;
     let recycled = JobId {
         dir: recycled_dir.clone(),
-        pid: Pid::new(group.pid())?,
+        pid: Some(Pid::new(group.pid())?),
         container: None,
+        slurm_job: None,
     };
     assert_eq!(executor.status(&recycled).await?, JobStatus::Lost);
     std::fs::write(Path::new(&recycled_dir).join(CANCELLING_FILE), "")?;
@@ -808,7 +811,7 @@ async fn a_recycled_pid_of_a_real_job_is_not_running() -> TestResult {
     let other = Group::start();
     std::fs::write(Path::new(&dir).join(PID_FILE), format!("{}\n", other.pid()))?;
     let recycled = JobId {
-        pid: Pid::new(other.pid())?,
+        pid: Some(Pid::new(other.pid())?),
         ..started
     };
     assert_eq!(executor.status(&recycled).await?, JobStatus::Lost);
@@ -956,7 +959,7 @@ async fn check_container_cancel(
         "{engine:?}: the container is left after cancel"
     );
     assert_eq!(processes_with_env(&canary), Vec::<u32>::new(), "{engine:?}");
-    assert!(!group_alive(job_id.pid.get()), "{engine:?}");
+    assert!(!group_alive(job_id.pid.expect("a pid").get()), "{engine:?}");
 
     // A container that outlived its engine client (killed with SIGKILL, as a logout
     // might): the job ends by itself with the client, the container runs on, and
@@ -984,8 +987,8 @@ async fn check_container_cancel(
     );
     // The wrapper stops what is left of its group once the exit code is written.
     crate::util::poll(DEADLINE, "the group to end with its job", || {
-        if group_alive(job_id.pid.get()) {
-            Err(job_id.pid.get())
+        if group_alive(job_id.pid.expect("a pid").get()) {
+            Err(job_id.pid.expect("a pid").get())
         } else {
             Ok(())
         }
@@ -1284,7 +1287,7 @@ async fn a_stand_in_engine_whose_stop_hangs_cannot_hold_the_cancel_local() -> Te
         "{message}"
     );
     assert!(message.contains("may still run"), "{message}");
-    assert!(!group_alive(started.pid.get()));
+    assert!(!group_alive(started.pid.expect("a pid").get()));
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
     // One stop, and no engine call after it ran out.
     assert_eq!(
@@ -1312,7 +1315,7 @@ async fn check_escaped_children(executor: &impl Executor) -> TestResult {
     assert!(alive(worker));
     assert_ne!(
         pgid_of(worker),
-        Some(started.pid.get()),
+        Some(started.pid.expect("a pid").get()),
         "it left the group"
     );
     let environ = std::fs::read(format!("/proc/{worker}/environ"))?;
@@ -1327,7 +1330,7 @@ async fn check_escaped_children(executor: &impl Executor) -> TestResult {
         !alive(worker),
         "the escaped worker {worker} outlived the cancel"
     );
-    assert!(!group_has_live_member(started.pid.get()));
+    assert!(!group_has_live_member(started.pid.expect("a pid").get()));
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
     assert!(executor.leftovers(&started).await?.is_empty());
     assert!(!Path::new(&dir).join(LEFTOVERS_FILE).exists());
@@ -1375,7 +1378,7 @@ async fn check_leftovers_reported(executor: &impl Executor) -> TestResult {
     );
     assert!(alive(worker));
     assert!(
-        !group_has_live_member(started.pid.get()),
+        !group_has_live_member(started.pid.expect("a pid").get()),
         "the group is gone"
     );
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
@@ -1416,7 +1419,7 @@ async fn check_identity(executor: &impl Executor) -> TestResult {
     let recorded = std::fs::read_to_string(&start)?;
     assert_eq!(
         recorded,
-        identity_of(started.pid.get()),
+        identity_of(started.pid.expect("a pid").get()),
         "the recorded form"
     );
     assert!(Path::new(&dir).join("job.marker").exists());
@@ -1437,7 +1440,7 @@ async fn check_identity(executor: &impl Executor) -> TestResult {
     assert_eq!(executor.status(&started).await?, JobStatus::Running);
     std::fs::write(&start, &recorded)?;
     executor.cancel(&started).await?;
-    assert!(!group_has_live_member(started.pid.get()));
+    assert!(!group_has_live_member(started.pid.expect("a pid").get()));
 
     // An unrelated process at the recorded PID, with no identity or another one.
     let other = Group::start();
@@ -1462,8 +1465,9 @@ async fn check_identity(executor: &impl Executor) -> TestResult {
         }
         let id = JobId {
             dir: dir.clone(),
-            pid: Pid::new(other.pid())?,
+            pid: Some(Pid::new(other.pid())?),
             container: None,
+            slurm_job: None,
         };
         assert_eq!(executor.status(&id).await?, JobStatus::Lost, "{case}");
         executor.cancel(&id).await?;
@@ -1515,7 +1519,7 @@ async fn check_zombies(executor: &impl Executor) -> TestResult {
     let dir = format!("{}/run-zombie-lost", executor.workdir());
     let started = executor.spawn(&job(&dir, script)).await?;
     wait_for_log(executor, &dir, "ready").await;
-    let pgid = started.pid.get();
+    let pgid = started.pid.expect("a pid").get();
     executor.probe(&format!("kill -s KILL -- -{pgid}")).await?;
     let status = wait_status(executor, &started, JobStatus::is_finished).await;
     assert_eq!(status, JobStatus::Lost);
@@ -1530,7 +1534,7 @@ async fn check_zombies(executor: &impl Executor) -> TestResult {
     wait_for_log(executor, &dir, "ready").await;
     executor.cancel(&started).await?;
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
-    let members = member_states(executor, started.pid.get()).await;
+    let members = member_states(executor, started.pid.expect("a pid").get()).await;
     assert!(
         !members.is_empty() && members.iter().all(|state| state == "Z"),
         "the group holds zombies only: {members:?}"

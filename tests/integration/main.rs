@@ -15,6 +15,8 @@ mod sshd;
 mod freezer;
 // Real container engines (Podman, a private Docker daemon) and their local images.
 mod engines;
+// A real single-node Slurm cluster (slurm-wlm and munge), once per test binary.
+mod slurm_cluster;
 
 // Ground: settings, `.env`, environment layering, secrets, `init`, `config check`.
 mod config;
@@ -32,6 +34,9 @@ mod key_files;
 // claim, transfers, jobs and files, secrets, the status table, cancel, survival, and the
 // job's processes: escaped setsid workers, leftovers, identity, zombies.
 mod exec;
+// Execution: the Slurm executor on a real single-node cluster, from here and from a login
+// node over `sshd` (issue 19).
+mod slurm;
 // Flows: the dataset pipeline against stand-in providers (openai and anthropic protocols).
 mod pipeline;
 // Flows: provider replies no retry fixes or that hide reasoning in odd places (issue 8).
@@ -45,6 +50,9 @@ mod budget;
 // Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`;
 // refusals before a start.
 mod training;
+// Flows: training runs on a `slurm` target, real Axolotl inside jobs of the test's
+// single-node Slurm, and the refusals before any job (issue 19).
+mod slurm_train;
 // Flows: the Prometheus endpoint scraped by a real Prometheus during a real training run.
 mod metrics;
 // Flows: `export` with the real llama.cpp b11434 on a local and an SSH target, the

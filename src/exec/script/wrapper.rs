@@ -35,6 +35,53 @@ pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 /// marker exists.
 #[must_use]
 pub fn job_script(dir: &str, script: &str, scale: TimeScale) -> String {
+    wrapper(dir, script, scale, None)
+}
+
+/// What a job's wrapper does when its batch shell receives `SIGUSR1` (issue 19): the
+/// scheduler's warning before the time limit (`sbatch --signal=B:USR1@SECONDS`). The
+/// wrapper writes `content` to `file` in the run directory, through a rename.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadlineSignal {
+    /// File name in the run directory (the snapshot request of a training job).
+    pub file: String,
+    /// Its content (the request's reason).
+    pub content: String,
+}
+
+/// [`job_script`] for a job whose wrapper is the batch shell of a scheduler (issue 19):
+/// the same wrapper, with the job's subshell run in the background and waited for, so
+/// that `SIGUSR1` is handled at once (a shell runs a trap only once its foreground
+/// command ended): its trap writes `deadline`'s file. The wait goes on after the trap
+/// while the subshell lives, and the exit code is the subshell's. The subshell's
+/// `SIGINT` is ignored, as for any background command of a non-interactive shell; the
+/// scheduler stops a job with `SIGTERM` and `SIGKILL`.
+#[must_use]
+pub fn job_script_signalled(
+    dir: &str,
+    script: &str,
+    scale: TimeScale,
+    deadline: &DeadlineSignal,
+) -> String {
+    wrapper(dir, script, scale, Some(deadline))
+}
+
+fn wrapper(dir: &str, script: &str, scale: TimeScale, deadline: Option<&DeadlineSignal>) -> String {
+    let (trap, background, wait) = match deadline {
+        None => (String::new(), "", "ob_code=$?\n".to_owned()),
+        Some(signal) => {
+            let file = quote(&signal.file);
+            let tmp = quote(&format!("{}.tmp", signal.file));
+            (
+                format!(
+                    "ob_deadline() {{\n  {{ printf '%s\\n' {content} > {tmp} && mv -f {tmp} {file}; }} 2>/dev/null || rm -f {tmp}\n}}\ntrap ob_deadline USR1\n",
+                    content = quote(&signal.content),
+                ),
+                " &",
+                "ob_child=$!\nwhile :; do\n  wait \"$ob_child\"\n  ob_code=$?\n  kill -s 0 \"$ob_child\" 2>/dev/null || break\ndone\ntrap '' USR1\n".to_owned(),
+            )
+        }
+    };
     format!(
         r#"cd {dir} || exit 1
 {GROUP_SIGNAL}ob_marker=$(od -A n -N 16 -t x1 /dev/urandom 2>/dev/null | tr -d ' \n')
@@ -46,11 +93,10 @@ case $ob_marker in
 esac
 if ob_id=$(ob_identity $$); then {{ printf '%s\n' "$ob_id" > {start}.tmp && mv -f {start}.tmp {start}; }} || rm -f {start}.tmp; fi
 {{ printf '%s\n' $$ > {pid}.tmp && mv -f {pid}.tmp {pid}; }} || rm -f {pid}.tmp
-( if [ -n "$ob_marker" ]; then {var}=$ob_marker; export {var}; fi
+{trap}( if [ -n "$ob_marker" ]; then {var}=$ob_marker; export {var}; fi
 {script}
-) >> {log} 2>&1 < /dev/null
-ob_code=$?
-{{ printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}; }} || rm -f {exit}.tmp
+) >> {log} 2>&1 < /dev/null{background}
+{wait}{{ printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}; }} || rm -f {exit}.tmp
 ob_others() {{
   [ -z "$(ob_marked .)" ] || return 0
   [ -d /proc/self ] || {{ [ -n "$(ob_members $$)" ]; return; }}
@@ -88,5 +134,8 @@ done
         exit = EXIT_FILE,
         reap_ticks = REAP_GRACE_SECONDS * TICKS_PER_SECOND,
         tick = tick(scale),
+        trap = trap,
+        background = background,
+        wait = wait,
     )
 }

@@ -198,6 +198,18 @@ impl SshExecutor {
         }
     }
 
+    /// Runs `script`, which may change the target, with `stdin` on its standard input
+    /// (secrets travel there), as [`LocalExecutor::command`](crate::exec::LocalExecutor)
+    /// does on this machine: the Slurm executor's `sbatch` and `scancel` on the login node.
+    pub(crate) async fn command(
+        &self,
+        action: &'static str,
+        script: &str,
+        stdin: &[u8],
+    ) -> Result<Vec<u8>, ExecError> {
+        self.checked(action, script, stdin).await
+    }
+
     async fn checked(
         &self,
         action: &'static str,
@@ -322,8 +334,9 @@ impl Executor for SshExecutor {
         })?;
         Ok(JobId {
             dir: job.dir.clone(),
-            pid: Pid::new(pid)?,
+            pid: Some(Pid::new(pid)?),
             container: job.container.clone(),
+            slurm_job: None,
         })
     }
 
@@ -342,7 +355,7 @@ impl Executor for SshExecutor {
                 "cancel",
                 &cancel_script(
                     &job.dir,
-                    job.pid.get(),
+                    job.pid.map_or(0, Pid::get),
                     job.container.as_ref(),
                     self.time_scale,
                 ),

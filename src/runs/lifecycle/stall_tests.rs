@@ -13,8 +13,9 @@ fn record() -> RunRecord {
         target_kind: TargetKind::Ssh,
         job: Some(JobId {
             dir: "/w/r_1".into(),
-            pid: Pid::new(42).unwrap(),
+            pid: Pid::new(42).ok(),
             container: None,
+            slurm_job: None,
         }),
         ..crate::runs::record::fixture("r_1", State::Running)
     }

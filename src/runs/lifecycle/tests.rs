@@ -17,8 +17,9 @@ fn record(state: State) -> RunRecord {
         target_kind: TargetKind::Ssh,
         job: Some(JobId {
             dir: "/w/r_1".into(),
-            pid: Pid::new(42).unwrap(),
+            pid: Some(Pid::new(42).unwrap()),
             container: None,
+            slurm_job: None,
         }),
         merge: true,
         ..crate::runs::record::fixture("r_1", state)
@@ -35,6 +36,7 @@ fn label(effect: &Effect) -> String {
         Effect::Emit(RunEvent::Sample(_)) => "sample".into(),
         Effect::Emit(RunEvent::JobLog(line)) => format!("log {line}"),
         Effect::Emit(RunEvent::Pod(notice)) => format!("pod {notice:?}"),
+        Effect::Emit(RunEvent::Scheduler(note)) => format!("scheduler {note}"),
         Effect::Emit(RunEvent::Warning(warning)) => match warning {
             RunWarning::Unreachable {
                 failures, limit, ..

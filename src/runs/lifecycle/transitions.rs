@@ -142,8 +142,9 @@ mod tests {
     fn job(dir: &str) -> JobId {
         JobId {
             dir: dir.into(),
-            pid: Pid::new(42).unwrap(),
+            pid: Some(Pid::new(42).unwrap()),
             container: None,
+            slurm_job: None,
         }
     }
 

@@ -154,6 +154,7 @@ impl PodJob for PodRun<'_> {
         let job = Stages {
             merge: self.merge,
             export: None,
+            ..Stages::default()
         }
         .job(&spec, std::mem::take(&mut self.secrets));
         let job = pod.spawn(&job).await.map_err(|e| error_chain(&e))?;

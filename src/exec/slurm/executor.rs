@@ -1,0 +1,302 @@
+//! [`SlurmExecutor`]: the [`Executor`] of a Slurm target, over its login node.
+
+use std::path::Path;
+use std::time::Duration;
+
+use secrecy::ExposeSecret;
+
+use super::state::{self, Scheduler, SchedulerJob};
+use super::submit::{self, SlurmOptions};
+use crate::env::TimeScale;
+use crate::exec::shell::quote;
+use crate::exec::{
+    CANCEL_FILE, CANCELLING_FILE, ExecError, Executor, FileDigest, JobCommand, JobId, JobStatus,
+    LocalExecutor, SshExecutor, check_job_env,
+};
+
+/// The login node: this machine, or an SSH host.
+#[derive(Debug)]
+pub enum Login {
+    /// This machine submits.
+    Local(LocalExecutor),
+    /// The login node over SSH.
+    Ssh(SshExecutor),
+}
+
+/// Most time a cancel waits for the scheduler to end the job after `scancel`: Slurm
+/// sends `SIGTERM`, then `SIGKILL` after the cluster's `KillWait` (30 s by default). A
+/// bound against a controller that does not answer, not a lifecycle rule: it stays real.
+const CANCEL_WAIT: Duration = Duration::from_secs(180);
+
+/// How often a cancel asks the scheduler whether the job ended.
+const CANCEL_POLL: Duration = Duration::from_millis(250);
+
+/// Jobs submitted with `sbatch` on a Slurm cluster (issue 19).
+///
+/// Files, probes and claims go through the login node. [`Executor::spawn`] writes the
+/// batch script (the job wrapper, see [`submit::batch_script`]) to the run directory
+/// and submits it; it returns as soon as Slurm accepted it, with the Slurm job ID in
+/// [`JobId::slurm_job`] and no process ID (the job may wait in the queue). The job's
+/// secrets reach `sbatch`'s environment on the launcher's standard input, and the
+/// job's through `--export=ALL`; Slurm keeps a job's environment in its controller's
+/// state directory until the job is purged, like any job's on that cluster.
+/// [`Executor::status`] reads the scheduler and the markers in one probe
+/// ([`state::combine`]); [`Executor::cancel`] is `scancel`.
+#[derive(Debug)]
+pub struct SlurmExecutor {
+    login: Login,
+    options: SlurmOptions,
+    /// The scheduler's note at the last [`Executor::status`].
+    last_note: std::sync::Mutex<Option<String>>,
+}
+
+impl SlurmExecutor {
+    /// An executor submitting through `login` with `options`.
+    #[must_use]
+    pub fn new(login: Login, options: SlurmOptions) -> Self {
+        Self {
+            login,
+            options,
+            last_note: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The scheduler's note ([`SchedulerJob::note`]) as the last [`Executor::status`]
+    /// read it: a follower shows it without asking the scheduler again. `None` before
+    /// any status, or when the scheduler had nothing to add.
+    #[must_use]
+    pub fn last_note(&self) -> Option<String> {
+        self.last_note
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The options it submits with.
+    #[must_use]
+    pub fn options(&self) -> &SlurmOptions {
+        &self.options
+    }
+
+    /// The login node.
+    #[must_use]
+    pub fn login(&self) -> &Login {
+        &self.login
+    }
+
+    async fn command(
+        &self,
+        action: &'static str,
+        script: &str,
+        stdin: &[u8],
+    ) -> Result<Vec<u8>, ExecError> {
+        match &self.login {
+            Login::Local(login) => login.command(action, script, stdin).await,
+            Login::Ssh(login) => login.command(action, script, stdin).await,
+        }
+    }
+
+    /// The cluster's partitions (`sinfo`), to check `partition` before any job.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Command`] (action `sinfo`) when `sinfo` fails; another
+    /// [`ExecError`] when the login node cannot be reached.
+    pub async fn partitions(&self) -> Result<Vec<String>, ExecError> {
+        let output = self
+            .probe("sinfo -h -o %R")
+            .await
+            .map_err(|error| error.for_action("sinfo"))?;
+        Ok(state::parse_partitions(&String::from_utf8_lossy(&output)))
+    }
+
+    /// What the scheduler and the markers say of `job`.
+    ///
+    /// # Errors
+    ///
+    /// An [`ExecError`] when the login node cannot be reached or answers nonsense.
+    pub async fn scheduler(&self, job: &JobId) -> Result<(Scheduler, state::Markers), ExecError> {
+        let Some(id) = job.slurm_job else {
+            return Err(ExecError::Protocol(format!(
+                "the job in `{}` has no Slurm job ID",
+                job.dir
+            )));
+        };
+        let output = self
+            .probe(&state::status_script(&job.dir, id))
+            .await
+            .map_err(|error| error.for_action("status"))?;
+        state::parse_status(&String::from_utf8_lossy(&output))
+    }
+
+    /// The scheduler's word on `job` beyond its status ([`SchedulerJob::note`]): why
+    /// it waits, or why Slurm ended it. `None` when the scheduler has nothing to add
+    /// or no longer knows the job.
+    ///
+    /// # Errors
+    ///
+    /// An [`ExecError`] when the login node cannot be reached.
+    pub async fn note(&self, job: &JobId) -> Result<Option<String>, ExecError> {
+        Ok(match self.scheduler(job).await?.0 {
+            Scheduler::Known(known) => SchedulerJob::note(&known),
+            Scheduler::Forgotten | Scheduler::Unreachable(_) => None,
+        })
+    }
+}
+
+/// Calls the same method on the login node's executor.
+macro_rules! login {
+    ($self:ident.$name:ident($($arg:expr),*)) => {
+        match &$self.login {
+            Login::Local(login) => login.$name($($arg),*).await,
+            Login::Ssh(login) => login.$name($($arg),*).await,
+        }
+    };
+}
+
+impl Executor for SlurmExecutor {
+    fn workdir(&self) -> &str {
+        match &self.login {
+            Login::Local(login) => login.workdir(),
+            Login::Ssh(login) => login.workdir(),
+        }
+    }
+
+    fn time_scale(&self) -> TimeScale {
+        match &self.login {
+            Login::Local(login) => login.time_scale(),
+            Login::Ssh(login) => login.time_scale(),
+        }
+    }
+
+    async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError> {
+        login!(self.claim(dir, owner))
+    }
+
+    async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError> {
+        login!(self.upload(local, remote, skip))
+    }
+
+    async fn spawn(&self, job: &JobCommand) -> Result<JobId, ExecError> {
+        check_job_env(&job.secrets)?;
+        let mut input = String::new();
+        for (_, value) in &job.secrets {
+            input.push_str(value.expose_secret());
+            input.push('\n');
+        }
+        let script = submit::launcher(&self.options, job, self.time_scale());
+        let output = self.command("sbatch", &script, input.as_bytes()).await;
+        drop(input);
+        let id = submit::parse_submitted(&String::from_utf8_lossy(&output?))?;
+        Ok(JobId {
+            dir: job.dir.clone(),
+            pid: None,
+            container: job.container.clone(),
+            slurm_job: Some(id),
+        })
+    }
+
+    async fn read_from(&self, path: &str, offset: u64, limit: u64) -> Result<Vec<u8>, ExecError> {
+        login!(self.read_from(path, offset, limit))
+    }
+
+    async fn status(&self, job: &JobId) -> Result<JobStatus, ExecError> {
+        let (scheduler, markers) = self.scheduler(job).await?;
+        if let Scheduler::Known(known) = &scheduler {
+            *self
+                .last_note
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = known.note();
+        }
+        state::combine(&scheduler, &markers).ok_or_else(|| ExecError::Command {
+            action: "status",
+            message: match scheduler {
+                Scheduler::Unreachable(message) => format!("scontrol: {message}"),
+                _ => "the Slurm controller did not answer".to_owned(),
+            },
+        })
+    }
+
+    /// `scancel`: a job that ended by itself is left as it is; otherwise
+    /// [`CANCELLING_FILE`] first, `scancel ID`, a wait until the scheduler has ended the
+    /// job (its `KillWait` between `SIGTERM` and `SIGKILL`), then [`CANCEL_FILE`].
+    /// A container on a node is the node's to stop: Slurm's signals reach the engine
+    /// client, not the container (not handled here).
+    async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
+        let Some(id) = job.slurm_job else {
+            return Err(ExecError::Protocol(format!(
+                "the job in `{}` has no Slurm job ID",
+                job.dir
+            )));
+        };
+        match self.status(job).await? {
+            JobStatus::Exited(_) | JobStatus::Cancelled => return Ok(()),
+            JobStatus::Running | JobStatus::Lost => {}
+        }
+        let dir = quote(&job.dir);
+        self.command(
+            "cancel",
+            &format!(
+                "d={dir}\n[ -d \"$d\" ] || exit 0\n: > \"$d/{CANCELLING_FILE}\" || exit 1\nscancel {id}\n"
+            ),
+            &[],
+        )
+        .await?;
+        let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+        loop {
+            let (scheduler, _) = self.scheduler(job).await?;
+            let ended = match &scheduler {
+                Scheduler::Known(known) => !known.state.is_active(),
+                Scheduler::Forgotten => true,
+                Scheduler::Unreachable(_) => false,
+            };
+            if ended {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ExecError::Command {
+                    action: "cancel",
+                    message: format!(
+                        "Slurm job {id} did not end within {} s of `scancel`",
+                        CANCEL_WAIT.as_secs()
+                    ),
+                });
+            }
+            tokio::time::sleep(CANCEL_POLL).await;
+        }
+        self.command(
+            "cancel",
+            &format!("d={dir}\n[ -d \"$d\" ] || exit 0\n: > \"$d/{CANCEL_FILE}\"\n"),
+            &[],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn download(
+        &self,
+        remote: &str,
+        local: &Path,
+        entries: &[String],
+        exclude: &[String],
+    ) -> Result<(), ExecError> {
+        login!(self.download(remote, local, entries, exclude))
+    }
+
+    async fn manifest(
+        &self,
+        remote: &str,
+        entries: &[String],
+        exclude: &[String],
+    ) -> Result<Vec<FileDigest>, ExecError> {
+        login!(self.manifest(remote, entries, exclude))
+    }
+
+    async fn probe(&self, script: &str) -> Result<Vec<u8>, ExecError> {
+        login!(self.probe(script))
+    }
+
+    async fn put_file(&self, path: &str, content: &str) -> Result<(), ExecError> {
+        login!(self.put_file(path, content))
+    }
+}

@@ -1,0 +1,483 @@
+//! What the scheduler and the run directory say of a Slurm job (issue 19): the status
+//! script (one probe: `scontrol -o show job ID`, then the markers), its parsed answer,
+//! and the executor's precedence over both. Pure, table-tested.
+
+use crate::exec::shell::quote;
+use crate::exec::{CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, JobStatus};
+
+/// A Slurm job state (`JobState=` of `scontrol`), grouped by what it means for a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchedulerState {
+    /// Waiting for resources, priority, a node...
+    Pending,
+    /// Allocated: running, configuring, completing, suspended, requeued.
+    Running,
+    /// Ended by itself (its batch script's exit status is the wrapper's).
+    Completed,
+    /// Ended with a non-zero exit status, or launching it failed.
+    Failed,
+    /// Cancelled (`scancel`, or by an administrator).
+    Cancelled,
+    /// Killed at its time limit.
+    Timeout,
+    /// One of its nodes failed.
+    NodeFail,
+    /// Preempted by another job.
+    Preempted,
+    /// Killed for using more memory than it asked for.
+    OutOfMemory,
+    /// Its nodes could not be booted.
+    BootFail,
+    /// It passed its `--deadline`.
+    Deadline,
+    /// A state this version does not know, as printed.
+    Other(String),
+}
+
+impl SchedulerState {
+    /// Reads `JobState=`'s value.
+    #[must_use]
+    pub fn parse(word: &str) -> Self {
+        match word {
+            "PENDING" => Self::Pending,
+            "RUNNING" | "CONFIGURING" | "COMPLETING" | "SUSPENDED" | "REQUEUED"
+            | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESIZING" | "SIGNALING" | "STAGE_OUT"
+            | "STOPPED" | "RESV_DEL_HOLD" => Self::Running,
+            "COMPLETED" => Self::Completed,
+            "FAILED" => Self::Failed,
+            "CANCELLED" => Self::Cancelled,
+            "TIMEOUT" => Self::Timeout,
+            "NODE_FAIL" => Self::NodeFail,
+            "PREEMPTED" => Self::Preempted,
+            "OUT_OF_MEMORY" => Self::OutOfMemory,
+            "BOOT_FAIL" => Self::BootFail,
+            "DEADLINE" => Self::Deadline,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// Whether the job may still run: pending or allocated (an unknown state counts,
+    /// so it is never taken for an end).
+    #[must_use]
+    pub fn is_active(&self) -> bool {
+        matches!(self, Self::Pending | Self::Running | Self::Other(_))
+    }
+}
+
+/// A job as `scontrol -o show job` prints it: its state, the scheduler's reason (the
+/// `Reason=` of a pending job: `Priority`, `Resources`, `ReqNodeNotAvail`...) and the
+/// batch script's exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerJob {
+    /// `JobState=`.
+    pub state: SchedulerState,
+    /// `Reason=`, unless `None`.
+    pub reason: Option<String>,
+    /// `ExitCode=`, as printed (`0:0`, `1:0`, `0:15`).
+    pub exit_code: Option<String>,
+}
+
+impl SchedulerJob {
+    /// Reads one line of `scontrol -o show job ID`; `None` when it holds no
+    /// `JobState=`.
+    #[must_use]
+    pub fn parse(line: &str) -> Option<Self> {
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|word| word.strip_prefix(name))
+                .map(str::to_owned)
+        };
+        let state = SchedulerState::parse(&field("JobState=")?);
+        let reason = field("Reason=").filter(|reason| reason != "None");
+        Some(Self {
+            state,
+            reason: reason.map(|reason| reason.replace('_', " ")),
+            exit_code: field("ExitCode="),
+        })
+    }
+
+    /// What a run says of this job beyond its status: why it waits, or why the
+    /// scheduler ended it. `None` for a job running, completed, cancelled or failed
+    /// (its exit code says it).
+    #[must_use]
+    pub fn note(&self) -> Option<String> {
+        let text = match &self.state {
+            SchedulerState::Pending => {
+                return Some(match &self.reason {
+                    Some(reason) => format!("pending on Slurm ({reason})"),
+                    None => "pending on Slurm".to_owned(),
+                });
+            }
+            SchedulerState::Timeout => {
+                "Slurm killed the job at its time limit (`max_hours`) before it saved a snapshot"
+            }
+            SchedulerState::NodeFail => "a node of the Slurm job failed",
+            SchedulerState::Preempted => "Slurm preempted the job",
+            SchedulerState::OutOfMemory => {
+                "Slurm killed the job for using more memory than it asked for (`mem_gb`)"
+            }
+            SchedulerState::BootFail => "Slurm could not boot the job's nodes",
+            SchedulerState::Deadline => "the Slurm job passed its deadline",
+            SchedulerState::Running
+            | SchedulerState::Failed
+            | SchedulerState::Completed
+            | SchedulerState::Cancelled
+            | SchedulerState::Other(_) => return None,
+        };
+        Some(text.to_owned())
+    }
+}
+
+/// What the scheduler answered for a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scheduler {
+    /// It knows the job.
+    Known(SchedulerJob),
+    /// It no longer knows it (`Invalid job id`: it forgot the job after `MinJobAge`).
+    Forgotten,
+    /// It could not be asked (the controller is down or restarting); the message.
+    Unreachable(String),
+}
+
+/// The run directory's markers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Markers {
+    /// The run directory exists.
+    pub dir: bool,
+    /// [`CANCEL_FILE`] exists.
+    pub cancelled: bool,
+    /// [`CANCELLING_FILE`] exists.
+    pub cancelling: bool,
+    /// [`EXIT_FILE`]'s code.
+    pub exit: Option<i32>,
+}
+
+/// The status probe: the scheduler first, then the markers, so that a job the
+/// scheduler reports ended has written its exit code before the markers are read.
+#[must_use]
+pub fn status_script(dir: &str, job: u64) -> String {
+    format!(
+        r#"ob_s=$(scontrol -o show job {job} 2>&1)
+ob_r=$?
+printf 'scheduler %s ' "$ob_r"
+printf '%s\n' "$ob_s" | head -n 1
+d={dir}
+if [ -d "$d" ]; then echo dir; fi
+if [ -e "$d/{cancelled}" ]; then echo cancelled; fi
+if [ -e "$d/{cancelling}" ]; then echo cancelling; fi
+if [ -r "$d/{exit}" ]; then ob_c=; IFS= read -r ob_c < "$d/{exit}" || true; echo "exit $ob_c"; fi
+"#,
+        dir = quote(dir),
+        cancelled = CANCEL_FILE,
+        cancelling = CANCELLING_FILE,
+        exit = EXIT_FILE,
+    )
+}
+
+/// Reads the answer of [`status_script`].
+///
+/// # Errors
+///
+/// [`ExecError::Protocol`] when its first line is not the scheduler's.
+pub fn parse_status(output: &str) -> Result<(Scheduler, Markers), ExecError> {
+    let mut lines = output.lines();
+    let first = lines.next().unwrap_or_default();
+    let Some(rest) = first.strip_prefix("scheduler ") else {
+        return Err(ExecError::Protocol(format!(
+            "slurm status `{}`",
+            crate::exec::script::truncate(first, 80)
+        )));
+    };
+    let (code, text) = rest.split_once(' ').unwrap_or((rest, ""));
+    let scheduler = match (code, SchedulerJob::parse(text)) {
+        ("0", Some(job)) => Scheduler::Known(job),
+        _ if text.contains("Invalid job id") => Scheduler::Forgotten,
+        _ => Scheduler::Unreachable(crate::exec::script::truncate(text.trim(), 200)),
+    };
+    let mut markers = Markers::default();
+    for line in lines {
+        match line.trim() {
+            "dir" => markers.dir = true,
+            "cancelled" => markers.cancelled = true,
+            "cancelling" => markers.cancelling = true,
+            other => {
+                if let Some(code) = other.strip_prefix("exit ") {
+                    markers.exit = code.trim().parse().ok();
+                }
+            }
+        }
+    }
+    Ok((scheduler, markers))
+}
+
+/// The job's status from both, with the executor's precedence (the markers first, as
+/// [`crate::exec::status_script`] reads them, and the scheduler where a local target
+/// looks at processes): no run directory: lost; [`CANCEL_FILE`]: cancelled; a
+/// cancel under way while the scheduler still has the job: running; an exit code:
+/// exited; a cancel under way: cancelled; the scheduler has the job (pending counts):
+/// running; otherwise lost. `None` when only the scheduler can say and it cannot be
+/// asked: the caller fails the status rather than guess.
+#[must_use]
+pub fn combine(scheduler: &Scheduler, markers: &Markers) -> Option<JobStatus> {
+    let active = match scheduler {
+        Scheduler::Known(job) => Some(job.state.is_active()),
+        Scheduler::Forgotten => Some(false),
+        Scheduler::Unreachable(_) => None,
+    };
+    if !markers.dir {
+        return Some(JobStatus::Lost);
+    }
+    if markers.cancelled {
+        return Some(JobStatus::Cancelled);
+    }
+    if markers.cancelling && active != Some(false) {
+        return active.map(|_| JobStatus::Running);
+    }
+    if let Some(code) = markers.exit {
+        return Some(JobStatus::Exited(code));
+    }
+    if markers.cancelling {
+        return Some(JobStatus::Cancelled);
+    }
+    if active? {
+        Some(JobStatus::Running)
+    } else {
+        Some(JobStatus::Lost)
+    }
+}
+
+/// The partitions in `sinfo -h -o %R`'s answer, one a line.
+#[must_use]
+pub fn parse_partitions(output: &str) -> Vec<String> {
+    let mut names: Vec<String> = output
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(|line| line.trim_end_matches('*').to_owned())
+        .collect();
+    names.dedup();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PENDING: &str = "JobId=3 JobName=wrap UserId=root(0) JobState=PENDING Reason=Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions Dependency=(null) ExitCode=0:0";
+
+    #[test]
+    fn scontrol_lines_are_read_for_state_reason_and_exit() {
+        let job = SchedulerJob::parse(PENDING).unwrap();
+        assert_eq!(job.state, SchedulerState::Pending);
+        assert_eq!(
+            job.reason.as_deref(),
+            Some(
+                "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
+            )
+        );
+        assert_eq!(job.exit_code.as_deref(), Some("0:0"));
+        let cases = [
+            (
+                "JobState=RUNNING Reason=None",
+                SchedulerState::Running,
+                None,
+            ),
+            (
+                "JobState=COMPLETING Reason=None",
+                SchedulerState::Running,
+                None,
+            ),
+            (
+                "JobState=TIMEOUT Reason=TimeLimit",
+                SchedulerState::Timeout,
+                Some(
+                    "Slurm killed the job at its time limit (`max_hours`) before it saved a snapshot",
+                ),
+            ),
+            (
+                "JobState=NODE_FAIL Reason=NodeDown",
+                SchedulerState::NodeFail,
+                Some("a node of the Slurm job failed"),
+            ),
+            (
+                "JobState=PREEMPTED Reason=None",
+                SchedulerState::Preempted,
+                Some("Slurm preempted the job"),
+            ),
+            (
+                "JobState=OUT_OF_MEMORY Reason=OutOfMemory",
+                SchedulerState::OutOfMemory,
+                Some("Slurm killed the job for using more memory than it asked for (`mem_gb`)"),
+            ),
+            (
+                "JobState=COMPLETED Reason=None",
+                SchedulerState::Completed,
+                None,
+            ),
+            (
+                "JobState=CANCELLED Reason=None",
+                SchedulerState::Cancelled,
+                None,
+            ),
+            (
+                "JobState=FAILED Reason=NonZeroExitCode",
+                SchedulerState::Failed,
+                None,
+            ),
+            (
+                "JobState=SOMETHING_NEW",
+                SchedulerState::Other("SOMETHING_NEW".into()),
+                None,
+            ),
+        ];
+        for (line, state, note) in cases {
+            let job = SchedulerJob::parse(line).unwrap();
+            assert_eq!(job.state, state, "{line}");
+            assert_eq!(job.note().as_deref(), note, "{line}");
+        }
+        assert_eq!(
+            SchedulerJob::parse("JobState=PENDING Reason=Priority")
+                .unwrap()
+                .note()
+                .as_deref(),
+            Some("pending on Slurm (Priority)")
+        );
+        assert_eq!(
+            SchedulerJob::parse("JobState=PENDING Reason=None")
+                .unwrap()
+                .note()
+                .as_deref(),
+            Some("pending on Slurm")
+        );
+        assert!(SchedulerJob::parse("slurm_load_jobs error: Invalid job id specified").is_none());
+    }
+
+    #[test]
+    fn the_markers_come_first_and_the_scheduler_says_the_rest() {
+        let known = |state: &str| {
+            Scheduler::Known(SchedulerJob::parse(&format!("JobState={state}")).unwrap())
+        };
+        let markers = |cancelled, cancelling, exit| Markers {
+            dir: true,
+            cancelled,
+            cancelling,
+            exit,
+        };
+        let down = Scheduler::Unreachable("Unable to contact slurm controller".into());
+        let cases = [
+            (known("RUNNING"), Markers::default(), Some(JobStatus::Lost)),
+            (
+                known("RUNNING"),
+                markers(true, true, Some(0)),
+                Some(JobStatus::Cancelled),
+            ),
+            (
+                known("RUNNING"),
+                markers(false, true, Some(143)),
+                Some(JobStatus::Running),
+            ),
+            (
+                known("CANCELLED"),
+                markers(false, true, None),
+                Some(JobStatus::Cancelled),
+            ),
+            (
+                known("CANCELLED"),
+                markers(false, true, Some(0)),
+                Some(JobStatus::Exited(0)),
+            ),
+            (
+                known("COMPLETING"),
+                markers(false, false, Some(3)),
+                Some(JobStatus::Exited(3)),
+            ),
+            (
+                known("PENDING"),
+                markers(false, false, None),
+                Some(JobStatus::Running),
+            ),
+            (
+                known("RUNNING"),
+                markers(false, false, None),
+                Some(JobStatus::Running),
+            ),
+            (
+                known("TIMEOUT"),
+                markers(false, false, None),
+                Some(JobStatus::Lost),
+            ),
+            (
+                known("NODE_FAIL"),
+                markers(false, false, None),
+                Some(JobStatus::Lost),
+            ),
+            (
+                known("COMPLETED"),
+                markers(false, false, Some(0)),
+                Some(JobStatus::Exited(0)),
+            ),
+            (
+                Scheduler::Forgotten,
+                markers(false, false, Some(1)),
+                Some(JobStatus::Exited(1)),
+            ),
+            (
+                Scheduler::Forgotten,
+                markers(false, false, None),
+                Some(JobStatus::Lost),
+            ),
+            (
+                down.clone(),
+                markers(false, false, Some(0)),
+                Some(JobStatus::Exited(0)),
+            ),
+            (down.clone(), markers(false, false, None), None),
+            (down, markers(false, true, None), None),
+        ];
+        for (scheduler, markers, expected) in cases {
+            assert_eq!(
+                combine(&scheduler, &markers),
+                expected,
+                "{scheduler:?} {markers:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn status_answers_are_read_strictly() {
+        let (scheduler, markers) =
+            parse_status(&format!("scheduler 0 {PENDING}\ndir\ncancelling\nexit 0\n")).unwrap();
+        assert!(matches!(
+            scheduler,
+            Scheduler::Known(SchedulerJob {
+                state: SchedulerState::Pending,
+                ..
+            })
+        ));
+        assert_eq!(
+            markers,
+            Markers {
+                dir: true,
+                cancelled: false,
+                cancelling: true,
+                exit: Some(0)
+            }
+        );
+        let (scheduler, _) =
+            parse_status("scheduler 1 slurm_load_jobs error: Invalid job id specified\ndir\n")
+                .unwrap();
+        assert_eq!(scheduler, Scheduler::Forgotten);
+        let (scheduler, _) = parse_status(
+            "scheduler 1 slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n",
+        )
+        .unwrap();
+        assert!(matches!(scheduler, Scheduler::Unreachable(_)));
+        assert!(parse_status("running\n").is_err());
+        assert_eq!(parse_partitions("debug*\ngpu\ngpu\n"), ["debug", "gpu"]);
+    }
+
+    #[test]
+    fn the_status_probe_passes_shellcheck() {
+        crate::exec::shellcheck::assert_passes(&status_script("/w/r 1", 12), "");
+    }
+}
