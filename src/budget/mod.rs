@@ -23,3 +23,9 @@ pub use ledger::{Ledger, LedgerLine, PodLine, RequestLine};
 pub use meter::{BudgetError, Meter};
 pub use report::{Report, report};
 pub use summary::{Spend, Summary, summary};
+
+/// USD as budget messages show it (`$0.1234`).
+#[must_use]
+pub fn usd(value: f64) -> String {
+    format!("${value:.4}")
+}

@@ -5,7 +5,7 @@
 //! first judge request.
 
 use crate::budget::estimate::{input_bound, worst_case};
-use crate::budget::{CapReached, Meter, RequestLine};
+use crate::budget::{CapReached, Meter, RequestLine, usd};
 use crate::llm::Usage;
 use crate::pricing::Price;
 
@@ -22,10 +22,6 @@ pub struct JudgeBudget {
     pub price: Option<Price>,
     /// The judge role's `max_tokens`.
     pub max_output: u64,
-}
-
-fn usd(value: f64) -> String {
-    format!("${value:.4}")
 }
 
 impl JudgeBudget {

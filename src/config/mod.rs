@@ -36,6 +36,7 @@ mod providers;
 mod roles;
 mod rules;
 mod runpod;
+mod runtime;
 mod settings;
 mod show;
 mod slurm;

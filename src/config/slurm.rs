@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::rules::Check;
+use super::runtime::{Engine, Runtime, default_image};
 use super::ssh_client::SshClient;
-use super::targets::{Engine, Runtime, default_image};
 
 /// `kind = "slurm"`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::progress::{Event, Stage, Tracker};
 use super::stage::{Context, RoleClient, StageError};
 use crate::budget::estimate::{self, Basis};
-use crate::budget::{CapReached, Meter, RequestLine};
+use crate::budget::{CapReached, Meter, RequestLine, usd};
 use crate::llm::Usage;
 use crate::pricing::Price;
 
@@ -35,12 +35,6 @@ fn warning_text(spent: f64, cap: f64) -> String {
         usd(spent),
         usd(cap)
     )
-}
-
-/// USD as shown in messages.
-#[must_use]
-pub fn usd(value: f64) -> String {
-    format!("${value:.4}")
 }
 
 /// The budget of one role's requests in one stage.

@@ -276,10 +276,10 @@ pub enum StageError {
     #[error(
         "`{}` is estimated at {} for {items} items ({}), and with {} already spent that passes the cap of {} (`budget.max_usd`); nothing was sent: raise the cap, or pass `--over-budget` to accept it (the cap still stops it)",
         stage.name(),
-        super::spending::usd(*estimate),
+        crate::budget::usd(*estimate),
         if *seen { "from the tokens per item so far" } else { "from the `max_tokens` bound, before any item was done" },
-        super::spending::usd(*spent),
-        super::spending::usd(*cap)
+        crate::budget::usd(*spent),
+        crate::budget::usd(*cap)
     )]
     OverBudget {
         /// The stage.
@@ -298,10 +298,10 @@ pub enum StageError {
     /// The hard cap stopped the stage (issue 20).
     #[error(
         "stopped at the budget: {} spent, and the next request could cost up to {} with {} in flight, past the cap of {} (`budget.max_usd`); what is done is saved: raise the cap and run `overbrainer {}` again to go on from there",
-        super::spending::usd(reached.spent),
-        super::spending::usd(reached.next),
-        super::spending::usd(reached.in_flight),
-        super::spending::usd(reached.max_usd),
+        crate::budget::usd(reached.spent),
+        crate::budget::usd(reached.next),
+        crate::budget::usd(reached.in_flight),
+        crate::budget::usd(reached.max_usd),
         stage.name()
     )]
     CapReached {

@@ -10,6 +10,9 @@ use super::rules::{ExtraRefusal, axolotl_truthy, refused_extra};
 use super::yaml::{self, Mapping, Yaml};
 use crate::config::{AdapterKind, Training};
 
+/// The program every stage runs, from the venv's `bin`, `PATH` or the image.
+pub const PROGRAM: &str = "axolotl";
+
 /// File name of the run's Axolotl configuration, in its run directory.
 pub const AXOLOTL_YAML: &str = "axolotl.yaml";
 /// Train data of a run, in its run directory (a copy of `data/train.jsonl`).

@@ -17,8 +17,7 @@ use super::metrics::{METRICS_FILE, Stage};
 use super::plugin::SNAPSHOT_FILE;
 use crate::exec::{self, JobCommand, JobSpec};
 
-/// The program every stage runs, from the venv's `bin`, `PATH` or the image.
-pub const PROGRAM: &str = "axolotl";
+pub use super::axolotl::PROGRAM;
 
 /// The fixed environment of every training job, set here only and given to every
 /// command of the job (see [`JobSpec::env`]): Python output unbuffered so `job.log`

@@ -7,8 +7,7 @@
 
 use crate::exec::{self, JobSpec, quote};
 
-use super::axolotl::AXOLOTL_YAML;
-use super::job::PROGRAM;
+use super::axolotl::{AXOLOTL_YAML, PROGRAM};
 
 /// Port of the rendezvous on the first node.
 pub const MAIN_PROCESS_PORT: u16 = 29500;

@@ -5,15 +5,11 @@
 //! is refused always. A pod's spend goes to the ledger as it lives and when it is deleted.
 
 use crate::budget::pod::{pod_budget, train_estimate};
-use crate::budget::{LedgerLine, PodLine, ledger};
+use crate::budget::{LedgerLine, PodLine, ledger, usd};
 use crate::config::{RunpodTarget, Settings};
 use crate::project::Project;
 use crate::runpod::lifecycle::{PodState, Rules};
 use crate::runs::{Refusal, RunError};
-
-fn usd(value: f64) -> String {
-    format!("${value:.4}")
-}
 
 /// Narrows `rules.cost_cap_usd` to what the budget leaves for run `run` (`None` for a
 /// new run) on `target` (named `name`); with `check`, refuses a start whose estimate
