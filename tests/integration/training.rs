@@ -664,25 +664,32 @@ fn a_job_without_any_metric_line_fails() {
 // Issue 4, test 7.
 #[test]
 fn a_corrupted_download_is_refused_then_retried_by_attach() {
-    // A `sha256sum` on the target's PATH that, once, changes `job.log` right after
-    // hashing it: the file then differs from the manifest when it is downloaded.
+    // The manifest's hashing tools on the target's PATH (`openssl dgst`, and
+    // `sha256sum` where openssl is missing or for odd names), each of which, once,
+    // changes `job.log` right after hashing it: the file then differs from the manifest
+    // when it is downloaded.
     let tools = tempfile::tempdir().unwrap();
     let marker = tools.path().join("corrupt-once");
     std::fs::write(&marker, "").unwrap();
-    let wrapper = tools.path().join("sha256sum");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\n/usr/bin/sha256sum \"$@\"\nrc=$?\nif [ -e '{m}' ]; then rm -f '{m}'; for f in \"$@\"; do case \"$f\" in *job.log) printf x >> \"$f\";; esac; done; fi\nexit $rc\n",
-            m = marker.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    for (tool, real) in [
+        ("sha256sum", "/usr/bin/sha256sum"),
+        ("openssl", "/usr/bin/openssl"),
+    ] {
+        let wrapper = tools.path().join(tool);
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\n{real} \"$@\"\nrc=$?\nif [ -e '{m}' ]; then for f in \"$@\"; do case \"$f\" in *job.log) rm -f '{m}'; printf x >> \"$f\";; esac; done; fi\nexit $rc\n",
+                m = marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
     let training = Training::new(&Setup {
         merge: false,
         ssh: Some(Options {
