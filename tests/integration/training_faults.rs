@@ -392,25 +392,31 @@ fn a_cancel_while_train_merge_follows_cancels_the_merge_and_train_merge_records_
 
 #[test]
 fn a_merged_model_that_fails_verification_is_retried_by_the_next_train_merge() {
-    // A `sha256sum` first on the target's PATH that, while `corrupt-once` exists,
-    // changes a merge job's `job.log` right after hashing it, once: that file then
-    // differs from the manifest when it is downloaded.
+    // The manifest's hashing tools first on the target's PATH (`openssl dgst`, and
+    // `sha256sum` where openssl is missing or for odd names), each of which, while
+    // `corrupt-once` exists, changes a merge job's `job.log` right after hashing it, once:
+    // that file then differs from the manifest when it is downloaded.
     let tools = tempfile::tempdir().unwrap();
     let marker = tools.path().join("corrupt-once");
-    let wrapper = tools.path().join("sha256sum");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\n/usr/bin/sha256sum \"$@\"\nrc=$?\nfor f in \"$@\"; do case \"$f\" in *merge-*/job.log) if [ -e '{m}' ]; then rm -f '{m}'; printf x >> \"$f\"; fi;; esac; done\nexit $rc\n",
-            m = marker.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    for (tool, real) in [
+        ("sha256sum", "/usr/bin/sha256sum"),
+        ("openssl", "/usr/bin/openssl"),
+    ] {
+        let wrapper = tools.path().join(tool);
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\n{real} \"$@\"\nrc=$?\nfor f in \"$@\"; do case \"$f\" in *merge-*/job.log) if [ -e '{m}' ]; then rm -f '{m}'; printf x >> \"$f\"; fi;; esac; done\nexit $rc\n",
+                m = marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
     let fake = tempfile::tempdir().unwrap();
     let venv = stand_in_venv(fake.path());
     std::fs::write(fake.path().join("fail-merge"), "").unwrap();
