@@ -394,8 +394,8 @@ fn bad_slurm_settings_are_refused_naming_the_key_before_any_job() {
     assert_eq!(cluster().command("squeue", &["-h", "-o", "%i"]), before);
 }
 
-// Case 4: a `max_hours` shorter than the job. Slurm sends `SIGUSR1` 36 s before the
-// six-minute limit (up to a minute earlier, never later; Axolotl's start on this small
+// Case 4: a `max_hours` shorter than the job. Slurm sends `SIGUSR1` 54 s before the
+// nine-minute limit (up to a minute earlier, never later; Axolotl's start on this small
 // loaded machine takes about three); the wrapper places the
 // `deadline` snapshot request, the run ends `stopped` with a verified checkpoint, and
 // `--resume-from` on the local target starts from the step after it.
@@ -408,7 +408,9 @@ fn the_deadline_signal_stops_a_slurm_run_with_a_snapshot_that_resumes_locally() 
             merge: false,
             ..Setup::default()
         },
-        "max_hours = 0.1\n",
+        // 9 minutes: the signal comes 54 s before the limit, room for Axolotl to save
+        // its snapshot on a loaded machine (at 0.1, 36 s were not always enough).
+        "max_hours = 0.15\n",
     );
     let output = training
         .cmd()
