@@ -671,25 +671,7 @@ fn a_corrupted_download_is_refused_then_retried_by_attach() {
     let tools = tempfile::tempdir().unwrap();
     let marker = tools.path().join("corrupt-once");
     std::fs::write(&marker, "").unwrap();
-    for (tool, real) in [
-        ("sha256sum", "/usr/bin/sha256sum"),
-        ("openssl", "/usr/bin/openssl"),
-    ] {
-        let wrapper = tools.path().join(tool);
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\n{real} \"$@\"\nrc=$?\nif [ -e '{m}' ]; then for f in \"$@\"; do case \"$f\" in *job.log) rm -f '{m}'; printf x >> \"$f\";; esac; done; fi\nexit $rc\n",
-                m = marker.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(
-            &wrapper,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-    }
+    crate::util::hash_tools_corrupting_once(tools.path(), &marker, "*job.log");
     let training = Training::new(&Setup {
         merge: false,
         ssh: Some(Options {

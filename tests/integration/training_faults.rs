@@ -398,25 +398,7 @@ fn a_merged_model_that_fails_verification_is_retried_by_the_next_train_merge() {
     // that file then differs from the manifest when it is downloaded.
     let tools = tempfile::tempdir().unwrap();
     let marker = tools.path().join("corrupt-once");
-    for (tool, real) in [
-        ("sha256sum", "/usr/bin/sha256sum"),
-        ("openssl", "/usr/bin/openssl"),
-    ] {
-        let wrapper = tools.path().join(tool);
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\n{real} \"$@\"\nrc=$?\nfor f in \"$@\"; do case \"$f\" in *merge-*/job.log) if [ -e '{m}' ]; then rm -f '{m}'; printf x >> \"$f\"; fi;; esac; done\nexit $rc\n",
-                m = marker.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(
-            &wrapper,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-    }
+    crate::util::hash_tools_corrupting_once(tools.path(), &marker, "*merge-*/job.log");
     let fake = tempfile::tempdir().unwrap();
     let venv = stand_in_venv(fake.path());
     std::fs::write(fake.path().join("fail-merge"), "").unwrap();

@@ -146,3 +146,29 @@ pub fn build_dir() -> PathBuf {
         .expect("build dir")
         .to_owned()
 }
+
+/// The manifest's hashing tools (`sha256sum`, and `openssl` for `openssl dgst`) as
+/// wrappers in `dir`, for a target's `PATH`: each hashes as the real tool does, then,
+/// while `marker` exists, appends a byte to the first argument matching the shell
+/// `pattern` and removes `marker`, so that file differs from its manifest line once.
+pub fn hash_tools_corrupting_once(dir: &Path, marker: &Path, pattern: &str) {
+    for (tool, real) in [
+        ("sha256sum", "/usr/bin/sha256sum"),
+        ("openssl", "/usr/bin/openssl"),
+    ] {
+        let wrapper = dir.join(tool);
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\n{real} \"$@\"\nrc=$?\nfor f in \"$@\"; do case \"$f\" in {pattern}) if [ -e '{m}' ]; then rm -f '{m}'; printf x >> \"$f\"; fi;; esac; done\nexit $rc\n",
+                m = marker.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
+}
