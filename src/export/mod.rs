@@ -446,12 +446,19 @@ pub async fn export(
         dir: job_dir.clone(),
         ..spec.job(&plan.script(&spec), Vec::new())
     };
-    let job = executor.spawn(&job).await.map_err(exec)?;
-    let export_job = ExportJob {
+    // The record is written before the job starts (without its process ID) so a
+    // follower killed while the job starts leaves an export that `export attach`
+    // finds; it is written again with the started job's identity.
+    let mut export_job = ExportJob {
         id: export_id.clone(),
         run_id: run_id.clone(),
         target: record.target.clone(),
-        job,
+        job: JobId {
+            dir: job_dir.clone(),
+            pid: None,
+            container: job.container.clone(),
+            slurm_job: None,
+        },
         quantize: quantize.clone(),
         ollama,
         num_ctx,
@@ -459,6 +466,8 @@ pub async fn export(
     };
     let local_runs = (record.target_kind == TargetKind::Local)
         .then(|| executor.workdir().trim_end_matches('/').to_owned());
+    export_job.save(&project.runs_dir(), local_runs.as_deref())?;
+    export_job.job = executor.spawn(&job).await.map_err(exec)?;
     export_job.save(&project.runs_dir(), local_runs.as_deref())?;
     emit(
         events,
@@ -508,10 +517,14 @@ pub async fn attach(
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<Exported, ExportError> {
-    let export_job = ExportJob::find(&project.runs_dir(), export_id)?;
+    let mut export_job = ExportJob::find(&project.runs_dir(), export_id)?;
     let record = RunRecord::load(&project.runs_dir(), &export_job.run_id)?;
     let resolved = target::resolve(settings, &record.target)?;
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
+    if export_job.job.pid.is_none() {
+        // Its follower ended while the job started: the wrapper's own record names it.
+        export_job.job.pid = started_pid(&executor, &export_job.job.dir).await;
+    }
     emit(
         events,
         ExportEvent::Attached {
@@ -530,6 +543,16 @@ pub async fn attach(
         cancel,
     )
     .await
+}
+
+/// The process ID the job's wrapper recorded in its directory `dir`, if it did.
+async fn started_pid(executor: &AnyExecutor, dir: &str) -> Option<crate::exec::Pid> {
+    let bytes = executor
+        .read_from(&format!("{dir}/{}", crate::exec::PID_FILE), 0, 64)
+        .await
+        .ok()?;
+    let pid: u32 = String::from_utf8_lossy(&bytes).trim().parse().ok()?;
+    crate::exec::Pid::new(pid).ok()
 }
 
 /// Follows the job of `export_job` to its end (cancelled on `cancel`), then retrieves
