@@ -16,7 +16,7 @@ use tracing::Level;
 
 use super::action::Action;
 use super::components::dialog::{Answer, Dialog};
-use super::components::footer::{Footer, Message};
+use super::components::footer::{Footer, Message, SpendShown};
 use super::components::help;
 use super::event::{FlowEvent, TaskEnd};
 use super::theme::Theme;
@@ -102,6 +102,7 @@ pub struct App {
     dialog: Option<Dialog>,
     help: bool,
     message: Option<Message>,
+    spend: Option<SpendShown>,
     tasks: BTreeMap<u64, Task>,
     next_task: u64,
     /// What to do to a run once its follower detached (`s` or `c` on a followed run).
@@ -128,6 +129,7 @@ impl App {
             dialog: None,
             help: false,
             message: None,
+            spend: None,
             tasks: BTreeMap::new(),
             next_task: 1,
             after_detach: BTreeMap::new(),
@@ -336,6 +338,10 @@ impl App {
                 self.say(ok, text);
                 Vec::new()
             }
+            FlowEvent::Spend(spend) => {
+                self.spend = Some(spend);
+                Vec::new()
+            }
             FlowEvent::Runs(runs) => {
                 let mut states = BTreeMap::new();
                 for run in &runs {
@@ -501,6 +507,7 @@ impl App {
             keys,
             message: self.message.as_ref(),
             work: self.work_labels(),
+            spend: self.spend,
             covered: self.dialog.is_some() || self.help,
         }
         .render(footer, buf, t);

@@ -27,6 +27,9 @@ pub enum FlowEvent {
     },
     /// The runs of `runs/`, freshly read.
     Runs(Vec<RunRecord>),
+    /// The project's spend from its ledger against `budget.max_usd` (issue 20), freshly
+    /// read with the runs.
+    Spend(super::components::footer::SpendShown),
     /// A line for the Logs view (a flow's warning, in words).
     Log(Level, String),
     /// A message for the status line (a log export's file, or why none was written).

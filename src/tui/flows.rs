@@ -93,6 +93,8 @@ impl Flows {
         match work {
             Work::ReadRuns => {
                 let dir = self.context.project.runs_dir();
+                let root = self.context.project.root().to_path_buf();
+                let budget = self.context.settings.budget.clone();
                 let sender = self.sender.clone();
                 tokio::task::spawn_blocking(move || {
                     let (runs, warnings) = crate::runs::record::list(&dir);
@@ -100,6 +102,7 @@ impl Flows {
                         let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
                     }
                     let _ = sender.send(FlowEvent::Runs(runs));
+                    send_spend(&sender, &root, &budget);
                 });
             }
             Work::ExportLogs(lines) => {
@@ -236,6 +239,34 @@ async fn run_task(
                 | CancelOutcome::MergeCancelled { record, .. } => TaskEnd::Ended(record),
             },
         ),
+    }
+}
+
+/// Sends the project's spend from its ledger against `budget` for the footer, each
+/// skipped (torn) ledger line as a warning, or a warning naming the ledger when it cannot
+/// be read.
+fn send_spend(
+    sender: &UnboundedSender<FlowEvent>,
+    root: &std::path::Path,
+    budget: &crate::config::Budget,
+) {
+    match crate::budget::report(root, budget) {
+        Ok((report, skipped)) => {
+            for line in skipped {
+                let _ = sender.send(FlowEvent::Log(Level::WARN, line.to_string()));
+            }
+            let total = report.summary.total;
+            let _ = sender.send(FlowEvent::Spend(super::components::footer::SpendShown {
+                usd: total.usd,
+                max_usd: report.max_usd,
+                warn_at: report.warn_at,
+                unpriced: total.unpriced,
+                any: total.events > 0,
+            }));
+        }
+        Err(error) => {
+            let _ = sender.send(FlowEvent::Log(Level::WARN, error.to_string()));
+        }
     }
 }
 

@@ -573,3 +573,24 @@ fn no_color_draws_no_colours() {
         "a cell has a colour under NO_COLOR"
     );
 }
+
+// Issue 20: the footer shows the ledger's spend against the cap once the flows read it.
+#[test]
+fn the_footer_shows_the_spend_against_the_cap_once_read() {
+    let mut app = app();
+    assert!(
+        !screen(&app, 120, 40).contains("of $"),
+        "no spend before it is read"
+    );
+    let work = app.on_flow(FlowEvent::Spend(super::components::footer::SpendShown {
+        usd: 4.25,
+        max_usd: Some(5.0),
+        warn_at: 0.8,
+        unpriced: 3,
+        any: true,
+    }));
+    assert!(work.is_empty());
+    let shown = screen(&app, 120, 40);
+    let last = shown.lines().last().unwrap_or_default();
+    assert!(last.contains("! $4.2500 of $5.0000 +3 unpriced"), "{shown}");
+}

@@ -1,6 +1,6 @@
 //! The footer: on the left the keys of whatever receives keys, or for 10 seconds the latest
 //! message prefixed `✓` or `✗`; on the right the running work, the version and `? help`
-//! (TUI-60, TUI-61).
+//! (TUI-60, TUI-61), and the project's spend against its budget (issue 20).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -18,6 +18,46 @@ pub struct Message {
     pub text: String,
 }
 
+/// The project's spend as the ledger sums it, against the cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpendShown {
+    /// USD of everything priced so far (requests and pods).
+    pub usd: f64,
+    /// `budget.max_usd`, when set.
+    pub max_usd: Option<f64>,
+    /// `budget.warn_at`.
+    pub warn_at: f64,
+    /// Requests without a price (not in `usd`).
+    pub unpriced: u64,
+    /// Whether the ledger holds any line.
+    pub any: bool,
+}
+
+impl SpendShown {
+    /// The footer's words for it: `$1.2345 of $5.0000` under a cap (`!` past `warn_at`,
+    /// `cap reached` at it), `$1.2345 spent` without one, and the unpriced requests, which
+    /// are never counted as free; nothing for a project with no ledger line and no cap.
+    #[must_use]
+    pub fn text(&self) -> Option<String> {
+        let usd = crate::budget::usd;
+        let mut text = match self.max_usd {
+            Some(cap) if self.usd >= cap => {
+                format!("{} of {} cap reached", usd(self.usd), usd(cap))
+            }
+            Some(cap) if self.usd >= cap * self.warn_at => {
+                format!("! {} of {}", usd(self.usd), usd(cap))
+            }
+            Some(cap) => format!("{} of {}", usd(self.usd), usd(cap)),
+            None if self.any => format!("{} spent", usd(self.usd)),
+            None => return None,
+        };
+        if self.unpriced > 0 {
+            text = format!("{text} +{} unpriced", self.unpriced);
+        }
+        Some(text)
+    }
+}
+
 /// What the footer shows.
 #[derive(Debug, Clone, Default)]
 pub struct Footer<'a> {
@@ -27,6 +67,8 @@ pub struct Footer<'a> {
     pub message: Option<&'a Message>,
     /// Running work, one label each.
     pub work: Vec<String>,
+    /// The project's spend against its budget, once read.
+    pub spend: Option<SpendShown>,
     /// Hide the version (a dialog or the help is open).
     pub covered: bool,
 }
@@ -38,6 +80,10 @@ impl Footer<'_> {
         for work in &self.work {
             right.push_str("● ");
             right.push_str(work);
+            right.push_str("  ");
+        }
+        if let Some(spend) = self.spend.and_then(|spend| spend.text()) {
+            right.push_str(&spend);
             right.push_str("  ");
         }
         if !self.covered {
@@ -83,5 +129,47 @@ impl Footer<'_> {
             },
             buf,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpendShown;
+
+    fn shown(usd: f64, max_usd: Option<f64>, unpriced: u64, any: bool) -> Option<String> {
+        SpendShown {
+            usd,
+            max_usd,
+            warn_at: 0.8,
+            unpriced,
+            any,
+        }
+        .text()
+    }
+
+    #[test]
+    fn the_spend_reads_against_the_cap_and_never_counts_unpriced_requests_as_free() {
+        let table = [
+            (0.0, None, 0, false, None),
+            (0.0, None, 0, true, Some("$0.0000 spent")),
+            (1.5, None, 2, true, Some("$1.5000 spent +2 unpriced")),
+            (1.0, Some(5.0), 0, true, Some("$1.0000 of $5.0000")),
+            (0.0, Some(5.0), 0, false, Some("$0.0000 of $5.0000")),
+            (4.0, Some(5.0), 0, true, Some("! $4.0000 of $5.0000")),
+            (
+                5.0,
+                Some(5.0),
+                1,
+                true,
+                Some("$5.0000 of $5.0000 cap reached +1 unpriced"),
+            ),
+        ];
+        for (usd, cap, unpriced, any, want) in table {
+            assert_eq!(
+                shown(usd, cap, unpriced, any).as_deref(),
+                want,
+                "{usd} {cap:?} {unpriced} {any}"
+            );
+        }
     }
 }
