@@ -21,7 +21,8 @@ use super::retrieve::retrieve;
 use super::start::error_chain;
 use super::{Events, RunError, emit};
 use crate::exec::{
-    AnyExecutor, Executor as _, JOB_LOG, JobId, JobStatus, LineStream, MAX_TAIL_READ,
+    AnyExecutor, CANCEL_FILE, CANCELLING_FILE, Executor as _, JOB_LOG, JobId, JobStatus,
+    LineStream, MAX_TAIL_READ,
 };
 use crate::project::Project;
 use crate::train::axolotl::OUTPUT_DIR;
@@ -112,7 +113,16 @@ struct Driver<'a> {
     error: Option<RunError>,
     /// The scheduler's last note sent (a `slurm` target).
     scheduler_note: Option<String>,
+    /// When a non-zero exit was first seen while a cancel from elsewhere was under way.
+    cancel_seen: Option<Instant>,
 }
+
+/// How long a non-zero exit seen while a cancel is under way (`cancelling` there, not
+/// yet `cancelled`) reads as the job still stopping: the container engine's stop makes the
+/// wrapper write the exit code before the cancel confirms the group gone (the executor's
+/// documented window); a cancel that was itself killed leaves `cancelling` behind, and
+/// then the real exit code wins after this long.
+const CANCEL_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl<'a> Driver<'a> {
     fn new(
@@ -134,6 +144,7 @@ impl<'a> Driver<'a> {
             began: Instant::now(),
             error: None,
             scheduler_note: None,
+            cancel_seen: None,
         }
     }
 
@@ -193,6 +204,12 @@ impl<'a> Driver<'a> {
                     .map_err(|e| error_chain(&e)),
             ),
         };
+        let status = match status {
+            Ok(JobStatus::Exited(code)) if code != 0 && self.cancel_under_way().await => {
+                Ok(JobStatus::Running)
+            }
+            other => other,
+        };
         if let AnyExecutor::Slurm(slurm) = self.executor {
             let note = slurm.last_note();
             if note.is_some() && note != self.scheduler_note {
@@ -209,6 +226,26 @@ impl<'a> Driver<'a> {
             log,
             status,
         }
+    }
+
+    /// Whether a cancel is stopping the job (its `cancelling` marker there, no `cancelled`
+    /// yet) and has been for less than [`CANCEL_WINDOW`] (scaled) since this follower
+    /// first saw its exit code.
+    async fn cancel_under_way(&mut self) -> bool {
+        let dir = crate::exec::quote(&self.job.dir);
+        let script = format!(
+            "[ -e {dir}/{CANCELLING_FILE} ] && [ ! -e {dir}/{CANCEL_FILE} ] && echo yes; exit 0"
+        );
+        let under_way = self
+            .executor
+            .probe(&script)
+            .await
+            .is_ok_and(|out| out.starts_with(b"yes"));
+        if !under_way {
+            return false;
+        }
+        let since = *self.cancel_seen.get_or_insert_with(Instant::now);
+        since.elapsed() < self.executor.time_scale().scale(CANCEL_WINDOW)
     }
 
     /// Performs an effect that asks the target or the disk; returns what it found.
