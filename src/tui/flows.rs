@@ -255,13 +255,10 @@ fn send_spend(
             for line in skipped {
                 let _ = sender.send(FlowEvent::Log(Level::WARN, line.to_string()));
             }
-            let total = report.summary.total;
             let _ = sender.send(FlowEvent::Spend(super::components::footer::SpendShown {
-                usd: total.usd,
+                total: report.summary.total,
                 max_usd: report.max_usd,
                 warn_at: report.warn_at,
-                unpriced: total.unpriced,
-                any: total.events > 0,
             }));
         }
         Err(error) => {

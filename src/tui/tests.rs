@@ -583,11 +583,14 @@ fn the_footer_shows_the_spend_against_the_cap_once_read() {
         "no spend before it is read"
     );
     let work = app.on_flow(FlowEvent::Spend(super::components::footer::SpendShown {
-        usd: 4.25,
+        total: crate::budget::Spend {
+            usd: 4.25,
+            events: 4,
+            unpriced: 3,
+            ..crate::budget::Spend::default()
+        },
         max_usd: Some(5.0),
         warn_at: 0.8,
-        unpriced: 3,
-        any: true,
     }));
     assert!(work.is_empty());
     let shown = screen(&app, 120, 40);

@@ -21,16 +21,12 @@ pub struct Message {
 /// The project's spend as the ledger sums it, against the cap.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SpendShown {
-    /// USD of everything priced so far (requests and pods).
-    pub usd: f64,
+    /// Everything the ledger holds, summed.
+    pub total: crate::budget::Spend,
     /// `budget.max_usd`, when set.
     pub max_usd: Option<f64>,
     /// `budget.warn_at`.
     pub warn_at: f64,
-    /// Requests without a price (not in `usd`).
-    pub unpriced: u64,
-    /// Whether the ledger holds any line.
-    pub any: bool,
 }
 
 impl SpendShown {
@@ -40,19 +36,20 @@ impl SpendShown {
     #[must_use]
     pub fn text(&self) -> Option<String> {
         let usd = crate::budget::usd;
+        let spent = self.total.usd;
         let mut text = match self.max_usd {
-            Some(cap) if self.usd >= cap => {
-                format!("{} of {} cap reached", usd(self.usd), usd(cap))
+            Some(cap) if spent >= cap => {
+                format!("{} of {} cap reached", usd(spent), usd(cap))
             }
-            Some(cap) if self.usd >= cap * self.warn_at => {
-                format!("! {} of {}", usd(self.usd), usd(cap))
+            Some(cap) if spent >= cap * self.warn_at => {
+                format!("! {} of {}", usd(spent), usd(cap))
             }
-            Some(cap) => format!("{} of {}", usd(self.usd), usd(cap)),
-            None if self.any => format!("{} spent", usd(self.usd)),
+            Some(cap) => format!("{} of {}", usd(spent), usd(cap)),
+            None if self.total.events > 0 => format!("{} spent", usd(spent)),
             None => return None,
         };
-        if self.unpriced > 0 {
-            text = format!("{text} +{} unpriced", self.unpriced);
+        if self.total.unpriced > 0 {
+            text = format!("{text} +{} unpriced", self.total.unpriced);
         }
         Some(text)
     }
@@ -138,11 +135,14 @@ mod tests {
 
     fn shown(usd: f64, max_usd: Option<f64>, unpriced: u64, any: bool) -> Option<String> {
         SpendShown {
-            usd,
+            total: crate::budget::Spend {
+                usd,
+                events: u64::from(any),
+                unpriced,
+                ..crate::budget::Spend::default()
+            },
             max_usd,
             warn_at: 0.8,
-            unpriced,
-            any,
         }
         .text()
     }
