@@ -4,7 +4,7 @@
 CARGO ?= cargo
 BIN := target/debug/overbrainer
 
-.PHONY: all build test test-deps training-env container-env hub-env llama-env demo lint
+.PHONY: all build test test-deps nextest training-env container-env hub-env llama-env demo lint
 
 all: build
 
@@ -33,10 +33,24 @@ hub-env:
 llama-env:
 	@scripts/llama-env.sh >/dev/null
 
-# `cargo test` builds the library, the binary, the examples (the lock tests run one) and
-# runs unit, integration and doc tests.
-test: test-deps training-env container-env hub-env llama-env
-	$(CARGO) test
+# cargo-nextest 0.9.143 runs the tests (issue 31): each test in a process of its own,
+# bounded by .config/nextest.toml. Installed from crates.io when missing.
+NEXTEST_VERSION := 0.9.143
+nextest:
+	@$(CARGO) nextest --version >/dev/null 2>&1 || \
+	  { echo "nextest: installing cargo-nextest $(NEXTEST_VERSION) (cargo install --locked)" >&2; \
+	    $(CARGO) install --locked cargo-nextest --version $(NEXTEST_VERSION); }
+
+# Builds the library, the binary, the examples (the lock tests run one) and every test
+# target, then runs unit and integration tests under nextest's bounds (the crate has no
+# doc tests). Shared fixtures of an earlier run are removed first. Ends with the 15
+# slowest tests and the closing line `tests: N passed, N failed, N skipped`.
+TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
+test: test-deps nextest training-env container-env hub-env llama-env
+	rm -rf $(TARGET_DIR)/tmp/fixtures
+	$(CARGO) nextest run --profile ci --no-fail-fast; status=$$?; \
+	  python3 scripts/slowest-tests.py $(TARGET_DIR)/nextest/ci/junit.xml 15 || status=1; \
+	  exit $$status
 
 # The documentation builds without a warning: no broken link, no public page linking
 # to a private item.

@@ -364,9 +364,15 @@ async fn a_killed_answers_keeps_a_ledger_line_for_every_saved_answer() {
     .await;
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
+    tokio::task::spawn_blocking(move || {
+        crate::util::wait_status(
+            &mut child,
+            std::time::Duration::from_secs(600),
+            "the followed command",
+        )
+    })
+    .await
+    .unwrap();
     let saved = lines(&project, "data/answers.jsonl").len();
     let ledger = project.read(".overbrainer/ledger.jsonl");
     let recorded = ledger

@@ -15,12 +15,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::export::{llama_dir, trained};
+use crate::export::{copy_into, llama_dir};
 use crate::sshd::Options;
 use crate::training::{Setup, Training};
-use crate::util::{output_text, poll, signal};
+use crate::util::{TestProject, output_text, poll, signal};
 
-/// The run every test compares: trained and exported once per test binary.
+/// The run every test compares: a copy of `export`'s shared run, exported once per test
+/// run (a shared fixture on disk: nextest runs each test in a process of its own).
 struct Fixture {
     training: Training,
     run_id: String,
@@ -29,13 +30,21 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let (training, run_id) = trained(&Setup::default(), "local", true);
-        let output = training
-            .cmd()
-            .args(["export", &run_id, "--quantize", "Q8_0"])
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", output_text(&output));
+        let (root, run_id) = crate::util::shared_fixture("compare-run", |root| {
+            let (training, run_id) = copy_into(TestProject::at(root));
+            let output = training
+                .cmd()
+                .args(["export", &run_id, "--quantize", "Q8_0"])
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "{}", output_text(&output));
+            run_id
+        });
+        let training = Training {
+            project: TestProject::at(&root),
+            extra_env: crate::export::shared().0.extra_env.clone(),
+            sshd: None,
+        };
         Fixture { training, run_id }
     })
 }
@@ -476,7 +485,7 @@ fn verdict_files(dir: &Path) -> Vec<PathBuf> {
 /// Ctrl-C to a running `compare`: it exits 130 (what was done is kept); its stderr.
 fn interrupt(child: &mut std::process::Child) -> String {
     assert!(signal(child.id(), "INT"));
-    let status = child.wait().unwrap();
+    let status = crate::util::wait_status(child, Duration::from_secs(300), "compare after Ctrl-C");
     let mut stderr = String::new();
     child
         .stderr
@@ -832,7 +841,8 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
         assert!(text.contains(&line), "{line} not in:\n{text}");
     }
     assert!(signal(child.id(), "INT"));
-    let status = child.wait().unwrap();
+    let status =
+        crate::util::wait_status(&mut child, Duration::from_secs(300), "compare after Ctrl-C");
     let stderr = stderr.all();
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(

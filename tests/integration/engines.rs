@@ -219,11 +219,10 @@ impl TestEngine {
 
     /// Names of every container the engine knows, running or not.
     pub fn containers(self) -> Vec<String> {
-        let output = self
-            .command()
-            .args(["ps", "-a", "--format", "{{.Names}}"])
-            .output()
-            .expect("engine ps");
+        let mut command = self.command();
+        command.args(["ps", "-a", "--format", "{{.Names}}"]);
+        let output =
+            crate::util::output_within(&mut command, Duration::from_secs(120)).expect("engine ps");
         assert!(output.status.success(), "{} ps -a failed", self.name());
         String::from_utf8_lossy(&output.stdout)
             .lines()
@@ -233,16 +232,15 @@ impl TestEngine {
 
     /// Whether the container `name` exists and runs.
     pub fn is_running(self, name: &str) -> bool {
-        let output = self
-            .command()
-            .args([
-                "container",
-                "inspect",
-                "--format",
-                "{{.State.Running}}",
-                name,
-            ])
-            .output()
+        let mut command = self.command();
+        command.args([
+            "container",
+            "inspect",
+            "--format",
+            "{{.State.Running}}",
+            name,
+        ]);
+        let output = crate::util::output_within(&mut command, Duration::from_secs(120))
             .expect("engine inspect");
         output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "true"
     }

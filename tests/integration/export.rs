@@ -17,7 +17,7 @@ use sha2::Digest as _;
 
 use crate::sshd::Options;
 use crate::training::{Setup, Training};
-use crate::util::output_text;
+use crate::util::{TestProject, output_text};
 
 /// The llama.cpp tree built by `scripts/llama-env.sh`.
 pub(crate) fn llama_dir() -> &'static Path {
@@ -44,20 +44,70 @@ pub(crate) fn llama_dir() -> &'static Path {
 /// A trained tiny run on `target`, set up for export (the tiny model's custom tokenizer
 /// needs `pre_tokenizer = "gpt-2"`); returns the project and the run ID.
 pub(crate) fn trained(setup: &Setup<'_>, target: &str, pre_tokenizer: bool) -> (Training, String) {
-    let mut training = Training::new(setup);
+    train_in(Training::new(setup), target, pre_tokenizer)
+}
+
+/// The environment [`trained`] gives a run's commands.
+fn export_env(target: &str, pre_tokenizer: bool) -> Vec<(String, String)> {
     let upper = target.to_uppercase();
-    training.extra_env.push((
-        format!("OVERBRAINER_TARGETS__{upper}__LLAMA_CPP_DIR"),
-        llama_dir().to_string_lossy().into_owned(),
-    ));
-    training
-        .extra_env
-        .push(("OVERBRAINER_TRAINING__TARGET".into(), target.into()));
+    let mut env = vec![
+        (
+            format!("OVERBRAINER_TARGETS__{upper}__LLAMA_CPP_DIR"),
+            llama_dir().to_string_lossy().into_owned(),
+        ),
+        ("OVERBRAINER_TRAINING__TARGET".into(), target.into()),
+    ];
     if pre_tokenizer {
-        training
-            .extra_env
-            .push(("OVERBRAINER_EXPORT__PRE_TOKENIZER".into(), "gpt-2".into()));
+        env.push(("OVERBRAINER_EXPORT__PRE_TOKENIZER".into(), "gpt-2".into()));
     }
+    env
+}
+
+/// The shared trained local run of the test run (merged, `pre_tokenizer = "gpt-2"`):
+/// [`trained`] on the local target, once, as the shared fixture `export-run` (see
+/// [`crate::util::shared_fixture`]), whatever process each test runs in.
+pub(crate) fn shared() -> &'static (Training, String) {
+    static TRAINED: OnceLock<(Training, String)> = OnceLock::new();
+    TRAINED.get_or_init(|| {
+        let (root, id) = crate::util::shared_fixture("export-run", |root| {
+            let training = Training::new_in(&Setup::default(), TestProject::at(root));
+            train_in(training, "local", true).1
+        });
+        let training = Training {
+            project: TestProject::at(&root),
+            extra_env: export_env("local", true),
+            sshd: None,
+        };
+        (training, id)
+    })
+}
+
+/// A fresh copy of the shared run's project (see [`shared`]), with the same environment:
+/// for tests that export, whatever they leave in it.
+pub(crate) fn copy() -> (Training, String) {
+    copy_into(TestProject::empty())
+}
+
+/// [`copy`] into `project` (a shared fixture's, for one).
+pub(crate) fn copy_into(project: TestProject) -> (Training, String) {
+    let (trained, id) = shared();
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", trained.project.path().display()))
+        .arg(project.path())
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let training = Training {
+        project,
+        extra_env: trained.extra_env.clone(),
+        sshd: None,
+    };
+    (training, id.clone())
+}
+
+fn train_in(mut training: Training, target: &str, pre_tokenizer: bool) -> (Training, String) {
+    training.extra_env.extend(export_env(target, pre_tokenizer));
     let output = training.cmd().arg("train").output().unwrap();
     assert!(output.status.success(), "{}", output_text(&output));
     let ids = training.run_ids();
@@ -135,7 +185,7 @@ pub(crate) fn assert_exported(
 // Issue 14, test 1 (and Ollama without the CLI: the warning with the exact command).
 #[test]
 fn an_export_on_the_local_target_makes_q8_0_and_q4_k_m_with_modelfile_and_export_json() {
-    let (training, id) = trained(&Setup::default(), "local", true);
+    let (training, id) = copy();
     let run = training.runs().join(&id);
     let before = std::fs::read(run.join("run.json")).unwrap();
     let output = training
@@ -531,7 +581,7 @@ impl OllamaStandIn {
 // Issue 14, Ollama: no CLI on `PATH`, `OVERBRAINER_OLLAMA__BASE_URL` set: the REST route.
 #[test]
 fn without_the_ollama_cli_the_rest_route_uploads_the_blob_and_creates_the_model() {
-    let (training, id) = trained(&Setup::default(), "local", true);
+    let (training, id) = copy();
     let standin = OllamaStandIn::start();
     let output = training
         .cmd()
@@ -723,7 +773,7 @@ pub(crate) fn held_python(dir: &Path) -> (PathBuf, PathBuf) {
 // and the run's state is unchanged.
 #[test]
 fn ctrl_c_cancels_the_export_job_and_leaves_the_run_as_it_was() {
-    let (mut training, id) = trained(&Setup::default(), "local", true);
+    let (mut training, id) = copy();
     let run = training.runs().join(&id);
     let before = std::fs::read(run.join("run.json")).unwrap();
     let held = tempfile::tempdir().unwrap();

@@ -5,47 +5,14 @@
 //! (its run directory is recorded relative to the project); and an export in a real
 //! Podman container on a `docker` runtime target.
 //!
-//! One trained local run is shared: each test exports in a copy of its project.
+//! One trained local run is shared with `export` (`crate::export::copy`): each test
+//! exports in a copy of its project.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
-use crate::export::{assert_exported, export_dirs, held_python, llama_dir, trained};
+use crate::export::{assert_exported, copy, export_dirs, held_python, llama_dir};
 use crate::training::{Setup, Training, finish, group_alive, wait_for};
-use crate::util::{TestProject, output_text};
-
-struct Trained {
-    training: Training,
-    id: String,
-}
-
-/// The shared trained local run (merged, `pre_tokenizer = "gpt-2"`).
-fn shared() -> &'static Trained {
-    static TRAINED: OnceLock<Trained> = OnceLock::new();
-    TRAINED.get_or_init(|| {
-        let (training, id) = trained(&Setup::default(), "local", true);
-        Trained { training, id }
-    })
-}
-
-/// A fresh copy of the shared run's project, with the same environment.
-fn copy() -> (Training, String) {
-    let trained = shared();
-    let project = TestProject::empty();
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(format!("{}/.", trained.training.project.path().display()))
-        .arg(project.path())
-        .status()
-        .expect("cp");
-    assert!(status.success());
-    let training = Training {
-        project,
-        extra_env: trained.training.extra_env.clone(),
-        sshd: None,
-    };
-    (training, trained.id.clone())
-}
+use crate::util::output_text;
 
 // Issue 14 follow-up: the pinned list of pre-tokenizer names is the pinned tree's.
 #[test]
@@ -184,7 +151,7 @@ fn sigterm_cancels_the_export_job_and_export_attach_collects_one_whose_process_w
     assert_exported(&run, &id, "Q8_0", &stdout);
     assert_eq!(std::fs::read(run.join("run.json")).unwrap(), before);
     // Nothing of the copy's exports went to the original project.
-    let original = shared().training.runs().join(&id);
+    let original = crate::export::shared().0.runs().join(&id);
     assert!(
         export_dirs(&original).is_empty(),
         "{:?}",

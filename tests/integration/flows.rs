@@ -291,7 +291,8 @@ fn jinja2_render(template: &str, messages: &serde_json::Value) -> String {
     let input = serde_json::json!({"template": template, "messages": messages});
     std::io::Write::write_all(child.stdin.as_mut().unwrap(), input.to_string().as_bytes()).unwrap();
     drop(child.stdin.take());
-    let output = child.wait_with_output().unwrap();
+    let output =
+        crate::util::wait_output(child, std::time::Duration::from_secs(120), "python3 jinja2");
     assert!(output.status.success(), "jinja2 failed");
     String::from_utf8(output.stdout).unwrap()
 }

@@ -28,16 +28,28 @@ struct Trained {
 fn trained() -> &'static Trained {
     static TRAINED: OnceLock<Trained> = OnceLock::new();
     TRAINED.get_or_init(|| {
-        let mut training = Training::new(&Setup::default());
-        training
-            .extra_env
-            .push(("OVERBRAINER_HUB__AFTER_TRAINING".into(), "true".into()));
-        let output = training.cmd().arg("train").output().expect("train");
-        let text = output_text(&output);
-        assert!(output.status.success(), "{text}");
-        let id = training.run_ids().pop().expect("a run");
-        crate::training::assert_merged_run(&training, &id);
-        Trained { training, id, text }
+        let after_training = ("OVERBRAINER_HUB__AFTER_TRAINING".into(), "true".into());
+        let (root, data) = crate::util::shared_fixture("hub-run", |root| {
+            let mut training = Training::new_in(&Setup::default(), TestProject::at(root));
+            training.extra_env.push(after_training.clone());
+            let output = training.cmd().arg("train").output().expect("train");
+            let text = output_text(&output);
+            assert!(output.status.success(), "{text}");
+            let id = training.run_ids().pop().expect("a run");
+            crate::training::assert_merged_run(&training, &id);
+            format!("{id}\n{text}")
+        });
+        let (id, text) = data.split_once('\n').expect("run ID and output");
+        let training = Training {
+            project: TestProject::at(&root),
+            extra_env: vec![after_training],
+            sshd: None,
+        };
+        Trained {
+            training,
+            id: id.to_owned(),
+            text: text.to_owned(),
+        }
     })
 }
 
@@ -487,7 +499,7 @@ async fn push_cancelled_during_the_lfs_uploads_commits_nothing_and_the_next_send
         }
     });
     crate::util::signal(child.id(), "INT");
-    let output = child.wait_with_output().expect("push ends");
+    let output = crate::util::wait_output(child, Duration::from_secs(300), "push after Ctrl-C");
     let text = output_text(&output);
     assert!(!output.status.success(), "{text}");
     assert!(text.contains("push cancelled before its commit"), "{text}");

@@ -550,9 +550,15 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     .await;
     let run_id = steps[0].0["run_id"].clone();
 
-    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
+    let status = tokio::task::spawn_blocking(move || {
+        crate::util::wait_status(
+            &mut child,
+            std::time::Duration::from_secs(600),
+            "the followed command",
+        )
+    })
+    .await
+    .unwrap();
     let rest: Vec<String> = stderr.try_iter().collect();
     assert!(status.success(), "run failed: {}", rest.join("\n"));
     assert_eq!(training.run_ids(), std::slice::from_ref(&run_id));

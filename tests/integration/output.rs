@@ -33,7 +33,11 @@ fn a_closed_stdout_pipe_ends_quietly() {
         .unwrap();
     // Close the reading end before the command prints its first line (like `| head -0`).
     drop(child.stdout.take());
-    let output = child.wait_with_output().unwrap();
+    let output = crate::util::wait_output(
+        child,
+        std::time::Duration::from_secs(120),
+        "the command writing to a closed pipe",
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");

@@ -497,9 +497,15 @@ async fn questions_interrupted_then_resumed_asks_only_for_what_is_missing() {
     .await;
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
-        .await
-        .unwrap();
+    let output = tokio::task::spawn_blocking(move || {
+        crate::util::wait_output(
+            child,
+            std::time::Duration::from_secs(300),
+            "the interrupted command",
+        )
+    })
+    .await
+    .unwrap();
     assert!(!output.status.success());
     assert!(
         stdout(&output).starts_with("questions:"),

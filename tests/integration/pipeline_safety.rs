@@ -425,7 +425,11 @@ fn history_all_into_a_pipe_closed_after_the_first_line_ends_quietly() {
     reader.read_line(&mut first).unwrap();
     assert!(first.starts_with("split"), "{first}");
     drop(reader);
-    let output = child.wait_with_output().unwrap();
+    let output = crate::util::wait_output(
+        child,
+        std::time::Duration::from_secs(120),
+        "the command writing to a closed pipe",
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");

@@ -96,8 +96,8 @@ async fn runpod_train_waits_out_429_adopts_the_pod_a_500_hid_and_retries_a_204_d
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_train_adopts_the_pod_of_a_create_that_timed_out_and_never_makes_a_second() {
     let mut project = pod_project(r#"["A", "B"]"#).await;
-    // The client's timeout for one API call does not scale; readiness (15 minutes from
-    // the create call) does: on a slower scale, so the call's minute is well inside it.
+    // The client's timeout for one API call (60 s) scales, never below 10 s: at 250 ms
+    // a second it is 15 s; readiness (15 minutes from the create call) lasts 225 s.
     for (name, value) in &mut project.training.extra_env {
         if name == "OVERBRAINER_TEST_SECOND_MS" {
             "250".clone_into(value);
@@ -105,9 +105,8 @@ async fn runpod_train_adopts_the_pod_of_a_create_that_timed_out_and_never_makes_
     }
     {
         let mut state = project.standin.state();
-        // Past the client's 60 s timeout for one API call (not a rule duration: it
-        // does not scale).
-        state.faults.slow_create = Some(Duration::from_secs(90));
+        // Past the client's timeout for one API call (15 s on this scale).
+        state.faults.slow_create = Some(Duration::from_secs(30));
         state.faults.ssh_after_polls = 1000;
     }
     let output = interrupted_once_the_pod_exists(&project);

@@ -42,8 +42,7 @@ pub struct PodRunner {
 }
 
 fn run(command: &mut Command) -> Result<Output, String> {
-    let output = command
-        .output()
+    let output = crate::util::output_within(command, std::time::Duration::from_secs(300))
         .map_err(|e| format!("cannot run {command:?}: {e}"))?;
     if output.status.success() {
         Ok(output)
@@ -204,8 +203,7 @@ impl PodRunner {
     pub fn exec(&self, id: &str, script: &str) -> Output {
         let mut command = self.podman();
         command.args(["exec", &self.name(id), "bash", "-c", script]);
-        command
-            .output()
+        crate::util::output_within(&mut command, std::time::Duration::from_secs(300))
             .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"))
     }
 

@@ -1,5 +1,6 @@
 //! A real single-node Slurm cluster for tests (issue 19): Debian's `slurm-wlm` 22.05 and
-//! `munge`, started once per test binary in a temporary directory of its own: `munged`
+//! `munge`, started once per test process (under nextest, one per test) in a temporary
+//! directory of its own: `munged`
 //! as the `munge` user on a private socket and key, `slurmctld -D` and
 //! `slurmd -D -N localhost` on free ports, with the `slurm.conf` the issue gives
 //! (`proctrack/linuxproc`, `task/none`, `select/cons_tres`, no accounting storage,
@@ -36,7 +37,21 @@ const PROGRAMS: &[&str] = &[
     "/usr/bin/scancel",
 ];
 
-/// The test binary's cluster.
+/// A test's turn on the cluster ([`Cluster::lock`]).
+pub struct Turn<'a> {
+    cluster: &'a Cluster,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.cluster.command("scancel", &["--me"]);
+        }));
+    }
+}
+
+/// The test process's cluster.
 pub struct Cluster {
     dir: PathBuf,
     conf: PathBuf,
@@ -228,14 +243,22 @@ impl Cluster {
         );
     }
 
-    /// Runs a Slurm client program against the cluster and returns its output and
-    /// error output together.
+    /// Runs a Slurm client program against the cluster (at most two minutes) and returns
+    /// its output and error output together.
     pub fn command(&self, program: &str, args: &[&str]) -> String {
-        let output = Command::new(program)
+        let child = Command::new(program)
             .args(args)
             .env("SLURM_CONF", &self.conf)
-            .output()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .unwrap_or_else(|error| panic!("cannot run {program} ({error}): {INSTALL}"));
+        let output = crate::util::wait_output(
+            child,
+            Duration::from_secs(120),
+            &format!("{program} {args:?}"),
+        );
         format!(
             "{}{}",
             String::from_utf8_lossy(&output.stdout),
@@ -275,8 +298,10 @@ impl Cluster {
 
     /// Takes this test's turn on the cluster, until the guard drops: cancels what a
     /// failed test before left (`scancel --me`), resumes the node and waits for it to
-    /// be idle.
-    pub fn lock(&self) -> MutexGuard<'_, ()> {
+    /// be idle. The guard cancels the test's jobs again when it drops, passed or
+    /// failed: under nextest each test has a cluster of its own, whose daemons go with
+    /// the test's process, and a job's step must not outlive them.
+    pub fn lock(&self) -> Turn<'_> {
         let guard = self
             .turn
             .lock()
@@ -287,7 +312,10 @@ impl Cluster {
             &["update", "nodename=localhost", "state=resume"],
         );
         self.wait_idle();
-        guard
+        Turn {
+            cluster: self,
+            _guard: guard,
+        }
     }
 
     /// `scontrol -o show job ID`.

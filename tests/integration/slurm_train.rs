@@ -394,10 +394,13 @@ fn bad_slurm_settings_are_refused_naming_the_key_before_any_job() {
     assert_eq!(cluster().command("squeue", &["-h", "-o", "%i"]), before);
 }
 
-// Case 4: a `max_hours` shorter than the job. Slurm sends `SIGUSR1` 54 s before the
-// nine-minute limit (up to a minute earlier, never later; Axolotl's start on this small
-// loaded machine takes about three); the wrapper places the
-// `deadline` snapshot request, the run ends `stopped` with a verified checkpoint, and
+// Case 4: a `max_hours` shorter than the job. The job is submitted with a nine-minute
+// limit, so Slurm is asked for `SIGUSR1` 54 s before it (room for Axolotl to save its
+// snapshot on a loaded machine). Once the job trains, the test brings the limit forward
+// with `scontrol update TimeLimit` to two minutes past the job's run time (Slurm limits
+// are whole minutes; a shell job in `slurm::` proves the signal's timing), so the signal
+// comes about a minute later instead of after nine. The wrapper places the `deadline`
+// snapshot request, the run ends `stopped` with a verified checkpoint, and
 // `--resume-from` on the local target starts from the step after it.
 #[test]
 fn the_deadline_signal_stops_a_slurm_run_with_a_snapshot_that_resumes_locally() {
@@ -408,17 +411,47 @@ fn the_deadline_signal_stops_a_slurm_run_with_a_snapshot_that_resumes_locally() 
             merge: false,
             ..Setup::default()
         },
-        // 9 minutes: the signal comes 54 s before the limit, room for Axolotl to save
-        // its snapshot on a loaded machine (at 0.1, 36 s were not always enough).
         "max_hours = 0.15\n",
     );
-    let output = training
-        .cmd()
-        .args(["train", "--target", "cluster"])
-        .output()
-        .unwrap();
+    let mut train = training.spawn(&["train", "--target", "cluster"]);
+    let id = wait_submitted(&training, &mut train);
+    wait_training(&training, &id);
+    let job = slurm_job(&training, &id);
+    let shown = cluster().job(job);
+    let run_time = shown
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("RunTime="))
+        .unwrap_or_else(|| panic!("no RunTime in {shown}"));
+    let parts: Vec<u64> = run_time
+        .split(':')
+        .map(|part| {
+            part.parse()
+                .unwrap_or_else(|_| panic!("RunTime {run_time}"))
+        })
+        .collect();
+    let elapsed = match parts[..] {
+        [hours, minutes, _] => hours * 60 + minutes,
+        [minutes, _] => minutes,
+        _ => panic!("RunTime {run_time} in {shown}"),
+    };
+    let limit = (elapsed + 2).to_string();
+    let updated = cluster().command(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={job}"),
+            &format!("TimeLimit={limit}"),
+        ],
+    );
+    assert!(
+        cluster()
+            .job(job)
+            .contains(&format!("TimeLimit=00:{:02}:00", elapsed + 2)),
+        "{updated}\n{}",
+        cluster().job(job)
+    );
+    let output = finish(train);
     let text = output_text(&output);
-    let id = training.run_ids()[0].clone();
     let record = training.record(&id);
     assert_eq!(record["state"], "stopped", "{record}\n{text}");
     assert_eq!(record["snapshot"]["reason"], "deadline", "{record}");

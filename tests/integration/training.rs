@@ -100,6 +100,11 @@ impl Default for Setup<'_> {
 
 impl Training {
     pub(crate) fn new(setup: &Setup<'_>) -> Self {
+        Self::new_in(setup, TestProject::empty())
+    }
+
+    /// A training project made in `project` (a shared fixture's directory, for one).
+    pub(crate) fn new_in(setup: &Setup<'_>, project: TestProject) -> Self {
         let env = training_env();
         let model = setup
             .base_model
@@ -155,7 +160,6 @@ engine = "{engine}"
             extra = setup.extra,
         );
         let mut extra_env = Vec::new();
-        let project = TestProject::empty();
         let sshd = setup.ssh.as_ref().map(|options| {
             let sshd = Sshd::start_with(options);
             let workdir = project.home().join("remote-work");
@@ -277,9 +281,9 @@ engine = "{engine}"
     }
 }
 
-/// Waits for a background command and returns its output.
+/// Waits for a background command (at most [`DEADLINE`]) and returns its output.
 pub(crate) fn finish(child: Child) -> std::process::Output {
-    child.wait_with_output().expect("wait")
+    crate::util::wait_output(child, DEADLINE, "a background overbrainer command")
 }
 
 pub(crate) fn assert_file(path: &Path) {

@@ -245,7 +245,11 @@ fn an_interrupted_train_merge_leaves_the_merge_running_and_the_next_one_collects
         !training.record(&id)["merge_job"].is_null()
     });
     assert!(crate::util::signal(merging.id(), "INT"));
-    let output = merging.wait_with_output().unwrap();
+    let output = crate::util::wait_output(
+        merging,
+        std::time::Duration::from_secs(600),
+        "the interrupted merge",
+    );
     let text = output_text(&output);
     assert_eq!(output.status.code(), Some(130), "{text}");
     assert!(
@@ -323,7 +327,11 @@ fn a_cancel_of_a_run_whose_train_merge_job_runs_cancels_that_job() {
         .status()
         .unwrap();
     assert!(status.success());
-    let output = merging.wait_with_output().unwrap();
+    let output = crate::util::wait_output(
+        merging,
+        std::time::Duration::from_secs(600),
+        "the interrupted merge",
+    );
     assert_eq!(output.status.code(), Some(130), "{}", output_text(&output));
     assert!(group_alive(pid), "the detach stopped the merge");
 
@@ -380,7 +388,11 @@ fn a_cancel_while_train_merge_follows_cancels_the_merge_and_train_merge_records_
         text.contains(&format!("the job of run {id} was cancelled on the target")),
         "{text}"
     );
-    let output = merging.wait_with_output().unwrap();
+    let output = crate::util::wait_output(
+        merging,
+        std::time::Duration::from_secs(600),
+        "the interrupted merge",
+    );
     let text = output_text(&output);
     assert!(!output.status.success(), "{text}");
     assert!(!group_alive(pid), "the merge job outlived the cancel");

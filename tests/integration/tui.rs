@@ -6,7 +6,10 @@
 use std::process::Command;
 
 use crate::training::{DEADLINE, Setup, Training};
-use crate::util::{output_text, poll};
+use crate::util::{output_text, output_within, poll};
+
+/// How long one `tmux` client command may take.
+const TMUX_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
 const INSTALL: &str =
     "sudo apt-get install -y tmux (or `make test`, which runs scripts/test-deps.sh)";
@@ -42,7 +45,7 @@ impl Tmux {
         ];
         args.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
         args.extend(["sh".to_owned()]);
-        let output = tmux.command().args(&args).output().unwrap();
+        let output = output_within(tmux.command().args(&args), TMUX_DEADLINE).unwrap();
         assert!(output.status.success(), "{}", output_text(&output));
         tmux
     }
@@ -55,30 +58,30 @@ impl Tmux {
 
     /// Types `text` literally.
     fn type_text(&self, text: &str) {
-        let status = self
-            .command()
-            .args(["send-keys", "-t", "tui", "-l", text])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let output = output_within(
+            self.command().args(["send-keys", "-t", "tui", "-l", text]),
+            TMUX_DEADLINE,
+        )
+        .unwrap();
+        assert!(output.status.success(), "{}", output_text(&output));
     }
 
     /// Sends one key by its tmux name (`Enter`, `q`, `y`).
     fn key(&self, key: &str) {
-        let status = self
-            .command()
-            .args(["send-keys", "-t", "tui", key])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let output = output_within(
+            self.command().args(["send-keys", "-t", "tui", key]),
+            TMUX_DEADLINE,
+        )
+        .unwrap();
+        assert!(output.status.success(), "{}", output_text(&output));
     }
 
     fn screen(&self) -> String {
-        let output = self
-            .command()
-            .args(["capture-pane", "-p", "-t", "tui"])
-            .output()
-            .unwrap();
+        let output = output_within(
+            self.command().args(["capture-pane", "-p", "-t", "tui"]),
+            TMUX_DEADLINE,
+        )
+        .unwrap();
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 

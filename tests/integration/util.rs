@@ -57,9 +57,11 @@ pub async fn poll_async<T, E: Debug, F: Future<Output = Result<T, E>>>(
 /// The one way tests signal a process (see [`crate::sshd::signal`]).
 pub use crate::sshd::signal;
 
-/// A temporary directory holding a project directory `project/` and a `home/`.
+/// A directory holding a project directory `project/` and a `home/`: a temporary one
+/// (removed with the value), or a shared fixture's (see [`shared_fixture`]), kept.
 pub struct TestProject {
-    temp: tempfile::TempDir,
+    temp: Option<tempfile::TempDir>,
+    root: PathBuf,
     project: PathBuf,
 }
 
@@ -67,10 +69,21 @@ impl TestProject {
     /// An empty project directory (no `overbrainer.toml`).
     pub fn empty() -> Self {
         let temp = tempfile::tempdir().expect("temp dir");
-        std::fs::create_dir(temp.path().join("project")).expect("project dir");
-        std::fs::create_dir(temp.path().join("home")).expect("home dir");
-        let project = temp.path().join("project");
-        Self { temp, project }
+        let mut project = Self::at(temp.path());
+        project.temp = Some(temp);
+        project
+    }
+
+    /// The project of the directory `root` (a shared fixture's), made when missing and
+    /// kept when the value goes.
+    pub fn at(root: &Path) -> Self {
+        std::fs::create_dir_all(root.join("project")).expect("project dir");
+        std::fs::create_dir_all(root.join("home")).expect("home dir");
+        Self {
+            temp: None,
+            root: root.to_owned(),
+            project: root.join("project"),
+        }
     }
 
     /// A project written by `overbrainer init`.
@@ -94,7 +107,7 @@ impl TestProject {
 
     /// `HOME` of the commands.
     pub fn home(&self) -> PathBuf {
-        self.temp.path().join("home")
+        self.root.join("home")
     }
 
     /// Writes `text` to `relative` inside the project, creating directories.
@@ -119,13 +132,120 @@ impl TestProject {
     }
 }
 
-/// The `overbrainer` binary with a clean environment: only `PATH` and `HOME`.
+/// How long one `overbrainer` command of a test may run unless the test says otherwise
+/// (`.timeout(...)` again): past it the command is killed and the test fails naming it.
+pub const COMMAND_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The `overbrainer` binary with a clean environment: only `PATH` and `HOME`, and a
+/// bound of [`COMMAND_DEADLINE`].
 pub fn overbrainer(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_overbrainer"));
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home);
+        .env("HOME", home)
+        .timeout(COMMAND_DEADLINE);
     cmd
+}
+
+/// Waits for `child` at most `within`, reading its piped output meanwhile (a child that
+/// fills a pipe nobody reads never ends); past the bound the child is killed and the test
+/// fails naming `what`.
+pub fn wait_output(
+    mut child: std::process::Child,
+    within: Duration,
+    what: &str,
+) -> std::process::Output {
+    fn drain<R: std::io::Read + Send + 'static>(
+        pipe: Option<R>,
+    ) -> std::sync::mpsc::Receiver<Vec<u8>> {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            let _ = sender.send(bytes);
+        });
+        receiver
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = Instant::now() + within;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = stderr
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_default();
+            let mut err = String::from_utf8_lossy(&err).into_owned();
+            err.truncate(4000);
+            panic!("{what} did not end within {within:?}; killed it (stderr: {err})");
+        }
+        std::thread::sleep(POLL_EVERY);
+    };
+    // A process it left behind may hold its output open: wait for the end of the
+    // output as long as the bound allows, and at least 5 s.
+    let rest = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_secs(5));
+    let collect = |receiver: std::sync::mpsc::Receiver<Vec<u8>>, name: &str| {
+        receiver.recv_timeout(rest).unwrap_or_else(|_| {
+            panic!("{what} ended ({status}) but something it started kept its {name} open")
+        })
+    };
+    let stdout = collect(stdout, "standard output");
+    let stderr = collect(stderr, "standard error");
+    std::process::Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// The directory of the shared fixture `name` for this test run, built once by `build`
+/// (given the directory; it returns a line of data the users need, such as a run ID)
+/// and then reused by every test of the run, whatever process it runs in: nextest runs
+/// each test in a process of its own, so a fixture lives on disk under the build's
+/// temporary directory, keyed by the run (`NEXTEST_RUN_ID`; the process under `cargo
+/// test`), and a file lock makes the others wait while one builds it. A build that
+/// panics is recorded, and every later user fails at once naming it.
+pub fn shared_fixture(name: &str, build: impl FnOnce(&Path) -> String) -> (PathBuf, String) {
+    use fs4::fs_std::FileExt as _;
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+    std::fs::create_dir_all(&base).expect("fixtures dir");
+    let run =
+        std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| format!("pid{}", std::process::id()));
+    let dir = base.join(format!("{name}-{run}"));
+    let lock = std::fs::File::create(base.join(format!("{name}-{run}.lock"))).expect("lock");
+    lock.lock_exclusive().expect("fixture lock");
+    let (ready, failed) = (dir.join(".ready"), dir.join(".failed"));
+    if let Ok(data) = std::fs::read_to_string(&ready) {
+        return (dir, data);
+    }
+    if let Ok(why) = std::fs::read_to_string(&failed) {
+        panic!("the shared fixture `{name}` failed to build in another test: {why}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("fixture dir");
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(&dir))) {
+        Ok(data) => {
+            std::fs::write(&ready, &data).expect(".ready");
+            (dir, data)
+        }
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            let _ = std::fs::write(&failed, &why);
+            std::panic::resume_unwind(panic)
+        }
+    }
 }
 
 /// Text of a command's stdout and stderr together.
@@ -171,4 +291,45 @@ pub fn hash_tools_corrupting_once(dir: &Path, marker: &Path, pattern: &str) {
         )
         .unwrap();
     }
+}
+
+/// Waits for `child` to end at most `within`; past it the child is killed and the test
+/// fails naming `what`.
+pub fn wait_status(
+    child: &mut std::process::Child,
+    within: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {within:?}; killed it");
+        }
+        std::thread::sleep(POLL_EVERY);
+    }
+}
+
+/// `command`'s output (standard input closed, output piped), at most `within`: past it
+/// the command is killed and the test fails naming it. For the helper programs a test
+/// runs (engines, Slurm clients, `tmux`), none of which may hang a test.
+pub fn output_within(
+    command: &mut std::process::Command,
+    within: Duration,
+) -> std::io::Result<std::process::Output> {
+    let what = format!(
+        "{} {:?}",
+        command.get_program().to_string_lossy(),
+        command.get_args().collect::<Vec<_>>()
+    );
+    let child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    Ok(wait_output(child, within, &what))
 }

@@ -46,8 +46,18 @@ use drive::{Part, Start, conclude, run_pod};
 
 pub use super::target::POD_WORKDIR;
 
-/// How long one Runpod API call may take.
+/// How long one Runpod API call may take: a rule duration, so it follows the test time
+/// factor ([`TimeScale`]), never below [`API_TIMEOUT_FLOOR`].
 const API_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The least a scaled [`API_TIMEOUT`] may be: a call to a loaded test machine's stand-in
+/// (which starts a real container for a create) still has time to answer.
+const API_TIMEOUT_FLOOR: Duration = Duration::from_secs(10);
+
+/// [`API_TIMEOUT`] on `scale`.
+fn api_timeout(scale: TimeScale) -> Duration {
+    scale.scale(API_TIMEOUT).max(API_TIMEOUT_FLOOR)
+}
 
 /// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): the API base the pods' own
 /// watchdog calls, when the test's stand-in is reached at another address from inside
@@ -77,7 +87,7 @@ pub async fn client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClie
         settings.runpod.endpoint(),
         key,
         Redactor::new(),
-        API_TIMEOUT,
+        api_timeout(TimeScale::from_env(env)),
     )
     .map_err(|e| RunError::RunpodKey(e.to_string()))
 }
@@ -352,4 +362,22 @@ pub async fn train(
     )
     .await;
     conclude(&part, record, driven, shared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_timeout_follows_the_time_factor_down_to_its_floor() {
+        for (second_ms, expected) in [(1000, 60_000), (250, 15_000), (20, 10_000)] {
+            let scale = TimeScale::with_second(Duration::from_millis(second_ms));
+            assert_eq!(
+                api_timeout(scale),
+                Duration::from_millis(expected),
+                "{second_ms} ms a second"
+            );
+        }
+        assert_eq!(api_timeout(TimeScale::REAL), API_TIMEOUT);
+    }
 }
