@@ -385,6 +385,26 @@ async fn runpod_a_pod_gets_what_remains_of_the_budget_as_its_cost_cap_and_its_li
     );
     assert!(cost <= 0.5 + 1e-9, "{cost}");
     drop(state);
+    // `budget` and `runs ls` say the same of the pod.
+    let output = overbrainer(&project.training, &["budget", "--json"]).await;
+    assert!(output.status.success(), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let by_run = report["by_run"][id.as_str()]["usd"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        (by_run - cost).abs() < 1e-9,
+        "budget {by_run}, ledger {cost}"
+    );
+    let total = report["total"]["usd"].as_f64().unwrap();
+    assert!((total - (0.5 + cost)).abs() < 1e-9, "{report}");
+    let output = overbrainer(&project.training, &["runs", "ls"]).await;
+    let listed = text(&output);
+    assert!(output.status.success(), "{listed}");
+    assert!(
+        listed.contains(&format!("spent USD {cost:.4}")),
+        "runs ls does not show the ledger's {cost:.4}: {listed}"
+    );
     assert_clean(&project);
 }
 
