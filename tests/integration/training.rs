@@ -234,7 +234,20 @@ engine = "{engine}"
         for (key, value) in &self.extra_env {
             cmd.env(key, value);
         }
-        cmd.spawn().expect("spawn overbrainer")
+        let child = cmd.spawn().expect("spawn overbrainer");
+        // The test polls while nobody reads the output until [`finish`]: give each pipe
+        // the most the kernel allows (1 MiB by default, not 64 KiB), so a talkative
+        // command does not block on a full pipe while the test waits for it.
+        for fd in [
+            child.stdout.as_ref().map(std::os::fd::AsFd::as_fd),
+            child.stderr.as_ref().map(std::os::fd::AsFd::as_fd),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = rustix::pipe::fcntl_setpipe_size(fd, 1 << 20);
+        }
+        child
     }
 
     pub(crate) fn runs(&self) -> PathBuf {
