@@ -367,14 +367,16 @@ async fn runpod_a_pod_gets_what_remains_of_the_budget_as_its_cost_cap_and_its_li
         (cost - pod["deleted"]["cost_usd"].as_f64().unwrap()).abs() < 1e-9,
         "{line} {pod}"
     );
-    let state = project.standin.state();
-    let standin = &state.pods[0];
-    let lived = standin
-        .deleted
-        .unwrap()
-        .duration_since(standin.created)
-        .unwrap()
-        .as_secs_f64();
+    let lived = {
+        let state = project.standin.state();
+        let standin = &state.pods[0];
+        standin
+            .deleted
+            .unwrap()
+            .duration_since(standin.created)
+            .unwrap()
+            .as_secs_f64()
+    };
     let hour = minutes(SECOND_MS, 60).as_secs_f64();
     // Within two real seconds of the stand-in's own bill (the driver sees the create
     // and the deletion from its side of the wire).
@@ -384,7 +386,6 @@ async fn runpod_a_pod_gets_what_remains_of_the_budget_as_its_cost_cap_and_its_li
         0.74 * lived / hour
     );
     assert!(cost <= 0.5 + 1e-9, "{cost}");
-    drop(state);
     // `budget` and `runs ls` say the same of the pod.
     let output = overbrainer(&project.training, &["budget", "--json"]).await;
     assert!(output.status.success(), "{}", text(&output));
