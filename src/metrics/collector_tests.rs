@@ -510,6 +510,43 @@ const MET_16_TYPES: [&str; 28] = [
     "overbrainer_build_info gauge",
 ];
 
+/// The families of MET-16 whose names end in a unit, with that unit (`# UNIT` lines).
+const MET_16_UNITS: [&str; 14] = [
+    "overbrainer_cost_usd usd",
+    "overbrainer_runpod_spend_usd usd",
+    "overbrainer_target_disk_used_bytes bytes",
+    "overbrainer_target_disk_size_bytes bytes",
+    "overbrainer_target_cpu_usage_ratio ratio",
+    "overbrainer_target_memory_used_bytes bytes",
+    "overbrainer_target_memory_limit_bytes bytes",
+    "overbrainer_target_sample_timestamp_seconds seconds",
+    "overbrainer_gpu_utilization_ratio ratio",
+    "overbrainer_gpu_memory_used_bytes bytes",
+    "overbrainer_gpu_memory_total_bytes bytes",
+    "overbrainer_gpu_temperature_celsius celsius",
+    "overbrainer_gpu_power_watts watts",
+    "overbrainer_gpu_power_limit_watts watts",
+];
+
+#[test]
+fn the_unit_table_names_every_met_16_family_whose_name_ends_in_a_unit() {
+    // OpenMetrics: a family whose name ends in its unit declares that unit. Kept apart from
+    // the table so a family added to MET-16 with a unit cannot be left out of it.
+    let units = ["usd", "bytes", "seconds", "ratio", "celsius", "watts"];
+    let mut derived: Vec<String> = MET_16_TYPES
+        .iter()
+        .filter_map(|line| line.split_once(' '))
+        .filter_map(|(name, _)| {
+            let suffix = name.rsplit('_').next()?;
+            units.contains(&suffix).then(|| format!("{name} {suffix}"))
+        })
+        .collect();
+    derived.sort();
+    let mut table = MET_16_UNITS.to_vec();
+    table.sort_unstable();
+    assert_eq!(derived, table);
+}
+
 #[test]
 fn the_endpoint_exposes_exactly_the_families_of_met_16_with_their_types() {
     let dir = tempfile::tempdir().unwrap();
@@ -564,6 +601,15 @@ fn the_endpoint_exposes_exactly_the_families_of_met_16_with_their_types() {
     let mut expected = MET_16_TYPES.to_vec();
     expected.sort_unstable();
     assert_eq!(types, expected, "{text}");
+    // Every family whose name ends in a unit declares it, and no other does.
+    let mut units: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# UNIT "))
+        .collect();
+    units.sort_unstable();
+    let mut expected_units = MET_16_UNITS.to_vec();
+    expected_units.sort_unstable();
+    assert_eq!(units, expected_units, "{text}");
     assert!(
         text.contains("overbrainer_runpod_spend_usd{run_id=\"r-6\"} "),
         "{text}"
