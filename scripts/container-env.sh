@@ -29,6 +29,11 @@ mkdir -p "$base"
 
 log() { echo "container-env: $*" >&2; }
 
+# One at a time: two runs at once would start two Docker daemons on one socket and
+# build the same image twice (the lock goes with this process).
+exec 9>"$base/.lock"
+flock -w 3600 9 || { log "another scripts/container-env.sh held $base/.lock for an hour"; exit 1; }
+
 # ---------------------------------------------------------------- packages
 packages=()
 command -v podman >/dev/null 2>&1 || packages+=(podman)

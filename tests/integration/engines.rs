@@ -1,7 +1,7 @@
 //! Real container engines for the tests of the `docker` runtime (issue 11): rootful
 //! Podman with a private configuration and graph root, and a private Docker daemon
-//! (its own data root, exec root and socket) that this test process starts and that
-//! stops with it. `scripts/container-env.sh` (run by `make test`) installs both,
+//! (its own data root, exec root and socket) that the first test needing it starts for
+//! the whole run and `make test` stops at its end. `scripts/container-env.sh` (run by `make test`) installs both,
 //! writes the configuration and builds the two local images; nothing is ever pulled.
 //!
 //! Overbrainer itself gets the configuration the way a user's shell would hand it:
@@ -79,7 +79,8 @@ fn regression_an_empty_image_variable_counts_as_unset_and_is_named() {
     }
 }
 
-/// Runs `scripts/container-env.sh` once for this test process.
+/// Runs `scripts/container-env.sh` once for the test run (a shared fixture: its
+/// output is kept on disk for every test process of the run).
 ///
 /// # Panics
 ///
@@ -87,18 +88,21 @@ fn regression_an_empty_image_variable_counts_as_unset_and_is_named() {
 pub fn container_env() -> &'static ContainerEnv {
     static ENV: OnceLock<ContainerEnv> = OnceLock::new();
     ENV.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/container-env.sh");
-        let output = Command::new(&script)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("scripts/container-env.sh");
-        assert!(
-            output.status.success(),
-            "scripts/container-env.sh failed: run `make test` (as root), which installs Podman \
-             and Docker (`apt-get install --no-install-recommends podman runc docker.io \
-             debootstrap busybox-static`) and builds the test images"
-        );
-        let values = String::from_utf8_lossy(&output.stdout)
+        let (_, text) = crate::util::shared_fixture("container-env", |_| {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/container-env.sh");
+            let output = Command::new(&script)
+                .stderr(Stdio::inherit())
+                .output()
+                .expect("scripts/container-env.sh");
+            assert!(
+                output.status.success(),
+                "scripts/container-env.sh failed: run `make test` (as root), which installs \
+                 Podman and Docker (`apt-get install --no-install-recommends podman runc \
+                 docker.io debootstrap busybox-static`) and builds the test images"
+            );
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        });
+        let values = text
             .lines()
             .filter_map(|line| line.split_once('='))
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -268,78 +272,59 @@ impl TestEngine {
     }
 }
 
-/// Starts the test's Docker daemon once for this test process: `dockerd` on its
-/// private socket, data root and exec root, as a child of a thread that lives as long
-/// as the process, with `SIGTERM` as its parent-death signal (`setpriv --pdeathsig`),
-/// so it stops with the tests. A daemon already answering on the socket (another
-/// test process) is used as it is; each call looks again, so a daemon that went with the
-/// other test process that started it is replaced by one of this process's own.
+/// Makes sure the test run's Docker daemon answers: `dockerd` on its private socket,
+/// data root and exec root. Under nextest every test is a process of its own, so the
+/// daemon belongs to no test: the first test that needs it starts it detached (`setsid
+/// -f`), under a file lock in the daemon's directory so two tests never start two, and
+/// every later test uses it as it is. `make test` stops it when the run ends
+/// (`scripts/stop-test-dockerd.sh`, which reads the daemon's pidfile).
 fn docker_daemon() {
+    use fs4::fs_std::FileExt as _;
     static STARTING: Mutex<()> = Mutex::new(());
     let _one_at_a_time = STARTING
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    {
-        let env = container_env();
-        let host = env.get("DOCKER_HOST").to_owned();
-        let answers = || {
-            Command::new("docker")
-                .args(["-H", &host, "info"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if answers() {
-            return;
-        }
-        let args: Vec<String> = env
-            .get("DOCKERD_ARGS")
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect();
-        let log_path = PathBuf::from(env.get("DOCKER_DIR")).join("dockerd.log");
-        let log = std::fs::File::create(&log_path).expect("dockerd.log");
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let child = Command::new("setpriv")
-                .args(["--pdeathsig", "TERM", "dockerd"])
-                .args(&args)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("log"))
-                .stderr(log)
-                .spawn();
-            match child {
-                Ok(mut child) => {
-                    let _ = sender.send(None);
-                    let status = child.wait();
-                    // The daemon ended on its own: keep this thread (its parent-death
-                    // signal's owner) as it is, and let the tests fail on the socket.
-                    let _ = status;
-                    loop {
-                        std::thread::park();
-                    }
-                }
-                Err(error) => {
-                    let _ = sender.send(Some(error.to_string()));
-                }
-            }
-        });
-        if let Ok(Some(error)) = receiver.recv() {
-            panic!("cannot start dockerd ({error}): run `apt-get install docker.io`");
-        }
-        crate::util::poll(
-            Duration::from_secs(120),
-            &format!("dockerd to answer on {host}"),
-            || {
-                if answers() {
-                    Ok(())
-                } else {
-                    Err(std::fs::read_to_string(&log_path).unwrap_or_default())
-                }
-            },
-        );
+    let env = container_env();
+    let host = env.get("DOCKER_HOST").to_owned();
+    let answers = || {
+        let mut info = Command::new("docker");
+        info.args(["-H", &host, "info"]);
+        crate::util::output_within(&mut info, Duration::from_secs(60))
+            .is_ok_and(|output| output.status.success())
+    };
+    if answers() {
+        return;
     }
+    let dir = PathBuf::from(env.get("DOCKER_DIR"));
+    let lock = std::fs::File::create(dir.join("test-dockerd.lock")).expect("dockerd lock");
+    lock.lock_exclusive().expect("dockerd lock");
+    if answers() {
+        return;
+    }
+    let log_path = dir.join("dockerd.log");
+    let log = std::fs::File::create(&log_path).expect("dockerd.log");
+    let status = Command::new("setsid")
+        .args(["-f", "dockerd"])
+        .args(env.get("DOCKERD_ARGS").split_whitespace())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .status();
+    assert!(
+        status.as_ref().is_ok_and(std::process::ExitStatus::success),
+        "cannot start dockerd ({status:?}): run `apt-get install docker.io`"
+    );
+    crate::util::poll(
+        Duration::from_secs(120),
+        &format!("dockerd to answer on {host}"),
+        || {
+            if answers() {
+                Ok(())
+            } else {
+                Err(std::fs::read_to_string(&log_path).unwrap_or_default())
+            }
+        },
+    );
 }
 
 /// Process IDs of the processes on this machine whose environment holds `needle`

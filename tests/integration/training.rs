@@ -29,16 +29,19 @@ pub(crate) struct TrainingEnv {
 pub(crate) fn training_env() -> &'static TrainingEnv {
     static ENV: OnceLock<TrainingEnv> = OnceLock::new();
     ENV.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/training-env.sh");
-        let output = std::process::Command::new(&script)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("scripts/training-env.sh");
-        assert!(
-            output.status.success(),
-            "scripts/training-env.sh failed: run `make test`, which installs the Axolotl venv"
-        );
-        let text = String::from_utf8_lossy(&output.stdout);
+        // Once for the test run (a shared fixture), not once per test process.
+        let (_, text) = crate::util::shared_fixture("training-env", |_| {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/training-env.sh");
+            let output = std::process::Command::new(&script)
+                .stderr(Stdio::inherit())
+                .output()
+                .expect("scripts/training-env.sh");
+            assert!(
+                output.status.success(),
+                "scripts/training-env.sh failed: run `make test`, which installs the Axolotl venv"
+            );
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        });
         let value = |key: &str| {
             let line = text
                 .lines()
