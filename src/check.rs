@@ -80,7 +80,9 @@ pub async fn check(
     loaded: &Loaded,
     resolve: bool,
 ) -> Result<Vec<Checked>, CheckError> {
-    if let Some(problem) = crate::runs::start::eval_data_problem(project, &loaded.settings) {
+    if let Some(problem) =
+        crate::runs::start::eval_data_problem(project, &loaded.settings, &loaded.provenance)
+    {
         return Err(CheckError::EvalData(problem));
     }
     let hostless: Vec<String> = loaded

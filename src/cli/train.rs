@@ -76,6 +76,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Box::pin(crate::runs::train::train(
             &project,
             &loaded.settings,
+            &loaded.provenance,
             &loaded.env,
             &options,
             &events,

@@ -64,6 +64,7 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
     let context = FlowContext {
         project: project.clone(),
         settings: loaded.settings,
+        provenance: loaded.provenance,
         env: loaded.env,
     };
     let exit = crate::tui::run(app, context, hooks, crate::logging::take_captured()).await?;

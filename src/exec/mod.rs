@@ -129,10 +129,11 @@ pub const LEFTOVERS_FILE: &str = "cancel.leftovers";
 /// another tool) is left alone.
 pub const CONTAINER_ID_FILE: &str = "job.container";
 /// The environment variable that holds a job's run marker in every process of the
-/// job, set by the job's wrapper itself (the local executor strips `OVERBRAINER_*`
-/// from what it passes on). A process that clears its environment, or a container
-/// started through an engine's daemon, does not carry it.
-pub const RUN_MARKER_VAR: &str = "OVERBRAINER_RUN_MARKER";
+/// job, set by the job's wrapper itself. Its name is outside the prefixes a local job
+/// never inherits (`OVERBRAINER_`, `VAULT_`), so a job's environment holds no
+/// variable of either prefix but its own secrets. A process that clears its
+/// environment, or a container started through an engine's daemon, does not carry it.
+pub const RUN_MARKER_VAR: &str = "OB_RUN_MARKER";
 /// The marker [`Executor::claim`] creates with exclusive creation in a new run
 /// directory on the target. Its one line is the owner value of the run that owns
 /// the directory.

@@ -179,6 +179,7 @@ async fn train(session: &Session, out: &FlowEvents) -> Result<Outcome, RunError>
         crate::runs::train::train(
             &session.project,
             &session.loaded.settings,
+            &session.loaded.provenance,
             &session.loaded.env,
             // `run --over-budget` accepts the pod's estimate too (issue 20).
             &StartOptions {

@@ -10,7 +10,7 @@ use super::lifecycle::transitions;
 use super::record::{RunRecord, State, TargetKind, write_atomic};
 use super::target::{self, Resolved};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, id};
-use crate::config::{AdapterKind, EnvSnapshot, Settings, Training};
+use crate::config::{AdapterKind, EnvSnapshot, Provenance, Settings, Training};
 use crate::exec::{AnyExecutor, Executor as _, JobRuntime, quote, shell_path};
 use crate::project::Project;
 use crate::train::axolotl::{self, AXOLOTL_YAML, EVAL_DATA, OUTPUT_DIR, RESUME_DIR, TRAIN_DATA};
@@ -88,12 +88,17 @@ fn non_empty(path: &Path) -> bool {
     }
 }
 
-/// Why `[training]` cannot run on the project's data: Axolotl settings that need eval
-/// data while `data/eval.jsonl` is missing or empty (see
-/// [`axolotl::eval_data_conflict`]). `None` before `data/train.jsonl` exists (the
-/// split decides then) and without a `[training]` section.
+/// Why `[training]` cannot run on the project's data: settings that need eval data
+/// while `data/eval.jsonl` is missing or empty (see [`axolotl::eval_data_conflict`];
+/// `provenance` tells a set `evals_per_epoch` from its default). `None` before
+/// `data/train.jsonl` exists (the split decides then) and without a `[training]`
+/// section.
 #[must_use]
-pub fn eval_data_problem(project: &Project, settings: &Settings) -> Option<String> {
+pub fn eval_data_problem(
+    project: &Project,
+    settings: &Settings,
+    provenance: &Provenance,
+) -> Option<String> {
     let training = settings.training.as_ref()?;
     let data = project.data_dir();
     if !non_empty(&data.join(TRAIN_DATA)) {
@@ -101,6 +106,7 @@ pub fn eval_data_problem(project: &Project, settings: &Settings) -> Option<Strin
     }
     axolotl::eval_data_conflict(
         training,
+        provenance,
         non_empty(&data.join(EVAL_DATA)),
         &format!("data/{EVAL_DATA}"),
     )
@@ -257,6 +263,7 @@ fn check_chat_file(path: &Path, name: &str) -> Result<(), RunError> {
 pub(super) fn check(
     project: &Project,
     settings: &Settings,
+    provenance: &Provenance,
     options: &StartOptions,
 ) -> Result<(Resolved, Inputs, String), RunError> {
     let training = training(settings)?;
@@ -293,7 +300,8 @@ pub(super) fn check(
         Some(from) => format!("runs/{from}/{EVAL_DATA}"),
         None => format!("data/{EVAL_DATA}"),
     };
-    if let Some(problem) = axolotl::eval_data_conflict(training, inputs.eval.is_some(), &eval_file)
+    if let Some(problem) =
+        axolotl::eval_data_conflict(training, provenance, inputs.eval.is_some(), &eval_file)
     {
         return Err(Refusal::Axolotl { reason: problem }.into());
     }
@@ -368,11 +376,12 @@ async fn check_remote_venv(executor: &AnyExecutor, target: &Resolved) -> Result<
 pub async fn start(
     project: &Project,
     settings: &Settings,
+    provenance: &Provenance,
     env: &EnvSnapshot,
     options: &StartOptions,
     events: &Events,
 ) -> Result<Started, RunError> {
-    let (target, inputs, yaml) = check(project, settings, options)?;
+    let (target, inputs, yaml) = check(project, settings, provenance, options)?;
     let training = training(settings)?;
     if options.keep_pod {
         return Err(Refusal::KeepPodNotRunpod {

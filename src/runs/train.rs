@@ -7,11 +7,13 @@ use tokio_util::sync::CancellationToken;
 use super::follow::{Outcome, follow};
 use super::start::{StartOptions, start};
 use super::{Events, RunError};
-use crate::config::{EnvSnapshot, Settings};
+use crate::config::{EnvSnapshot, Provenance, Settings};
 use crate::project::Project;
 
 /// Starts a run of `project` with `options` and follows it until it ends or the follower
 /// detaches (a Ctrl-C cancels `cancel`, RUN-16); the caller holds the project lock.
+/// `provenance` is where each of `settings` came from (a set `evals_per_epoch` needs
+/// eval data, its default does not).
 ///
 /// # Errors
 ///
@@ -20,6 +22,7 @@ use crate::project::Project;
 pub async fn train(
     project: &Project,
     settings: &Settings,
+    provenance: &Provenance,
     env: &EnvSnapshot,
     options: &StartOptions,
     events: &Events,
@@ -27,11 +30,11 @@ pub async fn train(
 ) -> Result<Outcome, RunError> {
     if super::start::is_runpod(settings, options) {
         return Box::pin(super::pod::train(
-            project, settings, env, options, events, cancel,
+            project, settings, provenance, env, options, events, cancel,
         ))
         .await;
     }
-    let started = start(project, settings, env, options, events).await?;
+    let started = start(project, settings, provenance, env, options, events).await?;
     let stall = crate::train::stall::Policy::of(settings.training.as_ref());
     follow(
         project,

@@ -8,7 +8,7 @@
 use super::plugin;
 use super::rules::{ExtraRefusal, axolotl_truthy, refused_extra};
 use super::yaml::{self, Mapping, Yaml};
-use crate::config::{AdapterKind, Training};
+use crate::config::{AdapterKind, Provenance, Training};
 
 /// The program every stage runs, from the venv's `bin`, `PATH` or the image.
 pub const PROGRAM: &str = "axolotl";
@@ -196,29 +196,48 @@ pub fn config(
     Ok(c)
 }
 
-/// Why the `axolotl_extra` of `training` cannot run without eval data, when `has_eval`
-/// is false: Axolotl 0.19 refuses `eval_steps`, and an `eval_strategy` other than `no`,
-/// with `val_set_size: 0` and no `test_datasets` (its `check_evals`). The message names
-/// the key and `eval_file`, the file the eval data would come from.
+/// Why `training` cannot run without eval data, when `has_eval` is false, naming every
+/// key that needs it: `training.evals_per_epoch` when it is set (in `overbrainer.toml`
+/// or a variable; its default only goes away without eval data \[design\]), and in
+/// `axolotl_extra` an `eval_steps` Axolotl reads as true or an `eval_strategy` other
+/// than `no` (Axolotl 0.19 refuses either with `val_set_size: 0` and no
+/// `test_datasets`, its `check_evals`). The message names `eval_file`, the file the
+/// eval data would come from.
 #[must_use]
-pub fn eval_data_conflict(training: &Training, has_eval: bool, eval_file: &str) -> Option<String> {
+pub fn eval_data_conflict(
+    training: &Training,
+    provenance: &Provenance,
+    has_eval: bool,
+    eval_file: &str,
+) -> Option<String> {
     if has_eval {
         return None;
     }
     let extra = &training.axolotl_extra;
-    let key = if extra.get("eval_steps").is_some_and(axolotl_truthy) {
-        "eval_steps"
-    } else if extra
+    let mut keys = Vec::new();
+    if provenance.is_set("training.evals_per_epoch") {
+        keys.push("training.evals_per_epoch");
+    }
+    if extra.get("eval_steps").is_some_and(axolotl_truthy) {
+        keys.push("training.axolotl_extra.eval_steps");
+    }
+    if extra
         .get("eval_strategy")
         .and_then(toml::Value::as_str)
         .is_some_and(|v| !v.is_empty() && v != "no")
     {
-        "eval_strategy"
+        keys.push("training.axolotl_extra.eval_strategy");
+    }
+    let (last, others) = keys.split_last()?;
+    let named = if others.is_empty() {
+        format!("`{last}` needs")
     } else {
-        return None;
+        let others: Vec<String> = others.iter().map(|key| format!("`{key}`")).collect();
+        format!("{} and `{last}` need", others.join(", "))
     };
+    let them = if others.is_empty() { "it" } else { "them" };
     Some(format!(
-        "`training.axolotl_extra.{key}` needs eval data, and `{eval_file}` is missing or empty: Axolotl refuses it without an eval set; remove the key, or write eval records (`overbrainer split` does)"
+        "{named} eval data, and `{eval_file}` is missing or empty: without an eval set there is nothing to evaluate (Axolotl refuses its eval keys then); remove {them}, or write eval records (`overbrainer split` does)"
     ))
 }
 
@@ -315,6 +334,7 @@ fn top_level_key(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Source;
 
     fn training(extra: &str) -> Training {
         let text = format!(
@@ -408,33 +428,70 @@ mod tests {
     }
 
     #[test]
-    fn eval_settings_without_eval_data_are_refused_naming_the_key() {
-        for (extra, key) in [
-            ("eval_steps = 5", Some("eval_steps")),
-            ("eval_strategy = \"epoch\"", Some("eval_strategy")),
-            ("eval_strategy = \"no\"", None),
-            ("eval_steps = 0", None),
-            ("save_steps = 5", None),
+    fn eval_settings_without_eval_data_are_refused_naming_the_keys() {
+        let unset = Provenance::default();
+        let mut set = Provenance::default();
+        set.set("training.evals_per_epoch".into(), Source::File);
+        let epoch = "training.evals_per_epoch";
+        let steps = "training.axolotl_extra.eval_steps";
+        let strategy = "training.axolotl_extra.eval_strategy";
+        for (extra, provenance, keys) in [
+            ("eval_steps = 5", &unset, &[steps][..]),
+            ("eval_strategy = \"epoch\"", &unset, &[strategy]),
+            ("eval_strategy = \"no\"", &unset, &[]),
+            ("eval_steps = 0", &unset, &[]),
+            ("save_steps = 5", &unset, &[]),
+            // The default `evals_per_epoch` only goes away without eval data...
+            ("", &unset, &[]),
+            // ...one that is set is refused, with every other key that needs eval data.
+            ("", &set, &[epoch]),
+            ("eval_strategy = \"no\"", &set, &[epoch]),
+            ("eval_strategy = \"steps\"", &set, &[epoch, strategy]),
+            (
+                "eval_steps = 5\neval_strategy = \"steps\"",
+                &set,
+                &[epoch, steps, strategy],
+            ),
         ] {
             let t = training(extra);
-            let message = eval_data_conflict(&t, false, "data/eval.jsonl");
-            match key {
-                Some(key) => {
-                    let message = message.unwrap_or_else(|| panic!("{extra}: accepted"));
-                    assert!(
-                        message.contains(&format!("`training.axolotl_extra.{key}`")),
-                        "{message}"
+            let message = eval_data_conflict(&t, provenance, false, "data/eval.jsonl");
+            if keys.is_empty() {
+                assert_eq!(message, None, "{extra}");
+            } else {
+                let message = message.unwrap_or_else(|| panic!("{extra}: accepted"));
+                for key in [epoch, steps, strategy] {
+                    assert_eq!(
+                        message.contains(&format!("`{key}`")),
+                        keys.contains(&key),
+                        "{extra}: {message}"
                     );
-                    assert!(message.contains("`data/eval.jsonl`"), "{message}");
                 }
-                None => assert_eq!(message, None, "{extra}"),
+                assert!(message.contains("`data/eval.jsonl`"), "{message}");
             }
             assert_eq!(
-                eval_data_conflict(&t, true, "data/eval.jsonl"),
+                eval_data_conflict(&t, provenance, true, "data/eval.jsonl"),
                 None,
                 "{extra}"
             );
         }
+        let one = eval_data_conflict(&training(""), &set, false, "data/eval.jsonl").unwrap();
+        assert!(
+            one.starts_with("`training.evals_per_epoch` needs eval data, and `data/eval.jsonl` is missing or empty"),
+            "{one}"
+        );
+        assert!(one.contains("remove it,"), "{one}");
+        let two = eval_data_conflict(
+            &training("eval_strategy = \"epoch\""),
+            &set,
+            false,
+            "runs/r/eval.jsonl",
+        )
+        .unwrap();
+        assert!(
+            two.starts_with("`training.evals_per_epoch` and `training.axolotl_extra.eval_strategy` need eval data, and `runs/r/eval.jsonl`"),
+            "{two}"
+        );
+        assert!(two.contains("remove them,"), "{two}");
     }
 
     #[test]

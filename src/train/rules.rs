@@ -307,8 +307,10 @@ fn adapter_combinations(training: &Training, provenance: &Provenance, problems: 
 /// (`check_evals`, `check_saves` and `check_warmup` in its
 /// `utils/schemas/validation.py`), naming both keys. A typed setting counts only when
 /// it is set (in `overbrainer.toml` or a variable): its default gives way to the
-/// `axolotl_extra` key instead (AXO-7). Whether there is eval data is checked where the
-/// data is known ([`super::axolotl::eval_data_conflict`]).
+/// `axolotl_extra` key instead (AXO-7). An `eval_steps` or `save_steps` conflicts with a
+/// set `*_per_epoch` whatever its value: the generator drops the per-epoch key for it,
+/// so even a value Axolotl reads as false would silently win. Whether there is eval
+/// data is checked where the data is known ([`super::axolotl::eval_data_conflict`]).
 fn combinations(training: &Training, provenance: &Provenance, problems: &mut Vec<Problem>) {
     let extra = &training.axolotl_extra;
     let set = |key: &str| extra.get(key).filter(|v| axolotl_truthy(v));
@@ -318,7 +320,7 @@ fn combinations(training: &Training, provenance: &Provenance, problems: &mut Vec
         ("eval_steps", "training.evals_per_epoch", "eval_strategy"),
         ("save_steps", "training.saves_per_epoch", "save_strategy"),
     ] {
-        if set(steps).is_some() && provenance.is_set(per_epoch) {
+        if extra.contains_key(steps) && provenance.is_set(per_epoch) {
             problems.push(
                 Problem::new(
                     extra_key(steps),
@@ -498,6 +500,61 @@ mod tests {
             assert_eq!(keys(&problems_of(&toml)), [], "{toml}");
         }
         assert!(AXOLOTL_OPTIMIZERS.is_sorted() && AXOLOTL_LR_SCHEDULERS.is_sorted());
+    }
+
+    // Issue 32: `eval_steps` beside a set `evals_per_epoch` is refused at loading, naming
+    // both keys, whatever its value (the generator drops `evals_per_epoch` for it); the
+    // default `evals_per_epoch` gives way instead (AXO-7). The same for saves.
+    #[test]
+    fn steps_beside_a_set_per_epoch_are_refused_naming_both_keys() {
+        let evals = (
+            "training.axolotl_extra.eval_steps",
+            Some("training.evals_per_epoch"),
+        );
+        let saves = (
+            "training.axolotl_extra.save_steps",
+            Some("training.saves_per_epoch"),
+        );
+        for (toml, expected) in [
+            (
+                "evals_per_epoch = 2\n[axolotl_extra]\neval_steps = 5\n",
+                &[evals][..],
+            ),
+            (
+                "evals_per_epoch = 4\n[axolotl_extra]\neval_steps = 0\n",
+                &[evals],
+            ),
+            (
+                "evals_per_epoch = 2\n[axolotl_extra]\neval_steps = false\n",
+                &[evals],
+            ),
+            (
+                "saves_per_epoch = 2\n[axolotl_extra]\nsave_steps = 10\n",
+                &[saves],
+            ),
+            (
+                "evals_per_epoch = 2\nsaves_per_epoch = 1\n[axolotl_extra]\neval_steps = 5\nsave_steps = 10\n",
+                &[evals, saves],
+            ),
+            ("[axolotl_extra]\neval_steps = 5\nsave_steps = 10\n", &[]),
+            (
+                "evals_per_epoch = 2\n[axolotl_extra]\neval_strategy = \"steps\"\n",
+                &[],
+            ),
+            ("evals_per_epoch = 2\nsaves_per_epoch = 2\n", &[]),
+        ] {
+            let problems = problems_of(&format!("adapter = \"lora\"\n{toml}"));
+            assert_eq!(keys(&problems), expected, "{toml}");
+            for problem in &problems {
+                let other = problem.other.as_deref().unwrap_or_default();
+                assert!(
+                    problem
+                        .message
+                        .starts_with(&format!("cannot be used with `{other}`")),
+                    "{problem}"
+                );
+            }
+        }
     }
 
     #[test]

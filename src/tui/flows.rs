@@ -12,7 +12,7 @@ use tracing::Level;
 
 use super::app::{Kind, Work};
 use super::event::{FlowEvent, TaskEnd};
-use crate::config::{EnvSnapshot, Settings};
+use crate::config::{EnvSnapshot, Provenance, Settings};
 use crate::pipeline::pump::pump;
 use crate::project::Project;
 use crate::runs::control::{CancelOutcome, StopOutcome};
@@ -26,6 +26,8 @@ pub struct FlowContext {
     pub project: Project,
     /// Its configuration, as loaded at start.
     pub settings: Settings,
+    /// Where each setting came from.
+    pub provenance: Provenance,
     /// The environment, read once.
     pub env: EnvSnapshot,
 }
@@ -205,6 +207,7 @@ async fn run_task(
     let FlowContext {
         project,
         settings,
+        provenance,
         env,
     } = context;
     let id = run.clone().unwrap_or_default();
@@ -216,8 +219,10 @@ async fn run_task(
                 keep_pod: false,
                 over_budget: false,
             };
-            let ended =
-                crate::runs::train::train(project, settings, env, &options, events, cancel).await?;
+            let ended = crate::runs::train::train(
+                project, settings, provenance, env, &options, events, cancel,
+            )
+            .await?;
             Ok(outcome(ended))
         }
         Kind::Attach => Ok(outcome(

@@ -494,6 +494,60 @@ fn regression_config_check_refuses_ssh_targets_without_host_naming_the_key() {
     assert!(!all.contains("targets.near.host"), "{all}");
 }
 
+// Issue 32: a set `training.evals_per_epoch` (from the environment or the file) with no
+// eval data is refused by `config check`, naming the key and every other key that needs
+// eval data, and printing no setting; its default is not, nor the same settings once
+// eval records exist.
+#[test]
+fn config_check_refuses_a_set_evals_per_epoch_without_eval_data_naming_the_keys() {
+    let config = "[project]\nname = \"x\"\n\n[training]\ntarget = \"local\"\nbase_model = \"/m\"\nadapter = \"lora\"\n\n[targets.local]\nkind = \"local\"\n";
+    let project = TestProject::with_config(config);
+    let record = "{\"messages\": [{\"role\": \"user\", \"content\": \"2+2?\"}, {\"role\": \"assistant\", \"content\": \"4\"}]}\n";
+    project.write("data/train.jsonl", record);
+    project.write("data/eval.jsonl", "");
+    let check = |env: &[(&str, &str)]| {
+        let mut cmd = project.cmd();
+        cmd.args(["config", "check"]);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let output = cmd.output().unwrap();
+        let all = output_text(&output);
+        (output, all)
+    };
+    let (output, all) = check(&[]);
+    assert!(output.status.success(), "the default: {all}");
+
+    let (output, all) = check(&[("OVERBRAINER_TRAINING__EVALS_PER_EPOCH", "2")]);
+    assert!(!output.status.success(), "{all}");
+    assert!(output.stdout.is_empty(), "{all}");
+    assert!(
+        all.contains(
+            "`training.evals_per_epoch` needs eval data, and `data/eval.jsonl` is missing or empty"
+        ),
+        "{all}"
+    );
+
+    project.write(
+        "overbrainer.toml",
+        &config.replace(
+            "adapter = \"lora\"\n",
+            "adapter = \"lora\"\nevals_per_epoch = 2\n\n[training.axolotl_extra]\neval_strategy = \"steps\"\n",
+        ),
+    );
+    let (output, all) = check(&[]);
+    assert!(!output.status.success(), "{all}");
+    assert!(output.stdout.is_empty(), "{all}");
+    assert!(
+        all.contains("`training.evals_per_epoch` and `training.axolotl_extra.eval_strategy` need eval data, and `data/eval.jsonl`"),
+        "{all}"
+    );
+
+    project.write("data/eval.jsonl", record);
+    let (output, all) = check(&[]);
+    assert!(output.status.success(), "with eval data: {all}");
+}
+
 /// A stand-in Vault: KV v2 reads of `secret/overbrainer/openrouter` with token `TOKEN`.
 async fn vault() -> MockServer {
     let server = MockServer::start().await;

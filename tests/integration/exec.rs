@@ -663,6 +663,112 @@ async fn secrets_ssh() -> TestResult {
     check_secrets(&ssh(&sshd, root.path()).await).await
 }
 
+/// Set in the environment of this test binary when it runs again with [`OURS`] in
+/// its own environment.
+const WITH_CANARIES: &str = "OVERBRAINER_TEST_JOB_ENV_CANARIES";
+
+/// Variables of overbrainer's own environment that no local job may see: long random
+/// canaries, searched for in the whole of the job's environment.
+const OURS: [(&str, &str); 4] = [
+    (
+        "OVERBRAINER_HF_TOKEN",
+        "ob-canary-hf-R8tK2mW6qZ4xN9vB3pL7sJ5d",
+    ),
+    (
+        "OVERBRAINER_PROVIDERS__X__API_KEY",
+        "ob-canary-api-F3nQ8wX5kT1zM7rV9cH2yG6b",
+    ),
+    ("VAULT_TOKEN", "ob-canary-vault-P4jS9dL2vN7xK3mQ8tW5rZ1c"),
+    ("VAULT_ADDR", "ob-canary-addr-H6bY1fC8gU3nE5wA9kT2pV4m"),
+];
+
+/// Variables of overbrainer's own environment that a local job inherits as they are.
+const KEPT: [(&str, &str); 2] = [
+    ("OB_TEST_KEPT", "ob-canary-kept-M2cX7vB4nZ9qW1eR5tY8uI3o"),
+    ("MY_VAULT_TOKEN", "ob-canary-mine-L5kJ8hG2fD6sA9pO3iU7yT1r"),
+];
+
+/// The job's secrets: one named like a stripped variable, whose value must be the
+/// secret's and not overbrainer's.
+const JOB_SECRETS: [(&str, &str); 2] = [
+    ("HF_TOKEN", "ob-canary-secret-Z9xC3vB7nM1qW5eR8tY2uI4o"),
+    (
+        "VAULT_TOKEN",
+        "ob-canary-job-vault-K7jH3gF9dS1aQ5wE8rT2yU6i",
+    ),
+];
+
+/// The seed's `spawn` contract (TGT-7): a local job inherits overbrainer's
+/// environment minus every variable whose name starts with `OVERBRAINER_` or
+/// `VAULT_`, then its secrets on top; its run marker is named outside both
+/// prefixes. Checked on the environment the job itself writes out, with this test
+/// binary run again holding some variables of each prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_jobs_environment_holds_no_overbrainer_or_vault_variable_but_its_secrets()
+-> TestResult {
+    let name =
+        "exec::a_local_jobs_environment_holds_no_overbrainer_or_vault_variable_but_its_secrets";
+    if std::env::var_os(WITH_CANARIES).is_none() {
+        let output = std::process::Command::new(std::env::current_exe()?)
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(WITH_CANARIES, "1")
+            .envs(OURS)
+            .envs(KEPT)
+            .output()?;
+        let text = crate::util::output_text(&output);
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "{text}");
+        return Ok(());
+    }
+    for (name, value) in OURS.iter().chain(&KEPT) {
+        assert_eq!(std::env::var(name)?, *value, "overbrainer's own {name}");
+    }
+    let root = tempfile::tempdir()?;
+    let executor = local(root.path());
+    let dir = format!("{}/run-env", executor.workdir());
+    let mut command = job(&dir, "env -0 > job.env");
+    command.secrets = JOB_SECRETS
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), SecretString::from(*value)))
+        .collect();
+    let started = executor.spawn(&command).await?;
+    let status = wait_status(&executor, &started, JobStatus::is_finished).await;
+    assert_eq!(status, JobStatus::Exited(0));
+    let written = std::fs::read(Path::new(&dir).join("job.env"))?;
+    let text = String::from_utf8_lossy(&written);
+    let vars: Vec<(&str, &str)> = text
+        .split('\0')
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| entry.split_once('=').unwrap_or((entry, "")))
+        .collect();
+    let mut prefixed: Vec<(&str, &str)> = vars
+        .iter()
+        .copied()
+        .filter(|(name, _)| name.starts_with("OVERBRAINER_") || name.starts_with("VAULT_"))
+        .collect();
+    prefixed.sort_unstable();
+    assert_eq!(
+        prefixed,
+        [JOB_SECRETS[1]],
+        "only its own secret: {prefixed:?}"
+    );
+    for (name, value) in OURS {
+        assert!(
+            !text.contains(value),
+            "overbrainer's {name} reached the job"
+        );
+    }
+    for pair in KEPT.iter().chain(&JOB_SECRETS[..1]) {
+        assert!(vars.contains(pair), "{} missing: {vars:?}", pair.0);
+    }
+    let marker = std::fs::read_to_string(Path::new(&dir).join("job.marker"))?;
+    assert!(
+        vars.contains(&(RUN_MARKER_VAR, marker.trim())),
+        "the run marker: {vars:?}"
+    );
+    Ok(())
+}
+
 // ---------------------------------------------------------------- status table
 
 /// A process in a group of its own, killed when dropped.

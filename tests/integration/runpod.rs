@@ -19,6 +19,7 @@ use overbrainer::llm::Redactor;
 use overbrainer::runpod::api::{
     CreatePod, GpuRequest, RunpodClient, host_key_secret, pod_name, secret_reference,
 };
+use overbrainer::runpod::body::RUN_ID_VAR;
 use overbrainer::runpod::driver::{Ending, JobNews, PodHooks, PodJob, PodPlan};
 use overbrainer::runpod::keys;
 use overbrainer::runpod::lifecycle::{Event, Notice, PodFailure, PodState, Rules};
@@ -85,7 +86,7 @@ fn body(gpu: &str) -> CreatePod {
         data_center_ids: Vec::new(),
         disk: 20,
         env: [
-            ("OVERBRAINER_RUN_MARKER".to_owned(), RUN.to_owned()),
+            (RUN_ID_VAR.to_owned(), RUN.to_owned()),
             (
                 "OVERBRAINER_HOST_KEY".to_owned(),
                 secret_reference(&host_key_secret(RUN)),

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use overbrainer::exec::{
     AnyExecutor, DeadlineSignal, EXIT_FILE, Executor, JOB_LOG, JobCommand, JobStatus,
-    LocalExecutor, Login, Scheduler, SchedulerState, SlurmExecutor, SlurmOptions, SshExecutor,
+    LocalExecutor, Login, RUN_MARKER_VAR, Scheduler, SchedulerState, SlurmExecutor, SlurmOptions,
+    SshExecutor,
 };
 
 use crate::slurm_cluster::cluster;
@@ -260,7 +261,7 @@ async fn cancel_is_scancel_with_the_markers_and_leaves_no_process() -> TestResul
             .ok_or(())
     });
     let marker = std::fs::read_to_string(Path::new(&id.dir).join("job.marker"))?;
-    let needle = format!("OVERBRAINER_RUN_MARKER={}", marker.trim());
+    let needle = format!("{RUN_MARKER_VAR}={}", marker.trim());
     // Both `sleep`s carry the marker (the subshell was forked, not executed, so its
     // `/proc` environment is the wrapper's).
     assert!(processes_with(&needle).len() >= 2, "{needle}");

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Child;
 
+use overbrainer::exec::RUN_MARKER_VAR;
+
 use crate::slurm_cluster::cluster;
 use crate::sshd::Options;
 use crate::training::{DEADLINE, Setup, Training, assert_file, finish, training_env};
@@ -186,7 +188,7 @@ fn a_run_on_a_drained_node_shows_pending_with_the_reason_and_starts_on_resume() 
 /// Processes whose environment holds the run marker of the job in `dir`.
 fn marked(dir: &Path) -> Vec<u32> {
     let marker = std::fs::read_to_string(dir.join("job.marker")).unwrap_or_default();
-    let needle = format!("OVERBRAINER_RUN_MARKER={}", marker.trim());
+    let needle = format!("{RUN_MARKER_VAR}={}", marker.trim());
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {

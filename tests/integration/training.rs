@@ -878,6 +878,21 @@ fn eval_settings_without_eval_data_are_refused_at_config_check_and_train() {
         );
     }
     assert!(training.run_ids().is_empty());
+    // Issue 32: a set `evals_per_epoch` alone needs eval data too (its default does not).
+    training
+        .project
+        .write("overbrainer.toml", &config.replace("eval_steps = 2\n", ""));
+    std::fs::write(&eval, "").unwrap();
+    for args in [&["config", "check"][..], &["train"][..]] {
+        let output = training.cmd().args(args).output().unwrap();
+        let text = output_text(&output);
+        assert!(!output.status.success(), "{args:?}: {text}");
+        assert!(
+            text.contains("`training.evals_per_epoch` needs eval data, and `data/eval.jsonl` is missing or empty"),
+            "{args:?}: {text}"
+        );
+    }
+    assert!(training.run_ids().is_empty());
 }
 
 /// A venv whose `bin/axolotl` plays a short training in the run directory: a metric

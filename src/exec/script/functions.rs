@@ -102,7 +102,7 @@ ob_marked() {
   ob_m=
   IFS= read -r ob_m < "$1/job.marker" || [ -n "$ob_m" ] || return 0
   case $ob_m in ''|*[!0-9a-f]*) return 0 ;; esac
-  grep -l -z -x -F -e "OVERBRAINER_RUN_MARKER=$ob_m" /proc/[0-9]*/environ 2>/dev/null |
+  grep -l -z -x -F -e "OB_RUN_MARKER=$ob_m" /proc/[0-9]*/environ 2>/dev/null |
     while IFS= read -r ob_e; do
       ob_pid=${ob_e#/proc/}
       ob_pid=${ob_pid%/environ}

@@ -22,7 +22,7 @@ pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 /// script's exit code to [`EXIT_FILE`] through a rename. A wrapper killed by a
 /// signal writes no exit code. The caller starts it in its own process group (the
 /// wrapper is the group's leader) with the job's environment already set; the
-/// marker is set here, after the local executor filtered `OVERBRAINER_*` out.
+/// marker is set here, in the job's subshell only.
 ///
 /// Once [`EXIT_FILE`] is written the wrapper stops what is left of the job: the
 /// other live members of its process group, such as data-loader workers of a main

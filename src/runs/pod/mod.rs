@@ -30,7 +30,7 @@ use super::lifecycle::transitions;
 use super::record::{RunRecord, State, TargetKind};
 use super::start::{self, StartOptions, error_chain};
 use super::{Events, Refusal, RunError, RunEvent, emit, id};
-use crate::config::{AdapterKind, EnvSnapshot, ListOrAuto, RunpodTarget, Settings};
+use crate::config::{AdapterKind, EnvSnapshot, ListOrAuto, Provenance, RunpodTarget, Settings};
 use crate::env::TimeScale;
 use crate::llm::Redactor;
 use crate::project::Project;
@@ -158,12 +158,13 @@ fn refuse_auto(name: &str, target: &RunpodTarget) -> Result<(), RunError> {
 pub async fn train(
     project: &Project,
     settings: &Settings,
+    provenance: &Provenance,
     env: &EnvSnapshot,
     options: &StartOptions,
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
-    let (target, inputs, yaml) = start::check(project, settings, options)?;
+    let (target, inputs, yaml) = start::check(project, settings, provenance, options)?;
     let Some(runpod) = target.runpod.as_deref() else {
         return Err(Refusal::UnknownTarget {
             name: target.name.clone(),
