@@ -43,14 +43,15 @@ nextest:
 
 # Builds the library, the binary, the examples (the lock tests run one) and every test
 # target, then runs unit and integration tests under nextest's bounds (the crate has no
-# doc tests). Shared fixtures of an earlier run are removed first; the Docker daemon the
-# tests started is stopped at the end. Ends with the 15 slowest tests and the closing
-# line `tests: N passed, N failed, N skipped`.
+# doc tests). Shared fixtures of an earlier run are removed first; at the end
+# scripts/test-sweep.sh stops the Docker daemon the tests started and kills what a killed
+# test's Slurm cluster left. Ends with the 15 slowest tests and the closing line
+# `tests: N passed, N failed, N skipped`.
 TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
 test: test-deps nextest training-env container-env hub-env llama-env
 	rm -rf $(TARGET_DIR)/tmp/fixtures
 	$(CARGO) nextest run --profile ci --no-fail-fast; status=$$?; \
-	  scripts/stop-test-dockerd.sh; \
+	  scripts/test-sweep.sh; \
 	  python3 scripts/slowest-tests.py $(TARGET_DIR)/nextest/ci/junit.xml 15 || status=1; \
 	  exit $$status
 
