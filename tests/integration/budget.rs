@@ -352,7 +352,7 @@ async fn a_killed_answers_keeps_a_ledger_line_for_every_saved_answer() {
         .env("OVERBRAINER_PROVIDERS__OTHER__BASE_URL", server.uri())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().unwrap();
+    let child = cmd.spawn().unwrap();
     crate::util::poll_async(
         std::time::Duration::from_secs(60),
         "three answers",
@@ -364,15 +364,12 @@ async fn a_killed_answers_keeps_a_ledger_line_for_every_saved_answer() {
     .await;
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    tokio::task::spawn_blocking(move || {
-        crate::util::wait_status(
-            &mut child,
-            std::time::Duration::from_secs(600),
-            "the followed command",
-        )
-    })
-    .await
-    .unwrap();
+    crate::util::wait_status_async(
+        child,
+        std::time::Duration::from_secs(60),
+        "the killed answers",
+    )
+    .await;
     let saved = lines(&project, "data/answers.jsonl").len();
     let ledger = project.read(".overbrainer/ledger.jsonl");
     let recorded = ledger

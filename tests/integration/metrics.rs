@@ -498,7 +498,7 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     );
 
     // `run`: questions, answers and split counted live, then the training followed.
-    let (mut child, url, stderr) = spawn_serving(&training, &["run"], &key, &server);
+    let (child, url, stderr) = spawn_serving(&training, &["run"], &key, &server);
     let target = url
         .strip_prefix("http://")
         .and_then(|rest| rest.strip_suffix("/metrics"))
@@ -550,15 +550,12 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     .await;
     let run_id = steps[0].0["run_id"].clone();
 
-    let status = tokio::task::spawn_blocking(move || {
-        crate::util::wait_status(
-            &mut child,
-            std::time::Duration::from_secs(600),
-            "the followed command",
-        )
-    })
-    .await
-    .unwrap();
+    let status = crate::util::wait_status_async(
+        child,
+        std::time::Duration::from_secs(600),
+        "the followed command",
+    )
+    .await;
     let rest: Vec<String> = stderr.try_iter().collect();
     assert!(status.success(), "run failed: {}", rest.join("\n"));
     assert_eq!(training.run_ids(), std::slice::from_ref(&run_id));

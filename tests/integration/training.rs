@@ -844,18 +844,23 @@ fn eval_settings_without_eval_data_are_refused_at_config_check_and_train() {
         .write("overbrainer.toml", &without_per_epoch);
     let eval = training.project.path().join("data/eval.jsonl");
     std::fs::write(&eval, "").unwrap();
-    for args in [&["config", "check"][..], &["train"][..]] {
-        let output = training.cmd().args(args).output().unwrap();
-        let text = output_text(&output);
-        assert!(!output.status.success(), "{args:?}: {text}");
-        assert!(
-            text.contains("`training.axolotl_extra.eval_steps` needs eval data"),
-            "{args:?}: {text}"
-        );
-        assert!(text.contains("`data/eval.jsonl`"), "{args:?}: {text}");
-        assert!(output.stdout.is_empty(), "{args:?}: {text}");
-    }
-    assert!(training.run_ids().is_empty());
+    // `config check` and `train` both refuse, saying all of `expected`, and start nothing.
+    let refused = |expected: &[&str]| {
+        for args in [&["config", "check"][..], &["train"][..]] {
+            let output = training.cmd().args(args).output().unwrap();
+            let text = output_text(&output);
+            assert!(!output.status.success(), "{args:?}: {text}");
+            for part in expected {
+                assert!(text.contains(part), "{args:?}: {part} not in {text}");
+            }
+            assert!(output.stdout.is_empty(), "{args:?}: {text}");
+        }
+        assert!(training.run_ids().is_empty());
+    };
+    refused(&[
+        "`training.axolotl_extra.eval_steps` needs eval data",
+        "`data/eval.jsonl`",
+    ]);
     // With eval data the same settings pass `config check`...
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/data/eval.jsonl"),
@@ -866,33 +871,17 @@ fn eval_settings_without_eval_data_are_refused_at_config_check_and_train() {
     assert!(output.status.success(), "{}", output_text(&output));
     // ...but not the `evals_per_epoch` set beside it, which Axolotl refuses with it.
     training.project.write("overbrainer.toml", &config);
-    for args in [&["config", "check"][..], &["train"][..]] {
-        let output = training.cmd().args(args).output().unwrap();
-        let text = output_text(&output);
-        assert!(!output.status.success(), "{args:?}: {text}");
-        assert!(
-            text.contains(
-                "`training.axolotl_extra.eval_steps`: cannot be used with `training.evals_per_epoch`"
-            ),
-            "{args:?}: {text}"
-        );
-    }
-    assert!(training.run_ids().is_empty());
+    refused(&[
+        "`training.axolotl_extra.eval_steps`: cannot be used with `training.evals_per_epoch`",
+    ]);
     // Issue 32: a set `evals_per_epoch` alone needs eval data too (its default does not).
     training
         .project
         .write("overbrainer.toml", &config.replace("eval_steps = 2\n", ""));
     std::fs::write(&eval, "").unwrap();
-    for args in [&["config", "check"][..], &["train"][..]] {
-        let output = training.cmd().args(args).output().unwrap();
-        let text = output_text(&output);
-        assert!(!output.status.success(), "{args:?}: {text}");
-        assert!(
-            text.contains("`training.evals_per_epoch` needs eval data, and `data/eval.jsonl` is missing or empty"),
-            "{args:?}: {text}"
-        );
-    }
-    assert!(training.run_ids().is_empty());
+    refused(&[
+        "`training.evals_per_epoch` needs eval data, and `data/eval.jsonl` is missing or empty",
+    ]);
 }
 
 /// A venv whose `bin/axolotl` plays a short training in the run directory: a metric

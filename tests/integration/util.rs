@@ -333,3 +333,14 @@ pub fn output_within(
         .spawn()?;
     Ok(wait_output(child, within, &what))
 }
+
+/// [`wait_status`] from async code: on a blocking thread, so the runtime goes on.
+pub async fn wait_status_async(
+    mut child: std::process::Child,
+    within: Duration,
+    what: &'static str,
+) -> std::process::ExitStatus {
+    tokio::task::spawn_blocking(move || wait_status(&mut child, within, what))
+        .await
+        .expect("the waiting thread")
+}
