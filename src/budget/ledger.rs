@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::jsonl::{JsonlError, JsonlWriter, SkippedLine, read_jsonl};
+use crate::dataset::jsonl::{JsonlError, JsonlWriter, SkippedLine};
 
 /// The ledger's path under a project root.
 #[must_use]
@@ -118,14 +118,107 @@ impl Ledger {
     }
 }
 
-/// Every readable line of the ledger at `path` (a missing ledger is empty) and the lines
-/// skipped (a torn last line), for the caller to warn about.
+/// The ledger cannot be read, or cannot be trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The file exists but cannot be read.
+    #[error(transparent)]
+    Read(#[from] JsonlError),
+    /// A line that is not a ledger line cut short by a crash, or holds a figure no spend
+    /// can have: its spend would be lost from every sum and from the cap.
+    #[error(
+        "line {line} of `{}` is damaged ({reason}): only a line cut short by a crash is skipped, so its spend would be lost from the budget; repair or remove that line",
+        path.display()
+    )]
+    Damaged {
+        /// The ledger.
+        path: std::path::PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// Every line of the ledger at `path` (a missing ledger is empty) and the lines skipped,
+/// for the caller to warn about: only a line cut short is skipped, the one a process
+/// killed mid-write leaves (appends are synced a line at a time, and the next writer
+/// starts a line of its own after it).
 ///
 /// # Errors
 ///
-/// [`JsonlError`] when the file exists but cannot be read.
-pub fn read(path: &Path) -> Result<(Vec<LedgerLine>, Vec<SkippedLine>), JsonlError> {
-    read_jsonl(path)
+/// [`LedgerError::Read`] when the file exists but cannot be read;
+/// [`LedgerError::Damaged`] when a line is not a ledger line for another reason than
+/// being cut short (not JSON, or another shape), or holds a negative or non-finite cost,
+/// rate or duration.
+pub fn read(path: &Path) -> Result<(Vec<LedgerLine>, Vec<SkippedLine>), LedgerError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        Err(source) => {
+            return Err(JsonlError::Io {
+                action: "read",
+                path: path.to_path_buf(),
+                source,
+            }
+            .into());
+        }
+    };
+    let numbered: Vec<(usize, &[u8])> = bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|(index, line)| (index + 1, line))
+        .collect();
+    let damaged = |line: usize, reason: String| LedgerError::Damaged {
+        path: path.to_path_buf(),
+        line,
+        reason,
+    };
+    let mut lines = Vec::with_capacity(numbered.len());
+    let mut skipped = Vec::new();
+    for (number, text) in numbered {
+        match serde_json::from_slice::<LedgerLine>(text) {
+            Ok(line) => {
+                if let Some(reason) = implausible(&line) {
+                    return Err(damaged(number, reason));
+                }
+                lines.push(line);
+            }
+            // A line cut short: the write of a process killed mid-line (the next
+            // writer starts a line of its own after it).
+            Err(error) if error.classify() == serde_json::error::Category::Eof => {
+                skipped.push(SkippedLine {
+                    path: path.to_path_buf(),
+                    line: number,
+                    reason: error.to_string(),
+                });
+            }
+            Err(error) => return Err(damaged(number, error.to_string())),
+        }
+    }
+    Ok((lines, skipped))
+}
+
+/// Why `line` cannot be a spend: a negative or non-finite figure.
+fn implausible(line: &LedgerLine) -> Option<String> {
+    let bad = |value: f64| !value.is_finite() || value < 0.0;
+    match line {
+        LedgerLine::Request(request) => request
+            .cost_usd
+            .filter(|cost| bad(*cost))
+            .map(|cost| format!("a request costing {cost} USD")),
+        LedgerLine::Pod(pod) => [
+            ("cost_usd", pod.cost_usd),
+            ("rate_usd_per_hour", pod.rate_usd_per_hour),
+            ("seconds", pod.seconds),
+        ]
+        .into_iter()
+        .find(|(_, value)| bad(*value))
+        .map(|(key, value)| format!("a pod line with `{key}` {value}")),
+    }
 }
 
 #[cfg(test)]
@@ -184,5 +277,45 @@ mod tests {
         assert_eq!(lines, vec![request(Some(0.25)), request(Some(0.5))]);
         assert_eq!(skipped.len(), 1);
         assert_eq!(skipped[0].line, 2);
+    }
+
+    #[test]
+    fn a_damaged_line_or_an_impossible_figure_is_refused_naming_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let good = serde_json::to_string(&request(Some(0.25))).unwrap();
+        let negative = serde_json::to_string(&request(Some(-100.0))).unwrap();
+        let pod = LedgerLine::Pod(PodLine::new(("r1", "pod-1"), 1.8, -60.0, 3600.0, true));
+        let pod = serde_json::to_string(&pod).unwrap();
+        for (text, line, reason) in [
+            (format!("{good}\nthis is not json\n{good}\n"), 2, "expected"),
+            (format!("{good}\n\n{{\"kind\":\"tip\"}}\n"), 3, "tip"),
+            (
+                format!("{good}\n{negative}\n"),
+                2,
+                "a request costing -100 USD",
+            ),
+            (format!("{pod}\n"), 1, "a pod line with `cost_usd` -"),
+        ] {
+            std::fs::write(&path, &text).unwrap();
+            let error = read(&path).unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!("line {line} of `{}` is damaged (", path.display())),
+                "{text}: {error}"
+            );
+            assert!(error.contains(reason), "{text}: {error}");
+            // Nothing on disk changes.
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
+        // A line cut short is skipped wherever it is.
+        let torn = &good[..good.len() / 2];
+        std::fs::write(&path, format!("{torn}\n{good}\n{torn}")).unwrap();
+        let (lines, skipped) = read(&path).unwrap();
+        assert_eq!(lines, vec![request(Some(0.25))]);
+        assert_eq!(
+            skipped.iter().map(|s| s.line).collect::<Vec<_>>(),
+            vec![1, 3]
+        );
     }
 }

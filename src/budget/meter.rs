@@ -12,9 +12,12 @@ use crate::dataset::jsonl::{JsonlError, SkippedLine};
 /// The ledger cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum BudgetError {
-    /// Reading or appending failed.
+    /// Appending failed.
     #[error("the budget's ledger: {0}")]
     Ledger(#[from] JsonlError),
+    /// The ledger cannot be read, or a line of it cannot be trusted.
+    #[error("the budget's ledger: {0}")]
+    Read(#[from] ledger::LedgerError),
 }
 
 #[derive(Debug)]

@@ -20,6 +20,8 @@ pub struct Report {
     pub max_usd: Option<f64>,
     /// What remains of the cap (never below 0); `null` without a cap.
     pub remaining_usd: Option<f64>,
+    /// How far the spend has passed the cap (0 when it has not); `null` without a cap.
+    pub over_usd: Option<f64>,
     /// `budget.warn_at`.
     pub warn_at: f64,
 }
@@ -36,11 +38,13 @@ pub fn report(
     let (lines, skipped) = ledger::read(&ledger::path(root))?;
     let summary = summary(&lines);
     let remaining_usd = budget.max_usd.map(|cap| (cap - summary.total.usd).max(0.0));
+    let over_usd = budget.max_usd.map(|cap| (summary.total.usd - cap).max(0.0));
     Ok((
         Report {
             summary,
             max_usd: budget.max_usd,
             remaining_usd,
+            over_usd,
             warn_at: budget.warn_at,
         },
         skipped,

@@ -60,13 +60,29 @@ fn lines(report: &Report) -> Vec<String> {
         lines.push(spend(&format!("model {model}"), s));
     }
     lines.push(spend("total", &summary.total));
-    match (report.max_usd, report.remaining_usd) {
-        (Some(cap), Some(remaining)) => lines.push(format!(
-            "cap: ${cap:.4} (`budget.max_usd`), ${remaining:.4} remaining"
-        )),
-        _ => lines.push("cap: none (set `budget.max_usd`)".to_owned()),
-    }
+    lines.push(cap_line(report));
     lines
+}
+
+/// The spend against the cap: what remains, past `warn_at` said, or how far it passed.
+fn cap_line(report: &Report) -> String {
+    let Some(cap) = report.max_usd else {
+        return "cap: none (set `budget.max_usd`)".to_owned();
+    };
+    let over = report.over_usd.unwrap_or(0.0);
+    if over > 0.0 {
+        return format!("cap: ${cap:.4} (`budget.max_usd`), passed by ${over:.4}");
+    }
+    let remaining = report.remaining_usd.unwrap_or(0.0);
+    let mut line = format!("cap: ${cap:.4} (`budget.max_usd`), ${remaining:.4} remaining");
+    if cap > 0.0 && report.summary.total.usd >= report.warn_at * cap {
+        let _ = write!(
+            line,
+            " (past `budget.warn_at`, {:.0}% of the cap)",
+            report.warn_at * 100.0
+        );
+    }
+    line
 }
 
 #[cfg(test)]
@@ -89,6 +105,7 @@ mod tests {
             summary,
             max_usd: Some(2.0),
             remaining_usd: Some(0.5),
+            over_usd: Some(0.0),
             warn_at: 0.8,
         };
         assert_eq!(
@@ -98,5 +115,47 @@ mod tests {
                 "cap: $2.0000 (`budget.max_usd`), $0.5000 remaining"
             ]
         );
+    }
+
+    #[test]
+    fn the_cap_line_says_past_warn_at_and_how_far_the_cap_was_passed() {
+        let report = |spent: f64, cap: Option<f64>| Report {
+            summary: crate::budget::Summary {
+                total: Spend {
+                    usd: spent,
+                    events: 1,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            max_usd: cap,
+            remaining_usd: cap.map(|c| (c - spent).max(0.0)),
+            over_usd: cap.map(|c| (spent - c).max(0.0)),
+            warn_at: 0.8,
+        };
+        for (spent, cap, expected) in [
+            (
+                1.0,
+                Some(2.0),
+                "cap: $2.0000 (`budget.max_usd`), $1.0000 remaining",
+            ),
+            (
+                1.6,
+                Some(2.0),
+                "cap: $2.0000 (`budget.max_usd`), $0.4000 remaining (past `budget.warn_at`, 80% of the cap)",
+            ),
+            (
+                2.5,
+                Some(2.0),
+                "cap: $2.0000 (`budget.max_usd`), passed by $0.5000",
+            ),
+            (2.5, None, "cap: none (set `budget.max_usd`)"),
+        ] {
+            assert_eq!(
+                cap_line(&report(spent, cap)),
+                expected,
+                "{spent} of {cap:?}"
+            );
+        }
     }
 }

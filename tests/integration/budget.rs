@@ -306,6 +306,42 @@ async fn regression_a_torn_last_ledger_line_is_skipped_with_a_warning_and_the_re
     assert_eq!(summary["by_model"]["other/parent-model"]["events"], 2);
 }
 
+// Issue 20 (found by a new user): a damaged ledger line that is not a line cut short
+// (not JSON, or a negative cost) lost its spend from the sum and from the cap with only a
+// warning. Now `answers` under a cap refuses before any request and `budget` fails, each
+// naming the file and the line; the ledger is left as it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn regression_a_damaged_ledger_line_is_refused_naming_it_and_nothing_is_sent() {
+    let (server, bill) = stand_in(true).await;
+    let project = project(&config("max_usd = 10.0"));
+    write_questions(&project, &IDS[..1]);
+    let kept = json!({"kind": "request", "at": "2026-01-01T00:00:00Z", "stage": "answers",
+        "provider": "other", "model": "parent-model", "input_tokens": 1, "output_tokens": 1,
+        "cost_usd": 9.5});
+    let negative = json!({"kind": "request", "at": "2026-01-01T00:00:00Z", "stage": "answers",
+        "provider": "other", "model": "parent-model", "input_tokens": 1, "output_tokens": 1,
+        "cost_usd": -100.0});
+    for (ledger, reason) in [
+        (format!("{kept}\nnot json at all\n{kept}\n"), "line 2 of"),
+        (
+            format!("{kept}\n{negative}\n"),
+            "a request costing -100 USD",
+        ),
+    ] {
+        project.write(".overbrainer/ledger.jsonl", &ledger);
+        for args in [&["answers"][..], &["budget"][..]] {
+            let output = overbrainer(&project, &server, args).await;
+            let text = output_text(&output);
+            assert!(!output.status.success(), "{args:?}: {text}");
+            assert!(text.contains("ledger.jsonl"), "{args:?}: {text}");
+            assert!(text.contains("is damaged"), "{args:?}: {text}");
+            assert!(text.contains(reason), "{args:?}: {text}");
+        }
+        assert_eq!(project.read(".overbrainer/ledger.jsonl"), ledger);
+        assert_eq!(bill.requests(), 0);
+    }
+}
+
 // Issue 20: a ledger line is synced before the answer it paid for is saved, so a
 // `SIGKILL` in the middle of `answers` leaves every saved answer with its ledger line,
 // and no line the stand-in did not bill.
