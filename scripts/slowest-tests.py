@@ -17,7 +17,14 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     path = sys.argv[1]
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    try:
+        count = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    except ValueError:
+        count = -1
+    if count < 1:
+        print(f"slowest-tests: COUNT must be a whole number of at least 1, not {sys.argv[2]!r}",
+              file=sys.stderr)
+        return 2
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as error:
@@ -47,7 +54,9 @@ def main() -> int:
         binary = suite.split("::")[-1] if suite else ""
         print(f"  {seconds:8.1f} s  {binary} {name}")
     if flaky:
-        print(f"  ({flaky} passed only on their retry: see FLAKY in the run's output)")
+        print(f"  ({flaky} passed only when retried: see FLAKY in the run's output)")
+    # nextest's JUnit report leaves ignored tests out, so `skipped` counts only those it
+    # names; nextest's own summary line above gives the whole count.
     print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
     return 0
 
