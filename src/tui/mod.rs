@@ -1,6 +1,6 @@
 //! `overbrainer tui` (spec/tui.md): the project in six views over one terminal.
 //!
-//! - [`app`]: the state and every decision, pure (keys and flow events in, [`app::Work`]
+//! - [`app`](mod@app): the state and every decision, pure (keys and flow events in, [`app::Work`]
 //!   out), drawn from `&self`;
 //! - [`views`]: one file per view; [`components`]: dialog, help, footer, chart;
 //! - [`flows`]: the flows as spawned tasks through the command line's library calls;

@@ -34,14 +34,14 @@ const CANCEL_POLL: Duration = Duration::from_millis(250);
 /// Jobs submitted with `sbatch` on a Slurm cluster (issue 19).
 ///
 /// Files, probes and claims go through the login node. [`Executor::spawn`] writes the
-/// batch script (the job wrapper, see [`submit::batch_script`]) to the run directory
+/// batch script (the job wrapper, see `submit::batch_script`) to the run directory
 /// and submits it; it returns as soon as Slurm accepted it, with the Slurm job ID in
 /// [`JobId::slurm_job`] and no process ID (the job may wait in the queue). The job's
 /// secrets reach `sbatch`'s environment on the launcher's standard input, and the
 /// job's through `--export=ALL`; Slurm keeps a job's environment in its controller's
 /// state directory until the job is purged, like any job's on that cluster.
 /// [`Executor::status`] reads the scheduler and the markers in one probe
-/// ([`state::combine`]); [`Executor::cancel`] is `scancel`.
+/// (`state::combine`); [`Executor::cancel`] is `scancel`.
 #[derive(Debug)]
 pub struct SlurmExecutor {
     login: Login,

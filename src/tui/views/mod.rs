@@ -1,5 +1,5 @@
 //! The six views, one file each: each a struct with its state, `handle_key` returning an
-//! [`Action`](super::action::Action), and `impl Widget for &View` drawing from `&self`
+//! [`Action`], and `impl Widget for &View` drawing from `&self`
 //! (STYLE 8).
 
 pub mod compare;
