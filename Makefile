@@ -49,7 +49,7 @@ nextest:
 # `tests: N passed, N failed, N skipped`.
 TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
 test: test-deps nextest training-env container-env hub-env llama-env
-	rm -rf $(TARGET_DIR)/tmp/fixtures
+	rm -rf $(TARGET_DIR)/tmp/fixtures $(TARGET_DIR)/nextest/ci/junit.xml
 	$(CARGO) nextest run --profile ci --no-fail-fast; status=$$?; \
 	  scripts/test-sweep.sh; \
 	  python3 scripts/slowest-tests.py $(TARGET_DIR)/nextest/ci/junit.xml 15 || status=1; \

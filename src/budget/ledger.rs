@@ -168,6 +168,7 @@ pub fn read(path: &Path) -> Result<(Vec<LedgerLine>, Vec<SkippedLine>), LedgerEr
     };
     let numbered: Vec<(usize, &[u8])> = bytes
         .split(|&b| b == b'\n')
+        .map(crate::dataset::jsonl::strip_bom)
         .enumerate()
         .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
         .map(|(index, line)| (index + 1, line))
@@ -308,6 +309,9 @@ mod tests {
             // Nothing on disk changes.
             assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
         }
+        // A byte-order mark an editor left is no damage.
+        std::fs::write(&path, format!("\u{feff}{good}\n")).unwrap();
+        assert_eq!(read(&path).unwrap().0, vec![request(Some(0.25))]);
         // A line cut short is skipped wherever it is.
         let torn = &good[..good.len() / 2];
         std::fs::write(&path, format!("{torn}\n{good}\n{torn}")).unwrap();

@@ -38,7 +38,11 @@ pub fn report(
     let (lines, skipped) = ledger::read(&ledger::path(root))?;
     let summary = summary(&lines);
     let remaining_usd = budget.max_usd.map(|cap| (cap - summary.total.usd).max(0.0));
-    let over_usd = budget.max_usd.map(|cap| (summary.total.usd - cap).max(0.0));
+    // To the hundredth of a cent the reports show: float sums (0.1 + 0.2 against a cap
+    // of 0.3) never read as a cap passed by $0.0000.
+    let over_usd = budget
+        .max_usd
+        .map(|cap| ((summary.total.usd - cap).max(0.0) * 1e4).round() / 1e4);
     Ok((
         Report {
             summary,

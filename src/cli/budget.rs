@@ -130,7 +130,7 @@ mod tests {
             },
             max_usd: cap,
             remaining_usd: cap.map(|c| (c - spent).max(0.0)),
-            over_usd: cap.map(|c| (spent - c).max(0.0)),
+            over_usd: cap.map(|c| ((spent - c).max(0.0) * 1e4).round() / 1e4),
             warn_at: 0.8,
         };
         for (spent, cap, expected) in [
@@ -148,6 +148,11 @@ mod tests {
                 2.5,
                 Some(2.0),
                 "cap: $2.0000 (`budget.max_usd`), passed by $0.5000",
+            ),
+            (
+                0.1 + 0.2,
+                Some(0.3),
+                "cap: $0.3000 (`budget.max_usd`), $0.0000 remaining (past `budget.warn_at`, 80% of the cap)",
             ),
             (2.5, None, "cap: none (set `budget.max_usd`)"),
         ] {

@@ -83,6 +83,9 @@ impl Cluster {
             .tempdir()
             .expect("temp dir")
             .keep();
+        // Whose cluster this is: `scripts/test-sweep.sh` kills what is left of a cluster
+        // whose test process is gone, daemons included.
+        std::fs::write(dir.join("owner.pid"), std::process::id().to_string()).expect("owner");
         // munged wants its socket directory open to all (execute), its key private.
         let munge = dir.join("munge");
         std::fs::create_dir_all(&munge).expect("munge dir");
