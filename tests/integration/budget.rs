@@ -267,15 +267,20 @@ async fn an_unpriced_parent_under_a_cap_is_refused_unless_allow_unpriced() {
     assert_eq!(summary["total"]["usd"], 0.0);
 }
 
+/// A ledger line of an `answers` request to `other/parent-model` costing `usd`.
+fn request_line(usd: f64) -> Value {
+    json!({"kind": "request", "at": "2026-01-01T00:00:00Z", "stage": "answers",
+        "provider": "other", "model": "parent-model", "input_tokens": 1, "output_tokens": 1,
+        "cost_usd": usd})
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn regression_a_torn_last_ledger_line_is_skipped_with_a_warning_and_the_rest_counts() {
     let (server, bill) = stand_in(true).await;
     // The ledger's 0.25 is past the warning share already: one warning, at the start.
     let project = project(&config("max_usd = 10.0\nwarn_at = 0.02"));
     write_questions(&project, &IDS[..1]);
-    let kept = json!({"kind": "request", "at": "2026-01-01T00:00:00Z", "stage": "answers",
-        "provider": "other", "model": "parent-model", "input_tokens": 1, "output_tokens": 1,
-        "cost_usd": 0.25});
+    let kept = request_line(0.25);
     project.write(
         ".overbrainer/ledger.jsonl",
         &format!("{kept}\n{{\"kind\":\"request\",\"at\":\"2026-01-01T0"),
@@ -315,12 +320,7 @@ async fn regression_a_damaged_ledger_line_is_refused_naming_it_and_nothing_is_se
     let (server, bill) = stand_in(true).await;
     let project = project(&config("max_usd = 10.0"));
     write_questions(&project, &IDS[..1]);
-    let kept = json!({"kind": "request", "at": "2026-01-01T00:00:00Z", "stage": "answers",
-        "provider": "other", "model": "parent-model", "input_tokens": 1, "output_tokens": 1,
-        "cost_usd": 9.5});
-    let negative = json!({"kind": "request", "at": "2026-01-01T00:00:00Z", "stage": "answers",
-        "provider": "other", "model": "parent-model", "input_tokens": 1, "output_tokens": 1,
-        "cost_usd": -100.0});
+    let (kept, negative) = (request_line(9.5), request_line(-100.0));
     for (ledger, reason) in [
         (format!("{kept}\nnot json at all\n{kept}\n"), "line 2 of"),
         (

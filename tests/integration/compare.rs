@@ -40,11 +40,7 @@ fn fixture() -> &'static Fixture {
             assert!(output.status.success(), "{}", output_text(&output));
             run_id
         });
-        let training = Training {
-            project: TestProject::at(&root),
-            extra_env: crate::export::shared().0.extra_env.clone(),
-            sshd: None,
-        };
+        let training = Training::reopen(&root, crate::export::shared().0.extra_env.clone());
         Fixture { training, run_id }
     })
 }

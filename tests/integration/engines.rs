@@ -88,20 +88,12 @@ fn regression_an_empty_image_variable_counts_as_unset_and_is_named() {
 pub fn container_env() -> &'static ContainerEnv {
     static ENV: OnceLock<ContainerEnv> = OnceLock::new();
     ENV.get_or_init(|| {
-        let (_, text) = crate::util::shared_fixture("container-env", |_| {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/container-env.sh");
-            let output = Command::new(&script)
-                .stderr(Stdio::inherit())
-                .output()
-                .expect("scripts/container-env.sh");
-            assert!(
-                output.status.success(),
-                "scripts/container-env.sh failed: run `make test` (as root), which installs \
-                 Podman and Docker (`apt-get install --no-install-recommends podman runc \
-                 docker.io debootstrap busybox-static`) and builds the test images"
-            );
-            String::from_utf8_lossy(&output.stdout).into_owned()
-        });
+        let text = crate::util::setup_script(
+            "container-env.sh",
+            "run `make test` (as root), which installs Podman and Docker (`apt-get install \
+             --no-install-recommends podman runc docker.io debootstrap busybox-static`) and \
+             builds the test images",
+        );
         let values = text
             .lines()
             .filter_map(|line| line.split_once('='))

@@ -10,7 +10,6 @@
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::OnceLock;
 
 use sha2::Digest as _;
@@ -23,21 +22,11 @@ use crate::util::{TestProject, output_text};
 pub(crate) fn llama_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/llama-env.sh");
-        let output = std::process::Command::new(&script)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("scripts/llama-env.sh");
-        assert!(
-            output.status.success(),
-            "scripts/llama-env.sh failed: run `make llama-env` (or `make test`), which builds the pinned llama.cpp"
+        let text = crate::util::setup_script(
+            "llama-env.sh",
+            "run `make llama-env` (or `make test`), which builds the pinned llama.cpp",
         );
-        let text = String::from_utf8_lossy(&output.stdout);
-        PathBuf::from(
-            text.lines()
-                .find_map(|l| l.strip_prefix("LLAMA_CPP_DIR="))
-                .unwrap_or_else(|| panic!("no LLAMA_CPP_DIR in {text}")),
-        )
+        crate::util::setup_value(&text, "LLAMA_CPP_DIR")
     })
 }
 
@@ -73,12 +62,7 @@ pub(crate) fn shared() -> &'static (Training, String) {
             let training = Training::new_in(&Setup::default(), TestProject::at(root));
             train_in(training, "local", true).1
         });
-        let training = Training {
-            project: TestProject::at(&root),
-            extra_env: export_env("local", true),
-            sshd: None,
-        };
-        (training, id)
+        (Training::reopen(&root, export_env("local", true)), id)
     })
 }
 

@@ -40,11 +40,7 @@ fn trained() -> &'static Trained {
             format!("{id}\n{text}")
         });
         let (id, text) = data.split_once('\n').expect("run ID and output");
-        let training = Training {
-            project: TestProject::at(&root),
-            extra_env: vec![after_training],
-            sshd: None,
-        };
+        let training = Training::reopen(&root, vec![after_training]);
         Trained {
             training,
             id: id.to_owned(),

@@ -29,25 +29,11 @@ pub(crate) struct TrainingEnv {
 pub(crate) fn training_env() -> &'static TrainingEnv {
     static ENV: OnceLock<TrainingEnv> = OnceLock::new();
     ENV.get_or_init(|| {
-        // Once for the test run (a shared fixture), not once per test process.
-        let (_, text) = crate::util::shared_fixture("training-env", |_| {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/training-env.sh");
-            let output = std::process::Command::new(&script)
-                .stderr(Stdio::inherit())
-                .output()
-                .expect("scripts/training-env.sh");
-            assert!(
-                output.status.success(),
-                "scripts/training-env.sh failed: run `make test`, which installs the Axolotl venv"
-            );
-            String::from_utf8_lossy(&output.stdout).into_owned()
-        });
-        let value = |key: &str| {
-            let line = text
-                .lines()
-                .find_map(|line| line.strip_prefix(&format!("{key}=")));
-            PathBuf::from(line.unwrap_or_else(|| panic!("no {key} in {text}")))
-        };
+        let text = crate::util::setup_script(
+            "training-env.sh",
+            "run `make test`, which installs the Axolotl venv",
+        );
+        let value = |key: &str| crate::util::setup_value(&text, key);
         TrainingEnv {
             venv: value("AXOLOTL_VENV"),
             model: value("TINY_MODEL"),
@@ -104,6 +90,16 @@ impl Default for Setup<'_> {
 impl Training {
     pub(crate) fn new(setup: &Setup<'_>) -> Self {
         Self::new_in(setup, TestProject::empty())
+    }
+
+    /// The training project a shared fixture made in `root`, its commands given
+    /// `extra_env` (no SSH target).
+    pub(crate) fn reopen(root: &Path, extra_env: Vec<(String, String)>) -> Self {
+        Self {
+            project: TestProject::at(root),
+            extra_env,
+            sshd: None,
+        }
     }
 
     /// A training project made in `project` (a shared fixture's directory, for one).

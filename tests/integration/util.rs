@@ -147,6 +147,36 @@ pub fn overbrainer(home: &Path) -> Command {
     cmd
 }
 
+/// `child`'s exit status once it ends, looking every [`POLL_EVERY`] until `deadline`;
+/// `None` when the deadline came first, the child then killed and reaped.
+fn ended_by(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> Option<std::process::ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(POLL_EVERY);
+    }
+}
+
+/// Waits for `child` to end at most `within`; past it the child is killed and the test
+/// fails naming `what`.
+pub fn wait_status(
+    child: &mut std::process::Child,
+    within: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    ended_by(child, Instant::now() + within)
+        .unwrap_or_else(|| panic!("{what} did not end within {within:?}; killed it"))
+}
+
 /// Waits for `child` at most `within`, reading its piped output meanwhile (a child that
 /// fills a pipe nobody reads never ends); past the bound the child is killed and the test
 /// fails naming `what`.
@@ -171,21 +201,13 @@ pub fn wait_output(
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let deadline = Instant::now() + within;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            let err = stderr
-                .recv_timeout(Duration::from_secs(5))
-                .unwrap_or_default();
-            let mut err = String::from_utf8_lossy(&err).into_owned();
-            err.truncate(4000);
-            panic!("{what} did not end within {within:?}; killed it (stderr: {err})");
-        }
-        std::thread::sleep(POLL_EVERY);
+    let Some(status) = ended_by(&mut child, deadline) else {
+        let err = stderr
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default();
+        let mut err = String::from_utf8_lossy(&err).into_owned();
+        err.truncate(4000);
+        panic!("{what} did not end within {within:?}; killed it (stderr: {err})");
     };
     // A process it left behind may hold its output open: wait for the end of the
     // output as long as the bound allows, and at least 5 s.
@@ -204,6 +226,37 @@ pub fn wait_output(
         stdout,
         stderr,
     }
+}
+
+/// `command`'s output (standard input closed, output piped), at most `within`: past it
+/// the command is killed and the test fails naming it. For the helper programs a test
+/// runs (engines, Slurm clients, `tmux`), none of which may hang a test.
+pub fn output_within(
+    command: &mut std::process::Command,
+    within: Duration,
+) -> std::io::Result<std::process::Output> {
+    let what = format!(
+        "{} {:?}",
+        command.get_program().to_string_lossy(),
+        command.get_args().collect::<Vec<_>>()
+    );
+    let child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    Ok(wait_output(child, within, &what))
+}
+
+/// [`wait_status`] from async code: on a blocking thread, so the runtime goes on.
+pub async fn wait_status_async(
+    mut child: std::process::Child,
+    within: Duration,
+    what: &'static str,
+) -> std::process::ExitStatus {
+    tokio::task::spawn_blocking(move || wait_status(&mut child, within, what))
+        .await
+        .expect("the waiting thread")
 }
 
 /// The directory of the shared fixture `name` for this test run, built once by `build`
@@ -293,54 +346,29 @@ pub fn hash_tools_corrupting_once(dir: &Path, marker: &Path, pattern: &str) {
     }
 }
 
-/// Waits for `child` to end at most `within`; past it the child is killed and the test
-/// fails naming `what`.
-pub fn wait_status(
-    child: &mut std::process::Child,
-    within: Duration,
-    what: &str,
-) -> std::process::ExitStatus {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not end within {within:?}; killed it");
-        }
-        std::thread::sleep(POLL_EVERY);
-    }
+/// The `KEY=VALUE` lines that `scripts/NAME`, one of the set-up scripts `make test` runs
+/// (each builds what it makes once per machine, then only prints where it is), printed
+/// for this test run: run once, as the shared fixture `NAME`. Fails saying `install`
+/// when the script fails.
+pub fn setup_script(name: &str, install: &str) -> String {
+    shared_fixture(name, |_| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scripts")
+            .join(name);
+        let output = std::process::Command::new(&script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run {}: {error}", script.display()));
+        assert!(output.status.success(), "scripts/{name} failed: {install}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    })
+    .1
 }
 
-/// `command`'s output (standard input closed, output piped), at most `within`: past it
-/// the command is killed and the test fails naming it. For the helper programs a test
-/// runs (engines, Slurm clients, `tmux`), none of which may hang a test.
-pub fn output_within(
-    command: &mut std::process::Command,
-    within: Duration,
-) -> std::io::Result<std::process::Output> {
-    let what = format!(
-        "{} {:?}",
-        command.get_program().to_string_lossy(),
-        command.get_args().collect::<Vec<_>>()
-    );
-    let child = command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    Ok(wait_output(child, within, &what))
-}
-
-/// [`wait_status`] from async code: on a blocking thread, so the runtime goes on.
-pub async fn wait_status_async(
-    mut child: std::process::Child,
-    within: Duration,
-    what: &'static str,
-) -> std::process::ExitStatus {
-    tokio::task::spawn_blocking(move || wait_status(&mut child, within, what))
-        .await
-        .expect("the waiting thread")
+/// The value of `key` in a set-up script's `KEY=VALUE` lines ([`setup_script`]).
+pub fn setup_value(text: &str, key: &str) -> PathBuf {
+    let value = text
+        .lines()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix('='));
+    PathBuf::from(value.unwrap_or_else(|| panic!("no {key} in {text}")))
 }
