@@ -149,7 +149,7 @@ pub enum LedgerError {
 ///
 /// [`LedgerError::Read`] when the file exists but cannot be read;
 /// [`LedgerError::Damaged`] when a line is not a ledger line for another reason than
-/// being cut short (not JSON, or another shape), or holds a negative or non-finite cost,
+/// being cut short (not JSON, or another shape), or holds a negative, non-finite or absurd cost,
 /// rate or duration.
 pub fn read(path: &Path) -> Result<(Vec<LedgerLine>, Vec<SkippedLine>), LedgerError> {
     let bytes = match std::fs::read(path) {
@@ -203,9 +203,12 @@ pub fn read(path: &Path) -> Result<(Vec<LedgerLine>, Vec<SkippedLine>), LedgerEr
     Ok((lines, skipped))
 }
 
-/// Why `line` cannot be a spend: a negative or non-finite figure.
+/// Why `line` cannot be a spend: a negative, non-finite or absurd (over a billion USD)
+/// figure.
 fn implausible(line: &LedgerLine) -> Option<String> {
-    let bad = |value: f64| !value.is_finite() || value < 0.0;
+    // No one line spends this much: past it the sums would overflow to infinity.
+    const MAX_USD: f64 = 1e9;
+    let bad = |value: f64| !(0.0..=MAX_USD).contains(&value);
     match line {
         LedgerLine::Request(request) => request
             .cost_usd
@@ -287,6 +290,7 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let good = serde_json::to_string(&request(Some(0.25))).unwrap();
         let negative = serde_json::to_string(&request(Some(-100.0))).unwrap();
+        let huge = serde_json::to_string(&request(Some(1e308))).unwrap();
         let pod = LedgerLine::Pod(PodLine::new(("r1", "pod-1"), 1.8, -60.0, 3600.0, true));
         let pod = serde_json::to_string(&pod).unwrap();
         for (text, line, reason) in [
@@ -298,6 +302,7 @@ mod tests {
                 "a request costing -100 USD",
             ),
             (format!("{pod}\n"), 1, "a pod line with `cost_usd` -"),
+            (format!("{huge}\n"), 1, "a request costing 100000000000"),
         ] {
             std::fs::write(&path, &text).unwrap();
             let error = read(&path).unwrap_err().to_string();
