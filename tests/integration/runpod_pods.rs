@@ -207,6 +207,17 @@ impl PodRunner {
             .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"))
     }
 
+    /// Caps pod `id`'s container at `cpus` cores through its cgroup, or at every core of
+    /// this machine for `None` (this Podman cannot lift a quota: 0 and -1 keep it).
+    pub fn limit_cpus(&self, id: &str, cpus: Option<f64>) -> Result<(), String> {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let cpus = cpus.map_or_else(|| cores.to_string(), |c| c.to_string());
+        run(self
+            .podman()
+            .args(["update", "--cpus", &cpus, &self.name(id)]))
+        .map(|_| ())
+    }
+
     /// Removes pod `id`'s container.
     pub fn remove(&self, id: &str) -> Result<(), String> {
         self.remove_container(&self.name(id))

@@ -13,6 +13,11 @@
 //! pod's side (training lines, the request on the pod) rather than for a time where it
 //! can; it has a project name of its own. A stall is a `SIGSTOP` of the trainer's
 //! processes inside the pod.
+//!
+//! A pod trains on one whole core, and these tests' rules keep it training for minutes:
+//! once its job trains, a test caps the pod's container at [`THROTTLED`] cores until the
+//! part it asserts on (a snapshot, a stop) comes, so the machine's cores serve the other
+//! tests meanwhile (issue 31). Training lines go on arriving, only slower.
 
 use std::time::{Duration, SystemTime};
 
@@ -49,6 +54,9 @@ async fn rules_project(name: &str, max_steps: u32, target: &str, second_ms: u64)
     }
     project
 }
+
+/// The cores a pod's container keeps while its job only has to go on training.
+const THROTTLED: f64 = 0.25;
 
 /// One rule minute at `second_ms`.
 fn minutes(second_ms: u64, n: u64) -> Duration {
@@ -144,6 +152,46 @@ fn wait_for_steps(project: &PodProject, id: &str) {
     });
 }
 
+/// Runs `train --target pod` and `extra` to its end. Once its job trains, the pod is
+/// capped at [`THROTTLED`] cores, until a rule minute before its cost snapshot.
+fn train_throttled(project: &PodProject, extra: &[&str], second_ms: u64) -> std::process::Output {
+    let mut args = vec!["train", "--target", "pod"];
+    args.extend_from_slice(extra);
+    let mut child = project.training.spawn(&args);
+    // The pod capped, and when to give it its cores back.
+    let mut capped: Option<(String, SystemTime)> = None;
+    let mut lifted = false;
+    crate::util::poll(crate::training::DEADLINE, "the end of train", || {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Ok(status);
+        }
+        match &capped {
+            None => {
+                let id = project.training.run_ids().into_iter().next();
+                let trains = id.is_some_and(|id| {
+                    project.training.record(&id)["last_step"]
+                        .as_u64()
+                        .is_some_and(|s| s >= 1)
+                });
+                let pod = pod_state(project).filter(|p| p["cost_snapshot_at"].is_string());
+                if let (true, Some(pod)) = (trains, pod) {
+                    let lift_at = time_of(&pod, "cost_snapshot_at") - minutes(second_ms, 1);
+                    let id = pod["pod_id"].as_str().unwrap().to_owned();
+                    project.standin.limit_cpus(&id, Some(THROTTLED));
+                    capped = Some((id, lift_at));
+                }
+            }
+            Some((pod, lift_at)) if !lifted && SystemTime::now() >= *lift_at => {
+                project.standin.limit_cpus(pod, None);
+                lifted = true;
+            }
+            Some(_) => {}
+        }
+        Err(capped.is_some())
+    });
+    crate::training::finish(child)
+}
+
 /// Starts `train --resume-from from --target local`, waits for its first training line
 /// to be the step after `step` (it resumed from the checkpoint), then cancels it.
 fn resumes_locally(project: &PodProject, from: &str, step: u64) {
@@ -196,6 +244,9 @@ async fn runpod_an_unfollowed_job_past_max_hours_gets_its_deadline_snapshot_whic
         // deadline: the lease it leaves lapses by the time of the deadline snapshot
         // (15 minutes before the deadline), which then has its 15 minutes (POD-40).
         wait_for_steps(&project, &id);
+        project
+            .standin
+            .limit_cpus(&pod_id(&project), Some(THROTTLED));
         wait_until(
             "25 minutes before the deadline",
             deadline - minutes(SECOND_MS, 25),
@@ -220,6 +271,7 @@ async fn runpod_an_unfollowed_job_past_max_hours_gets_its_deadline_snapshot_whic
     });
     assert_eq!(request.trim(), "deadline");
     assert!(listed(&project, &pod), "the pod went before its snapshot");
+    project.standin.limit_cpus(&pod, None);
     // `train attach` follows the job to its snapshot, checks it on the pod, retrieves it
     // and deletes the pod.
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
@@ -264,7 +316,7 @@ async fn runpod_max_cost_usd_gives_the_cost_snapshot_collected_while_following_a
     // USD 0.5 lasts 40.5 rule minutes (243 s); the snapshot comes 15 before (POD-41).
     const SECOND_MS: u64 = 100;
     let project = rules_project("cost", 6000, "max_cost_usd = 0.5", SECOND_MS).await;
-    let output = overbrainer(&project.training, &["train", "--target", "pod"]).await;
+    let output = tokio::task::block_in_place(|| train_throttled(&project, &[], SECOND_MS));
     let all = text(&output);
     let id = project.training.run_ids().remove(0);
     let record = project.training.record(&id);
@@ -320,11 +372,8 @@ async fn runpod_a_pod_gets_what_remains_of_the_budget_as_its_cost_cap_and_its_li
         "{all}"
     );
     assert!(project.standin.state().pods.is_empty(), "a pod was made");
-    let output = overbrainer(
-        &project.training,
-        &["train", "--target", "pod", "--over-budget"],
-    )
-    .await;
+    let output =
+        tokio::task::block_in_place(|| train_throttled(&project, &["--over-budget"], SECOND_MS));
     let all = text(&output);
     let id = project.training.run_ids().remove(0);
     let record = project.training.record(&id);
@@ -438,6 +487,7 @@ async fn runpod_a_lease_held_while_training_lines_arrive_keeps_a_pod_past_its_de
     // tick more pass: the pod would be gone by now without the lease.
     tokio::task::block_in_place(|| {
         wait_for_steps(&project, &id);
+        project.standin.limit_cpus(&pod, Some(THROTTLED));
         wait_until(
             "the deadline, its window and the guard",
             deadline + minutes(SECOND_MS, 15 + 5 + 2),
@@ -463,6 +513,7 @@ async fn runpod_a_lease_held_while_training_lines_arrive_keeps_a_pod_past_its_de
     let log = pod_file(&project, &pod, &id, ".pod/watchdog.log").unwrap();
     assert!(log.contains("(lease fresh: 1)"), "{log}");
     // `train stop` ends it: collected, and the pod deleted.
+    project.standin.limit_cpus(&pod, None);
     let stop = overbrainer(&project.training, &["train", "stop", &id]).await;
     assert!(stop.status.success(), "{}", text(&stop));
     let output = tokio::task::block_in_place(|| crate::training::finish(child));

@@ -223,6 +223,18 @@ impl Standin {
         runner.exec(id, script)
     }
 
+    /// Caps real pod `id` at `cpus` cores (`None`: every core), as [`PodRunner::limit_cpus`].
+    pub fn limit_cpus(&self, id: &str, cpus: Option<f64>) {
+        let runner = self
+            .state()
+            .runner
+            .clone()
+            .expect("a stand-in with real pods");
+        runner
+            .limit_cpus(id, cpus)
+            .unwrap_or_else(|e| panic!("cannot cap pod {id}'s cores: {e}"));
+    }
+
     /// The state, to read or to set faults.
     pub fn state(&self) -> MutexGuard<'_, State> {
         self.state
