@@ -1,7 +1,8 @@
 //! Training runs on a `slurm` target with real Axolotl on the CPU inside Slurm jobs of
-//! the test's single-node cluster (issue 19, cases 1, 2, 3, 5, 6), the login node this
-//! machine or the test's `sshd`; and the refusals made before any job (bad
-//! `extra_sbatch`, `nodes = 0`, a partition `sinfo` does not list).
+//! the test's single-node cluster (issue 19, cases 1, 2, 3, 5, 6; issue 33, a queued job
+//! is `pending`, never stalled), the login node this machine or the test's `sshd`; and
+//! the refusals made before any job (bad `extra_sbatch`, `nodes = 0`, a partition
+//! `sinfo` does not list).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -166,8 +167,7 @@ const PENDING_FIRST_STEP_MINUTES: u64 = 6;
 // the run is `pending` with the scheduler's reason all that time (`run.json`, `runs
 // ls`), never stalled nor cancelled, and once the node is resumed it starts and trains.
 #[test]
-fn a_run_on_a_drained_node_is_pending_with_the_reason_past_the_stall_bound_and_starts_on_resume()
-{
+fn a_run_on_a_drained_node_is_pending_with_the_reason_past_the_stall_bound_and_starts_on_resume() {
     let _turn = cluster().lock();
     let mut training = slurm_training(&setup(), "");
     let config = training.project.read("overbrainer.toml");
@@ -202,20 +202,27 @@ fn a_run_on_a_drained_node_is_pending_with_the_reason_past_the_stall_bound_and_s
     });
     // The first-step bound and a margin pass while the job waits: never a stall.
     let queued = Instant::now();
-    poll(DEADLINE, "the first-step bound to pass in the queue", || {
-        let record = training.record(&id);
-        assert!(record["stalled"].is_null(), "a queued job stalled: {record}");
-        let state = record["state"].as_str().unwrap_or_default().to_owned();
-        assert!(
-            state == "pending" || state == "running",
-            "the queued run is {state}: {record}"
-        );
-        if queued.elapsed() > first_step + Duration::from_secs(20) {
-            Ok(())
-        } else {
-            Err(record)
-        }
-    });
+    poll(
+        DEADLINE,
+        "the first-step bound to pass in the queue",
+        || {
+            let record = training.record(&id);
+            assert!(
+                record["stalled"].is_null(),
+                "a queued job stalled: {record}"
+            );
+            let state = record["state"].as_str().unwrap_or_default().to_owned();
+            assert!(
+                state == "pending" || state == "running",
+                "the queued run is {state}: {record}"
+            );
+            if queued.elapsed() > first_step + Duration::from_secs(20) {
+                Ok(())
+            } else {
+                Err(record)
+            }
+        },
+    );
     assert!(cluster().job(job).contains("JobState=PENDING"));
     let record = training.record(&id);
     assert_eq!(record["state"], "pending", "{record}");
