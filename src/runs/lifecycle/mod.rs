@@ -117,6 +117,8 @@ pub struct RunState {
     stall: Detector,
     /// This follower cancelled the job for a stall (`on_stall = "cancel"`).
     stall_cancel: bool,
+    /// The scheduler's word on the queued job this follower last sent (issue 33).
+    queue_said: Option<String>,
 }
 
 impl RunState {
@@ -143,6 +145,7 @@ impl RunState {
             began: SystemTime::UNIX_EPOCH,
             stall: Detector::new(rules.stall),
             stall_cancel: false,
+            queue_said: None,
         }
     }
 

@@ -13,26 +13,28 @@ use crate::runs::record::State;
 /// `running`.
 pub(super) fn polled(state: &mut RunState, queued: Option<String>, fx: &mut Vec<Effect>) {
     let record = &mut state.record;
-    match queued {
-        Some(note) => {
-            // No silence counts while the job waits; a requeued job starts afresh.
-            state.stall.queued();
-            if record.state == State::Pending && record.message.as_ref() == Some(&note) {
-                return;
-            }
-            record.state = State::Pending;
-            record.message = Some(note.clone());
-            record.set_summary(&state.summary);
-            fx.push(Effect::Save);
-            fx.push(Effect::Emit(RunEvent::Pending(note)));
-        }
-        None if record.state == State::Pending => {
+    let Some(note) = queued else {
+        state.queue_said = None;
+        if record.state == State::Pending {
             record.state = State::Running;
             record.message = None;
             record.set_summary(&state.summary);
             fx.push(Effect::Save);
             fx.push(Effect::Emit(RunEvent::Started));
         }
-        None => {}
+        return;
+    };
+    // No silence counts while the job waits; a requeued job starts afresh.
+    state.stall.queued();
+    if record.state != State::Pending || record.message.as_ref() != Some(&note) {
+        record.state = State::Pending;
+        record.message = Some(note.clone());
+        record.set_summary(&state.summary);
+        fx.push(Effect::Save);
+    }
+    // Said once by each follower (a `train attach` of a pending run too).
+    if state.queue_said.as_ref() != Some(&note) {
+        state.queue_said = Some(note.clone());
+        fx.push(Effect::Emit(RunEvent::Pending(note)));
     }
 }

@@ -267,6 +267,37 @@ fn rows() -> Vec<Row> {
             step: Step::Following,
         },
         Row {
+            name: "a follower attached to a pending run says so once and saves nothing new",
+            state: {
+                let mut record = record(State::Pending);
+                record.message = Some("pending on Slurm (Resources)".into());
+                let mut state = RunState::new(record, Rules::default(), false);
+                let _ = handle(&mut state, queued_poll(0, "Resources"));
+                state
+            },
+            event: queued_poll(1, "Resources"),
+            effects: &["wait"],
+            after: (State::Pending, Some("pending on Slurm (Resources)")),
+            step: Step::Following,
+        },
+        Row {
+            name: "an attach to a pending run: its first poll says it is pending, no save",
+            state: {
+                let mut record = record(State::Pending);
+                record.message = Some("pending on Slurm (Resources)".into());
+                RunState::new(record, Rules::default(), false)
+            },
+            event: queued_poll(0, "Resources"),
+            effects: &[
+                "pending: pending on Slurm (Resources)",
+                "probe",
+                "check request",
+                "wait",
+            ],
+            after: (State::Pending, Some("pending on Slurm (Resources)")),
+            step: Step::Following,
+        },
+        Row {
             name: "a queued job that ended is drained, whatever the queue said",
             state: queued(),
             event: Event::Polled {
