@@ -300,7 +300,18 @@ fn a_cancelled_slurm_run_leaves_no_process_of_its_job() {
         "{record}\n{}",
         output_text(&output)
     );
-    assert_eq!(marked(&dir), Vec::<u32>::new());
+    let left: Vec<String> = marked(&dir)
+        .into_iter()
+        .map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            format!(
+                "{pid} {} [{stat}]",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            )
+        })
+        .collect();
+    assert!(left.is_empty(), "left: {left:?}\n{}", output_text(&output));
     assert!(dir.join("cancelled").exists());
     assert!(
         cluster()
