@@ -98,7 +98,7 @@ impl SchedulerJob {
 
     /// The scheduler's word on a job that waits in its queue (`pending on Slurm
     /// (reason)`); `None` once it was allocated or ended. A waiting job counts as
-    /// running for the executor ([`combine`]), but a run shows it `pending` and starts
+    /// running for the executor (`combine`), but a run shows it `pending` and starts
     /// no stall clock for it (issue 33).
     #[must_use]
     pub fn queued(&self) -> Option<String> {
