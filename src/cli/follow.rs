@@ -174,6 +174,12 @@ impl Renderer {
             RunEvent::JobLog(line) => tracing::debug!(target: "overbrainer::job", "{line}"),
             RunEvent::Pod(notice) => self.line(&pod_text(&notice)),
             RunEvent::Scheduler(note) => self.line(&format!("slurm: {note}")),
+            RunEvent::Pending(note) => self.line(&format!(
+                "train: {note}; no stall clock runs until the job starts"
+            )),
+            RunEvent::Started => {
+                self.line("train: the job left the queue and runs");
+            }
             RunEvent::Warning(warning) => {
                 let message = warning_text(&warning);
                 if let Some(bar) = &self.bar {

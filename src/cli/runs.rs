@@ -132,7 +132,9 @@ fn table(records: &[RunRecord], pods: &[Option<PodRecord>]) -> String {
         if let Some(stalled) = &record.stalled {
             notes.push(stalled_note(stalled));
         }
-        if record.state == State::Running {
+        // A running run's message says its results are pending retrieval; a pending
+        // run's gives the scheduler's reason (issue 33).
+        if matches!(record.state, State::Running | State::Pending) {
             if let Some(message) = &record.message {
                 notes.push(message.clone());
             }

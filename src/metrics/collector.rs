@@ -385,7 +385,9 @@ impl Metrics {
             | RunEvent::JobLog(_)
             | RunEvent::Warning(_)
             | RunEvent::Pod(_)
-            | RunEvent::Scheduler(_) => {}
+            | RunEvent::Scheduler(_)
+            | RunEvent::Pending(_)
+            | RunEvent::Started => {}
         }
     }
 

@@ -210,9 +210,13 @@ impl<'a> Driver<'a> {
             }
             other => other,
         };
-        if let AnyExecutor::Slurm(slurm) = self.executor {
+        let mut queued = None;
+        if let (AnyExecutor::Slurm(slurm), Ok(_)) = (self.executor, &status) {
+            // A wait in the queue goes to the machine, which records the run `pending`
+            // (issue 33); the scheduler's other words are sent from here.
+            queued = slurm.last_queued();
             let note = slurm.last_note();
-            if note.is_some() && note != self.scheduler_note {
+            if queued.is_none() && note.is_some() && note != self.scheduler_note {
                 emit(
                     self.events,
                     super::RunEvent::Scheduler(note.clone().unwrap_or_default()),
@@ -225,6 +229,7 @@ impl<'a> Driver<'a> {
             metrics,
             log,
             status,
+            queued,
         }
     }
 

@@ -63,10 +63,12 @@ pub fn plan(run_id: &str, state: State, merge: bool, merge_job: Option<JobStatus
         State::Succeeded if merge => Plan::Refuse(Refusal::AlreadyMerged {
             run_id: run_id.to_owned(),
         }),
-        State::Starting | State::Running => Plan::Refuse(Refusal::MergeOfLiveRun {
-            run_id: run_id.to_owned(),
-            state,
-        }),
+        State::Starting | State::Pending | State::Running => {
+            Plan::Refuse(Refusal::MergeOfLiveRun {
+                run_id: run_id.to_owned(),
+                state,
+            })
+        }
         _ => Plan::Refuse(Refusal::NotMergeFailed {
             run_id: run_id.to_owned(),
             state,
@@ -362,6 +364,7 @@ mod tests {
             (State::Succeeded, true, "already merged"),
             (State::Succeeded, false, "succeeded without a merge"),
             (State::Running, true, "`overbrainer train attach r_1`"),
+            (State::Pending, true, "is pending"),
             (State::Starting, true, "is starting"),
             (State::Failed, true, "is failed"),
             (State::Stopped, true, "is stopped"),

@@ -81,9 +81,18 @@ pub enum RunEvent {
     Warning(RunWarning),
     /// What the run's pod went through (a `runpod` target).
     Pod(crate::runpod::lifecycle::Notice),
-    /// What the scheduler says of the run's job (a `slurm` target, issue 19): pending
-    /// and its reason, or why it ended the job; sent when it changes.
+    /// What the scheduler says of the run's job (a `slurm` target, issue 19) beyond its
+    /// queue: why it ended the job; sent when it changes. A wait in the queue is
+    /// [`RunEvent::Pending`].
     Scheduler(String),
+    /// The run is `pending`: its job waits in the scheduler's queue (a `slurm` target,
+    /// issue 33), with the scheduler's word on why (`pending on Slurm (Resources)`);
+    /// sent when the run becomes pending and when that word changes, after `run.json`
+    /// says so. No stall clock runs while it waits.
+    Pending(String),
+    /// The run's job left the scheduler's queue: the run is `running` (saved in
+    /// `run.json`), and its stall clocks start now.
+    Started,
 }
 
 /// Sender of [`RunEvent`]s.

@@ -30,6 +30,10 @@ fn canonical(runs_dir: &Path) -> String {
 pub enum State {
     /// Directory created, job not yet running.
     Starting,
+    /// The job was submitted and waits in the scheduler's queue (a `slurm` target):
+    /// `message` gives the scheduler's reason. No stall clock runs until it starts
+    /// (issue 33) \[design\].
+    Pending,
     /// Job started (or ended, results pending retrieval).
     Running,
     /// Job exited 0 with metrics; results retrieved and verified.
@@ -62,6 +66,7 @@ impl State {
     pub fn name(self) -> &'static str {
         match self {
             Self::Starting => "starting",
+            Self::Pending => "pending",
             Self::Running => "running",
             Self::Succeeded => "succeeded",
             Self::Failed => "failed",
@@ -510,6 +515,18 @@ mod tests {
         assert!(text.contains("\"state\":\"merge_failed\""), "{text}");
         assert_eq!(serde_json::from_str::<RunRecord>(&text).unwrap(), r);
         assert_eq!(State::MergeFailed.name(), "merge_failed");
+    }
+
+    #[test]
+    fn pending_is_a_live_state_recorded_by_its_name() {
+        let mut r = record("a", "2026-01-01T00:00:00Z");
+        r.state = State::Pending;
+        r.message = Some("pending on Slurm (Resources)".into());
+        assert!(!r.state.is_terminal());
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"state\":\"pending\""), "{text}");
+        assert_eq!(serde_json::from_str::<RunRecord>(&text).unwrap(), r);
+        assert_eq!(State::Pending.name(), "pending");
     }
 
     #[test]

@@ -265,7 +265,7 @@ pub enum Refusal {
         /// The run.
         run_id: String,
     },
-    /// `train merge` of a run still starting or running.
+    /// `train merge` of a run still starting, pending or running.
     #[error(
         "run `{run_id}` is {}: only a run whose merge failed (`merge_failed`) is merged again; `overbrainer train attach {run_id}` follows it",
         state.name()

@@ -8,7 +8,10 @@
 //! else the larger of 10 minutes and 20 times the median step time seen so far. Before
 //! the first step the bound is `stall_first_step_minutes` (model loading, compilation),
 //! counted from the job's `train` stage line or from the first tick that saw the job
-//! alive; until two steps give a step time, the larger of that and the 10 minutes.
+//! alive; until two steps give a step time, the larger of that and the 10 minutes. A job
+//! that waits in a scheduler's queue (a pending Slurm job) is not alive yet: no silence
+//! counts while it waits, and a job put back in the queue starts its silence afresh
+//! when it runs again (issue 33).
 //! Step times are the differences of consecutive `train` lines' `ts` (the job's own
 //! clock), so a follower that attaches late and reads the whole file at once knows them;
 //! silences are measured on the follower's clock. Only the training loop is watched:
@@ -258,6 +261,15 @@ impl Detector {
             return Some(Change::Resumed(step));
         }
         None
+    }
+
+    /// The job waits in a scheduler's queue (issue 33): no silence counts until a tick
+    /// sees it alive, so a job put back in the queue after it ran (a requeue) starts
+    /// its silence afresh then. Nothing is declared while it waits.
+    pub fn queued(&mut self) {
+        if self.watch != Watch::Over {
+            self.since = None;
+        }
     }
 
     /// The clock at `at`, with whether the job's process group lives: a stall once the

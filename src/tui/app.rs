@@ -378,6 +378,10 @@ impl App {
         if let (true, Some(id)) = (entry.following, entry.run.clone()) {
             self.training.apply(&id, event);
         }
+        // The run went `pending` or `running` (issue 33): `run.json` says so already.
+        if matches!(event, RunEvent::Pending(_) | RunEvent::Started) {
+            return vec![Work::ReadRuns];
+        }
         Vec::new()
     }
 

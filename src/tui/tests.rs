@@ -72,6 +72,16 @@ fn running(id: &str) -> RunRecord {
     run
 }
 
+/// A Slurm run whose job waits in the queue of a drained node (issue 33).
+fn pending(id: &str) -> RunRecord {
+    let mut run = fixture(id, State::Pending);
+    run.job = Some(
+        serde_json::from_value(serde_json::json!({"dir": "/runs/r", "slurm_job": 7})).unwrap(),
+    );
+    run.message = Some("pending on Slurm (Nodes required for job are DOWN, DRAINED)".to_owned());
+    run
+}
+
 fn stopped(id: &str) -> RunRecord {
     let mut run = fixture(id, State::Stopped);
     run.last_step = Some(6);
@@ -474,6 +484,69 @@ fn a_replayed_follow_draws_each_step_and_evaluation_once() {
 }
 
 // --- screens ---
+
+#[test]
+fn a_pending_run_is_stopped_cancelled_and_followed_as_a_running_one() {
+    let mut view = super::views::training::TrainingView::new(
+        super::theme::Theme::new(false),
+        Ok(start_lines()),
+    );
+    view.set_runs(vec![pending("r-pending")]);
+    assert!(
+        matches!(view.handle_key(ch('s')), Some(Action::Ask(d)) if *d.yes == Action::Stop("r-pending".into()))
+    );
+    assert!(
+        matches!(view.handle_key(ch('c')), Some(Action::Ask(d)) if *d.yes == Action::Cancel("r-pending".into()))
+    );
+    assert_eq!(
+        view.handle_key(ch('a')),
+        Some(Action::Attach("r-pending".into()))
+    );
+}
+
+#[test]
+fn a_followed_run_going_pending_or_running_reads_the_runs_again() {
+    let mut app = app();
+    let work = app.apply(Action::Start { resume_from: None });
+    let [Work::Task { task, .. }] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    let task = *task;
+    let run = |event: RunEvent| FlowEvent::Run {
+        task,
+        event: Box::new(event),
+    };
+    app.on_flow(run(RunEvent::Following {
+        run_id: "r-pending".to_owned(),
+        target: "cluster".to_owned(),
+    }));
+    let work = app.on_flow(run(RunEvent::Pending(
+        "pending on Slurm (Resources)".to_owned(),
+    )));
+    assert!(matches!(work.as_slice(), [Work::ReadRuns]), "{work:?}");
+    let work = app.on_flow(run(RunEvent::Started));
+    assert!(matches!(work.as_slice(), [Work::ReadRuns]), "{work:?}");
+}
+
+#[test]
+fn training_view_pending_run_snapshots() {
+    let mut app = app();
+    with_runs(
+        &mut app,
+        vec![
+            stopped("20260101T000000Z-a1b2"),
+            pending("20260103T000000Z-e5f6"),
+        ],
+    );
+    app.handle_key(ch('4'));
+    let shown = screen(&app, 120, 40);
+    assert!(shown.contains("pending"), "{shown}");
+    assert!(
+        shown.contains("pending on Slurm (Nodes required"),
+        "{shown}"
+    );
+    snapshot_both("training_pending", &app);
+}
 
 #[test]
 fn project_view_snapshots() {

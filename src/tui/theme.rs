@@ -86,7 +86,7 @@ impl Theme {
         match state {
             State::Succeeded => self.ok(),
             State::Failed | State::MergeFailed => self.error(),
-            State::Running | State::Starting => self.warn(),
+            State::Running | State::Pending | State::Starting => self.warn(),
             State::Cancelled | State::Stopped => self.dim(),
         }
     }

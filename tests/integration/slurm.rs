@@ -202,14 +202,17 @@ async fn a_job_on_a_drained_node_is_pending_with_the_reason_and_starts_on_resume
     let note = note.ok_or("no note")?;
     assert!(note.starts_with("pending on Slurm ("), "{note}");
     assert!(note.len() > "pending on Slurm ()".len(), "{note}");
-    // Pending keeps the executor's contract: the job is not finished.
+    // Pending keeps the executor's contract: the job is not finished. The status says
+    // it waits in the queue beside it (issue 33), and no longer once it ended.
     assert_eq!(executor.status(&id).await?, JobStatus::Running);
+    assert_eq!(executor.last_queued().as_deref(), Some(note.as_str()));
     assert!(!Path::new(&id.dir).join(JOB_LOG).exists());
     cluster().command(
         "scontrol",
         &["update", "nodename=localhost", "state=resume"],
     );
     wait_for(&executor, &id, JobStatus::Exited(0)).await;
+    assert_eq!(executor.last_queued(), None);
     assert_eq!(
         std::fs::read_to_string(Path::new(&id.dir).join(JOB_LOG))?,
         "started\n"

@@ -1,11 +1,13 @@
 //! Training runs on a `slurm` target with real Axolotl on the CPU inside Slurm jobs of
-//! the test's single-node cluster (issue 19, cases 1, 2, 3, 5, 6), the login node this
-//! machine or the test's `sshd`; and the refusals made before any job (bad
-//! `extra_sbatch`, `nodes = 0`, a partition `sinfo` does not list).
+//! the test's single-node cluster (issue 19, cases 1, 2, 3, 5, 6; issue 33, a queued job
+//! is `pending`, never stalled), the login node this machine or the test's `sshd`; and
+//! the refusals made before any job (bad `extra_sbatch`, `nodes = 0`, a partition
+//! `sinfo` does not list).
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Child;
+use std::time::{Duration, Instant};
 
 use overbrainer::exec::RUN_MARKER_VAR;
 
@@ -153,11 +155,36 @@ fn a_slurm_run_submitted_through_a_login_node_over_ssh_succeeds() {
     assert!(slurm_job(&training, id) > 0);
 }
 
-// Case 2.
+/// One rule second of the pending test, in milliseconds: one rule minute is 15 s.
+const PENDING_SECOND_MS: u64 = 250;
+
+/// The pending test's `training.stall_first_step_minutes`: 90 s on its clock, more than
+/// twice what real Axolotl takes here from the job's start to its first step.
+const PENDING_FIRST_STEP_MINUTES: u64 = 6;
+
+// Case 2, and issue 33 (defect 1): a job waiting in the queue is no stalled job. The
+// node stays drained for longer than the first-step bound under `on_stall = "cancel"`:
+// the run is `pending` with the scheduler's reason all that time (`run.json`, `runs
+// ls`), never stalled nor cancelled, and once the node is resumed it starts and trains.
 #[test]
-fn a_run_on_a_drained_node_shows_pending_with_the_reason_and_starts_on_resume() {
+fn a_run_on_a_drained_node_is_pending_with_the_reason_past_the_stall_bound_and_starts_on_resume() {
     let _turn = cluster().lock();
-    let training = slurm_training(&setup(), "");
+    let mut training = slurm_training(&setup(), "");
+    let config = training.project.read("overbrainer.toml");
+    let config = config.replacen(
+        "merge = false\n",
+        &format!(
+            "merge = false\non_stall = \"cancel\"\nstall_first_step_minutes = {PENDING_FIRST_STEP_MINUTES}\n"
+        ),
+        1,
+    );
+    assert!(config.contains("on_stall = \"cancel\""), "{config}");
+    training.project.write("overbrainer.toml", &config);
+    training.extra_env.push((
+        "OVERBRAINER_TEST_SECOND_MS".into(),
+        PENDING_SECOND_MS.to_string(),
+    ));
+    let first_step = Duration::from_millis(PENDING_SECOND_MS * 60 * PENDING_FIRST_STEP_MINUTES);
     cluster().command(
         "scontrol",
         &["update", "nodename=localhost", "state=drain", "reason=test"],
@@ -173,7 +200,42 @@ fn a_run_on_a_drained_node_shows_pending_with_the_reason_and_starts_on_resume() 
             Err(shown)
         }
     });
-    assert_eq!(training.record(&id)["state"], "running");
+    // The first-step bound and a margin pass while the job waits: never a stall.
+    let queued = Instant::now();
+    poll(
+        DEADLINE,
+        "the first-step bound to pass in the queue",
+        || {
+            let record = training.record(&id);
+            assert!(
+                record["stalled"].is_null(),
+                "a queued job stalled: {record}"
+            );
+            let state = record["state"].as_str().unwrap_or_default().to_owned();
+            assert!(
+                state == "pending" || state == "running",
+                "the queued run is {state}: {record}"
+            );
+            if queued.elapsed() > first_step + Duration::from_secs(20) {
+                Ok(())
+            } else {
+                Err(record)
+            }
+        },
+    );
+    assert!(cluster().job(job).contains("JobState=PENDING"));
+    let record = training.record(&id);
+    assert_eq!(record["state"], "pending", "{record}");
+    let message = record["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("pending on Slurm ("), "{record}");
+    let ls = training.cmd().args(["runs", "ls"]).output().unwrap();
+    let listing = String::from_utf8_lossy(&ls.stdout).into_owned();
+    assert!(
+        listing.lines().any(|line| line.starts_with(id.as_str())
+            && line.contains(" pending ")
+            && line.contains("pending on Slurm (")),
+        "{listing}"
+    );
     cluster().command(
         "scontrol",
         &["update", "nodename=localhost", "state=resume"],
@@ -181,8 +243,10 @@ fn a_run_on_a_drained_node_shows_pending_with_the_reason_and_starts_on_resume() 
     let output = finish(follower);
     let text = output_text(&output);
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("slurm: pending on Slurm ("), "{text}");
+    assert!(text.contains("train: pending on Slurm ("), "{text}");
+    assert!(text.contains("train: the job left the queue"), "{text}");
     assert_trained(&training, &id);
+    assert!(training.record(&id)["stalled"].is_null());
 }
 
 /// Processes whose environment holds the run marker of the job in `dir`.
@@ -236,7 +300,18 @@ fn a_cancelled_slurm_run_leaves_no_process_of_its_job() {
         "{record}\n{}",
         output_text(&output)
     );
-    assert_eq!(marked(&dir), Vec::<u32>::new());
+    let left: Vec<String> = marked(&dir)
+        .into_iter()
+        .map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            format!(
+                "{pid} {} [{stat}]",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            )
+        })
+        .collect();
+    assert!(left.is_empty(), "left: {left:?}\n{}", output_text(&output));
     assert!(dir.join("cancelled").exists());
     assert!(
         cluster()

@@ -48,6 +48,9 @@ pub struct SlurmExecutor {
     options: SlurmOptions,
     /// The scheduler's note at the last [`Executor::status`].
     last_note: std::sync::Mutex<Option<String>>,
+    /// Whether the last [`Executor::status`] found the job waiting in the queue, with
+    /// the scheduler's word on why.
+    last_queued: std::sync::Mutex<Option<String>>,
 }
 
 impl SlurmExecutor {
@@ -58,6 +61,7 @@ impl SlurmExecutor {
             login,
             options,
             last_note: std::sync::Mutex::new(None),
+            last_queued: std::sync::Mutex::new(None),
         }
     }
 
@@ -67,6 +71,19 @@ impl SlurmExecutor {
     #[must_use]
     pub fn last_note(&self) -> Option<String> {
         self.last_note
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The scheduler's word on the job as the last [`Executor::status`] found it
+    /// waiting in the queue ([`SchedulerJob::queued`], `pending on Slurm (reason)`);
+    /// `None` when it ran, ended, or the scheduler did not say. [`Executor::status`]
+    /// reads such a job as running (the executor's contract knows no queue); a
+    /// follower records the run `pending` and starts no stall clock (issue 33).
+    #[must_use]
+    pub fn last_queued(&self) -> Option<String> {
+        self.last_queued
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -208,6 +225,13 @@ impl Executor for SlurmExecutor {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = known.note();
         }
+        *self
+            .last_queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = match &scheduler {
+            Scheduler::Known(known) => known.queued(),
+            Scheduler::Forgotten | Scheduler::Unreachable(_) => None,
+        };
         state::combine(&scheduler, &markers).ok_or_else(|| ExecError::Command {
             action: "status",
             message: match scheduler {

@@ -96,6 +96,18 @@ impl SchedulerJob {
         })
     }
 
+    /// The scheduler's word on a job that waits in its queue (`pending on Slurm
+    /// (reason)`); `None` once it was allocated or ended. A waiting job counts as
+    /// running for the executor (`combine`), but a run shows it `pending` and starts
+    /// no stall clock for it (issue 33).
+    #[must_use]
+    pub fn queued(&self) -> Option<String> {
+        match self.state {
+            SchedulerState::Pending => self.note(),
+            _ => None,
+        }
+    }
+
     /// What a run says of this job beyond its status: why it waits, or why the
     /// scheduler ended it. `None` for a job running, completed, cancelled or failed
     /// (its exit code says it).
@@ -334,7 +346,15 @@ mod tests {
             let job = SchedulerJob::parse(line).unwrap();
             assert_eq!(job.state, state, "{line}");
             assert_eq!(job.note().as_deref(), note, "{line}");
+            // Only a pending job waits in the queue.
+            assert_eq!(job.queued(), None, "{line}");
         }
+        assert_eq!(
+            SchedulerJob::parse(PENDING).unwrap().queued().as_deref(),
+            Some(
+                "pending on Slurm (Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions)"
+            )
+        );
         assert_eq!(
             SchedulerJob::parse("JobState=PENDING Reason=Priority")
                 .unwrap()

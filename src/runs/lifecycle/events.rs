@@ -13,7 +13,8 @@ pub enum Event {
     /// The follower begins.
     Began,
     /// One poll of the job: its new metric lines (or why they could not be read), its
-    /// new `job.log` lines and its status (or why it could not be read).
+    /// new `job.log` lines and its status (or why it could not be read), and whether
+    /// it waits in a scheduler's queue.
     Polled {
         /// When.
         at: Duration,
@@ -23,6 +24,10 @@ pub enum Event {
         log: Vec<String>,
         /// The job's status.
         status: Result<JobStatus, String>,
+        /// The scheduler's word on a job that waits in its queue (a pending Slurm job,
+        /// whose status reads running: `pending on Slurm (Resources)`); `None` when the
+        /// job is not queued or the target has no scheduler (issue 33).
+        queued: Option<String>,
     },
     /// A system sample's probe output (SYS-1), at wall-clock time `wall`.
     Sampled {

@@ -7,10 +7,11 @@
 //!
 //! The life: `following` (poll the job about once a second, sample its machine every
 //! 10 s, look for another process's snapshot request every 30 s, cancel a job that
-//! overstays its snapshot request, save the summary every 10 s), then, once the job
-//! ended, `ending` (drain the metrics, read `snapshot.json`, read a cancel's leftovers,
-//! decide the final state with [`super::ending`], retrieve, check a snapshot
-//! checkpoint, point at `job.log`), then `ended` (the record saved in its final state)
+//! overstays its snapshot request, save the summary every 10 s; a job that waits in a
+//! scheduler's queue makes the run `pending` until it runs, without a stall clock),
+//! then, once the job ended, `ending` (drain the metrics, read `snapshot.json`, read a
+//! cancel's leftovers, decide the final state with [`super::ending`], retrieve, check a
+//! snapshot checkpoint, point at `job.log`), then `ended` (the record saved in its final state)
 //! or `detached` (Ctrl-C, or [`Rules::max_failed_reaches`] failed reaches in a row: the
 //! job goes on and `run.json` keeps its state). A retrieval that fails leaves the run
 //! `running`, pending retrieval.
@@ -23,6 +24,7 @@
 //! effects.
 
 mod events;
+mod queue;
 mod rules;
 mod stalls;
 pub mod transitions;
@@ -115,6 +117,8 @@ pub struct RunState {
     stall: Detector,
     /// This follower cancelled the job for a stall (`on_stall = "cancel"`).
     stall_cancel: bool,
+    /// The scheduler's word on the queued job this follower last sent (issue 33).
+    queue_said: Option<String>,
 }
 
 impl RunState {
@@ -141,6 +145,7 @@ impl RunState {
             began: SystemTime::UNIX_EPOCH,
             stall: Detector::new(rules.stall),
             stall_cancel: false,
+            queue_said: None,
         }
     }
 
@@ -182,8 +187,9 @@ pub fn handle(state: &mut RunState, event: Event) -> Vec<Effect> {
                 metrics,
                 log,
                 status,
+                queued,
             },
-        ) => polled(state, at, metrics, log, status, &mut effects),
+        ) => polled(state, at, metrics, log, status, queued, &mut effects),
         (Step::Following, Event::Woke) => effects.push(Effect::Poll),
         (Step::Following, Event::Interrupted) => {
             state.record.set_summary(&state.summary);
@@ -301,6 +307,7 @@ fn polled(
     metrics: Result<Vec<String>, String>,
     log: Vec<String>,
     status: Result<JobStatus, String>,
+    queued: Option<String>,
     effects: &mut Vec<Effect>,
 ) {
     let mut failed = None;
@@ -359,7 +366,12 @@ fn polled(
         effects.push(Effect::Drain);
         return;
     }
-    stalls::tick(state, at, status == Some(JobStatus::Running), effects);
+    let alive = status == Some(JobStatus::Running);
+    // Issue 33: a job waiting in the scheduler's queue is pending, not stalled.
+    let queued = queued.filter(|_| alive);
+    let waiting = queued.is_some();
+    queue::polled(state, queued, effects);
+    stalls::tick(state, at, alive && !waiting, effects);
     let rules = state.rules;
     if at >= state.next_sample {
         state.next_sample = at + rules.sample_interval;

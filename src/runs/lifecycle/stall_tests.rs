@@ -31,6 +31,18 @@ fn poll(at: u64, metrics: Vec<String>, status: JobStatus) -> Event {
         metrics: Ok(metrics),
         log: Vec::new(),
         status: Ok(status),
+        queued: None,
+    }
+}
+
+/// A poll that finds the job waiting in the scheduler's queue.
+fn queued_poll(at: u64) -> Event {
+    Event::Polled {
+        at: Duration::from_secs(at),
+        metrics: Ok(Vec::new()),
+        log: Vec::new(),
+        status: Ok(JobStatus::Running),
+        queued: Some("pending on Slurm (Nodes required for job are DOWN, DRAINED)".into()),
     }
 }
 
@@ -217,4 +229,38 @@ fn a_slow_but_progressing_job_is_never_flagged_and_a_pending_request_owns_the_jo
         !effects.iter().any(|l| l.starts_with("stalled")),
         "{effects:?}"
     );
+}
+
+#[test]
+fn a_job_queued_past_the_first_step_bound_is_pending_not_stalled_and_its_clock_starts_when_it_runs()
+{
+    // Issue 33: `on_stall = "cancel"`, the 30-minute first-step bound, two hours in the
+    // queue, polled every 30 s.
+    let policy = crate::train::stall::Policy {
+        on_stall: OnStall::Cancel,
+        ..Default::default()
+    };
+    let rules = Rules::default().with_stall(&policy, crate::env::TimeScale::REAL);
+    let mut state = RunState::new(record(), rules, false);
+    for at in (0..=7200).step_by(30) {
+        let effects = labels(&handle(&mut state, queued_poll(at)));
+        assert!(effects.iter().all(|l| l == "save"), "at {at}: {effects:?}");
+        assert_eq!(state.record.state, State::Pending, "at {at}");
+    }
+    assert!(state.record.stalled.is_none());
+    // It runs: the first-step bound counts from now.
+    let started = labels(&handle(&mut state, poll(7230, vec![], JobStatus::Running)));
+    assert!(started.iter().all(|l| l == "save"), "{started:?}");
+    assert_eq!(state.record.state, State::Running);
+    assert_eq!(state.record.message, None);
+    let quiet = labels(&handle(
+        &mut state,
+        poll(7230 + 1799, vec![], JobStatus::Running),
+    ));
+    assert!(!quiet.iter().any(|l| l.starts_with("stalled")), "{quiet:?}");
+    let stalled = labels(&handle(
+        &mut state,
+        poll(7230 + 1800, vec![], JobStatus::Running),
+    ));
+    assert_eq!(stalled, ["save", "stalled none cancel", "cancel"]);
 }

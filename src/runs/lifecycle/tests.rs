@@ -37,6 +37,8 @@ fn label(effect: &Effect) -> String {
         Effect::Emit(RunEvent::JobLog(line)) => format!("log {line}"),
         Effect::Emit(RunEvent::Pod(notice)) => format!("pod {notice:?}"),
         Effect::Emit(RunEvent::Scheduler(note)) => format!("scheduler {note}"),
+        Effect::Emit(RunEvent::Pending(note)) => format!("pending: {note}"),
+        Effect::Emit(RunEvent::Started) => "started".into(),
         Effect::Emit(RunEvent::Warning(warning)) => match warning {
             RunWarning::Unreachable {
                 failures, limit, ..
@@ -88,6 +90,18 @@ fn poll(at: u64, metrics: &[&str], status: JobStatus) -> Event {
         metrics: Ok(lines(metrics)),
         log: Vec::new(),
         status: Ok(status),
+        queued: None,
+    }
+}
+
+/// A poll that finds the job waiting in the scheduler's queue, for `reason`.
+fn queued_poll(at: u64, reason: &str) -> Event {
+    Event::Polled {
+        at: secs(at),
+        metrics: Ok(Vec::new()),
+        log: Vec::new(),
+        status: Ok(JobStatus::Running),
+        queued: Some(format!("pending on Slurm ({reason})")),
     }
 }
 
@@ -97,7 +111,15 @@ fn unreachable_poll(at: u64) -> Event {
         metrics: Ok(Vec::new()),
         log: Vec::new(),
         status: Err("ssh: connection refused".into()),
+        queued: None,
     }
+}
+
+/// A follower whose job waits in the queue for `Resources` since time 1.
+fn queued() -> RunState {
+    let mut state = following();
+    let _ = handle(&mut state, queued_poll(1, "Resources"));
+    state
 }
 
 /// A follower after its first round at time 0 (sample and request check taken).
@@ -167,6 +189,7 @@ fn rows() -> Vec<Row> {
                 metrics: Ok(lines(&[TRAIN])),
                 log: lines(&["loading"]),
                 status: Ok(JobStatus::Running),
+                queued: None,
             },
             effects: &[
                 "phase training",
@@ -201,6 +224,99 @@ fn rows() -> Vec<Row> {
             event: poll(30, &[], JobStatus::Running),
             effects: &["probe", "check request", "save", "wait"],
             after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a job waiting in the queue: running -> pending with the scheduler's reason, saved",
+            state: following(),
+            event: queued_poll(1, "Resources"),
+            effects: &["save", "pending: pending on Slurm (Resources)", "wait"],
+            after: (State::Pending, Some("pending on Slurm (Resources)")),
+            step: Step::Following,
+        },
+        Row {
+            name: "a queued job's new reason: pending -> pending, saved and said",
+            state: queued(),
+            event: queued_poll(2, "Priority"),
+            effects: &["save", "pending: pending on Slurm (Priority)", "wait"],
+            after: (State::Pending, Some("pending on Slurm (Priority)")),
+            step: Step::Following,
+        },
+        Row {
+            name: "the same reason again only waits",
+            state: queued(),
+            event: queued_poll(2, "Resources"),
+            effects: &["wait"],
+            after: (State::Pending, Some("pending on Slurm (Resources)")),
+            step: Step::Following,
+        },
+        Row {
+            name: "the job leaves the queue: pending -> running, saved and said",
+            state: queued(),
+            event: poll(2, &[], JobStatus::Running),
+            effects: &["save", "started", "wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a run recorded pending at its submission runs at the first poll that sees it run",
+            state: RunState::new(record(State::Pending), Rules::default(), false),
+            event: poll(0, &[], JobStatus::Running),
+            effects: &["save", "started", "probe", "check request", "wait"],
+            after: (State::Running, None),
+            step: Step::Following,
+        },
+        Row {
+            name: "a follower attached to a pending run says so once and saves nothing new",
+            state: {
+                let mut record = record(State::Pending);
+                record.message = Some("pending on Slurm (Resources)".into());
+                let mut state = RunState::new(record, Rules::default(), false);
+                let _ = handle(&mut state, queued_poll(0, "Resources"));
+                state
+            },
+            event: queued_poll(1, "Resources"),
+            effects: &["wait"],
+            after: (State::Pending, Some("pending on Slurm (Resources)")),
+            step: Step::Following,
+        },
+        Row {
+            name: "an attach to a pending run: its first poll says it is pending, no save",
+            state: {
+                let mut record = record(State::Pending);
+                record.message = Some("pending on Slurm (Resources)".into());
+                RunState::new(record, Rules::default(), false)
+            },
+            event: queued_poll(0, "Resources"),
+            effects: &[
+                "pending: pending on Slurm (Resources)",
+                "probe",
+                "check request",
+                "wait",
+            ],
+            after: (State::Pending, Some("pending on Slurm (Resources)")),
+            step: Step::Following,
+        },
+        Row {
+            name: "a queued job that ended is drained, whatever the queue said",
+            state: queued(),
+            event: Event::Polled {
+                at: secs(2),
+                metrics: Ok(Vec::new()),
+                log: Vec::new(),
+                status: Ok(JobStatus::Cancelled),
+                queued: Some("pending on Slurm (Resources)".into()),
+            },
+            effects: &["drain"],
+            after: (State::Pending, Some("pending on Slurm (Resources)")),
+            step: Step::Ending,
+        },
+        Row {
+            name: "a failed reach of a queued job keeps it pending",
+            state: queued(),
+            event: unreachable_poll(2),
+            effects: &["warn unreachable 1/6", "wait"],
+            after: (State::Pending, Some("pending on Slurm (Resources)")),
             step: Step::Following,
         },
         Row {

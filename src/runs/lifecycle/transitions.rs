@@ -1,5 +1,5 @@
 //! The changes of `run.json`'s state made outside a follower, pure: a start
-//! (`starting` -> `running` or `failed`), a second cancel of a run whose cancel left
+//! (`starting` -> `running`, `pending` or `failed`), a second cancel of a run whose cancel left
 //! processes behind (`cancelled` -> `cancelled`), and `train merge` of a
 //! `merge_failed` run (-> `merge_failed` or `succeeded`). The follower's transitions
 //! are [`super::handle`]'s. Each function changes the record only; the caller saves it.
@@ -9,10 +9,19 @@ use crate::runs::ending::{leftovers_message, merge_hint};
 use crate::runs::record::{RunRecord, State};
 use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
 
-/// The run's job started: `starting` -> `running` (RUN-15).
+/// The run's job started: `starting` -> `running` (RUN-15); a Slurm job, which
+/// `sbatch` only queued: `starting` -> `pending` until a follower sees it run (issue
+/// 33).
 pub fn started(record: &mut RunRecord, job: JobId) {
+    if let Some(slurm_job) = job.slurm_job {
+        record.state = State::Pending;
+        record.message = Some(format!(
+            "submitted as Slurm job {slurm_job}; pending until the scheduler starts it"
+        ));
+    } else {
+        record.state = State::Running;
+    }
     record.job = Some(job);
-    record.state = State::Running;
 }
 
 /// The start failed after the run directory existed: `starting` -> `failed`, the
@@ -161,6 +170,22 @@ mod tests {
                 Box::new(|r| started(r, job("/w/r_1"))),
                 State::Running,
                 None,
+            ),
+            (
+                "a submitted Slurm job waits in the queue",
+                State::Starting,
+                Box::new(|r| {
+                    started(
+                        r,
+                        JobId {
+                            pid: None,
+                            slurm_job: Some(7),
+                            ..job("/w/r_1")
+                        },
+                    );
+                }),
+                State::Pending,
+                Some("submitted as Slurm job 7; pending until the scheduler starts it"),
             ),
             (
                 "a failed start",

@@ -10,6 +10,8 @@ enum In {
     Line(String),
     /// A tick; the job's process group lives or not.
     Tick(bool),
+    /// The job waits in a scheduler's queue.
+    Queued,
 }
 
 fn train(step: u64, ts: u64) -> In {
@@ -86,6 +88,30 @@ fn rows() -> Vec<Row> {
                 ),
                 (1800, ALIVE, "-"),
                 (1900, ALIVE, "stalled step none silent 1800 bound 1800"),
+            ],
+        },
+        Row {
+            name: "a job waiting in the queue starts no clock: the first-step window opens when it runs",
+            bounds: real,
+            steps: vec![
+                (0, In::Queued, "-"),
+                (1800, In::Queued, "-"),
+                (5000, In::Queued, "-"),
+                (5001, ALIVE, "-"),
+                (6800, ALIVE, "-"),
+                (6801, ALIVE, "stalled step none silent 1800 bound 1800"),
+            ],
+        },
+        Row {
+            name: "a job put back in the queue starts its silence afresh when it runs again",
+            bounds: real,
+            steps: vec![
+                (0, ALIVE, "-"),
+                (100, In::Queued, "-"),
+                (3000, In::Queued, "-"),
+                (3001, ALIVE, "-"),
+                (4800, ALIVE, "-"),
+                (4801, ALIVE, "stalled step none silent 1800 bound 1800"),
             ],
         },
         Row {
@@ -234,6 +260,10 @@ fn the_stall_detector_follows_its_table() {
                     other => panic!("{}: {other:?}", row.name),
                 },
                 In::Tick(alive) => detector.tick(at, alive),
+                In::Queued => {
+                    detector.queued();
+                    None
+                }
             };
             assert_eq!(label(change), expected, "{}: input {index}", row.name);
         }

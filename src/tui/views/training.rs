@@ -249,7 +249,9 @@ impl TrainingView {
         if self.busy.contains_key(&id) {
             return Action::refuse(format!("run {id} is {} already", self.busy[&id]));
         }
-        let running = state == State::Running && run.job.is_some();
+        // A pending run's job waits in the queue: it is stopped, cancelled or followed
+        // as a running one's.
+        let running = matches!(state, State::Running | State::Pending) && run.job.is_some();
         match key {
             's' if running => Action::Ask(Dialog::new(
                 "Stop with a snapshot",
