@@ -9,7 +9,8 @@
 #     a GPU (a line starting `GPU `) and `nvcc` is on PATH; `cpu` otherwise, with a warning
 #     on stderr when there is an NVIDIA GPU but no nvcc (compare's child then answers on the
 #     CPU, slower). The flavour built is recorded in <cache>/.complete (an empty one, from
-#     before, is `cpu`); a cached build of the other flavour is removed and built again.
+#     before, is `cpu`), the one under way in <cache>/.building; a cached build of the
+#     other flavour, finished or not, is removed and built again.
 # Cache: ${1:-${XDG_CACHE_HOME:-$HOME/.cache}/overbrainer/llama.cpp-b11434}, keyed by the
 # version, with a lock (flock) so two builds never run at once. The tree lands in
 # <cache>/llama.cpp (convert_hf_to_gguf.py, conversion/, gguf-py/) and the two binaries in
@@ -51,18 +52,22 @@ if grep -q '^GPU ' <<<"$gpus"; then
         echo "llama-env: warning: this machine has an NVIDIA GPU (nvidia-smi -L lists one) but no nvcc on PATH, so llama.cpp b$LLAMA_BUILD is built for the CPU: compare's child (llama-server) answers on the CPU, slower; install the CUDA toolkit (for nvcc) to build it for the GPU" >&2
     fi
 fi
+# The flavour of the build in the cache: `.complete` for a finished one, `.building` for
+# one that was cut short (its CMake cache would keep the other flavour's settings).
 built=""
 if [[ -e "$cache/.complete" ]]; then
     built=$(<"$cache/.complete")
     built=${built:-cpu}
+elif [[ -e "$cache/.building" ]]; then
+    built=$(<"$cache/.building")
 fi
-if [[ $fetch_only == 0 && $built == "$flavour" && -x "$bin/llama-server" && -x "$bin/llama-quantize" ]]; then
+if [[ $fetch_only == 0 && -e "$cache/.complete" && $built == "$flavour" && -x "$bin/llama-server" && -x "$bin/llama-quantize" ]]; then
     echo "LLAMA_CPP_DIR=$tree"
     exit 0
 fi
 if [[ $fetch_only == 0 && -n $built && $built != "$flavour" ]]; then
     echo "llama-env: the cached build in $tree/build is $built, this machine's is $flavour: removing it and building again" >&2
-    rm -f "$cache/.complete"
+    rm -f "$cache/.complete" "$cache/.building"
     rm -rf "$tree/build"
 fi
 
@@ -126,6 +131,7 @@ if [[ $flavour == cuda ]]; then
 fi
 echo "llama-env: building llama-server and llama-quantize (b$LLAMA_BUILD, $flavour; about 11 minutes on 2 cores for the CPU build, once)" >&2
 start=$(date +%s)
+echo "$flavour" >"$cache/.building"
 PATH="$tools/bin:$PATH" cmake -S "$tree" -B "$tree/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_NUMBER=$LLAMA_BUILD \
@@ -133,4 +139,5 @@ PATH="$tools/bin:$PATH" cmake -S "$tree" -B "$tree/build" -G Ninja -DCMAKE_BUILD
 PATH="$tools/bin:$PATH" cmake --build "$tree/build" --target llama-server llama-quantize >&2
 echo "llama-env: built in $(( $(date +%s) - start )) s" >&2
 echo "$flavour" >"$cache/.complete"
+rm -f "$cache/.building"
 echo "LLAMA_CPP_DIR=$tree"

@@ -944,6 +944,7 @@ fn llama_env_builds_the_cuda_flavour_with_a_gpu_and_nvcc() {
         "{calls}"
     );
     assert_eq!(cache.complete().trim(), "cuda");
+    assert!(!cache.cache.join(".building").exists());
     assert!(
         cache
             .cache
@@ -1030,4 +1031,30 @@ fn llama_env_rebuilds_a_cpu_cache_as_cuda_and_then_reuses_it() {
     cache.assert_dir_line(&output);
     assert_eq!(calls, "", "the fast path ran a build tool");
     assert_eq!(cache.complete().trim(), "cuda");
+}
+
+// Issue 14, CMP-9: a CUDA build cut short (`.building` says cuda, no `.complete`) on a
+// machine that now lacks `nvcc` is removed, not configured again for the CPU over its
+// CMake cache.
+#[test]
+fn llama_env_removes_an_unfinished_build_of_the_other_flavour() {
+    let cache = FlavourCache::new(false);
+    let build = cache.cache.join("llama.cpp/build");
+    std::fs::create_dir_all(build.join("bin")).unwrap();
+    std::fs::write(build.join("CMakeCache.txt"), "GGML_CUDA:BOOL=ON\n").unwrap();
+    std::fs::write(cache.cache.join(".building"), "cuda\n").unwrap();
+    let (output, calls) = cache.run(Some(Gpu::Listed), false);
+    cache.assert_dir_line(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "llama-env: the cached build in {} is cuda, this machine's is cpu: removing it and building again",
+            build.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!build.join("CMakeCache.txt").exists(), "old build/ kept");
+    assert!(!configure_line(&calls).contains("-DGGML_CUDA"), "{calls}");
+    assert_eq!(cache.complete().trim(), "cpu");
+    assert!(!cache.cache.join(".building").exists());
 }
