@@ -43,7 +43,8 @@ bin="$tree/build/bin"
 flavour=cpu
 gpus=""
 if command -v nvidia-smi >/dev/null 2>&1; then
-    gpus=$(nvidia-smi -L 2>/dev/null || true)
+    # Bounded: a wedged driver can make nvidia-smi hang; no answer reads as no GPU.
+    gpus=$(timeout 30 nvidia-smi -L 2>/dev/null || true)
 fi
 if grep -q '^GPU ' <<<"$gpus"; then
     if command -v nvcc >/dev/null 2>&1; then
