@@ -2,7 +2,7 @@
 #   make demo   build, set up Axolotl and the tiny model (once), train the demo project
 #   make test   install what the tests need (as root), then run every test
 CARGO ?= cargo
-BIN := target/debug/overbrainer
+BIN := $(or $(CARGO_TARGET_DIR),target)/debug/overbrainer
 
 .PHONY: all build test test-deps nextest training-env container-env hub-env llama-env demo lint
 

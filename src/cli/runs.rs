@@ -72,6 +72,10 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
 /// POD-68: a Runpod run's pod as `pod.json` last recorded it, with its rate while alive
 /// and its estimated spend once deleted.
 fn pod_note(pod: &PodRecord) -> String {
+    // A start that failed before any pod existed: nothing was made, nothing billed.
+    if pod.pod_id.is_none() && (pod.deleted.is_some() || pod.state == "deleted") {
+        return "no pod was created".to_owned();
+    }
     let id = pod.pod_id.as_deref().unwrap_or("(none yet)");
     let gpu = pod.gpu_type.as_deref().unwrap_or("?");
     match (&pod.deleted, pod.rate_usd_per_hour) {
@@ -178,4 +182,32 @@ fn table(records: &[RunRecord], pods: &[Option<PodRecord>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(json: &str) -> PodRecord {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn the_pod_note_says_no_pod_was_created_when_the_start_failed_before_one_existed() {
+        let base = r#""version":1,"run_id":"r","pod_name":"n","keep_pod":false"#;
+        assert_eq!(
+            pod_note(&pod(&format!(r#"{{{base},"state":"deleted"}}"#))),
+            "no pod was created"
+        );
+        assert_eq!(
+            pod_note(&pod(&format!(r#"{{{base},"state":"creating"}}"#))),
+            "pod (none yet) ? creating, rate unknown"
+        );
+        assert_eq!(
+            pod_note(&pod(&format!(
+                r#"{{{base},"state":"running","pod_id":"p1","gpu_type":"A","rate_usd_per_hour":0.74}}"#
+            ))),
+            "pod p1 A running, USD 0.740/h"
+        );
+    }
 }

@@ -131,6 +131,12 @@ pub(super) fn check(check: &mut Check<'_>, name: &str, runpod: &RunpodTarget) {
                     key("gpu_types"),
                     "must list at least one GPU type ID, or be `\"auto\"`",
                 );
+            } else if list.iter().any(|t| t.trim().eq_ignore_ascii_case("auto")) {
+                // Not a GPU type ID: the automatic choice is the plain string.
+                check.fail(
+                    key("gpu_types"),
+                    "`\"auto\"` is not a GPU type ID: write `gpu_types = \"auto\"`, not a list holding it",
+                );
             }
             false
         }

@@ -276,3 +276,20 @@ fn regression_an_empty_image_is_refused_as_empty_naming_its_key_and_variable() {
     );
     assert!(!text.contains("use only letters"), "{text}");
 }
+
+#[test]
+fn auto_inside_a_gpu_types_list_is_refused_naming_the_key() {
+    let project = TestProject::init();
+    let mut config = project.read("overbrainer.toml");
+    config.push_str("\n[targets.pod]\nkind = \"runpod\"\ngpu_types = [\"auto\"]\nmax_hours = 1\n");
+    project.write("overbrainer.toml", &config);
+    project
+        .cmd()
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("targets.pod.gpu_types")
+                .and(predicate::str::contains("not a GPU type ID")),
+        );
+}

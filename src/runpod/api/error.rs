@@ -143,7 +143,7 @@ pub enum ApiError {
         timeout: Duration,
     },
     /// The connection failed or broke.
-    #[error("Runpod API `{what}` could not be reached")]
+    #[error("Runpod API `{what}` could not be reached: {}", innermost(source))]
     Connect {
         /// The call.
         what: String,
@@ -219,6 +219,16 @@ impl ApiError {
             }
         }
     }
+}
+
+/// The deepest cause of `error` (for a refused connection, the system's own words), as
+/// its text: reqwest's own message only says that a request could not be sent.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut deepest = error;
+    while let Some(next) = deepest.source() {
+        deepest = next;
+    }
+    deepest.to_string()
 }
 
 #[cfg(test)]

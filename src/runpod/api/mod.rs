@@ -327,4 +327,29 @@ mod tests {
         assert!(!text.contains("Zq8Wm3Xv9Kp2"), "{text}");
         assert!(text.contains("OVERBRAINER_RUNPOD__API_KEY"), "{text}");
     }
+
+    #[tokio::test]
+    async fn a_refused_connection_says_why_and_never_the_key() {
+        // A port that was free a moment ago: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let client = RunpodClient::new(
+            &format!("http://127.0.0.1:{port}"),
+            SecretString::from("rpa_CANARYq7Wm2Xv8Kp3Tz6Rb9Nd4Lc1"),
+            Redactor::new(),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let error = client.list_pods().await.unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("could not be reached: "), "{text}");
+        assert!(text.to_lowercase().contains("refused"), "{text}");
+        assert!(
+            !format!("{text} {error:?}").contains("q7Wm2Xv8Kp3"),
+            "{text}"
+        );
+    }
 }
