@@ -149,13 +149,64 @@ fn result(exported: &Exported) {
         .map_or_else(String::new, |step| {
             format!("; a partial model, from step {step} of a stopped run")
         });
+    let modelfile = exported
+        .gguf
+        .parent()
+        .and_then(|dir| std::fs::read_to_string(dir.join("Modelfile")).ok());
+    let file_name = exported
+        .gguf
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     outln!(
-        "{} ({}, {mb:.1} MB, tensor types {}); Modelfile beside it{partial}",
+        "{} ({}, {mb:.1} MB, tensor types {}); {}{partial}",
         exported.gguf.display(),
         exported.record.quantize,
-        exported.record.tensor_types.join(", ")
+        exported.record.tensor_types.join(", "),
+        modelfile_note(&file_name, modelfile.as_deref())
     );
     if let Some(name) = &exported.ollama {
         outln!("ollama model {name} created; run it with: ollama run {name}");
+    }
+}
+
+/// What the `Modelfile` in the GGUF's folder says of GGUF `file_name`: one `Modelfile`
+/// serves the folder, so a later export of another quantization rewrites it.
+fn modelfile_note(file_name: &str, modelfile: Option<&str>) -> String {
+    let Some(text) = modelfile else {
+        return "no Modelfile beside it".to_owned();
+    };
+    let from = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("FROM "))
+        .map(str::trim);
+    match from {
+        Some(from) if from.trim_start_matches("./") == file_name => {
+            "Modelfile beside it".to_owned()
+        }
+        Some(from) => format!(
+            "the Modelfile beside it now names `{from}` (a later export); export this quantization again to point it here"
+        ),
+        None => "a Modelfile beside it without a FROM line".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_modelfile_note_says_when_a_later_export_took_the_modelfile() {
+        let mine = "r-Q8_0.gguf";
+        assert_eq!(
+            modelfile_note(mine, Some("FROM ./r-Q8_0.gguf\nPARAMETER num_ctx 256\n")),
+            "Modelfile beside it"
+        );
+        assert!(
+            modelfile_note(mine, Some("FROM ./r-Q4_K_M.gguf\n"))
+                .contains("now names `./r-Q4_K_M.gguf`")
+        );
+        assert_eq!(modelfile_note(mine, None), "no Modelfile beside it");
+        assert!(modelfile_note(mine, Some("PARAMETER x\n")).contains("without a FROM"));
     }
 }
