@@ -12,7 +12,9 @@
 
 use std::path::Path;
 
-use crate::config::{ConfigError, Entry, EnvSnapshot, Loaded, Target, entries};
+use crate::config::{
+    ConfigError, Entry, EnvSnapshot, Loaded, Problem, Provenance, Settings, Target, entries,
+};
 use crate::llm::reasoning::ReasoningRule;
 use crate::project::Project;
 use crate::secrets::{Resolver, SecretError, SecretRef};
@@ -24,7 +26,31 @@ use crate::secrets::{Resolver, SecretError, SecretRef};
 ///
 /// [`ConfigError`] as `config::load` returns it, listing every problem.
 pub fn load(root: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError> {
-    crate::config::load(root, env, crate::train::rules::check)
+    crate::config::load(root, env, rules)
+}
+
+/// The rules of the layers above the configuration: what Axolotl accepts
+/// (`train::rules::check`), and the pre-tokenizer names the pinned llama.cpp knows, so
+/// that `config check` refuses a misspelt `export.pre_tokenizer` as `export` would. The
+/// value is never repeated (CFG-2).
+fn rules(settings: &Settings, provenance: &Provenance, problems: &mut Vec<Problem>) {
+    crate::train::rules::check(settings, provenance, problems);
+    let key = "export.pre_tokenizer";
+    let unknown = settings
+        .export
+        .pre_tokenizer
+        .as_deref()
+        .is_some_and(|pre| !crate::gguf::llama::PRE_TOKENIZERS.contains(&pre));
+    // The section's own rule may have said more already (`gpt2` for `gpt-2`).
+    if unknown && !problems.iter().any(|p| p.key == key) {
+        problems.push(Problem::new(
+            key,
+            format!(
+                "not a pre-tokenizer llama.cpp b{} knows (it would be written into the GGUF and refused by llama-server); use one of its names, such as `gpt-2`, `llama-bpe`, `qwen2`",
+                crate::gguf::llama::LLAMA_BUILD
+            ),
+        ));
+    }
 }
 
 /// One checked setting.

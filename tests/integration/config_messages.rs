@@ -293,3 +293,23 @@ fn auto_inside_a_gpu_types_list_is_refused_naming_the_key() {
                 .and(predicate::str::contains("not a GPU type ID")),
         );
 }
+
+#[test]
+fn a_pre_tokenizer_llama_cpp_does_not_know_is_refused_by_config_check_without_its_value() {
+    let project = TestProject::init();
+    let mut config = project.read("overbrainer.toml");
+    config.push_str("\n[export]\npre_tokenizer = \"gtp-2-zx7qw9\"\n");
+    project.write("overbrainer.toml", &config);
+    project
+        .cmd()
+        .args(["config", "check"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("export.pre_tokenizer")
+                .and(predicate::str::contains(
+                    "not a pre-tokenizer llama.cpp b11434 knows",
+                ))
+                .and(predicate::str::contains("zx7qw9").not()),
+        );
+}
