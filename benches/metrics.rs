@@ -50,6 +50,8 @@ fn pod_json(run_id: &str) -> String {
 
 fn sample() -> Sample {
     Sample {
+        node: None,
+        slurm_job: None,
         at: SystemTime::now(),
         gpus: (0..8)
             .map(|index| Gpu {

@@ -23,6 +23,8 @@
 //! | `cg1_mem_limit`, `cg1_mem_usage`, `cg1_mem_inactive_file` | bytes | cgroup v1 `memory.*` |
 //! | `meminfo_total`, `meminfo_available` | KiB | `/proc/meminfo` |
 //! | `df run` / `df root` | `fstype size_kib used_kib mount` | `df -P -k` and `df -P -T -k` |
+//! | `node` | the machine's name: Slurm's name of the node in a job step, else `uname -n` | `SLURMD_NODENAME`, `uname(1)` |
+//! | `slurm_job` | the Slurm job whose step took the sample (issue 33) | `SLURM_JOB_ID`, printed by `exec::SlurmExecutor::sample` |
 
 use std::time::SystemTime;
 
@@ -60,7 +62,8 @@ pub const NETWORK_FILE_SYSTEMS: &[&str] = &[
 #[must_use]
 pub fn probe_script(run_dir: &str) -> String {
     format!(
-        r#"if command -v timeout >/dev/null 2>&1; then ob_t="timeout {t}"; else ob_t=; fi
+        r#"echo "node ${{SLURMD_NODENAME:-$(uname -n 2>/dev/null)}}"
+if command -v timeout >/dev/null 2>&1; then ob_t="timeout {t}"; else ob_t=; fi
 if command -v nvidia-smi >/dev/null 2>&1; then
   $ob_t nvidia-smi --query-gpu=index,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw,power.limit --format=csv,noheader,nounits 2>/dev/null | sed 's/^/gpu /'
 fi
@@ -114,6 +117,12 @@ exit 0
 pub struct Sample {
     /// When it was taken.
     pub at: SystemTime,
+    /// The machine it describes: Slurm's name of the node when a job step took it,
+    /// else the host name; `None` when the probe could not tell.
+    pub node: Option<String>,
+    /// The Slurm job inside whose allocation it was taken (a `slurm` target samples
+    /// the job's first node through `srun --jobid`, issue 33); `None` elsewhere.
+    pub slurm_job: Option<u64>,
     /// GPUs as `nvidia-smi` lists them; empty without `nvidia-smi` (SYS-5).
     pub gpus: Vec<Gpu>,
     /// CPU figures; `None` when none could be read.
@@ -244,8 +253,19 @@ pub fn parse(output: &str, at: SystemTime, previous: Option<&Sample>) -> Sample 
     let mut disks = facts.disks;
     disks.sort_by_key(|disk| disk.role == DiskRole::Root);
     disks.dedup_by_key(|disk| disk.role);
+    let node = facts
+        .values
+        .get("node")
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty());
+    let slurm_job = facts
+        .values
+        .get("slurm_job")
+        .and_then(|id| id.trim().parse().ok());
     Sample {
         at,
+        node,
+        slurm_job,
         gpus: facts.gpus,
         cpu,
         memory,
@@ -513,6 +533,7 @@ meminfo_available 10
         assert!(sample.cpu.is_none());
         assert!(sample.memory.is_none());
         assert!(sample.disks.is_empty());
+        assert!(sample.node.is_none() && sample.slurm_job.is_none());
         let garbled = parse(
             "gpu x\nnproc many\ndf run ext4 a b /\nmeminfo_total 5\n",
             SystemTime::UNIX_EPOCH,
@@ -522,6 +543,15 @@ meminfo_available 10
         assert!(garbled.cpu.is_none());
         assert!(garbled.memory.is_none());
         assert!(garbled.disks.is_empty());
+    }
+
+    #[test]
+    fn the_node_and_the_slurm_job_are_read() {
+        let sample = parse("slurm_job 42\nnode gpu-07\n", SystemTime::UNIX_EPOCH, None);
+        assert_eq!(sample.node.as_deref(), Some("gpu-07"));
+        assert_eq!(sample.slurm_job, Some(42));
+        let blank = parse("node \nslurm_job \n", SystemTime::UNIX_EPOCH, None);
+        assert!(blank.node.is_none() && blank.slurm_job.is_none());
     }
 
     #[test]
@@ -544,6 +574,7 @@ meminfo_available 10
             "{sample:?}"
         );
         assert!(sample.root_disk().is_some(), "{sample:?}");
+        assert!(sample.node.is_some(), "{sample:?}");
         crate::exec::shellcheck::assert_passes(&script, "SC2016,SC3040,SC2086");
     }
 

@@ -198,14 +198,25 @@ impl Renderer {
     }
 }
 
-/// One line of a system sample: CPU, memory, GPUs and disk, what the target reports.
+/// Which machine a sample describes (issue 33): `node NAME`, and on a Slurm target the
+/// job in whose allocation it was taken.
+fn node_text(sample: &crate::system::Sample) -> Option<String> {
+    let node = sample.node.as_deref()?;
+    Some(match sample.slurm_job {
+        Some(job) => format!("node {node} (Slurm job {job})"),
+        None => format!("node {node}"),
+    })
+}
+
+/// One line of a system sample: the node, CPU, memory, GPUs and disk, what the target
+/// reports.
 fn sample_text(sample: &crate::system::Sample) -> String {
     let gib = |bytes: u64| {
         #[allow(clippy::cast_precision_loss, reason = "display only")]
         let value = bytes as f64 / f64::from(1u32 << 30);
         value
     };
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = node_text(sample).into_iter().collect();
     if let Some(cpu) = &sample.cpu {
         if let Some(load) = cpu.load1 {
             parts.push(format!("load {load:.2}"));
@@ -450,14 +461,15 @@ fn stall_text(
     )
 }
 
-/// GPU utilisation and memory, then CPU, of a sample: what a stall's warning shows.
+/// The node, GPU utilisation and memory, then CPU, of a sample: what a stall's warning
+/// shows.
 fn stall_sample_text(sample: &crate::system::Sample) -> String {
     let gib = |bytes: u64| {
         #[allow(clippy::cast_precision_loss, reason = "display only")]
         let value = bytes as f64 / f64::from(1u32 << 30);
         value
     };
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = node_text(sample).into_iter().collect();
     for gpu in &sample.gpus {
         let util = gpu
             .utilization

@@ -65,6 +65,24 @@ impl Executor for AnyExecutor {
     }
 }
 
+impl AnyExecutor {
+    /// A system sample ([`crate::system::probe_script`]) of the machine `job` runs on,
+    /// its run directory `dir`: the target itself, or on a Slurm target the job's first
+    /// node through the scheduler ([`SlurmExecutor::sample`], issue 33). `None` when
+    /// there is no machine to sample yet (a job waiting in the queue) or any more.
+    ///
+    /// # Errors
+    ///
+    /// An [`ExecError`] when the probe could not run.
+    pub async fn sample(&self, job: &JobId, dir: &str) -> Result<Option<Vec<u8>>, ExecError> {
+        let probe = crate::system::probe_script(dir);
+        match self {
+            Self::Slurm(executor) => executor.sample(job, &probe).await,
+            Self::Local(_) | Self::Ssh(_) => self.probe(&probe).await.map(Some),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,6 +41,8 @@ fn train_line(step: u64, loss: f64) -> TrainLine {
 
 fn sample(gpus: Vec<Gpu>, root_mount: &str) -> Sample {
     Sample {
+        node: None,
+        slurm_job: None,
         at: UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
         gpus,
         cpu: Some(Cpu {

@@ -258,14 +258,14 @@ impl<'a> Driver<'a> {
         let executor = self.executor;
         match effect {
             Effect::Poll => Some(self.poll().await),
-            Effect::Sample => match executor
-                .probe(&crate::system::probe_script(&record.dir))
-                .await
-            {
-                Ok(output) => Some(Event::Sampled {
+            // Issue 33: a Slurm job's node, sampled inside its allocation; nothing while
+            // it waits in the queue.
+            Effect::Sample => match executor.sample(&self.job, &record.dir).await {
+                Ok(Some(output)) => Some(Event::Sampled {
                     output: String::from_utf8_lossy(&output).into_owned(),
                     wall: SystemTime::now(),
                 }),
+                Ok(None) => None,
                 Err(error) => {
                     tracing::debug!("system sample failed: {}", error_chain(&error));
                     None

@@ -270,14 +270,14 @@ impl Cluster {
     }
 
     /// A directory of the client programs (`sbatch`, `scontrol`, `sinfo`, `scancel`,
-    /// `squeue`), each the real one run with this cluster's `SLURM_CONF`: for a login
+    /// `squeue`, `srun`), each the real one run with this cluster's `SLURM_CONF`: for a login
     /// node that is this test process, whose own environment the tests do not change.
     pub fn bin(&self) -> PathBuf {
         let bin = self.dir.join("bin");
         if !bin.exists() {
             let staging = self.dir.join("bin.tmp");
             std::fs::create_dir_all(&staging).expect("bin dir");
-            for program in ["sbatch", "scontrol", "sinfo", "scancel", "squeue"] {
+            for program in ["sbatch", "scontrol", "sinfo", "scancel", "squeue", "srun"] {
                 let path = staging.join(program);
                 std::fs::write(
                     &path,

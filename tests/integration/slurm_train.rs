@@ -1,6 +1,6 @@
 //! Training runs on a `slurm` target with real Axolotl on the CPU inside Slurm jobs of
 //! the test's single-node cluster (issue 19, cases 1, 2, 3, 5, 6; issue 33, a queued job
-//! is `pending`, never stalled), the login node this machine or the test's `sshd`; and
+//! is `pending`, never stalled, and the system samples come from the job's node), the login node this machine or the test's `sshd`; and
 //! the refusals made before any job (bad `extra_sbatch`, `nodes = 0`, a partition
 //! `sinfo` does not list).
 
@@ -245,8 +245,69 @@ fn a_run_on_a_drained_node_is_pending_with_the_reason_past_the_stall_bound_and_s
     assert!(output.status.success(), "{text}");
     assert!(text.contains("train: pending on Slurm ("), "{text}");
     assert!(text.contains("train: the job left the queue"), "{text}");
+    // Issue 33 (defect 2): a queued job has no node, so no system sample (the login
+    // node's would describe the wrong machine).
+    let queued_part = text
+        .split("train: the job left the queue")
+        .next()
+        .unwrap_or_default();
+    assert!(!queued_part.contains("train: system "), "{text}");
     assert_trained(&training, &id);
     assert!(training.record(&id)["stalled"].is_null());
+}
+
+// Issue 33 (defect 2): the follower's system samples describe the job's node, taken
+// inside the job's allocation (`srun --jobid --overlap`), not the login node where
+// `sbatch` runs. Login and compute node are one machine here, so the proof is what only
+// a step of the job knows: Slurm's name of the node (`localhost`, not the host name)
+// and the job's ID, both from the step's environment.
+#[test]
+fn a_slurm_runs_system_samples_come_from_its_node_inside_the_job() {
+    let _turn = cluster().lock();
+    let training = slurm_training(
+        &Setup {
+            max_steps: 8,
+            ..setup()
+        },
+        "",
+    );
+    let mut follower = training.spawn(&["train", "--target", "cluster"]);
+    let id = wait_submitted(&training, &mut follower);
+    let job = slurm_job(&training, &id);
+    let node = poll(DEADLINE, "the job's node", || {
+        let shown = cluster().command("squeue", &["-h", "-j", &job.to_string(), "-o", "%T %N"]);
+        match shown.trim().split_once(' ') {
+            Some(("RUNNING", node)) if !node.trim().is_empty() => Ok(node.trim().to_owned()),
+            _ => Err(shown),
+        }
+    });
+    let output = finish(follower);
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert_trained(&training, &id);
+    let samples: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains("train: system "))
+        .collect();
+    assert!(!samples.is_empty(), "no system sample:\n{text}");
+    let expected = format!("train: system node {node} (Slurm job {job}), ");
+    for line in &samples {
+        assert!(
+            line.contains(&expected),
+            "{expected:?} not in {line:?}\n{text}"
+        );
+    }
+    let host = std::process::Command::new("uname")
+        .arg("-n")
+        .output()
+        .unwrap();
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_owned();
+    if host != node {
+        assert!(
+            !text.contains(&format!("node {host}")),
+            "a sample of the login node `{host}`:\n{text}"
+        );
+    }
 }
 
 /// Processes whose environment holds the run marker of the job in `dir`.

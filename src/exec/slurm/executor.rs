@@ -146,6 +146,33 @@ impl SlurmExecutor {
         state::parse_status(&String::from_utf8_lossy(&output))
     }
 
+    /// A system sample of the node `job` runs on (issue 33): `probe` (a
+    /// [`crate::system::probe_script`]) runs inside the job's allocation on its first
+    /// node, through `srun --jobid=ID --overlap` from the login node, bounded by
+    /// `state::SAMPLE_TIMEOUT_SECONDS`; its output starts with the step's `slurm_job`
+    /// line. `None` while the job does not run (queued, ended): a queued job has no
+    /// node, and the login node is not the job's machine.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Command`] (action `sample`) when `srun` fails or times out; another
+    /// [`ExecError`] when the login node cannot be reached or `job` has no Slurm job ID.
+    pub async fn sample(&self, job: &JobId, probe: &str) -> Result<Option<Vec<u8>>, ExecError> {
+        let Some(id) = job.slurm_job else {
+            return Err(ExecError::Protocol(format!(
+                "the job in `{}` has no Slurm job ID",
+                job.dir
+            )));
+        };
+        let output = self
+            .command("sample", &state::sample_script(id, probe), &[])
+            .await?;
+        if output.starts_with(state::NOT_RUNNING.as_bytes()) {
+            return Ok(None);
+        }
+        Ok(Some(output))
+    }
+
     /// The scheduler's word on `job` beyond its status ([`SchedulerJob::note`]): why
     /// it waits, or why Slurm ended it. `None` when the scheduler has nothing to add
     /// or no longer knows the job.

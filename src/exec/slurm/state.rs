@@ -186,6 +186,34 @@ if [ -r "$d/{exit}" ]; then ob_c=; IFS= read -r ob_c < "$d/{exit}" || true; echo
     )
 }
 
+/// Seconds a sample's `srun` may take on the login node before it is abandoned
+/// (`timeout`, then `SIGKILL` 5 s later): a step that cannot start (the controller
+/// slow, step creation held back) costs the follower one bounded wait, not its polls.
+pub const SAMPLE_TIMEOUT_SECONDS: u32 = 20;
+
+/// The first line of [`sample_script`]'s answer when the job does not run (waiting in
+/// the queue, ended, forgotten): no node to sample, so no sample.
+pub const NOT_RUNNING: &str = "ob_not_running";
+
+/// The sample of a running job's node (issue 33), run on the login node: when
+/// `scontrol` says the job runs, `probe` runs in a step of its allocation on its first
+/// node (`srun --jobid --overlap --nodes=1 --ntasks=1`, beside the job's own steps),
+/// after a `slurm_job` line from the step's environment; otherwise [`NOT_RUNNING`].
+#[must_use]
+pub fn sample_script(job: u64, probe: &str) -> String {
+    let step = format!("echo \"slurm_job ${{SLURM_JOB_ID:-}}\"\n{probe}");
+    format!(
+        r#"case " $(scontrol -o show job {job} 2>/dev/null | head -n 1) " in
+  *" JobState=RUNNING "*) ;;
+  *) echo {NOT_RUNNING}; exit 0 ;;
+esac
+if command -v timeout >/dev/null 2>&1; then ob_t="timeout -k 5 {SAMPLE_TIMEOUT_SECONDS}"; else ob_t=; fi
+exec $ob_t srun --jobid={job} --overlap --nodes=1 --ntasks=1 --job-name=overbrainer-sample --quiet sh -c {step} </dev/null
+"#,
+        step = quote(&step),
+    )
+}
+
 /// Reads the answer of [`status_script`].
 ///
 /// # Errors
@@ -499,5 +527,11 @@ mod tests {
     #[test]
     fn the_status_probe_passes_shellcheck() {
         crate::exec::shellcheck::assert_passes(&status_script("/w/r 1", 12), "");
+        let sample = sample_script(12, "echo 'node x'\nexit 0\n");
+        assert!(
+            sample.contains("srun --jobid=12 --overlap --nodes=1 --ntasks=1 "),
+            "{sample}"
+        );
+        crate::exec::shellcheck::assert_passes(&sample, "SC2016,SC2086");
     }
 }
