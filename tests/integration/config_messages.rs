@@ -277,39 +277,40 @@ fn regression_an_empty_image_is_refused_as_empty_naming_its_key_and_variable() {
     assert!(!text.contains("use only letters"), "{text}");
 }
 
+/// `config check` of the template plus `extra` fails, its error holding each of `said`
+/// and none of `unsaid`.
+fn config_check_refuses(extra: &str, said: &[&str], unsaid: &[&str]) {
+    let project = TestProject::init();
+    let config = project.read("overbrainer.toml") + extra;
+    project.write("overbrainer.toml", &config);
+    let output = project.cmd().args(["config", "check"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    for text in said {
+        assert!(stderr.contains(text), "`{text}` missing in: {stderr}");
+    }
+    for text in unsaid {
+        assert!(!stderr.contains(text), "`{text}` in: {stderr}");
+    }
+}
+
 #[test]
 fn auto_inside_a_gpu_types_list_is_refused_naming_the_key() {
-    let project = TestProject::init();
-    let mut config = project.read("overbrainer.toml");
-    config.push_str("\n[targets.pod]\nkind = \"runpod\"\ngpu_types = [\"auto\"]\nmax_hours = 1\n");
-    project.write("overbrainer.toml", &config);
-    project
-        .cmd()
-        .args(["config", "check"])
-        .assert()
-        .failure()
-        .stderr(
-            predicate::str::contains("targets.pod.gpu_types")
-                .and(predicate::str::contains("not a GPU type ID")),
-        );
+    config_check_refuses(
+        "\n[targets.pod]\nkind = \"runpod\"\ngpu_types = [\"auto\"]\nmax_hours = 1\n",
+        &["targets.pod.gpu_types", "not a GPU type ID"],
+        &[],
+    );
 }
 
 #[test]
 fn a_pre_tokenizer_llama_cpp_does_not_know_is_refused_by_config_check_without_its_value() {
-    let project = TestProject::init();
-    let mut config = project.read("overbrainer.toml");
-    config.push_str("\n[export]\npre_tokenizer = \"gtp-2-zx7qw9\"\n");
-    project.write("overbrainer.toml", &config);
-    project
-        .cmd()
-        .args(["config", "check"])
-        .assert()
-        .failure()
-        .stderr(
-            predicate::str::contains("export.pre_tokenizer")
-                .and(predicate::str::contains(
-                    "not a pre-tokenizer llama.cpp b11434 knows",
-                ))
-                .and(predicate::str::contains("zx7qw9").not()),
-        );
+    config_check_refuses(
+        "\n[export]\npre_tokenizer = \"gtp-2-zx7qw9\"\n",
+        &[
+            "export.pre_tokenizer",
+            "not a pre-tokenizer llama.cpp b11434 knows",
+        ],
+        &["zx7qw9"],
+    );
 }
