@@ -72,9 +72,18 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
 /// POD-68: a Runpod run's pod as `pod.json` last recorded it, with its rate while alive
 /// and its estimated spend once deleted.
 fn pod_note(pod: &PodRecord) -> String {
-    // A start that failed before any pod existed: nothing was made, nothing billed.
+    // A start that failed before any pod existed: nothing was made, nothing billed. A pod
+    // made and deleted for another GPU type leaves a `created` (or `ambiguous`) attempt.
+    let none_made = pod
+        .attempts
+        .iter()
+        .all(|a| a.outcome != "created" && a.outcome != "ambiguous");
     if pod.pod_id.is_none() && (pod.deleted.is_some() || pod.state == "deleted") {
-        return "no pod was created".to_owned();
+        return if none_made {
+            "no pod was created".to_owned()
+        } else {
+            "its pod was deleted before it was ready (attempts in pod.json)".to_owned()
+        };
     }
     let id = pod.pod_id.as_deref().unwrap_or("(none yet)");
     let gpu = pod.gpu_type.as_deref().unwrap_or("?");
@@ -198,6 +207,12 @@ mod tests {
         assert_eq!(
             pod_note(&pod(&format!(r#"{{{base},"state":"deleted"}}"#))),
             "no pod was created"
+        );
+        // A pod made, deleted (it never became ready) and no other type had capacity.
+        let attempts = r#""attempts":[{"gpu_type":"A","at":"2026-01-01T00:00:00Z","outcome":"created","detail":"p1"},{"gpu_type":"B","at":"2026-01-01T00:01:00Z","outcome":"refused"}]"#;
+        assert_eq!(
+            pod_note(&pod(&format!(r#"{{{base},"state":"deleted",{attempts}}}"#))),
+            "its pod was deleted before it was ready (attempts in pod.json)"
         );
         assert_eq!(
             pod_note(&pod(&format!(r#"{{{base},"state":"creating"}}"#))),

@@ -198,19 +198,24 @@ pub const NOT_RUNNING: &str = "ob_not_running";
 /// The sample of a running job's node (issue 33), run on the login node: when
 /// `scontrol` says the job runs, `probe` runs in a step of its allocation on its first
 /// node (`srun --jobid --overlap --nodes=1 --ntasks=1`, beside the job's own steps),
-/// after a `slurm_job` line from the step's environment; otherwise [`NOT_RUNNING`].
+/// after a `slurm_job` line from the step's environment; otherwise, or without
+/// `timeout` to bound it, [`NOT_RUNNING`]. overbrainer's own variables are unset first:
+/// `srun` carries the caller's environment into the step.
 #[must_use]
 pub fn sample_script(job: u64, probe: &str) -> String {
     let step = format!("echo \"slurm_job ${{SLURM_JOB_ID:-}}\"\n{probe}");
     format!(
-        r#"case " $(scontrol -o show job {job} 2>/dev/null | head -n 1) " in
+        r#"if ! command -v timeout >/dev/null 2>&1; then echo {NOT_RUNNING}; exit 0; fi
+ob_t="timeout -k 5 {SAMPLE_TIMEOUT_SECONDS}"
+case " $($ob_t scontrol -o show job {job} 2>/dev/null | head -n 1) " in
   *" JobState=RUNNING "*) ;;
   *) echo {NOT_RUNNING}; exit 0 ;;
 esac
-if command -v timeout >/dev/null 2>&1; then ob_t="timeout -k 5 {SAMPLE_TIMEOUT_SECONDS}"; else ob_t=; fi
+{strip}
 exec $ob_t srun --jobid={job} --overlap --nodes=1 --ntasks=1 --job-name=overbrainer-sample --quiet sh -c {step} </dev/null
 "#,
         step = quote(&step),
+        strip = super::submit::strip_line(),
     )
 }
 
@@ -533,5 +538,38 @@ mod tests {
             "{sample}"
         );
         crate::exec::shellcheck::assert_passes(&sample, "SC2016,SC2086");
+    }
+
+    /// `srun` carries the caller's environment into the step: the sample unsets
+    /// overbrainer's own variables (secrets among them) first, and keeps the rest.
+    #[test]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "runs the script under sh with stand-in Slurm clients"
+    )]
+    fn the_sample_step_never_sees_overbrainers_variables() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        for (name, body) in [
+            ("scontrol", "echo 'JobId=12 JobState=RUNNING Reason=None'"),
+            ("srun", "env"),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = format!("{}:/usr/bin:/bin", dir.path().display());
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(sample_script(12, "true"))
+            .env("PATH", &path)
+            .env("OVERBRAINER_RUNPOD__API_KEY", "rpa_CANARYz8Xq3Wm7Kv2")
+            .env("VAULT_TOKEN", "hvs.CANARYp4Lr9Tn6")
+            .env("OB_KEPT", "kept")
+            .output()
+            .unwrap();
+        let env = String::from_utf8_lossy(&output.stdout);
+        assert!(env.contains("OB_KEPT=kept"), "{env}");
+        assert!(!env.contains("CANARY"), "{env}");
     }
 }

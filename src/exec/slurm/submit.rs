@@ -148,10 +148,6 @@ pub fn launcher(options: &SlurmOptions, job: &JobCommand, scale: TimeScale) -> S
         reads.push_str("IFS= read -r ob_v || { echo 'secret input ended early' >&2; exit 4; }\n");
         let _ = write!(reads, "{name}=$ob_v\nexport {name}\n");
     }
-    let strip: Vec<String> = STRIPPED_ENV_PREFIXES
-        .iter()
-        .map(|prefix| format!("s/^\\({prefix}[A-Za-z0-9_]*\\)=.*/\\1/p"))
-        .collect();
     format!(
         r#"d={dir}
 mkdir -p -- "$d" && cd -- "$d" || exit 1
@@ -159,7 +155,7 @@ rm -f -- {stale} {out}
 {record}cat > {batch}.tmp <<'OB_BATCH_END'
 {script}OB_BATCH_END
 mv -f {batch}.tmp {batch} || exit 1
-for ob_n in $(env | sed -n {strip}); do unset "$ob_n"; done
+{strip}
 {reads}unset ob_v ob_n
 sbatch {args} {batch}
 "#,
@@ -169,8 +165,23 @@ sbatch {args} {batch}
         record = engine_record(job),
         batch = BATCH_FILE,
         script = batch_script(options, job, scale),
-        strip = quote(&strip.join("; ")),
+        strip = strip_line(),
         args = sbatch_args(options, &job.dir).join(" "),
+    )
+}
+
+/// The shell line that unsets every variable of overbrainer's own (`OVERBRAINER_*`,
+/// `VAULT_*`) before a Slurm client runs: `sbatch --export=ALL` and `srun` carry the
+/// caller's environment to the node, and secrets never reach a job or a step (SEC-3).
+#[must_use]
+pub fn strip_line() -> String {
+    let strip: Vec<String> = STRIPPED_ENV_PREFIXES
+        .iter()
+        .map(|prefix| format!("s/^\\({prefix}[A-Za-z0-9_]*\\)=.*/\\1/p"))
+        .collect();
+    format!(
+        "for ob_n in $(env | sed -n {}); do unset \"$ob_n\"; done",
+        quote(&strip.join("; "))
     )
 }
 
