@@ -436,6 +436,7 @@ def parser():
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("step")
     p.add_argument("what")
+    sub.add_parser("python")
     p = sub.add_parser("preflight")
     p.add_argument("--tree", required=True)
     p.add_argument("--model", required=True)
@@ -463,6 +464,7 @@ def parser():
 
 COMMANDS = {
     "step": lambda args: step(f"step {args.what}"),
+    "python": lambda args: check_python(),
     "preflight": preflight,
     "convert": convert,
     "quantize": quantize,

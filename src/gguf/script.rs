@@ -203,6 +203,9 @@ impl Plan {
             "cat > {} <<'OB_EXPORT_TOOL'\n{EXPORT_TOOL}OB_EXPORT_TOOL",
             p(&tool)
         );
+        // The target's Python before anything slow: without the modules the export needs
+        // (no `venv` set), a llama.cpp build of many minutes would come before the refusal.
+        let _ = writeln!(s, "{}", python(vec!["python".to_owned()]));
         step(&mut s, "1/6 llama.cpp");
         self.llama_step(&mut s, spec, &paths, job, &bin);
         let (model, tokenizer, merge) = match &self.source {

@@ -52,6 +52,8 @@ fn the_preflight_comes_before_the_merge_and_the_merge_before_the_conversion() {
             .find(what)
             .unwrap_or_else(|| panic!("{what}: {script}"))
     };
+    // The target's Python is checked before the llama.cpp step, which may build for minutes.
+    assert!(at("export_tool.py' 'python'") < at("1/6 llama.cpp"));
     assert!(at(" 'preflight' ") < at("'merge-lora'"));
     assert!(at("'merge-lora'") < at(" 'convert' "));
     assert!(at(" 'convert' ") < at("llama-quantize' '"));
