@@ -324,8 +324,8 @@ impl Drop for Tmpfs {
 // failed conversion and after a successful export.
 
 /// An invalid quantization type is refused before any job; a target Python without the
-/// export's modules (a target with no Axolotl venv runs the system python3) is refused at
-/// the preflight, naming them and the venv setting.
+/// export's modules (a target with no Axolotl venv runs the system python3) is refused
+/// before the llama.cpp step, naming them and the venv setting.
 fn refusals_before_the_model_is_read(
     training: &Training,
     id: &str,
@@ -363,6 +363,8 @@ fn refusals_before_the_model_is_read(
             && text.contains("OVERBRAINER_TARGETS__NAME__VENV"),
         "{text}"
     );
+    // Refused before the llama.cpp step (which may build for many minutes).
+    assert!(!text.contains("step 1/6 llama.cpp"), "{text}");
     let job = export_dirs(run).pop().unwrap();
     assert!(!job.join("export-work").exists());
 }
