@@ -170,16 +170,32 @@ fn the_trap_removes_the_work_directory_when_a_step_fails() {
     std::fs::create_dir_all(job.join(WORK_DIR)).unwrap();
     let mut plan = plan(Source::Model("/nowhere".into()), "Q8_0");
     plan.job_dir = job.to_string_lossy().into_owned();
+    // A venv whose Python answers every check: the llama.cpp step is the one that fails.
+    let venv = dir.path().join("venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(venv.join("bin/python3"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        venv.join("bin/python3"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut spec = spec();
+    spec.runtime = JobRuntime::Native {
+        venv: Some(venv.to_string_lossy().into_owned()),
+    };
     let status = std::process::Command::new("sh")
         .arg("-c")
-        .arg(plan.script(&spec()))
+        .arg(plan.script(&spec))
         .current_dir(&job)
         .output()
         .unwrap();
-    // The first step fails (the spec's `/venv` has no Python here: the check of the
-    // target's Python, before the llama.cpp step).
+    assert_eq!(status.status.code(), Some(REFUSED_STATUS));
     let log = String::from_utf8_lossy(&status.stderr);
-    assert!(!status.status.success(), "{log}");
-    assert!(!log.contains("step 1/6"), "{log}");
+    assert!(
+        refusal(&log)
+            .unwrap()
+            .contains("`targets.local.llama_cpp_dir` = `/opt/llama.cpp/`"),
+        "{log}"
+    );
     assert!(!job.join(WORK_DIR).exists());
 }
