@@ -10,11 +10,11 @@
 
 use std::io::Write as _;
 
-use crate::runpod_train::{PodProject, assert_clean, overbrainer, pod_project_of, pod_state, text};
+use crate::runpod_train::{PodProject, assert_clean, overbrainer, pod_state, text, unmerged_pod_project};
 
 /// The demo project on a pod target with a project name of its own.
 async fn kill_project(name: &str) -> PodProject {
-    let project = pod_project_of(r#"["A"]"#, 2).await;
+    let project = unmerged_pod_project(r#"["A"]"#).await;
     let config = project.training.project.read("overbrainer.toml");
     assert!(config.contains("name = \"tiny test\""), "{config}");
     project.training.project.write(
@@ -179,7 +179,7 @@ async fn runpod_kill_9_during_retrieval_takes_nothing_half_retrieved_as_done_and
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
-    crate::training::assert_merged_run(&project.training, &id);
+    crate::training::assert_trained_run(&project.training, &id);
     assert_eq!(std::fs::metadata(run.join(BLOB)).unwrap().len(), 150 << 20);
     let pod_record = pod_state(&project).unwrap();
     assert_eq!(pod_record["state"], "deleted", "{pod_record}");

@@ -50,6 +50,19 @@ pub(crate) async fn pod_project(gpu_types: &str) -> PodProject {
     pod_project_of(gpu_types, 2).await
 }
 
+/// [`pod_project`] without the merge: for the tests whose assertions are about the run's
+/// lifecycle, not the merged model (the demo test merges on a pod; issue 31).
+pub(crate) async fn unmerged_pod_project(gpu_types: &str) -> PodProject {
+    let project = pod_project(gpu_types).await;
+    let config = project.training.project.read("overbrainer.toml");
+    assert!(config.contains("\nmerge = true\n"), "{config}");
+    project.training.project.write(
+        "overbrainer.toml",
+        &config.replacen("\nmerge = true\n", "\nmerge = false\n", 1),
+    );
+    project
+}
+
 pub(crate) async fn pod_project_of(gpu_types: &str, max_steps: u32) -> PodProject {
     let env = training_env();
     let python = std::fs::read_to_string(env.venv.join("pyvenv.cfg"))
@@ -351,7 +364,7 @@ async fn runpod_train_ctrl_c_before_the_job_exists_deletes_the_pod_and_fails_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_collects_and_deletes_the_pod()
  {
-    let project = pod_project(r#"["A"]"#).await;
+    let project = unmerged_pod_project(r#"["A"]"#).await;
     let id = tokio::task::block_in_place(|| {
         let mut child = project.training.spawn(&["train", "--target", "pod"]);
         let id = project.training.wait_running(&mut child);
@@ -377,7 +390,7 @@ async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_coll
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
-    crate::training::assert_merged_run(&project.training, &id);
+    crate::training::assert_trained_run(&project.training, &id);
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert_eq!(pod["retrieved"], true, "{pod}");
@@ -387,7 +400,7 @@ async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_coll
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_rm_find_and_remove_it()
  {
-    let project = pod_project(r#"["A"]"#).await;
+    let project = unmerged_pod_project(r#"["A"]"#).await;
     let output = overbrainer(
         &project.training,
         &["train", "--target", "pod", "--keep-pod"],
@@ -396,7 +409,7 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
     let all = text(&output);
     assert!(output.status.success(), "{all}");
     let id = project.training.run_ids().remove(0);
-    crate::training::assert_merged_run(&project.training, &id);
+    crate::training::assert_trained_run(&project.training, &id);
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "kept", "{pod}");
     assert_eq!(pod["keep_pod"], true, "{pod}");
@@ -450,7 +463,7 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_deletes_the_pod_and_resumes_locally()
+async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_and_deletes_the_pod()
  {
     let project = pod_project_of(r#"["A"]"#, 6).await;
     let (id, output) = tokio::task::block_in_place(|| {
@@ -481,13 +494,9 @@ async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_deletes_the_po
     assert_eq!(pod["retrieved"], true, "{pod}\n{all}");
     assert_eq!(pod["state"], "deleted", "{pod}\n{all}");
     assert_clean(&project);
-    // Resumable on the local target.
-    let resumed = overbrainer(
-        &project.training,
-        &["train", "--resume-from", &id, "--target", "local"],
-    )
-    .await;
-    assert!(resumed.status.success(), "{}", text(&resumed));
+    // Resumable: the follower offers the resume. A resume starting at the step after a
+    // retrieved checkpoint is proven once, by the Slurm deadline test (issue 31).
+    assert!(all.contains(&format!("train --resume-from {id}")), "{all}");
 }
 
 /// A pod made straight on the stand-in, as another project's overbrainer made it:
@@ -595,7 +604,7 @@ async fn runpod_kill_9_during_readiness_leaves_the_pod_to_the_next_command_which
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_kill_9_while_the_job_runs_and_train_attach_recovers_the_run_and_deletes_the_pod() {
-    let project = pod_project(r#"["A"]"#).await;
+    let project = unmerged_pod_project(r#"["A"]"#).await;
     let id = tokio::task::block_in_place(|| {
         let mut child = project.training.spawn(&["train", "--target", "pod"]);
         let id = project.training.wait_running(&mut child);
@@ -606,7 +615,7 @@ async fn runpod_kill_9_while_the_job_runs_and_train_attach_recovers_the_run_and_
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
-    crate::training::assert_merged_run(&project.training, &id);
+    crate::training::assert_trained_run(&project.training, &id);
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert_clean(&project);

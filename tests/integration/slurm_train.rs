@@ -329,6 +329,21 @@ fn marked(dir: &Path) -> Vec<u32> {
     found
 }
 
+/// Stops (`SIGSTOP`) the Python processes of the job whose run directory is `dir`.
+fn pause_trainer(dir: &Path) {
+    let paused: Vec<u32> = marked(dir)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("python"))
+        })
+        .collect();
+    assert!(!paused.is_empty(), "no trainer process of the job found");
+    for pid in paused {
+        crate::util::signal(pid, "STOP");
+    }
+}
+
 // Case 3.
 #[test]
 fn a_cancelled_slurm_run_leaves_no_process_of_its_job() {
@@ -422,15 +437,16 @@ fn a_slurm_job_killed_at_its_time_limit_fails_saying_so() {
     training
         .extra_env
         .push(("OVERBRAINER_TEST_SLURM_NO_SIGNAL".into(), "1".into()));
-    let output = training
-        .cmd()
-        .args(["train", "--target", "cluster"])
-        .output()
-        .unwrap();
+    let mut follower = training.spawn(&["train", "--target", "cluster"]);
+    let id = wait_submitted(&training, &mut follower);
+    wait_training(&training, &id);
+    // Nothing need burn a core until the limit: the trainer's processes are paused
+    // (`SIGSTOP`), and Slurm's kill at the limit ends them as it would busy ones.
+    pause_trainer(&training.project.home().join("slurm-work").join(&id));
+    let output = finish(follower);
     let text = output_text(&output);
     assert!(!output.status.success(), "{text}");
-    let id = &training.run_ids()[0];
-    let record = training.record(id);
+    let record = training.record(&id);
     assert_eq!(record["state"], "failed", "{record}");
     let message = record["message"].as_str().unwrap();
     assert!(message.contains("the job was lost"), "{message}");
@@ -438,7 +454,7 @@ fn a_slurm_job_killed_at_its_time_limit_fails_saying_so() {
     assert!(record["snapshot"].is_null(), "{record}");
     assert!(
         cluster()
-            .job(slurm_job(&training, id))
+            .job(slurm_job(&training, &id))
             .contains("JobState=TIMEOUT")
     );
 }

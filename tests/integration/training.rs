@@ -303,11 +303,18 @@ pub(crate) fn assert_file(path: &Path) {
 }
 
 pub(crate) fn assert_merged_run(training: &Training, id: &str) {
+    assert_trained_run(training, id);
+    let run = training.runs().join(id);
+    assert_file(&run.join("output/merged/model.safetensors"));
+    assert_file(&run.join("output/merged/config.json"));
+}
+
+/// A run that succeeded and came back: its adapter, metrics and log in place, retrieved,
+/// with a last loss.
+pub(crate) fn assert_trained_run(training: &Training, id: &str) {
     let run = training.runs().join(id);
     assert_file(&run.join("output/adapter_model.safetensors"));
     assert_file(&run.join("output/adapter_config.json"));
-    assert_file(&run.join("output/merged/model.safetensors"));
-    assert_file(&run.join("output/merged/config.json"));
     assert_file(&run.join("metrics.jsonl"));
     assert_file(&run.join("job.log"));
     let record = training.record(id);
