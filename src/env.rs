@@ -54,7 +54,20 @@ impl TimeScale {
     pub fn scale(self, rule: Duration) -> Duration {
         self.second.mul_f64(rule.as_secs_f64())
     }
+
+    /// How often to look at something that `every` paces in rule time (a poll, a sample,
+    /// a retry): `every` on this scale, but never more often than every
+    /// [`MIN_SCALED_POLL`] (or `every` itself when that is shorter). A poll is a process
+    /// or a round trip; the test suite's fast scales would otherwise run hundreds a
+    /// second and leave the machine's cores to them (issue 31). Real time is unchanged.
+    #[must_use]
+    pub fn poll(self, every: Duration) -> Duration {
+        self.scale(every).max(every.min(MIN_SCALED_POLL))
+    }
 }
+
+/// The shortest pause between two polls on a fast test scale ([`TimeScale::poll`]).
+pub const MIN_SCALED_POLL: Duration = Duration::from_millis(200);
 
 /// A copy of environment variables, by name. Variables whose name or value is not valid
 /// UTF-8 are left out.
@@ -174,5 +187,37 @@ mod tests {
             TimeScale::REAL.scale(Duration::from_millis(1500)),
             Duration::from_millis(1500)
         );
+    }
+
+    #[test]
+    fn a_poll_on_a_fast_scale_keeps_a_floor_and_real_time_polls_are_unchanged() {
+        let fast = TimeScale::with_second(Duration::from_millis(10));
+        let cases = [
+            // (every, on the fast scale, in real time)
+            (
+                Duration::from_secs(1),
+                MIN_SCALED_POLL,
+                Duration::from_secs(1),
+            ),
+            (
+                Duration::from_secs(60),
+                Duration::from_millis(600),
+                Duration::from_secs(60),
+            ),
+            (
+                Duration::from_millis(50),
+                Duration::from_millis(50),
+                Duration::from_millis(50),
+            ),
+            (
+                Duration::from_millis(250),
+                MIN_SCALED_POLL,
+                Duration::from_millis(250),
+            ),
+        ];
+        for (every, on_fast, real) in cases {
+            assert_eq!(fast.poll(every), on_fast, "{every:?}");
+            assert_eq!(TimeScale::REAL.poll(every), real, "{every:?}");
+        }
     }
 }

@@ -54,7 +54,7 @@ pub async fn follow(
     let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
     // A side job takes seconds to minutes: a training run's 1 s poll would add half of
     // one to each on average (issue 14's speed goal).
-    let poll = executor.time_scale().scale(SIDE_JOB_POLL);
+    let poll = executor.time_scale().poll(SIDE_JOB_POLL);
     loop {
         if let Ok(lines) = log.poll().await {
             lines.into_iter().for_each(&mut on_line);

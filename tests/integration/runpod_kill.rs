@@ -10,7 +10,9 @@
 
 use std::io::Write as _;
 
-use crate::runpod_train::{PodProject, assert_clean, overbrainer, pod_state, text, unmerged_pod_project};
+use crate::runpod_train::{
+    PodProject, assert_clean, overbrainer, pod_state, text, unmerged_pod_project,
+};
 
 /// The demo project on a pod target with a project name of its own.
 async fn kill_project(name: &str) -> PodProject {
@@ -60,7 +62,9 @@ fn killed_at_tar(project: &PodProject, flag: &str, before: Option<&dyn Fn(&str)>
         let id = project.training.wait_running(&mut child);
         before(&id);
     }
-    let id = crate::util::poll(crate::training::DEADLINE, "the pod's tar", || {
+    // `/proc` read in this process, every 50 ms: the transfer lasts a few seconds.
+    let every = std::time::Duration::from_millis(50);
+    let id = crate::util::poll_every(every, crate::training::DEADLINE, "the pod's tar", || {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("train ended first ({status})");
         }

@@ -463,8 +463,7 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_and_deletes_the_pod()
- {
+async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_and_deletes_the_pod() {
     let project = pod_project_of(r#"["A"]"#, 6).await;
     let (id, output) = tokio::task::block_in_place(|| {
         let mut follower = project.training.spawn(&["train", "--target", "pod"]);

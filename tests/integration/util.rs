@@ -11,13 +11,22 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
-/// How often a waiting test looks again.
-const POLL_EVERY: Duration = Duration::from_millis(50);
+/// How often a waiting test looks again. Many checks start a process (`scontrol`,
+/// `podman exec`, `tmux`): at 50 ms, a few waiting tests kept a core busy (issue 31).
+const POLL_EVERY: Duration = Duration::from_millis(250);
 
-/// Calls `check` every 50 ms until it gives a value, and fails the test when `within` has
-/// passed first, naming `what` it waited for and the last thing `check` saw. The one way a
-/// test waits for something another process does (a job's state, a file, a log line).
-pub fn poll<T, E: Debug>(
+/// Calls `check` every 250 ms until it gives a value, and fails the test when `within`
+/// has passed first, naming `what` it waited for and the last thing `check` saw. The one
+/// way a test waits for something another process does (a job's state, a file, a log
+/// line).
+pub fn poll<T, E: Debug>(within: Duration, what: &str, check: impl FnMut() -> Result<T, E>) -> T {
+    poll_every(POLL_EVERY, within, what, check)
+}
+
+/// [`poll`], looking every `every`: for a cheap check (no process started) that has to
+/// catch a short moment, such as a transfer's `tar` while it runs.
+pub fn poll_every<T, E: Debug>(
+    every: Duration,
     within: Duration,
     what: &str,
     mut check: impl FnMut() -> Result<T, E>,
@@ -31,7 +40,7 @@ pub fn poll<T, E: Debug>(
                 "timed out after {within:?} waiting for {what} (last seen: {last:?})"
             ),
         }
-        std::thread::sleep(POLL_EVERY);
+        std::thread::sleep(every);
     }
 }
 
@@ -147,7 +156,11 @@ pub fn overbrainer(home: &Path) -> Command {
     cmd
 }
 
-/// `child`'s exit status once it ends, looking every [`POLL_EVERY`] until `deadline`;
+/// How often a wait for a child's end looks again: a `waitpid` costs nothing, and each
+/// command a test runs waits this long at most past its end.
+const CHILD_EVERY: Duration = Duration::from_millis(20);
+
+/// `child`'s exit status once it ends, looking every [`CHILD_EVERY`] until `deadline`;
 /// `None` when the deadline came first, the child then killed and reaped.
 fn ended_by(
     child: &mut std::process::Child,
@@ -162,7 +175,7 @@ fn ended_by(
             let _ = child.wait();
             return None;
         }
-        std::thread::sleep(POLL_EVERY);
+        std::thread::sleep(CHILD_EVERY);
     }
 }
 

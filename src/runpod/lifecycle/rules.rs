@@ -79,8 +79,8 @@ impl Rules {
         let hour = minutes(60);
         Self {
             hour,
-            poll_interval: secs(5),
-            handshake_retry: scale.scale(Duration::from_millis(250)),
+            poll_interval: scale.poll(Duration::from_secs(5)),
+            handshake_retry: scale.poll(Duration::from_millis(250)),
             tick: minutes(1),
             ready_timeout: minutes(15),
             boot_grace: minutes(target.boot_grace_minutes.into()),

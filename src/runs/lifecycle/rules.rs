@@ -43,14 +43,16 @@ impl Rules {
     #[must_use]
     pub fn scaled(scale: TimeScale) -> Self {
         let seconds = |n: u64| scale.scale(Duration::from_secs(n));
+        // How often to look, with a floor on fast test scales (`TimeScale::poll`).
+        let every = |n: u64| scale.poll(Duration::from_secs(n));
         Self {
-            poll_interval: seconds(1),
-            sample_interval: seconds(10),
+            poll_interval: every(1),
+            sample_interval: every(10),
             max_failed_reaches: 6,
-            request_check_interval: seconds(30),
+            request_check_interval: every(30),
             snapshot_deadline: seconds(30 * 60),
             end_after_snapshot: seconds(10 * 60),
-            save_interval: seconds(10),
+            save_interval: every(10),
             stall: Policy::default().bounds(scale),
             on_stall: OnStall::Warn,
         }
@@ -72,7 +74,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_duration_of_the_rules_scales_and_the_counts_do_not() {
+    fn every_duration_of_the_rules_scales_polls_keep_their_floor_and_the_counts_do_not() {
         let real = Rules::default();
         assert_eq!(real, Rules::scaled(TimeScale::REAL));
         assert_eq!(real.poll_interval, Duration::from_secs(1));
@@ -82,13 +84,13 @@ mod tests {
         assert_eq!(
             fast,
             Rules {
-                poll_interval: Duration::from_millis(10),
-                sample_interval: Duration::from_millis(100),
+                poll_interval: crate::env::MIN_SCALED_POLL,
+                sample_interval: crate::env::MIN_SCALED_POLL,
                 max_failed_reaches: 6,
                 request_check_interval: Duration::from_millis(300),
                 snapshot_deadline: Duration::from_secs(18),
                 end_after_snapshot: Duration::from_secs(6),
-                save_interval: Duration::from_millis(100),
+                save_interval: crate::env::MIN_SCALED_POLL,
                 stall: Policy::default().bounds(TimeScale::with_second(Duration::from_millis(10))),
                 on_stall: OnStall::Warn,
             }

@@ -258,7 +258,7 @@ fn plan_of(
         workdir: POD_WORKDIR.to_owned(),
         run_dir: record.dir.clone(),
         host_key_secret: recorded.host_key_secret_id.clone(),
-        job_poll: scale.scale(Duration::from_secs(5)),
+        job_poll: scale.poll(Duration::from_secs(5)),
         time_scale: scale,
     }
 }

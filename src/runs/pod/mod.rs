@@ -334,7 +334,7 @@ pub async fn train(
         workdir: POD_WORKDIR.to_owned(),
         run_dir: pod_dir,
         host_key_secret: Some(secret.id),
-        job_poll: scale.scale(Duration::from_secs(5)),
+        job_poll: scale.poll(Duration::from_secs(5)),
         time_scale: scale,
     };
     let part = Part {

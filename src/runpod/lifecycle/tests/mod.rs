@@ -276,7 +276,9 @@ fn rules_scale_with_the_test_only_factor() {
     assert_eq!(fast.lease_fresh, Duration::from_secs(9));
     assert_eq!(fast.client_guard, Duration::from_secs(3));
     assert_eq!(fast.delete_backoff, Duration::from_millis(20));
-    assert_eq!(fast.handshake_retry, Duration::from_micros(2500));
+    // Polls keep their floor on a fast scale (`TimeScale::poll`).
+    assert_eq!(fast.handshake_retry, crate::env::MIN_SCALED_POLL);
+    assert_eq!(fast.poll_interval, crate::env::MIN_SCALED_POLL);
     // At 1 USD/h a 2 USD cap lasts two scaled hours.
     assert_eq!(fast.cap_lasts(2.0, 1.0), Duration::from_secs(72));
     // `--keep-pod` ignores `max_cost_usd` (POD-1).
