@@ -464,10 +464,25 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_and_deletes_the_pod() {
-    let project = pod_project_of(r#"["A"]"#, 6).await;
+    // Steps enough to be still training when the stop comes.
+    let project = pod_project_of(r#"["A"]"#, 6000).await;
     let (id, output) = tokio::task::block_in_place(|| {
         let mut follower = project.training.spawn(&["train", "--target", "pod"]);
         let id = project.training.wait_running(&mut follower);
+        // Stopped once it trains: a stop before the first step has only the snapshot
+        // deadline (30 minutes, 90 s on this test's scale) for Axolotl's start, which a
+        // loaded machine can pass; the run is then cancelled, as it should be.
+        crate::util::poll(crate::training::DEADLINE, "a first step", || {
+            if let Ok(Some(status)) = follower.try_wait() {
+                panic!("train ended first ({status})");
+            }
+            let record = project.training.record(&id);
+            if record["last_step"].as_u64().is_some_and(|s| s >= 1) {
+                Ok(())
+            } else {
+                Err(record)
+            }
+        });
         // The follower holds the project: `train stop` only places the request (RUN-33).
         let stop = project
             .training
