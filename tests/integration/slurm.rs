@@ -283,6 +283,84 @@ async fn cancel_is_scancel_with_the_markers_and_leaves_no_process() -> TestResul
     Ok(())
 }
 
+// Review of issue 19: a container job's `scancel` signalled the batch shell and the
+// engine's client, but the container (under Podman's `conmon`, or Docker's daemon)
+// is no child of the job and ran on. The cancel stops and removes it first, on the
+// job's node, as the local and ssh cancels do (`exec::a_container_job_is_stopped_first`).
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_of_a_container_job_stops_and_removes_its_container_on_the_node() -> TestResult {
+    use crate::engines::{TestEngine, container_env, processes_with_env};
+    let _turn = cluster().lock();
+    for engine in TestEngine::ALL {
+        engine.start();
+        let root = tempfile::tempdir()?;
+        // The cluster's clients and the engine shims on one `PATH` entry: `sbatch
+        // --export=ALL` and `srun` carry it to the node.
+        let bin = root.path().join("bin");
+        std::fs::create_dir(&bin)?;
+        for dir in [cluster().bin(), container_env().shims()] {
+            for entry in std::fs::read_dir(dir)? {
+                let entry = entry?;
+                std::os::unix::fs::symlink(entry.path(), bin.join(entry.file_name()))?;
+            }
+        }
+        let login = LocalExecutor::new(&root.path().join("work"))?.with_path_prefix(&bin);
+        let executor = SlurmExecutor::new(Login::Local(login), options());
+        let dir = format!("{}/r_container", executor.workdir());
+        let container_canary = crate::engines::canary();
+        let name = format!(
+            "overbrainer-slurm-cancel-{}-{}",
+            engine.name(),
+            &container_canary[6..14]
+        );
+        let job = crate::exec::container_job(
+            &dir,
+            engine,
+            &name,
+            &container_canary,
+            crate::exec::TRAPPING_BODY,
+        );
+        let id = executor.spawn(&job).await?;
+        let log = || std::fs::read_to_string(Path::new(&dir).join(JOB_LOG)).unwrap_or_default();
+        crate::util::poll(WAIT, "the container's first line", || {
+            if log().contains("ready") {
+                Ok(())
+            } else {
+                Err(log())
+            }
+        });
+        assert!(engine.is_running(&name), "{engine:?}: {}", log());
+        executor.cancel(&id).await?;
+        let left = engine.containers().contains(&name);
+        if left {
+            engine.remove(&name);
+        }
+        assert!(
+            !left,
+            "{engine:?}: the container is left after cancel: {}",
+            log()
+        );
+        assert_eq!(
+            processes_with_env(&container_canary),
+            Vec::<u32>::new(),
+            "{engine:?}"
+        );
+        assert_eq!(
+            executor.status(&id).await?,
+            JobStatus::Cancelled,
+            "{engine:?}"
+        );
+        let text = log();
+        assert!(
+            text.contains("engine client ended 43"),
+            "{engine:?}: {text}"
+        );
+        assert!(!text.contains("script got TERM"), "{engine:?}: {text}");
+        ended(id.slurm_job.ok_or("no job id")?);
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_deadline_signal_places_the_snapshot_request_before_the_time_limit() -> TestResult {
     let _turn = cluster().lock();
