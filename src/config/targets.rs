@@ -30,7 +30,7 @@ pub enum Target {
 }
 
 /// `kind = "local"`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct LocalTarget {
     /// How the job runs.
@@ -52,6 +52,10 @@ pub struct LocalTarget {
     /// GPU and `nvcc`, else for the CPU (`scripts/llama-env.sh`).
     #[serde(default)]
     pub llama_cpp_dir: Option<String>,
+    /// GPUs the train stage uses on this machine, one process each (issue 19): above
+    /// 1, Axolotl is launched through accelerate with that many processes; at least 1.
+    #[serde(default = "default_gpu_count")]
+    pub gpu_count: u32,
 }
 
 /// `kind = "ssh"`.
@@ -83,6 +87,26 @@ pub struct SshTarget {
     /// (`OVERBRAINER_TARGETS__<NAME>__HOST`).
     #[serde(default)]
     pub host: Option<String>,
+    /// GPUs the train stage uses on the host, one process each, as for a local target.
+    #[serde(default = "default_gpu_count")]
+    pub gpu_count: u32,
+}
+
+impl Default for LocalTarget {
+    fn default() -> Self {
+        Self {
+            runtime: Runtime::default(),
+            venv: None,
+            engine: Engine::default(),
+            image: default_image(),
+            llama_cpp_dir: None,
+            gpu_count: default_gpu_count(),
+        }
+    }
+}
+
+fn default_gpu_count() -> u32 {
+    1
 }
 
 fn default_workdir() -> String {
@@ -121,6 +145,7 @@ pub(super) fn check(check: &mut Check<'_>, targets: &BTreeMap<String, Target>) {
                     check.safe(&key("llama_cpp_dir"), dir);
                 }
                 check.safe(&key("image"), &local.image);
+                check.at_least(&key("gpu_count"), local.gpu_count.into(), 1);
             }
             Target::Ssh(ssh) => {
                 if let Some(venv) = &ssh.venv {
@@ -131,6 +156,7 @@ pub(super) fn check(check: &mut Check<'_>, targets: &BTreeMap<String, Target>) {
                 }
                 check.safe(&key("image"), &ssh.image);
                 check.safe(&key("workdir"), &ssh.workdir);
+                check.at_least(&key("gpu_count"), ssh.gpu_count.into(), 1);
                 if let Some(host) = &ssh.host {
                     check.non_empty(&key("host"), host);
                     if host.starts_with('-') || host.chars().any(char::is_whitespace) {

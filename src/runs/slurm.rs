@@ -84,15 +84,14 @@ pub async fn connect(
 }
 
 /// How the train stage of `target`'s job launches Axolotl: a slurm target's `nodes`
-/// and `gpus_per_node`; one process elsewhere.
+/// and `gpus_per_node`; a process per GPU of a `local` or `ssh` target's `gpu_count`
+/// elsewhere (one for a Runpod target).
 #[must_use]
 pub fn launch(target: &Resolved) -> crate::train::launch::Launch {
-    target
-        .slurm
-        .as_ref()
-        .map_or_else(Default::default, |slurm| {
-            crate::train::launch::Launch::slurm(slurm.nodes, slurm.gpus_per_node)
-        })
+    target.slurm.as_ref().map_or_else(
+        || crate::train::launch::Launch::one_machine(target.gpu_count),
+        |slurm| crate::train::launch::Launch::slurm(slurm.nodes, slurm.gpus_per_node),
+    )
 }
 
 /// Checks what only the cluster can say before a run is created: the target's

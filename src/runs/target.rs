@@ -46,6 +46,10 @@ pub struct Resolved {
     pub runpod: Option<Box<crate::config::RunpodTarget>>,
     /// The target's keys, for `slurm` targets.
     pub slurm: Option<Box<crate::config::SlurmTarget>>,
+    /// GPUs of one machine the train stage uses, a process each: a `local` or `ssh`
+    /// target's `gpu_count`; 1 elsewhere (a slurm target's launch comes from its own
+    /// keys).
+    pub gpu_count: u32,
 }
 
 fn runtime(
@@ -93,6 +97,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
             workdir: None,
             runpod: None,
             slurm: None,
+            gpu_count: local.gpu_count,
         }),
         Target::Ssh(ssh) => {
             if settings.ssh_client_for(target) == Some(SshClient::Builtin) {
@@ -122,6 +127,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
                 workdir: Some(ssh.workdir.clone()),
                 runpod: None,
                 slurm: None,
+                gpu_count: ssh.gpu_count,
             })
         }
         Target::Runpod(runpod) => Ok(Resolved {
@@ -134,6 +140,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
             workdir: Some(POD_WORKDIR.to_owned()),
             runpod: Some(Box::new(runpod.clone())),
             slurm: None,
+            gpu_count: 1,
         }),
         Target::Slurm(slurm) => Ok(Resolved {
             name: name.to_owned(),
@@ -153,6 +160,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
             ),
             runpod: None,
             slurm: Some(Box::new(slurm.clone())),
+            gpu_count: 1,
         }),
     }
 }
@@ -283,6 +291,44 @@ pub fn hf_home(executor: &AnyExecutor) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `gpu_count` of a `local` and an `ssh` target reaches the train stage's launch
+    /// (issue 19): two processes through accelerate; unset, one.
+    #[test]
+    fn the_gpu_count_of_local_and_ssh_targets_sets_the_launch() {
+        use crate::train::launch::Launch;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(crate::config::FILE_NAME),
+            "[project]\nname = \"p\"\n\n[targets.here]\nkind = \"local\"\ngpu_count = 2\n\n\
+             [targets.box]\nkind = \"ssh\"\nruntime = \"docker\"\ngpu_count = 2\n\n\
+             [targets.plain]\nkind = \"local\"\n",
+        )
+        .unwrap();
+        let env = EnvSnapshot::from_pairs([("OVERBRAINER_TARGETS__BOX__HOST", "me@box")]);
+        let loaded = crate::config::load(dir.path(), &env, |_, _, _| {}).unwrap();
+        for name in ["here", "box"] {
+            let target = resolve(&loaded.settings, name).unwrap();
+            assert_eq!(target.gpu_count, 2, "{name}");
+            let launch = super::super::slurm::launch(&target);
+            assert_eq!(launch, Launch::one_machine(2), "{name}");
+            assert_eq!(
+                launch.train_args()[2..],
+                [
+                    "--launcher",
+                    "accelerate",
+                    "--",
+                    "--num_processes",
+                    "2",
+                    "--num_machines",
+                    "1"
+                ],
+                "{name}"
+            );
+        }
+        let plain = resolve(&loaded.settings, "plain").unwrap();
+        assert_eq!(super::super::slurm::launch(&plain), Launch::default());
+    }
 
     #[test]
     fn a_long_tmpdir_still_leaves_tmp_for_the_control_socket() {

@@ -41,6 +41,16 @@ impl Launch {
         }
     }
 
+    /// The launch of a job on one machine (a `local` or `ssh` target) with
+    /// `gpu_count` GPUs, a process each (one for 0).
+    #[must_use]
+    pub fn one_machine(gpu_count: u32) -> Self {
+        Self {
+            nodes: 1,
+            processes_per_node: gpu_count.max(1),
+        }
+    }
+
     /// Whether the job runs more than one process.
     #[must_use]
     pub fn is_multi(self) -> bool {
@@ -126,6 +136,36 @@ mod tests {
             launch.train_command(&spec()),
             "'/opt/venv'/bin/'axolotl' 'train' 'axolotl.yaml' '--launcher' 'accelerate' '--' '--num_processes' '2' '--num_machines' '1'"
         );
+    }
+
+    /// A `local` or `ssh` target's `gpu_count` of 2: the same accelerate line as a
+    /// Slurm node with two GPUs, natively and in the job's container (which gets every
+    /// GPU of the machine).
+    #[test]
+    fn a_local_or_ssh_target_with_two_gpus_goes_through_accelerate() {
+        let launch = Launch::one_machine(2);
+        assert_eq!(launch, Launch::slurm(1, Some(2)));
+        assert!(launch.is_multi());
+        assert_eq!(
+            launch.train_command(&spec()),
+            "'/opt/venv'/bin/'axolotl' 'train' 'axolotl.yaml' '--launcher' 'accelerate' '--' '--num_processes' '2' '--num_machines' '1'"
+        );
+        let mut container = spec();
+        container.runtime = JobRuntime::Container {
+            engine: crate::config::Engine::Podman,
+            image: "img:1".into(),
+            tools_cache: None,
+        };
+        let command = launch.train_command(&container);
+        assert!(
+            command.contains(
+                " 'img:1' 'axolotl' 'train' 'axolotl.yaml' '--launcher' 'accelerate' '--' '--num_processes' '2' '--num_machines' '1' || ob_engine_failed $?"
+            ),
+            "{command}"
+        );
+        assert!(!command.contains("srun"), "{command}");
+        assert_eq!(Launch::one_machine(1), Launch::default());
+        assert_eq!(Launch::one_machine(0), Launch::default());
     }
 
     #[test]

@@ -1001,7 +1001,7 @@ async fn cancel_ssh() -> TestResult {
 /// `exec::stage_command` does),
 /// with `OB_CANARY=<canary>` in the container's environment. The script traps
 /// `SIGTERM` and says so; it says how the engine's client ended.
-fn container_job(
+pub(crate) fn container_job(
     dir: &str,
     engine: TestEngine,
     name: &str,
@@ -1034,7 +1034,7 @@ fn container_job(
 /// 43 from its trap: the engine client's exit code 43 proves the container got the
 /// signal (its last output line can be lost by the engine's attach under load, so the
 /// printed line alone is no proof).
-const TRAPPING_BODY: &str =
+pub(crate) const TRAPPING_BODY: &str =
     "trap 'echo container got TERM; exit 43' TERM; echo ready; while :; do sleep 1; done";
 
 // Issue 11, on real engines (was a stand-in `docker` that recorded its calls).

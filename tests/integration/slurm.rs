@@ -283,6 +283,137 @@ async fn cancel_is_scancel_with_the_markers_and_leaves_no_process() -> TestResul
     Ok(())
 }
 
+/// A Slurm executor submitting from this machine whose `PATH` has the cluster's
+/// clients and the engine shims in one entry: `sbatch --export=ALL` and `srun` carry
+/// it to the node.
+fn container_executor(root: &Path) -> Result<SlurmExecutor, Box<dyn std::error::Error>> {
+    let bin = root.join("bin");
+    std::fs::create_dir(&bin)?;
+    for dir in [cluster().bin(), crate::engines::container_env().shims()] {
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            std::os::unix::fs::symlink(entry.path(), bin.join(entry.file_name()))?;
+        }
+    }
+    let login = LocalExecutor::new(&root.join("work"))?.with_path_prefix(&bin);
+    Ok(SlurmExecutor::new(Login::Local(login), options()))
+}
+
+/// Submits `exec::container_job` (a container that traps `SIGTERM` and exits 43) in
+/// run directory `name` with a fresh canary in the container's environment, and
+/// waits for its first line. Returns the job, its directory, container and canary.
+async fn container_job_ready(
+    executor: &SlurmExecutor,
+    engine: crate::engines::TestEngine,
+    name: &str,
+) -> Result<(overbrainer::exec::JobId, String, String, String), Box<dyn std::error::Error>> {
+    let dir = format!("{}/{name}", executor.workdir());
+    let canary = crate::engines::canary();
+    let container = format!(
+        "overbrainer-slurm-{name}-{}-{}",
+        engine.name(),
+        &canary[6..14]
+    );
+    let job = crate::exec::container_job(
+        &dir,
+        engine,
+        &container,
+        &canary,
+        crate::exec::TRAPPING_BODY,
+    );
+    let id = executor.spawn(&job).await?;
+    crate::util::poll(WAIT, "the container's first line", || {
+        let log = container_log(&dir);
+        if log.contains("ready") {
+            Ok(())
+        } else {
+            Err(log)
+        }
+    });
+    Ok((id, dir, container, canary))
+}
+
+fn container_log(dir: &str) -> String {
+    std::fs::read_to_string(Path::new(dir).join(JOB_LOG)).unwrap_or_default()
+}
+
+/// Whether `engine` still knows the container `name` (`ps -a`); removes it if so, so a
+/// failed test leaves nothing behind.
+fn container_left(engine: crate::engines::TestEngine, name: &str) -> bool {
+    let left = engine.containers().iter().any(|c| c == name);
+    if left {
+        engine.remove(name);
+    }
+    left
+}
+
+// Review of issue 19: a container job's `scancel` signalled the batch shell and the
+// engine's client, but the container (under Podman's `conmon`, or Docker's daemon)
+// is no child of the job and ran on. The cancel stops and removes it first, on the
+// job's node, as the local and ssh cancels do (`exec::a_container_job_is_stopped_first`);
+// a container that outlived its client goes when its job ends.
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_of_a_container_job_stops_and_removes_its_container_on_the_node() -> TestResult {
+    use crate::engines::{TestEngine, processes_with_env};
+    let _turn = cluster().lock();
+    for engine in TestEngine::ALL {
+        engine.start();
+        let root = tempfile::tempdir()?;
+        let executor = container_executor(root.path())?;
+        let (id, dir, name, canary) = container_job_ready(&executor, engine, "cancel").await?;
+        assert!(
+            engine.is_running(&name),
+            "{engine:?}: {}",
+            container_log(&dir)
+        );
+        executor.cancel(&id).await?;
+        assert!(
+            !container_left(engine, &name),
+            "{engine:?}: the container is left after cancel: {}",
+            container_log(&dir)
+        );
+        assert_eq!(processes_with_env(&canary), Vec::<u32>::new(), "{engine:?}");
+        assert_eq!(
+            executor.status(&id).await?,
+            JobStatus::Cancelled,
+            "{engine:?}"
+        );
+        let text = container_log(&dir);
+        assert!(
+            text.contains("engine client ended 43"),
+            "{engine:?}: {text}"
+        );
+        assert!(!text.contains("script got TERM"), "{engine:?}: {text}");
+        ended(id.slurm_job.ok_or("no job id")?);
+
+        // A container that outlived its engine client (killed with SIGKILL): once the
+        // job has ended no step can reach its node, so the job's own shell stops and
+        // removes the container as it ends; a later cancel leaves the job as it was.
+        let (id, dir, name, canary) = container_job_ready(&executor, engine, "orphan").await?;
+        let client = std::fs::read_to_string(Path::new(&dir).join("client.pid"))?;
+        let killed = std::process::Command::new("kill")
+            .args(["-s", "KILL", client.trim()])
+            .status()?;
+        assert!(killed.success());
+        wait_for(&executor, &id, JobStatus::Exited(0)).await;
+        let text = container_log(&dir);
+        assert!(text.contains("engine client ended 137"), "{text}");
+        assert!(
+            !container_left(engine, &name),
+            "{engine:?}: the orphaned container outlived its job: {text}"
+        );
+        assert_eq!(processes_with_env(&canary), Vec::<u32>::new(), "{engine:?}");
+        executor.cancel(&id).await?;
+        assert_eq!(executor.status(&id).await?, JobStatus::Exited(0));
+        assert!(
+            !Path::new(&dir)
+                .join(overbrainer::exec::CANCEL_FILE)
+                .exists()
+        );
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_deadline_signal_places_the_snapshot_request_before_the_time_limit() -> TestResult {
     let _turn = cluster().lock();

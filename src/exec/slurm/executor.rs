@@ -10,8 +10,8 @@ use super::submit::{self, SlurmOptions};
 use crate::env::TimeScale;
 use crate::exec::shell::quote;
 use crate::exec::{
-    CANCEL_FILE, CANCELLING_FILE, ExecError, Executor, FileDigest, JobCommand, JobId, JobStatus,
-    LocalExecutor, SshExecutor, check_job_env,
+    CANCEL_FILE, ExecError, Executor, FileDigest, JobCommand, JobId, JobStatus, LocalExecutor,
+    SshExecutor, check_job_env,
 };
 
 /// The login node: this machine, or an SSH host.
@@ -271,8 +271,9 @@ impl Executor for SlurmExecutor {
     /// `scancel`: a job that ended by itself is left as it is; otherwise
     /// [`CANCELLING_FILE`] first, `scancel ID`, a wait until the scheduler has ended the
     /// job (its `KillWait` between `SIGTERM` and `SIGKILL`), then [`CANCEL_FILE`].
-    /// A container on a node is the node's to stop: Slurm's signals reach the engine
-    /// client, not the container (not handled here).
+    /// A job in a container has its container stopped and removed first, on its node,
+    /// in a step of its allocation (`state::cancel_script`): Slurm's signals reach the
+    /// engine's client, not the container.
     async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
         let Some(id) = job.slurm_job else {
             return Err(ExecError::Protocol(format!(
@@ -287,9 +288,7 @@ impl Executor for SlurmExecutor {
         let dir = quote(&job.dir);
         self.command(
             "cancel",
-            &format!(
-                "d={dir}\n[ -d \"$d\" ] || exit 0\n: > \"$d/{CANCELLING_FILE}\" || exit 1\nscancel {id}\n"
-            ),
+            &state::cancel_script(&job.dir, id, job.container.as_ref()),
             &[],
         )
         .await?;

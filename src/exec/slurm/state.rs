@@ -219,6 +219,77 @@ exec $ob_t srun --jobid={job} --overlap --nodes=1 --ntasks=1 --job-name=overbrai
     )
 }
 
+/// Seconds the container stop of [`cancel_script`] may take on the login node
+/// (`timeout`, then `SIGKILL` 5 s later): the engine's `stop -t 30`, `rm -f` and its
+/// wait for the container to be gone (each bounded on the node), and a margin.
+pub const CANCEL_STOP_SECONDS: u32 = 150;
+
+/// Ticks of a fifth of a second the node's step of [`cancel_script`] waits, once the
+/// container is stopped, for the job's wrapper to write its exit code: the job then
+/// ends by itself (its engine client returned) and its shell never sees `SIGTERM`.
+const CANCEL_SETTLE_TICKS: u32 = 50;
+
+/// The step of [`cancel_script`] on the job's node: stops and removes the job's
+/// container, then waits for the job's exit code.
+fn cancel_step(dir: &str, container: &crate::exec::Container) -> String {
+    format!(
+        "d={dir}\n{read}{restore}{stop}ob_i=0\nwhile [ ! -e \"$d/{exit}\" ] && [ \"$ob_i\" -lt {CANCEL_SETTLE_TICKS} ]; do\n  sleep 0.2 2>/dev/null || sleep 1\n  ob_i=$((ob_i + 1))\ndone\nexit \"${{ob_stop_rc:-0}}\"\n",
+        dir = quote(dir),
+        read = crate::exec::engine::read_container_id(&format!(
+            "\"$d/{}\"",
+            crate::exec::CONTAINER_ID_FILE
+        )),
+        restore = crate::exec::engine::restore_engine_env("\"$d\""),
+        stop = crate::exec::engine::container_stop(container),
+        exit = EXIT_FILE,
+    )
+}
+
+/// The cancel of Slurm job `job` in the run directory `dir`, run on the login node:
+/// nothing when `dir` is gone; otherwise [`CANCELLING_FILE`] first, then, for a
+/// job that runs in a `container` while `scontrol` says the job runs, a step in its
+/// allocation on its first node (`srun --jobid --overlap --nodes=1 --ntasks=1`, as
+/// [`sample_script`] does) that stops and removes the container whose ID the job
+/// recorded ([`crate::exec::CONTAINER_ID_FILE`]) with the engine environment of its
+/// start, as the cancel of a local or ssh job does
+/// ([`crate::exec::engine::container_stop`]), then waits up to 10 s for the job's
+/// exit code. The container is no child of the job (Podman's `conmon`, Docker's
+/// daemon): `scancel` alone reaches the engine's client and leaves it running. The
+/// step is bounded by `timeout` ([`CANCEL_STOP_SECONDS`]) where the login node has it;
+/// its failure (the job ended meanwhile) is no error. Then `scancel`, whose failure
+/// is an error only while the scheduler still has the job queued or running.
+#[must_use]
+pub fn cancel_script(dir: &str, job: u64, container: Option<&crate::exec::Container>) -> String {
+    let stop = container.map_or_else(String::new, |container| {
+        let step = cancel_step(dir, container);
+        format!(
+            r#"{strip}
+ob_t=
+if command -v timeout >/dev/null 2>&1; then ob_t="timeout -k 5 {CANCEL_STOP_SECONDS}"; fi
+case " $($ob_t scontrol -o show job {job} 2>/dev/null | head -n 1) " in
+  *" JobState=RUNNING "*)
+    $ob_t srun --jobid={job} --overlap --nodes=1 --ntasks=1 --job-name=overbrainer-cancel --quiet sh -c {step} </dev/null >&2 || true ;;
+esac
+"#,
+            strip = super::submit::strip_line(),
+            step = quote(&step),
+        )
+    });
+    format!(
+        r#"d={dir}
+[ -d "$d" ] || exit 0
+: > "$d/{CANCELLING_FILE}" || exit 1
+{stop}ob_out=$(scancel {job} 2>&1) || {{
+  case " $(scontrol -o show job {job} 2>/dev/null | head -n 1) " in
+    *" JobState=PENDING "*|*" JobState=RUNNING "*|*" JobState=CONFIGURING "*|*" JobState=SUSPENDED "*)
+      printf '%s\n' "$ob_out" >&2; exit 1 ;;
+  esac
+}}
+"#,
+        dir = quote(dir),
+    )
+}
+
 /// Reads the answer of [`status_script`].
 ///
 /// # Errors
@@ -538,6 +609,73 @@ mod tests {
             "{sample}"
         );
         crate::exec::shellcheck::assert_passes(&sample, "SC2016,SC2086");
+    }
+
+    /// A container job's cancel stops its container on the node, in a step of the
+    /// job's allocation, before `scancel`; a native job's is `scancel` alone. Both pass
+    /// shellcheck, the node's step too.
+    #[test]
+    fn a_container_jobs_cancel_stops_its_container_in_a_step_before_scancel() {
+        let native = cancel_script("/w/r 1", 12, None);
+        assert!(!native.contains("srun"), "{native}");
+        assert!(native.contains("scancel 12"), "{native}");
+        crate::exec::shellcheck::assert_passes(&native, "");
+        let container = crate::exec::Container {
+            engine: crate::config::Engine::Podman,
+            name: "overbrainer-r_1".into(),
+        };
+        let script = cancel_script("/w/r 1", 12, Some(&container));
+        let step = script.find("srun --jobid=12 --overlap --nodes=1 --ntasks=1 ");
+        let cancel = script.find("scancel 12");
+        assert!(step.is_some() && step < cancel, "{script}");
+        assert!(script.contains("podman"), "{script}");
+        crate::exec::shellcheck::assert_passes(&script, "SC2016,SC2086");
+        crate::exec::shellcheck::assert_passes(&cancel_step("/w/r 1", &container), "");
+    }
+
+    /// `scancel` of a job that ended meanwhile (its container stopped, it ended by
+    /// itself) is no error; of a job the scheduler still runs, it is (stand-in clients).
+    #[test]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "runs the script under sh with stand-in Slurm clients"
+    )]
+    fn a_failed_scancel_is_an_error_only_while_the_job_is_active() {
+        use std::os::unix::fs::PermissionsExt as _;
+        for (state, ok) in [("COMPLETED", true), ("RUNNING", false)] {
+            let dir = tempfile::tempdir().unwrap();
+            let run = dir.path().join("run");
+            std::fs::create_dir(&run).unwrap();
+            for (name, body) in [
+                (
+                    "scontrol",
+                    format!("echo 'JobId=12 JobState={state} Reason=None'"),
+                ),
+                (
+                    "scancel",
+                    "echo 'scancel: error: Job/step already completing or completed' >&2; exit 1"
+                        .to_owned(),
+                ),
+            ] {
+                let path = dir.path().join(name);
+                std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            let output = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(cancel_script(&run.to_string_lossy(), 12, None))
+                .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
+                .output()
+                .unwrap();
+            assert_eq!(output.status.success(), ok, "{state}: {output:?}");
+            assert!(run.join(CANCELLING_FILE).exists());
+            if !ok {
+                assert!(
+                    String::from_utf8_lossy(&output.stderr).contains("already completing"),
+                    "{output:?}"
+                );
+            }
+        }
     }
 
     /// `srun` carries the caller's environment into the step: the sample unsets

@@ -110,10 +110,37 @@ pub fn sbatch_args(options: &SlurmOptions, dir: &str) -> Vec<String> {
     args.iter().map(|arg| quote(arg)).collect()
 }
 
+/// What the script of a job in a container does first on a Slurm node: when its shell
+/// exits (its stages done, one failed, or its engine client killed), it stops and
+/// removes the container whose ID the job recorded
+/// ([`crate::exec::CONTAINER_ID_FILE`]), with the engine environment of its start, as
+/// a cancel does ([`crate::exec::engine::container_stop`]; nothing is left to stop
+/// after a normal end), then exits with its own code. Elsewhere a cancel finds a
+/// container that outlived its job; on a cluster no step can reach the node once the
+/// job has ended, so the job's own shell does it.
+#[must_use]
+pub fn container_end(dir: &str, container: &crate::exec::Container) -> String {
+    format!(
+        "ob_container_end() {{\nob_end_code=$1\n{read}{restore}{stop}exit \"$ob_end_code\"\n}}\ntrap 'ob_container_end \"$?\"' EXIT\n",
+        read = crate::exec::engine::read_container_id(&format!(
+            "{}/{}",
+            quote(dir),
+            crate::exec::CONTAINER_ID_FILE
+        )),
+        restore = crate::exec::engine::restore_engine_env(&quote(dir)),
+        stop = crate::exec::engine::container_stop(container),
+    )
+}
+
 /// The batch script of `job`: `#!/bin/sh`, the user's `#SBATCH` lines, then the job
-/// wrapper (with the deadline trap when a time limit and a deadline are set).
+/// wrapper (with the deadline trap when a time limit and a deadline are set), whose
+/// script starts with [`container_end`] for a job in a container.
 #[must_use]
 pub fn batch_script(options: &SlurmOptions, job: &JobCommand, scale: TimeScale) -> String {
+    let script = match &job.container {
+        Some(container) => format!("{}{}", container_end(&job.dir, container), job.script),
+        None => job.script.clone(),
+    };
     let mut text = String::from("#!/bin/sh\n");
     for line in &options.extra_sbatch {
         let line = line.trim();
@@ -124,14 +151,9 @@ pub fn batch_script(options: &SlurmOptions, job: &JobCommand, scale: TimeScale) 
     }
     match (&options.deadline, options.max_hours) {
         (Some(deadline), Some(_)) => {
-            text.push_str(&job_script_signalled(
-                &job.dir,
-                &job.script,
-                scale,
-                deadline,
-            ));
+            text.push_str(&job_script_signalled(&job.dir, &script, scale, deadline));
         }
-        _ => text.push_str(&job_script(&job.dir, &job.script, scale)),
+        _ => text.push_str(&job_script(&job.dir, &script, scale)),
     }
     text
 }
@@ -288,6 +310,53 @@ mod tests {
             &batch_script(&options, &job(), TimeScale::REAL),
             "SC2016",
         );
+    }
+
+    /// A container job's script stops its container when its shell exits, before
+    /// its stages; a native job's is left as it is.
+    #[test]
+    fn a_container_jobs_script_stops_its_container_when_it_exits() {
+        let options = SlurmOptions {
+            nodes: 1,
+            ..SlurmOptions::default()
+        };
+        assert!(!batch_script(&options, &job(), TimeScale::REAL).contains("ob_container_end"));
+        let mut container = job();
+        container.container = Some(crate::exec::Container {
+            engine: crate::config::Engine::Docker,
+            name: "overbrainer-r_1".into(),
+        });
+        let script = batch_script(&options, &container, TimeScale::REAL);
+        let trap = script.find("trap 'ob_container_end \"$?\"' EXIT");
+        assert!(trap.is_some() && trap < script.find("echo hi"), "{script}");
+        assert!(
+            script.contains("'/shared/runs/r_1'/job.container"),
+            "{script}"
+        );
+        assert!(script.contains("docker stop -t 30"), "{script}");
+        // SC2317: the function runs from the trap, which shellcheck does not follow.
+        crate::exec::shellcheck::assert_passes(&script, "SC2016,SC2317");
+    }
+
+    /// The exit trap keeps the script's exit code: an `exit 7`, and a failing command
+    /// under `set -e`.
+    #[test]
+    #[allow(clippy::disallowed_methods, reason = "runs the trap under a real sh")]
+    fn the_container_end_keeps_the_scripts_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let container = crate::exec::Container {
+            engine: crate::config::Engine::Podman,
+            name: "overbrainer-r_1".into(),
+        };
+        let end = container_end(&dir.path().to_string_lossy(), &container);
+        for (body, code) in [("exit 7", 7), ("set -e\nfalse\necho never", 1), ("true", 0)] {
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("{end}{body}\n"))
+                .status()
+                .unwrap();
+            assert_eq!(status.code(), Some(code), "{body}");
+        }
     }
 
     #[test]
