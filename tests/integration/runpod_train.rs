@@ -465,7 +465,14 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_and_deletes_the_pod() {
     // Steps enough to be still training when the stop comes.
-    let project = pod_project_of(r#"["A"]"#, 6000).await;
+    let mut project = pod_project_of(r#"["A"]"#, 6000).await;
+    // A rule second of 200 ms: the snapshot has its 30 minutes (6 min here) to come
+    // even on a loaded machine; this test waits for no rule time.
+    for (key, value) in &mut project.training.extra_env {
+        if key == "OVERBRAINER_TEST_SECOND_MS" {
+            *value = "200".to_owned();
+        }
+    }
     let (id, output) = tokio::task::block_in_place(|| {
         let mut follower = project.training.spawn(&["train", "--target", "pod"]);
         let id = project.training.wait_running(&mut follower);
