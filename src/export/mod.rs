@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::QUANTIZE_TYPES;
 use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{
-    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobRuntime, JobStatus, quote,
+    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobHandle, JobId, JobRuntime, JobStatus, quote,
 };
 use crate::gguf::llama_of;
 use crate::project::Project;
@@ -453,11 +453,9 @@ pub async fn export(
         id: export_id.clone(),
         run_id: run_id.clone(),
         target: record.target.clone(),
-        job: JobId {
+        job: JobHandle::Starting {
             dir: job_dir.clone(),
-            pid: None,
             container: job.container.clone(),
-            slurm_job: None,
         },
         quantize: quantize.clone(),
         ollama,
@@ -467,7 +465,7 @@ pub async fn export(
     let local_runs = (record.target_kind == TargetKind::Local)
         .then(|| executor.workdir().trim_end_matches('/').to_owned());
     export_job.save(&project.runs_dir(), local_runs.as_deref())?;
-    export_job.job = executor.spawn(&job).await.map_err(exec)?;
+    export_job.job = executor.spawn_job(&job).await.map_err(exec)?;
     export_job.save(&project.runs_dir(), local_runs.as_deref())?;
     emit(
         events,
@@ -521,9 +519,15 @@ pub async fn attach(
     let record = RunRecord::load(&project.runs_dir(), &export_job.run_id)?;
     let resolved = target::resolve(settings, &record.target)?;
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
-    if export_job.job.pid.is_none() {
+    if let JobHandle::Starting { dir, container } = &export_job.job {
         // Its follower ended while the job started: the wrapper's own record names it.
-        export_job.job.pid = started_pid(&executor, &export_job.job.dir).await;
+        if let Some(pid) = started_pid(&executor, dir).await {
+            export_job.job = JobHandle::Process(JobId {
+                dir: dir.clone(),
+                pid,
+                container: container.clone(),
+            });
+        }
     }
     emit(
         events,
@@ -585,7 +589,7 @@ async fn finish(
     let relative = format!("{EXPORTS_DIR}/{export_id}");
     if status == JobStatus::Running {
         // Ctrl-C: the job is cancelled, never left detached (EXP-15).
-        executor.cancel(&export_job.job).await.map_err(exec)?;
+        executor.cancel_job(&export_job.job).await.map_err(exec)?;
         let _ =
             crate::runs::retrieve::retrieve_export(executor, record, &local_dir, &relative, false)
                 .await;
@@ -833,7 +837,7 @@ fn local_model(
 /// `cancel` fired first.
 async fn follow(
     executor: &AnyExecutor,
-    job: &JobId,
+    job: &JobHandle,
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<JobStatus, crate::exec::ExecError> {

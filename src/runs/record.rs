@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::RunError;
-use crate::exec::JobId;
+use crate::exec::JobHandle;
 
 /// File name of a run's record, in its local run directory.
 pub const RUN_JSON: &str = "run.json";
@@ -179,7 +179,7 @@ pub struct RunRecord {
     pub container_suffix: Option<String>,
     /// The executor's job handle, once the job started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<JobId>,
+    pub job: Option<JobHandle>,
     /// State.
     pub state: State,
     /// Reason of the last state change.
@@ -199,7 +199,7 @@ pub struct RunRecord {
     /// The job of the last `train merge` of a `merge_failed` run, once one started; its
     /// run directory is `<dir>/merge-<n>` \[design\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merge_job: Option<JobId>,
+    pub merge_job: Option<JobHandle>,
     /// Steps in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u64>,
@@ -282,8 +282,8 @@ impl RunRecord {
     /// record; `None` keeps a path as it is.
     fn map_local_dirs(&mut self, change: impl Fn(&str) -> Option<String>) {
         let paths = std::iter::once(&mut self.dir)
-            .chain(self.job.as_mut().map(|job| &mut job.dir))
-            .chain(self.merge_job.as_mut().map(|job| &mut job.dir));
+            .chain(self.job.as_mut().map(JobHandle::dir_mut))
+            .chain(self.merge_job.as_mut().map(JobHandle::dir_mut));
         for path in paths {
             if let Some(changed) = change(path) {
                 *path = changed;
@@ -457,11 +457,13 @@ mod tests {
         let runs_dir = project.path().join("runs");
         std::fs::create_dir_all(runs_dir.join("r_1")).unwrap();
         let runs = canonical(&runs_dir);
-        let job = |dir: String| JobId {
-            dir,
-            pid: Some(crate::exec::Pid::new(7).unwrap()),
-            container: None,
-            slurm_job: None,
+        let job = |dir: String| {
+            crate::exec::JobId {
+                dir,
+                pid: crate::exec::Pid::new(7).unwrap(),
+                container: None,
+            }
+            .into()
         };
         let record = RunRecord {
             dir: format!("{runs}/r_1"),
@@ -488,7 +490,7 @@ mod tests {
         let moved = canonical(&copy_runs);
         assert_eq!(copied.dir, format!("{moved}/r_1"));
         assert_eq!(
-            copied.merge_job.unwrap().dir,
+            copied.merge_job.unwrap().dir(),
             format!("{moved}/r_1/merge-1")
         );
         // An older record with absolute paths of another project is read as this one's.
@@ -496,7 +498,7 @@ mod tests {
         std::fs::write(copy_runs.join("r_1/run.json"), old).unwrap();
         let copied = RunRecord::load(&copy_runs, "r_1").unwrap();
         assert_eq!(copied.dir, format!("{moved}/r_1"));
-        assert_eq!(copied.job.unwrap().dir, format!("{moved}/r_1"));
+        assert_eq!(copied.job.unwrap().dir(), format!("{moved}/r_1"));
         // An SSH record's directories are the target's and stay as they are.
         let ssh = RunRecord {
             target_kind: TargetKind::Ssh,

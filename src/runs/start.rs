@@ -545,7 +545,7 @@ async fn launch(
     local_dir: &Path,
     merge: bool,
     secrets: Vec<(String, SecretString)>,
-) -> Result<crate::exec::JobId, RunError> {
+) -> Result<crate::exec::JobHandle, RunError> {
     let exec = |source| RunError::Exec {
         target: target.name.clone(),
         source: Box::new(source),
@@ -588,7 +588,7 @@ async fn launch(
         launch,
     }
     .job(&spec, secrets);
-    executor.spawn(&job).await.map_err(exec)
+    executor.spawn_job(&job).await.map_err(exec)
 }
 
 /// A fresh random suffix for a run's container names (`container_suffix` in

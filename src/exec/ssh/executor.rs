@@ -334,9 +334,8 @@ impl Executor for SshExecutor {
         })?;
         Ok(JobId {
             dir: job.dir.clone(),
-            pid: Some(Pid::new(pid)?),
+            pid: Pid::new(pid)?,
             container: job.container.clone(),
-            slurm_job: None,
         })
     }
 
@@ -355,7 +354,7 @@ impl Executor for SshExecutor {
                 "cancel",
                 &cancel_script(
                     &job.dir,
-                    job.pid.map_or(0, Pid::get),
+                    job.pid.get(),
                     job.container.as_ref(),
                     self.time_scale,
                 ),

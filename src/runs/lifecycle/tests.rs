@@ -3,7 +3,7 @@
 //! `run.json`'s states that a follower makes.
 
 use super::*;
-use crate::exec::{JobId, Pid};
+use crate::exec::Pid;
 use crate::runs::record::TargetKind;
 
 const TRAIN: &str = r#"{"kind":"train","ts":1,"step":1,"max_steps":2,"epoch":0.5,"loss":1.5,"learning_rate":0.001,"grad_norm":1.0}"#;
@@ -15,12 +15,14 @@ fn record(state: State) -> RunRecord {
     RunRecord {
         target: "gpu".into(),
         target_kind: TargetKind::Ssh,
-        job: Some(JobId {
-            dir: "/w/r_1".into(),
-            pid: Some(Pid::new(42).unwrap()),
-            container: None,
-            slurm_job: None,
-        }),
+        job: Some(
+            crate::exec::JobId {
+                dir: "/w/r_1".into(),
+                pid: Pid::new(42).unwrap(),
+                container: None,
+            }
+            .into(),
+        ),
         merge: true,
         ..crate::runs::record::fixture("r_1", state)
     }
