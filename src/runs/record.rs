@@ -224,6 +224,44 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// The record of a new run `id` in `dir` on `target` (of kind `target_kind`), as
+    /// it is before its job starts: `starting`, owned by `owner`, nothing seen yet.
+    /// The caller sets what its kind of start knows besides (a container suffix, the
+    /// stopped run it resumes, whether it merges).
+    #[must_use]
+    pub fn starting(
+        id: &str,
+        created: jiff::Timestamp,
+        target: &str,
+        target_kind: TargetKind,
+        dir: &str,
+    ) -> Self {
+        Self {
+            id: id.to_owned(),
+            created,
+            target: target.to_owned(),
+            target_kind,
+            dir: dir.to_owned(),
+            owner: id.to_owned(),
+            container_suffix: None,
+            job: None,
+            state: State::Starting,
+            message: None,
+            snapshots: true,
+            snapshot: None,
+            resumed_from: None,
+            merge: false,
+            merge_job: None,
+            max_steps: None,
+            last_step: None,
+            epoch: None,
+            last_loss: None,
+            last_eval_loss: None,
+            retrieved: false,
+            stalled: None,
+        }
+    }
+
     /// Writes the record to `runs/<id>/run.json` under `runs_dir`, through a rename.
     ///
     /// # Errors
@@ -374,28 +412,15 @@ pub fn list(runs_dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
 #[cfg(test)]
 pub(crate) fn fixture(id: &str, state: State) -> RunRecord {
     RunRecord {
-        id: id.into(),
-        created: "2026-01-02T00:00:00Z".parse().expect("a timestamp"),
-        target: "local".into(),
-        target_kind: TargetKind::Local,
-        dir: format!("/w/{id}"),
         owner: "o".into(),
-        container_suffix: None,
-        job: None,
         state,
-        message: None,
-        snapshots: true,
-        snapshot: None,
-        resumed_from: None,
-        merge: false,
-        merge_job: None,
-        max_steps: None,
-        last_step: None,
-        epoch: None,
-        last_loss: None,
-        last_eval_loss: None,
-        retrieved: false,
-        stalled: None,
+        ..RunRecord::starting(
+            id,
+            "2026-01-02T00:00:00Z".parse().expect("a timestamp"),
+            "local",
+            TargetKind::Local,
+            &format!("/w/{id}"),
+        )
     }
 }
 

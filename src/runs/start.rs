@@ -455,28 +455,11 @@ pub async fn start(
 
     let merge = training.merge && training.adapter != AdapterKind::Full;
     let mut record = RunRecord {
-        id: run_id.clone(),
-        created,
-        target: target.name.clone(),
-        target_kind: target.kind,
-        dir: remote_dir.clone(),
         owner,
         container_suffix: Some(container_suffix()),
-        job: None,
-        state: State::Starting,
-        message: None,
-        snapshots: true,
-        snapshot: None,
         resumed_from: options.resume_from.clone(),
         merge,
-        merge_job: None,
-        max_steps: None,
-        last_step: None,
-        epoch: None,
-        last_loss: None,
-        last_eval_loss: None,
-        retrieved: false,
-        stalled: None,
+        ..RunRecord::starting(&run_id, created, &target.name, target.kind, &remote_dir)
     };
     record.save(&runs_dir)?;
 
