@@ -42,9 +42,8 @@ mod lines;
 mod local;
 mod runtime;
 mod script;
-mod shell;
 #[cfg(test)]
-pub(crate) mod shellcheck;
+pub(crate) use crate::shell::shellcheck;
 mod slurm;
 mod ssh;
 mod tar;
@@ -55,6 +54,7 @@ use std::path::Path;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
+pub use crate::shell::quote;
 pub use any::{AnyExecutor, JobHandle};
 pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
@@ -73,7 +73,6 @@ pub use script::{
     DeadlineSignal, GROUP_SIGNAL, cancel_script, claim_script, job_script, job_script_signalled,
     parse_cancel, parse_status, status_script,
 };
-pub use shell::quote;
 pub use slurm::{
     BATCH_FILE, Login, Markers, SLURM_OUT, Scheduler, SchedulerJob, SchedulerState, SlurmExecutor,
     SlurmJob, SlurmOptions,

@@ -10,11 +10,11 @@ use super::SlurmJob;
 use super::state::{self, Scheduler, SchedulerJob};
 use super::submit::{self, SlurmOptions};
 use crate::env::TimeScale;
-use crate::exec::shell::quote;
 use crate::exec::{
     CANCEL_FILE, ExecError, Executor, FileDigest, JobCommand, JobStatus, LEFTOVERS_FILE,
     LocalExecutor, SshExecutor, check_job_env,
 };
+use crate::shell::quote;
 
 /// The login node: this machine, or an SSH host.
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 //! script (one probe: `scontrol -o show job ID`, then the markers), its parsed answer,
 //! and the executor's precedence over both. Pure, table-tested.
 
-use crate::exec::shell::quote;
 use crate::exec::{CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, JobStatus};
+use crate::shell::quote;
 
 /// A Slurm job state (`JobState=` of `scontrol`), grouped by what it means for a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
