@@ -1,9 +1,12 @@
 //! The encoded text of each family (MET-16): names, types, units, labels, `# EOF`.
 
 use super::*;
+use std::time::UNIX_EPOCH;
+
 use crate::runs::RunEvent;
 use crate::system::{Cpu, Disk, DiskRole, Gpu, Memory, Sample};
 use crate::train::metrics::{EvalLine, TrainLine, Value};
+use crate::train::phase::Phase;
 
 fn sample_lines(text: &str, family: &str) -> Vec<String> {
     text.lines()
