@@ -277,3 +277,7 @@ impl Metrics {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "runs_tests.rs"]
+mod tests;
