@@ -37,7 +37,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use overbrainer::exec::{
-    Executor, JOB_LOG, JobCommand, JobStatus, LocalExecutor, Login, SlurmExecutor, SlurmOptions,
+    AnyExecutor, Executor, JOB_LOG, JobCommand, JobStatus, LocalExecutor, Login, SlurmExecutor,
+    SlurmOptions,
 };
 
 /// How often the bench looks for the first line: well below Slurm's own delays.
@@ -104,13 +105,13 @@ async fn run() {
     let login = LocalExecutor::new(&root.path().join("work"))
         .unwrap()
         .with_path_prefix(&cluster.bin());
-    let executor = SlurmExecutor::new(
+    let executor = AnyExecutor::Slurm(Box::new(SlurmExecutor::new(
         Login::Local(login),
         SlurmOptions {
             nodes: 1,
             ..SlurmOptions::default()
         },
-    );
+    )));
     let rounds: usize = std::env::var("OB_BENCH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -139,8 +140,8 @@ async fn run() {
             container: None,
         };
         let began = Instant::now();
-        let id = executor.spawn(&job).await.unwrap();
-        ours.push(wait_line(&Path::new(&id.dir).join(JOB_LOG), began));
+        let id = executor.spawn_job(&job).await.unwrap();
+        ours.push(wait_line(&Path::new(id.dir()).join(JOB_LOG), began));
         cluster.wait_idle();
     }
     let (hand, mine) = (median(by_hand.clone()), median(ours.clone()));
@@ -163,23 +164,23 @@ async fn run() {
         secrets: Vec::new(),
         container: None,
     };
-    let id = executor.spawn(&job).await.unwrap();
-    wait_line(&Path::new(&id.dir).join(JOB_LOG), Instant::now());
-    let mut metrics = executor.tail(&format!("{}/metrics.jsonl", id.dir), 0);
-    let mut log = executor.tail(&format!("{}/{JOB_LOG}", id.dir), 0);
+    let id = executor.spawn_job(&job).await.unwrap();
+    wait_line(&Path::new(id.dir()).join(JOB_LOG), Instant::now());
+    let mut metrics = executor.tail(&format!("{}/metrics.jsonl", id.dir()), 0);
+    let mut log = executor.tail(&format!("{}/{JOB_LOG}", id.dir()), 0);
     let cpu_before = cpu_time();
     let began = Instant::now();
     let mut polls = 0_u32;
     while began.elapsed() < Duration::from_secs(seconds) {
         let _ = metrics.poll().await.unwrap();
         let _ = log.poll().await.unwrap();
-        assert_eq!(executor.status(&id).await.unwrap(), JobStatus::Running);
+        assert_eq!(executor.job_status(&id).await.unwrap(), JobStatus::Running);
         polls += 1;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let wall = began.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
-    executor.cancel(&id).await.unwrap();
+    executor.cancel_job(&id).await.unwrap();
     println!(
         "follow loop: {polls} polls in {:.1} s, CPU {:.0} ms = {:.2}% of one core (scontrol included; target under 2%)",
         wall.as_secs_f64(),

@@ -52,6 +52,8 @@
 //!     (`.overbrainer/lock`) and the names a shell completes (`names`).
 //!   - [`logging`]: log lines on stderr through `tracing`.
 //!   - [`machine`]: the form of the pure lifecycle state machines (runs and pods).
+//!   - [`shell`]: POSIX shell words (`quote`), for the executors' scripts and the machine
+//!     probe; `shellcheck` over a generated script, for tests.
 
 // Printing goes through `cli`'s checked macros (`cli/out.rs`): `println!` panics on a closed
 // pipe or a full disk, and no other layer prints.
@@ -81,6 +83,7 @@ pub mod project;
 pub mod runpod;
 pub mod runs;
 pub mod secrets;
+pub mod shell;
 pub mod system;
 pub mod train;
 pub mod tui;

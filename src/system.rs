@@ -28,7 +28,7 @@
 
 use std::time::SystemTime;
 
-use crate::exec::quote;
+use crate::shell::quote;
 
 /// Seconds `nvidia-smi` and `df` may each take before they are abandoned (SYS-2).
 pub const PROBE_TIMEOUT_SECONDS: u32 = 5;
@@ -575,7 +575,7 @@ meminfo_available 10
         );
         assert!(sample.root_disk().is_some(), "{sample:?}");
         assert!(sample.node.is_some(), "{sample:?}");
-        crate::exec::shellcheck::assert_passes(&script, "SC2016,SC3040,SC2086");
+        crate::shell::shellcheck::assert_passes(&script, "SC2016,SC3040,SC2086");
     }
 
     proptest! {

@@ -13,7 +13,9 @@ use super::setup::{self, EvalRecord, Gguf, Setup};
 use super::{COMPARES_DIR, CompareError, CompareEvent, Events, Request, emit, job};
 use crate::config::{EnvSnapshot, Settings};
 use crate::dataset::jsonl::{read_jsonl, replace_jsonl};
-use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobRuntime, JobStatus};
+use crate::exec::{
+    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobHandle, JobRuntime, JobStatus,
+};
 use crate::export::{EXPORTS_DIR, ExportRecord, script::EXPORT_JSON, yaml_value};
 use crate::gguf::llama_of;
 use crate::project::Project;
@@ -28,7 +30,7 @@ struct JobRecord<'a> {
     run_id: &'a str,
     target: &'a str,
     state: &'a str,
-    job: Option<&'a JobId>,
+    job: Option<&'a JobHandle>,
     message: Option<String>,
 }
 
@@ -318,7 +320,7 @@ pub async fn run(
         events,
     )
     .await?;
-    let job_record = |state: &str, job: Option<&JobId>, message: Option<String>| {
+    let job_record = |state: &str, job: Option<&JobHandle>, message: Option<String>| {
         write_json(
             &local_dir.join("run.json"),
             &JobRecord {
@@ -335,7 +337,7 @@ pub async fn run(
         dir: remote_dir.clone(),
         ..spec.job(&script, Vec::new())
     };
-    let job_id = executor.spawn(&command).await.map_err(&exec)?;
+    let job_id = executor.spawn_job(&command).await.map_err(&exec)?;
     job_record("running", Some(&job_id), None)?;
     let status = follow(&executor, &job_id, events, cancel)
         .await
@@ -346,7 +348,7 @@ pub async fn run(
             .await
     };
     if status == JobStatus::Running {
-        executor.cancel(&job_id).await.map_err(&exec)?;
+        executor.cancel_job(&job_id).await.map_err(&exec)?;
         let _ = retrieve().await;
         job_record("cancelled", Some(&job_id), None)?;
         return Err(CompareError::Cancelled {
@@ -378,7 +380,7 @@ pub async fn run(
 /// `cancel` fired first.
 async fn follow(
     executor: &AnyExecutor,
-    job: &JobId,
+    job: &JobHandle,
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<JobStatus, crate::exec::ExecError> {

@@ -3,7 +3,7 @@
 //! Run by [`super::cancel_script`]; the container's start is [`super::runtime`]'s.
 
 use super::Container;
-use super::shell::quote;
+use crate::shell::quote;
 
 /// Seconds [`container_stop`] lets one call of the engine run where `timeout`
 /// exists: `stop -t 30` and a margin.

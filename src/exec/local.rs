@@ -322,9 +322,8 @@ impl Executor for LocalExecutor {
         recorded?;
         Ok(JobId {
             dir: job.dir.clone(),
-            pid: Some(pid),
+            pid,
             container: job.container.clone(),
-            slurm_job: None,
         })
     }
 
@@ -353,7 +352,7 @@ impl Executor for LocalExecutor {
                 "cancel",
                 &cancel_script(
                     &job.dir,
-                    job.pid.map_or(0, Pid::get),
+                    job.pid.get(),
                     job.container.as_ref(),
                     self.time_scale,
                 ),

@@ -42,9 +42,8 @@ mod lines;
 mod local;
 mod runtime;
 mod script;
-mod shell;
 #[cfg(test)]
-pub(crate) mod shellcheck;
+pub(crate) use crate::shell::shellcheck;
 mod slurm;
 mod ssh;
 mod tar;
@@ -55,7 +54,8 @@ use std::path::Path;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
-pub use any::AnyExecutor;
+pub use crate::shell::quote;
+pub use any::{AnyExecutor, JobHandle};
 pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
@@ -73,10 +73,9 @@ pub use script::{
     DeadlineSignal, GROUP_SIGNAL, cancel_script, claim_script, job_script, job_script_signalled,
     parse_cancel, parse_status, status_script,
 };
-pub use shell::quote;
 pub use slurm::{
     BATCH_FILE, Login, Markers, SLURM_OUT, Scheduler, SchedulerJob, SchedulerState, SlurmExecutor,
-    SlurmOptions,
+    SlurmJob, SlurmOptions,
 };
 pub use ssh::{
     CONNECT_TIMEOUT, KEEPALIVE, KEEPALIVE_COUNT, MASTER_IDLE, MAX_CONTROL_PATH, PodEndpoint,
@@ -221,22 +220,17 @@ pub struct JobCommand {
 }
 
 /// Everything needed to find a started job again, from any process; stored in
-/// `run.json`.
+/// `run.json` (inside a [`JobHandle`]). A job that a scheduler runs has another
+/// identity, [`SlurmJob`]: it has no process ID when it is submitted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobId {
     /// Absolute run directory on the target.
     pub dir: String,
-    /// Process ID of the job's leader, which is also its process group ID. Always
-    /// set by [`LocalExecutor`] and [`SshExecutor`]; unset for a job a scheduler runs
-    /// ([`SlurmExecutor`], issue 19), whose wrapper starts on a node later, and whose
-    /// processes are the scheduler's to signal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<Pid>,
+    /// Process ID of the job's leader, which is also its process group ID. Never `0`
+    /// or `1`.
+    pub pid: Pid,
     /// The job's container, when it has one.
     pub container: Option<Container>,
-    /// The Slurm job ID of a job submitted by [`SlurmExecutor`] (issue 19).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slurm_job: Option<u64>,
 }
 
 /// The state of a job, as [`Executor::status`] reads it from the run directory.
@@ -356,9 +350,7 @@ pub trait Executor: Send + Sync {
     /// Provided: [`status_script`] through [`Executor::probe`] (it only reads), the
     /// same for every executor; a failure reads as action `status`.
     fn status(&self, job: &JobId) -> impl Future<Output = Result<JobStatus, ExecError>> + Send {
-        // Without a process ID (a scheduler's job), no process can be the job's: the
-        // markers decide, and a job they do not settle reads as lost.
-        let script = status_script(&job.dir, job.pid.map_or(0, Pid::get));
+        let script = status_script(&job.dir, job.pid.get());
         async move {
             let output = self
                 .probe(&script)
@@ -582,8 +574,7 @@ mod tests {
     #[test]
     fn deserializing_a_job_id_rejects_an_invalid_pid() -> Result<(), Box<dyn std::error::Error>> {
         let valid: JobId = serde_json::from_str(r#"{"dir":"/w/r1","pid":42,"container":null}"#)?;
-        assert_eq!(valid.pid.map(Pid::get), Some(42));
-        assert_eq!(valid.slurm_job, None);
+        assert_eq!(valid.pid.get(), 42);
         let invalid = serde_json::from_str::<JobId>(r#"{"dir":"/w/r1","pid":1,"container":null}"#);
         assert!(invalid.is_err());
         Ok(())

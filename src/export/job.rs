@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{EXPORTS_DIR, ExportError};
-use crate::exec::JobId;
+use crate::exec::JobHandle;
 use crate::runs::record::{RUN_JSON, write_atomic};
 
 /// `exports/<export-id>/run.json`.
@@ -22,7 +22,7 @@ pub struct ExportJob {
     pub target: String,
     /// The job, where it runs; a local target's directory is stored relative to the
     /// project, as a run's is.
-    pub job: JobId,
+    pub job: JobHandle,
     /// Quantization type.
     pub quantize: String,
     /// The Ollama name asked, if any.
@@ -56,8 +56,8 @@ impl ExportJob {
         })?;
         let mut stored = self.clone();
         if let Some(runs) = local {
-            if let Some(rest) = stored.job.dir.strip_prefix(&format!("{runs}/")) {
-                stored.job.dir = format!("runs/{rest}");
+            if let Some(rest) = stored.job.dir().strip_prefix(&format!("{runs}/")) {
+                *stored.job.dir_mut() = format!("runs/{rest}");
             }
         }
         let mut text = serde_json::to_string_pretty(&stored).unwrap_or_default();
@@ -124,9 +124,9 @@ impl ExportJob {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        if let Some(rest) = job.job.dir.strip_prefix("runs/") {
+        if let Some(rest) = job.job.dir().strip_prefix("runs/") {
             let runs = std::fs::canonicalize(runs_dir).unwrap_or_else(|_| runs_dir.to_path_buf());
-            job.job.dir = format!("{}/{rest}", runs.to_string_lossy().trim_end_matches('/'));
+            *job.job.dir_mut() = format!("{}/{rest}", runs.to_string_lossy().trim_end_matches('/'));
         }
         Ok(job)
     }
@@ -149,12 +149,12 @@ mod tests {
             id: "export_20260101-000000".into(),
             run_id: "r_1".into(),
             target: "local".into(),
-            job: JobId {
+            job: crate::exec::JobId {
                 dir: format!("{runs}/r_1/exports/export_20260101-000000"),
-                pid: Some(crate::exec::Pid::new(42).unwrap()),
+                pid: crate::exec::Pid::new(42).unwrap(),
                 container: None,
-                slurm_job: None,
-            },
+            }
+            .into(),
             quantize: "Q8_0".into(),
             ollama: None,
             num_ctx: 256,

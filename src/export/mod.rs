@@ -9,7 +9,9 @@
 //! - [`script`]: the job's steps and their commands (`export_tool.py` is its Python);
 //! - [`ollama`]: `ollama create`, or its REST route;
 //! - [`job`]: the export job's own `run.json`, for [`attach`];
-//! - `reupload`: EXP-11, the retrieved model sent back to an SSH target that lost it.
+//! - `reupload`: EXP-11, the retrieved model sent back to an SSH target that lost it;
+//! - `source`: whether a run can be exported, and from which model of its directory;
+//! - [`ExportError`] (`error.rs`): what can go wrong, naming the run, key or file.
 //!
 //! A run that is `stopped` with a snapshot exports its partial model (EXP-1): the
 //! adapter or model Axolotl saved in `output/` when it stopped, else the snapshot's
@@ -21,13 +23,14 @@
 //! A flow: it sends [`ExportEvent`]s and never prints. The run's `run.json` is never
 //! written, so a failed export leaves the run as it was (EXP-15).
 
+mod error;
 pub mod job;
 pub mod ollama;
 mod reupload;
+mod source;
 
 pub use crate::gguf::{in_job_stage, llama, script};
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -36,16 +39,19 @@ use tokio_util::sync::CancellationToken;
 use crate::config::QUANTIZE_TYPES;
 use crate::config::{EnvSnapshot, Settings};
 use crate::exec::{
-    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobRuntime, JobStatus, quote,
+    AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobHandle, JobId, JobRuntime, JobStatus,
 };
 use crate::gguf::llama_of;
 use crate::project::Project;
-use crate::runs::record::{RunRecord, State, TargetKind};
+use crate::runs::record::{RunRecord, TargetKind};
 use crate::runs::start::error_chain;
 use crate::runs::{RunError, target};
-use crate::train::axolotl::{AXOLOTL_YAML, MERGED_DIR, OUTPUT_DIR};
+use crate::train::axolotl::AXOLOTL_YAML;
+pub use error::ExportError;
 use job::ExportJob;
 use script::{EXPORT_JSON, Plan, Source};
+pub(crate) use source::yaml_value;
+use source::{exportable, local_model, model_source};
 
 /// The directory of the export jobs inside a run directory (EXP-2).
 pub const EXPORTS_DIR: &str = "exports";
@@ -155,132 +161,6 @@ pub struct Exported {
     pub ollama: Option<String>,
 }
 
-/// Errors of `export`; messages name the run, key or file and say the fix.
-#[derive(Debug, thiserror::Error)]
-pub enum ExportError {
-    /// From the run layer (unknown run, target, retrieval).
-    #[error(transparent)]
-    Run(#[from] RunError),
-    /// An invalid `--quantize` (EXP-3), before any work.
-    #[error("invalid quantization type `{0}` (`--quantize` or `export.quantize`): expected one of {types}", types = QUANTIZE_TYPES.join(", "))]
-    BadQuantize(String),
-    /// A run that cannot be exported (EXP-1).
-    #[error(
-        "run `{run_id}` is {state}: only a succeeded run, or a stopped one with a snapshot, can be exported"
-    )]
-    NotExportable {
-        /// Run ID.
-        run_id: String,
-        /// Its state.
-        state: &'static str,
-    },
-    /// The run's model is not where it should be.
-    #[error("run `{run_id}` has no model to export: {reason}")]
-    NoModel {
-        /// Run ID.
-        run_id: String,
-        /// What is missing.
-        reason: String,
-    },
-    /// An invalid Ollama model name, before any work.
-    #[error("invalid Ollama model name `{name}` ({by}): {problem}")]
-    BadOllamaName {
-        /// The name.
-        name: String,
-        /// `--ollama` or `export.ollama_name`.
-        by: &'static str,
-        /// What is wrong.
-        problem: String,
-    },
-    /// A pre-tokenizer name the pinned llama.cpp does not know, before any work.
-    #[error(
-        "`export.pre_tokenizer` = `{0}` is not a pre-tokenizer llama.cpp b11434 knows (it would be written into the GGUF and refused by llama-server); use one of its names, such as `gpt-2`, `llama-bpe`, `qwen2`"
-    )]
-    UnknownPreTokenizer(String),
-    /// `export attach` of an export that cannot be found.
-    #[error("unknown export `{export_id}`: {reason}")]
-    UnknownExport {
-        /// What was asked.
-        export_id: String,
-        /// Why it was not found.
-        reason: String,
-    },
-    /// EXP-11's re-upload did not arrive intact.
-    #[error(
-        "the run directory of `{run_id}` on target `{target}` had lost its model; the re-uploaded `axolotl.yaml` and `output/` do not match this machine's ({reason})"
-    )]
-    Reupload {
-        /// Run ID.
-        run_id: String,
-        /// Target name.
-        target: String,
-        /// What differs.
-        reason: String,
-    },
-    /// Following the job failed (a lost connection); the job may still run.
-    #[error(
-        "lost export `{export_id}` of run `{run_id}` while it ran: {reason}; `overbrainer export attach {export_id}` follows it again"
-    )]
-    Detached {
-        /// Run ID.
-        run_id: String,
-        /// Export ID.
-        export_id: String,
-        /// What failed.
-        reason: String,
-    },
-    /// The job refused before the slow part (the preflight) or at a check.
-    #[error("export `{export_id}` of run `{run_id}` refused: {reason}")]
-    Refused {
-        /// Run ID.
-        run_id: String,
-        /// Export ID.
-        export_id: String,
-        /// The job's refusal line.
-        reason: String,
-    },
-    /// The job failed.
-    #[error("export `{export_id}` of run `{run_id}` failed ({status}); see {log}")]
-    Failed {
-        /// Run ID.
-        run_id: String,
-        /// Export ID.
-        export_id: String,
-        /// How the job ended.
-        status: String,
-        /// Where its log is.
-        log: String,
-    },
-    /// Ctrl-C: the job was cancelled (EXP-15).
-    #[error("export `{export_id}` of run `{run_id}` cancelled")]
-    Cancelled {
-        /// Run ID.
-        run_id: String,
-        /// Export ID.
-        export_id: String,
-    },
-    /// The retrieved GGUF differs from what the job recorded.
-    #[error("the retrieved `{}` does not match `export.json`: {reason}", path.display())]
-    Mismatch {
-        /// The file.
-        path: PathBuf,
-        /// What differs.
-        reason: String,
-    },
-    /// A local file could not be read or written.
-    #[error("cannot access `{}`", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// `ollama create` or its REST route failed.
-    #[error(transparent)]
-    Ollama(#[from] ollama::OllamaError),
-}
-
 /// The quantization type of `request` over `settings`, checked (EXP-3).
 ///
 /// # Errors
@@ -296,17 +176,6 @@ pub fn quantize_type(request: &Request, settings: &Settings) -> Result<String, E
     } else {
         Err(ExportError::BadQuantize(quantize))
     }
-}
-
-/// A top-level `key: value` of an `axolotl.yaml` overbrainer wrote (values are JSON
-/// scalars there).
-pub(crate) fn yaml_value(yaml: &str, key: &str) -> Option<serde_json::Value> {
-    yaml.lines().find_map(|line| {
-        let rest = line.strip_prefix(key)?.strip_prefix(':')?.trim();
-        serde_json::from_str(rest)
-            .ok()
-            .or_else(|| Some(serde_json::Value::String(rest.to_owned())))
-    })
 }
 
 /// The Ollama name of `request` over `settings`, checked before any work.
@@ -341,23 +210,6 @@ pub fn check_pre_tokenizer(settings: &Settings) -> Result<(), ExportError> {
             Err(ExportError::UnknownPreTokenizer(pre.clone()))
         }
         _ => Ok(()),
-    }
-}
-
-/// The snapshot's step when `record` is a stopped run with a snapshot (a partial
-/// model), `None` when it succeeded.
-///
-/// # Errors
-///
-/// [`ExportError::NotExportable`] for any other state (EXP-1).
-fn exportable(record: &RunRecord) -> Result<Option<&crate::runs::record::Snapshot>, ExportError> {
-    match (record.state, &record.snapshot) {
-        (State::Succeeded, _) => Ok(None),
-        (State::Stopped, Some(snapshot)) => Ok(Some(snapshot)),
-        (state, _) => Err(ExportError::NotExportable {
-            run_id: record.id.clone(),
-            state: state.name(),
-        }),
     }
 }
 
@@ -453,11 +305,9 @@ pub async fn export(
         id: export_id.clone(),
         run_id: run_id.clone(),
         target: record.target.clone(),
-        job: JobId {
+        job: JobHandle::Starting {
             dir: job_dir.clone(),
-            pid: None,
             container: job.container.clone(),
-            slurm_job: None,
         },
         quantize: quantize.clone(),
         ollama,
@@ -467,7 +317,7 @@ pub async fn export(
     let local_runs = (record.target_kind == TargetKind::Local)
         .then(|| executor.workdir().trim_end_matches('/').to_owned());
     export_job.save(&project.runs_dir(), local_runs.as_deref())?;
-    export_job.job = executor.spawn(&job).await.map_err(exec)?;
+    export_job.job = executor.spawn_job(&job).await.map_err(exec)?;
     export_job.save(&project.runs_dir(), local_runs.as_deref())?;
     emit(
         events,
@@ -521,9 +371,15 @@ pub async fn attach(
     let record = RunRecord::load(&project.runs_dir(), &export_job.run_id)?;
     let resolved = target::resolve(settings, &record.target)?;
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
-    if export_job.job.pid.is_none() {
+    if let JobHandle::Starting { dir, container } = &export_job.job {
         // Its follower ended while the job started: the wrapper's own record names it.
-        export_job.job.pid = started_pid(&executor, &export_job.job.dir).await;
+        if let Some(pid) = started_pid(&executor, dir).await {
+            export_job.job = JobHandle::Process(JobId {
+                dir: dir.clone(),
+                pid,
+                container: container.clone(),
+            });
+        }
     }
     emit(
         events,
@@ -585,7 +441,7 @@ async fn finish(
     let relative = format!("{EXPORTS_DIR}/{export_id}");
     if status == JobStatus::Running {
         // Ctrl-C: the job is cancelled, never left detached (EXP-15).
-        executor.cancel(&export_job.job).await.map_err(exec)?;
+        executor.cancel_job(&export_job.job).await.map_err(exec)?;
         let _ =
             crate::runs::retrieve::retrieve_export(executor, record, &local_dir, &relative, false)
                 .await;
@@ -709,131 +565,11 @@ async fn make_ollama(
     }
 }
 
-/// The files whose presence decides the model, relative to the run directory, in the
-/// order they are tried, each with what it means: for a succeeded run
-/// `output/merged/`, an adapter in `output/`, a full fine-tune's `output/`; for a
-/// stopped one (EXP-1) what Axolotl saved in `output/` when it stopped, else the
-/// snapshot's `checkpoint`.
-fn candidates(checkpoint: Option<&str>) -> Vec<(String, bool)> {
-    let mut dirs = Vec::new();
-    if checkpoint.is_none() {
-        dirs.push((format!("{OUTPUT_DIR}/{MERGED_DIR}"), false));
-    }
-    dirs.push((OUTPUT_DIR.to_owned(), true));
-    if let Some(checkpoint) = checkpoint {
-        dirs.push((format!("{OUTPUT_DIR}/{checkpoint}"), true));
-    }
-    let mut files = Vec::new();
-    for (dir, adapter) in dirs {
-        if adapter {
-            files.push((format!("{dir}/adapter_config.json"), true));
-        }
-        files.push((format!("{dir}/config.json"), false));
-    }
-    files
-}
-
-/// The model from the candidate files present (`found`, relative to the run
-/// directory): the first in [`candidates`]' order.
-fn pick(
-    run_dir: &str,
-    checkpoint: Option<&str>,
-    found: &[&str],
-    yaml: &str,
-    run_id: &str,
-) -> Result<Option<Source>, ExportError> {
-    for (file, adapter) in candidates(checkpoint) {
-        if !found.contains(&file.as_str()) {
-            continue;
-        }
-        let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
-        let dir = format!("{run_dir}/{dir}");
-        if !adapter {
-            return Ok(Some(Source::Model(dir)));
-        }
-        let Some(serde_json::Value::String(base_model)) = yaml_value(yaml, "base_model") else {
-            return Err(ExportError::NoModel {
-                run_id: run_id.to_owned(),
-                reason: format!("`{AXOLOTL_YAML}` names no `base_model` to merge the adapter into"),
-            });
-        };
-        return Ok(Some(Source::Adapter {
-            base_model,
-            adapter: dir,
-        }));
-    }
-    Ok(None)
-}
-
-/// The model to export, as the target holds it (EXP-4 step 1, EXP-1); see
-/// [`candidates`].
-async fn model_source(
-    executor: &AnyExecutor,
-    record: &RunRecord,
-    yaml: &str,
-    checkpoint: Option<&str>,
-) -> Result<Source, ExportError> {
-    let run_dir = record.dir.trim_end_matches('/');
-    let mut script = format!("cd {} 2>/dev/null || exit 0\n", quote(run_dir));
-    script.push_str("[ -f axolotl.yaml ] || exit 0\n");
-    for (file, _) in candidates(checkpoint) {
-        let file = quote(&file);
-        let _ = writeln!(script, "[ -f {file} ] && printf '%s\\n' {file}");
-    }
-    script.push_str("exit 0\n");
-    let answer = executor
-        .probe(&script)
-        .await
-        .map_err(|source| RunError::Exec {
-            target: record.target.clone(),
-            source: Box::new(source),
-        })?;
-    let answer = String::from_utf8_lossy(&answer);
-    let found: Vec<&str> = answer.lines().collect();
-    pick(run_dir, checkpoint, &found, yaml, &record.id)?.ok_or_else(|| ExportError::NoModel {
-        run_id: record.id.clone(),
-        reason: match checkpoint {
-            None => format!(
-                "neither `{OUTPUT_DIR}/{MERGED_DIR}/`, an adapter nor a full model in `{OUTPUT_DIR}/` on target `{}`",
-                record.target
-            ),
-            Some(checkpoint) => format!(
-                "neither an adapter nor a model in `{OUTPUT_DIR}/` or `{OUTPUT_DIR}/{checkpoint}/` on target `{}`",
-                record.target
-            ),
-        },
-    })
-}
-
-/// Checks that this machine's copy of the run holds a model to send back (EXP-11).
-fn local_model(
-    local_dir: &std::path::Path,
-    record: &RunRecord,
-    checkpoint: Option<&str>,
-) -> Result<(), ExportError> {
-    let found: Vec<String> = candidates(checkpoint)
-        .into_iter()
-        .map(|(file, _)| file)
-        .filter(|file| local_dir.join(file).is_file())
-        .collect();
-    if found.is_empty() || !local_dir.join(AXOLOTL_YAML).is_file() {
-        return Err(ExportError::NoModel {
-            run_id: record.id.clone(),
-            reason: format!(
-                "the run directory on target `{}` has lost its model and `{}` holds none to send back",
-                record.target,
-                local_dir.display()
-            ),
-        });
-    }
-    Ok(())
-}
-
 /// Follows the job until it ends, sending its log lines; [`JobStatus::Running`] when
 /// `cancel` fired first.
 async fn follow(
     executor: &AnyExecutor,
-    job: &JobId,
+    job: &JobHandle,
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<JobStatus, crate::exec::ExecError> {
@@ -847,39 +583,4 @@ async fn follow(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_axolotl_yaml_values_are_read_as_overbrainer_writes_them() {
-        let yaml = "base_model: \"/m/tiny\"\nsequence_len: 256\ndatasets:\n  - path: x\n";
-        assert_eq!(
-            yaml_value(yaml, "base_model"),
-            Some(serde_json::Value::String("/m/tiny".into()))
-        );
-        assert_eq!(
-            yaml_value(yaml, "sequence_len").and_then(|v| v.as_u64()),
-            Some(256)
-        );
-        assert_eq!(yaml_value(yaml, "missing"), None);
-    }
-
-    #[test]
-    fn an_invalid_quantize_type_is_refused_naming_the_flag_and_key() {
-        let settings = Settings::default();
-        let request = Request {
-            run_id: "r".into(),
-            quantize: Some("Q9_X".into()),
-            ollama: None,
-        };
-        let error = quantize_type(&request, &settings).unwrap_err().to_string();
-        assert!(
-            error.contains("`Q9_X`") && error.contains("--quantize"),
-            "{error}"
-        );
-        assert_eq!(
-            quantize_type(&Request::default(), &settings).unwrap(),
-            "Q4_K_M"
-        );
-    }
-}
+mod tests;

@@ -10,7 +10,7 @@ use super::lifecycle::transitions;
 use super::record::{RUN_JSON, RunRecord, State};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
-use crate::exec::{AnyExecutor, ExecError, Executor as _, JobId, JobStatus};
+use crate::exec::{AnyExecutor, ExecError, Executor as _, JobHandle, JobStatus};
 use crate::project::Project;
 use crate::train::metrics::Summary;
 use crate::train::plugin::SNAPSHOT_REQUEST;
@@ -124,7 +124,7 @@ pub async fn stop(
         target: record.target.clone(),
         source: Box::new(source),
     };
-    let status = executor.status(&job).await.map_err(exec)?;
+    let status = executor.job_status(&job).await.map_err(exec)?;
     if status != JobStatus::Running {
         return Err(Refusal::NotRunning {
             run_id: run_id.to_owned(),
@@ -201,7 +201,7 @@ pub enum CancelOutcome {
 async fn running_merge(
     executor: &AnyExecutor,
     record: &RunRecord,
-) -> Result<Option<JobId>, ExecError> {
+) -> Result<Option<JobHandle>, ExecError> {
     let Some(job) = record
         .merge_job
         .as_ref()
@@ -209,7 +209,7 @@ async fn running_merge(
     else {
         return Ok(None);
     };
-    Ok((executor.status(job).await? == JobStatus::Running).then(|| job.clone()))
+    Ok((executor.job_status(job).await? == JobStatus::Running).then(|| job.clone()))
 }
 
 /// Whether `record` is a cancelled run whose cancel left processes behind: another
@@ -224,8 +224,8 @@ fn has_leftovers(record: &RunRecord) -> bool {
 
 /// The executor's cancel of `job`, with the processes that outlived `SIGKILL` as a
 /// value.
-async fn cancel_job(executor: &AnyExecutor, job: &JobId) -> Result<Vec<u32>, ExecError> {
-    match executor.cancel(job).await {
+async fn cancel_job(executor: &AnyExecutor, job: &JobHandle) -> Result<Vec<u32>, ExecError> {
+    match executor.cancel_job(job).await {
         Ok(()) => Ok(Vec::new()),
         Err(ExecError::Leftovers { pids }) => Ok(pids),
         Err(error) => Err(error),
@@ -233,7 +233,7 @@ async fn cancel_job(executor: &AnyExecutor, job: &JobId) -> Result<Vec<u32>, Exe
 }
 
 /// The refusals of RUN-41 and the job of run `run_id`.
-fn cancellable(record: &RunRecord, run_id: &str) -> Result<JobId, RunError> {
+fn cancellable(record: &RunRecord, run_id: &str) -> Result<JobHandle, RunError> {
     if record.state == State::Cancelled && !has_leftovers(record) {
         return Err(Refusal::AlreadyCancelled {
             run_id: run_id.to_owned(),
@@ -296,9 +296,9 @@ pub async fn cancel(
         record.save(&project.runs_dir())?;
         return Ok(CancelOutcome::Cancelled { record, leftovers });
     }
-    let status = executor.status(&job).await.map_err(exec)?;
+    let status = executor.job_status(&job).await.map_err(exec)?;
     if status != JobStatus::Running {
-        if job.container.is_some() {
+        if job.container().is_some() {
             // TGT-6: a container may have outlived its wrapper.
             cancel_job(&executor, &job).await.map_err(exec)?;
         }
@@ -415,9 +415,9 @@ pub async fn cancel_followed(
         let leftovers = cancel_job(&executor, &merge_job).await.map_err(exec)?;
         return Ok(CancelOutcome::OnTarget { record, leftovers });
     }
-    let status = executor.status(&job).await.map_err(exec)?;
+    let status = executor.job_status(&job).await.map_err(exec)?;
     if status != JobStatus::Running {
-        if job.container.is_some() {
+        if job.container().is_some() {
             cancel_job(&executor, &job).await.map_err(exec)?;
         }
         return Ok(CancelOutcome::AlreadyEnded { record, status });
@@ -451,12 +451,14 @@ mod tests {
 
     fn record(state: State, message: Option<&str>) -> RunRecord {
         RunRecord {
-            job: Some(JobId {
-                dir: "/w/r_1".into(),
-                pid: Some(crate::exec::Pid::new(42).unwrap()),
-                container: None,
-                slurm_job: None,
-            }),
+            job: Some(
+                crate::exec::JobId {
+                    dir: "/w/r_1".into(),
+                    pid: crate::exec::Pid::new(42).unwrap(),
+                    container: None,
+                }
+                .into(),
+            ),
             message: message.map(str::to_owned),
             retrieved: true,
             ..crate::runs::record::fixture("r_1", state)

@@ -21,7 +21,7 @@ use super::retrieve::retrieve;
 use super::start::error_chain;
 use super::{Events, RunError, emit};
 use crate::exec::{
-    AnyExecutor, CANCEL_FILE, CANCELLING_FILE, Executor as _, JOB_LOG, JobId, JobStatus,
+    AnyExecutor, CANCEL_FILE, CANCELLING_FILE, Executor as _, JOB_LOG, JobHandle, JobStatus,
     LineStream, MAX_TAIL_READ,
 };
 use crate::project::Project;
@@ -104,7 +104,7 @@ pub async fn finish(
 struct Driver<'a> {
     project: &'a Project,
     executor: &'a AnyExecutor,
-    job: JobId,
+    job: JobHandle,
     events: &'a Events,
     cancel: &'a CancellationToken,
     metrics: LineStream<'a, AnyExecutor>,
@@ -128,7 +128,7 @@ impl<'a> Driver<'a> {
     fn new(
         project: &'a Project,
         executor: &'a AnyExecutor,
-        job: JobId,
+        job: JobHandle,
         dir: &str,
         events: &'a Events,
         cancel: &'a CancellationToken,
@@ -199,7 +199,7 @@ impl<'a> Driver<'a> {
             Ok(_) => (
                 self.log.poll().await.unwrap_or_default(),
                 self.executor
-                    .status(&self.job)
+                    .job_status(&self.job)
                     .await
                     .map_err(|e| error_chain(&e)),
             ),
@@ -237,7 +237,7 @@ impl<'a> Driver<'a> {
     /// yet) and has been for less than [`CANCEL_WINDOW`] (scaled) since this follower
     /// first saw its exit code.
     async fn cancel_under_way(&mut self) -> bool {
-        let dir = crate::exec::quote(&self.job.dir);
+        let dir = crate::exec::quote(self.job.dir());
         let script = format!(
             "[ -e {dir}/{CANCELLING_FILE} ] && [ ! -e {dir}/{CANCEL_FILE} ] && echo yes; exit 0"
         );
@@ -292,7 +292,7 @@ impl<'a> Driver<'a> {
                     .err()
                     .map(|error| Event::RequestFailed(error_chain(&error)))
             }
-            Effect::CancelJob => match executor.cancel(&self.job).await {
+            Effect::CancelJob => match executor.cancel_job(&self.job).await {
                 Ok(()) => None,
                 Err(error) => Some(Event::CancelFailed(error_chain(&error))),
             },
@@ -319,7 +319,7 @@ impl<'a> Driver<'a> {
             }
             Effect::ReadLeftovers => Some(Event::Leftovers(
                 executor
-                    .leftovers(&self.job)
+                    .job_leftovers(&self.job)
                     .await
                     .map_err(|e| error_chain(&e)),
             )),

@@ -28,7 +28,7 @@ use super::retrieve::retrieve_merge;
 use super::start::{error_chain, job_secrets};
 use super::{Events, Refusal, RunError, RunEvent, RunWarning, emit, target};
 use crate::config::{EnvSnapshot, Settings};
-use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobId, JobStatus};
+use crate::exec::{AnyExecutor, Executor as _, JOB_LOG, JobCommand, JobHandle, JobStatus};
 use crate::project::Project;
 use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
 use crate::train::job::merge_script;
@@ -115,7 +115,7 @@ pub async fn merge(
         source: Box::new(source),
     };
     let status = match &record.merge_job {
-        Some(job) => Some(executor.status(job).await.map_err(exec)?),
+        Some(job) => Some(executor.job_status(job).await.map_err(exec)?),
         None => None,
     };
     let job = match plan(run_id, record.state, record.merge, status) {
@@ -152,11 +152,11 @@ pub async fn merge(
 }
 
 /// The name of the merge job's directory inside the run directory.
-fn merge_dir_name(record: &RunRecord, job: &JobId) -> String {
-    job.dir
+fn merge_dir_name(record: &RunRecord, job: &JobHandle) -> String {
+    job.dir()
         .strip_prefix(record.dir.trim_end_matches('/'))
         .map_or_else(
-            || job.dir.clone(),
+            || job.dir().to_owned(),
             |rest| rest.trim_start_matches('/').to_owned(),
         )
 }
@@ -168,7 +168,7 @@ async fn start(
     env: &EnvSnapshot,
     executor: &AnyExecutor,
     record: &RunRecord,
-) -> Result<JobId, RunError> {
+) -> Result<JobHandle, RunError> {
     let exec = |source| RunError::Exec {
         target: record.target.clone(),
         source: Box::new(source),
@@ -213,7 +213,7 @@ async fn start(
         dir,
         ..spec.job(&merge_script(&spec), secrets)
     };
-    executor.spawn(&job).await.map_err(exec)
+    executor.spawn_job(&job).await.map_err(exec)
 }
 
 /// Polls the merge job until it ends; `Err` with the reason when the following stops
@@ -222,11 +222,11 @@ async fn start(
 async fn follow_job(
     executor: &AnyExecutor,
     record: &RunRecord,
-    job: &JobId,
+    job: &JobHandle,
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<JobStatus, DetachReason> {
-    let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
+    let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir()), 0);
     let rules = Rules::scaled(executor.time_scale());
     let mut failures = 0;
     loop {
@@ -235,7 +235,7 @@ async fn follow_job(
                 emit(events, RunEvent::JobLog(line));
             }
         }
-        match executor.status(job).await {
+        match executor.job_status(job).await {
             Ok(status) if status.is_finished() => return Ok(status),
             Ok(_) => failures = 0,
             Err(error) => {
@@ -270,7 +270,7 @@ async fn conclude(
     project: &Project,
     executor: &AnyExecutor,
     mut record: RunRecord,
-    job: &JobId,
+    job: &JobHandle,
     status: JobStatus,
     events: &Events,
 ) -> Result<Outcome, RunError> {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::RunError;
-use crate::exec::JobId;
+use crate::exec::JobHandle;
 
 /// File name of a run's record, in its local run directory.
 pub const RUN_JSON: &str = "run.json";
@@ -179,7 +179,7 @@ pub struct RunRecord {
     pub container_suffix: Option<String>,
     /// The executor's job handle, once the job started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<JobId>,
+    pub job: Option<JobHandle>,
     /// State.
     pub state: State,
     /// Reason of the last state change.
@@ -199,7 +199,7 @@ pub struct RunRecord {
     /// The job of the last `train merge` of a `merge_failed` run, once one started; its
     /// run directory is `<dir>/merge-<n>` \[design\].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merge_job: Option<JobId>,
+    pub merge_job: Option<JobHandle>,
     /// Steps in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u64>,
@@ -224,6 +224,44 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// The record of a new run `id` in `dir` on `target` (of kind `target_kind`), as
+    /// it is before its job starts: `starting`, owned by `owner`, nothing seen yet.
+    /// The caller sets what its kind of start knows besides (a container suffix, the
+    /// stopped run it resumes, whether it merges).
+    #[must_use]
+    pub fn starting(
+        id: &str,
+        created: jiff::Timestamp,
+        target: &str,
+        target_kind: TargetKind,
+        dir: &str,
+    ) -> Self {
+        Self {
+            id: id.to_owned(),
+            created,
+            target: target.to_owned(),
+            target_kind,
+            dir: dir.to_owned(),
+            owner: id.to_owned(),
+            container_suffix: None,
+            job: None,
+            state: State::Starting,
+            message: None,
+            snapshots: true,
+            snapshot: None,
+            resumed_from: None,
+            merge: false,
+            merge_job: None,
+            max_steps: None,
+            last_step: None,
+            epoch: None,
+            last_loss: None,
+            last_eval_loss: None,
+            retrieved: false,
+            stalled: None,
+        }
+    }
+
     /// Writes the record to `runs/<id>/run.json` under `runs_dir`, through a rename.
     ///
     /// # Errors
@@ -282,8 +320,8 @@ impl RunRecord {
     /// record; `None` keeps a path as it is.
     fn map_local_dirs(&mut self, change: impl Fn(&str) -> Option<String>) {
         let paths = std::iter::once(&mut self.dir)
-            .chain(self.job.as_mut().map(|job| &mut job.dir))
-            .chain(self.merge_job.as_mut().map(|job| &mut job.dir));
+            .chain(self.job.as_mut().map(JobHandle::dir_mut))
+            .chain(self.merge_job.as_mut().map(JobHandle::dir_mut));
         for path in paths {
             if let Some(changed) = change(path) {
                 *path = changed;
@@ -374,28 +412,15 @@ pub fn list(runs_dir: &Path) -> (Vec<RunRecord>, Vec<String>) {
 #[cfg(test)]
 pub(crate) fn fixture(id: &str, state: State) -> RunRecord {
     RunRecord {
-        id: id.into(),
-        created: "2026-01-02T00:00:00Z".parse().expect("a timestamp"),
-        target: "local".into(),
-        target_kind: TargetKind::Local,
-        dir: format!("/w/{id}"),
         owner: "o".into(),
-        container_suffix: None,
-        job: None,
         state,
-        message: None,
-        snapshots: true,
-        snapshot: None,
-        resumed_from: None,
-        merge: false,
-        merge_job: None,
-        max_steps: None,
-        last_step: None,
-        epoch: None,
-        last_loss: None,
-        last_eval_loss: None,
-        retrieved: false,
-        stalled: None,
+        ..RunRecord::starting(
+            id,
+            "2026-01-02T00:00:00Z".parse().expect("a timestamp"),
+            "local",
+            TargetKind::Local,
+            &format!("/w/{id}"),
+        )
     }
 }
 
@@ -457,11 +482,13 @@ mod tests {
         let runs_dir = project.path().join("runs");
         std::fs::create_dir_all(runs_dir.join("r_1")).unwrap();
         let runs = canonical(&runs_dir);
-        let job = |dir: String| JobId {
-            dir,
-            pid: Some(crate::exec::Pid::new(7).unwrap()),
-            container: None,
-            slurm_job: None,
+        let job = |dir: String| {
+            crate::exec::JobId {
+                dir,
+                pid: crate::exec::Pid::new(7).unwrap(),
+                container: None,
+            }
+            .into()
         };
         let record = RunRecord {
             dir: format!("{runs}/r_1"),
@@ -488,7 +515,7 @@ mod tests {
         let moved = canonical(&copy_runs);
         assert_eq!(copied.dir, format!("{moved}/r_1"));
         assert_eq!(
-            copied.merge_job.unwrap().dir,
+            copied.merge_job.unwrap().dir(),
             format!("{moved}/r_1/merge-1")
         );
         // An older record with absolute paths of another project is read as this one's.
@@ -496,7 +523,7 @@ mod tests {
         std::fs::write(copy_runs.join("r_1/run.json"), old).unwrap();
         let copied = RunRecord::load(&copy_runs, "r_1").unwrap();
         assert_eq!(copied.dir, format!("{moved}/r_1"));
-        assert_eq!(copied.job.unwrap().dir, format!("{moved}/r_1"));
+        assert_eq!(copied.job.unwrap().dir(), format!("{moved}/r_1"));
         // An SSH record's directories are the target's and stay as they are.
         let ssh = RunRecord {
             target_kind: TargetKind::Ssh,

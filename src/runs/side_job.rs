@@ -5,7 +5,7 @@
 
 use tokio_util::sync::CancellationToken;
 
-use crate::exec::{AnyExecutor, ExecError, Executor as _, JOB_LOG, JobId, JobStatus};
+use crate::exec::{AnyExecutor, ExecError, Executor as _, JOB_LOG, JobHandle, JobStatus};
 
 /// Claims `<run_dir>/<parent>/<prefix>_<stamp>[_<n>]/` on the target; returns its ID and
 /// its directory.
@@ -47,11 +47,11 @@ const SIDE_JOB_POLL: std::time::Duration = std::time::Duration::from_millis(250)
 /// An [`ExecError`] when its status cannot be read.
 pub async fn follow(
     executor: &AnyExecutor,
-    job: &JobId,
+    job: &JobHandle,
     cancel: &CancellationToken,
     mut on_line: impl FnMut(String),
 ) -> Result<JobStatus, ExecError> {
-    let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir), 0);
+    let mut log = executor.tail(&format!("{}/{JOB_LOG}", job.dir()), 0);
     // A side job takes seconds to minutes: a training run's 1 s poll would add half of
     // one to each on average (issue 14's speed goal).
     let poll = executor.time_scale().poll(SIDE_JOB_POLL);
@@ -59,7 +59,7 @@ pub async fn follow(
         if let Ok(lines) = log.poll().await {
             lines.into_iter().for_each(&mut on_line);
         }
-        let status = executor.status(job).await?;
+        let status = executor.job_status(job).await?;
         if status.is_finished() {
             if let Ok(lines) = log.poll().await {
                 lines.into_iter().for_each(&mut on_line);

@@ -1,87 +1,12 @@
-//! A `slurm` target's run (issue 19): the executor over the login node, with the
-//! target's `sbatch` options, and the checks made before any job is submitted. The
-//! run itself is any run's (`runs::start`, `runs::follow`): the executor keeps the
-//! contract, the scheduler's word comes in through [`crate::exec::SlurmExecutor`].
+//! A `slurm` target's run (issue 19): how its train stage launches, and the checks
+//! made before any job is submitted. Its executor over the login node, with the
+//! target's `sbatch` options, is `runs::target`'s (as every target's). The run itself
+//! is any run's (`runs::start`, `runs::follow`): the scheduler's word comes in through
+//! [`crate::exec::SlurmExecutor`].
 
-use super::target::{Resolved, SLURM_NO_SIGNAL_VAR, ssh_destination};
+use super::target::Resolved;
 use super::{Refusal, RunError};
-use crate::config::{EnvSnapshot, SlurmTarget};
-use crate::env::TimeScale;
-use crate::exec::{
-    AnyExecutor, DeadlineSignal, LocalExecutor, Login, SlurmExecutor, SlurmOptions, SshExecutor,
-};
-use crate::train::plugin::SNAPSHOT_REQUEST;
-
-/// The reason the deadline signal's snapshot request carries (the plugin's word).
-const DEADLINE_REASON: &str = "deadline";
-
-/// The `sbatch` options of `slurm`; `env` may drop the deadline signal (the test
-/// suite's [`SLURM_NO_SIGNAL_VAR`]).
-#[must_use]
-pub fn options(slurm: &SlurmTarget, env: &EnvSnapshot) -> SlurmOptions {
-    let deadline = env
-        .get(SLURM_NO_SIGNAL_VAR)
-        .is_none()
-        .then(|| DeadlineSignal {
-            file: SNAPSHOT_REQUEST.to_owned(),
-            content: DEADLINE_REASON.to_owned(),
-        });
-    SlurmOptions {
-        partition: slurm.partition.clone(),
-        account: slurm.account.clone(),
-        qos: slurm.qos.clone(),
-        gpus_per_node: slurm.gpus_per_node,
-        nodes: slurm.nodes,
-        cpus_per_task: slurm.cpus_per_task,
-        mem_gb: slurm.mem_gb,
-        max_hours: slurm.max_hours,
-        extra_sbatch: slurm.extra_sbatch.clone(),
-        deadline,
-    }
-}
-
-/// Connects to the login node of `target`: over SSH when `host` is set, else this
-/// machine, whose `workdir` is taken relative to `HOME` when not absolute.
-///
-/// # Errors
-///
-/// [`RunError::Exec`] when the login node cannot be reached or the work directory
-/// cannot be made.
-pub async fn connect(
-    target: &Resolved,
-    slurm: &SlurmTarget,
-    env: &EnvSnapshot,
-    scale: TimeScale,
-) -> Result<SlurmExecutor, RunError> {
-    let exec = |source| RunError::Exec {
-        target: target.name.clone(),
-        source: Box::new(source),
-    };
-    let workdir = target
-        .workdir
-        .clone()
-        .unwrap_or_else(|| super::target::SLURM_WORKDIR.to_owned());
-    let login = if let Some(host) = &target.host {
-        Login::Ssh(
-            SshExecutor::connect(ssh_destination(host, env), &workdir)
-                .await
-                .map_err(exec)?
-                .with_time_scale(scale),
-        )
-    } else {
-        let dir = if workdir.starts_with('/') {
-            std::path::PathBuf::from(&workdir)
-        } else {
-            std::path::Path::new(env.get("HOME").unwrap_or("/")).join(&workdir)
-        };
-        Login::Local(
-            LocalExecutor::new(&dir)
-                .map_err(exec)?
-                .with_time_scale(scale),
-        )
-    };
-    Ok(SlurmExecutor::new(login, options(slurm, env)))
-}
+use crate::exec::AnyExecutor;
 
 /// How the train stage of `target`'s job launches Axolotl: a slurm target's `nodes`
 /// and `gpus_per_node`; a process per GPU of a `local` or `ssh` target's `gpu_count`
@@ -121,4 +46,48 @@ pub async fn check(executor: &AnyExecutor, target: &Resolved) -> Result<(), RunE
         known,
     }
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `gpu_count` of a `local` and an `ssh` target reaches the train stage's launch
+    /// (issue 19): two processes through accelerate; unset, one.
+    #[test]
+    fn the_gpu_count_of_local_and_ssh_targets_sets_the_launch() {
+        use crate::train::launch::Launch;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(crate::config::FILE_NAME),
+            "[project]\nname = \"p\"\n\n[targets.here]\nkind = \"local\"\ngpu_count = 2\n\n\
+             [targets.box]\nkind = \"ssh\"\nruntime = \"docker\"\ngpu_count = 2\n\n\
+             [targets.plain]\nkind = \"local\"\n",
+        )
+        .unwrap();
+        let env =
+            crate::config::EnvSnapshot::from_pairs([("OVERBRAINER_TARGETS__BOX__HOST", "me@box")]);
+        let loaded = crate::config::load(dir.path(), &env, |_, _, _| {}).unwrap();
+        for name in ["here", "box"] {
+            let target = super::super::target::resolve(&loaded.settings, name).unwrap();
+            assert_eq!(target.gpu_count, 2, "{name}");
+            let launch = launch(&target);
+            assert_eq!(launch, Launch::one_machine(2), "{name}");
+            assert_eq!(
+                launch.train_args()[2..],
+                [
+                    "--launcher",
+                    "accelerate",
+                    "--",
+                    "--num_processes",
+                    "2",
+                    "--num_machines",
+                    "1"
+                ],
+                "{name}"
+            );
+        }
+        let plain = super::super::target::resolve(&loaded.settings, "plain").unwrap();
+        assert_eq!(launch(&plain), Launch::default());
+    }
 }

@@ -455,28 +455,11 @@ pub async fn start(
 
     let merge = training.merge && training.adapter != AdapterKind::Full;
     let mut record = RunRecord {
-        id: run_id.clone(),
-        created,
-        target: target.name.clone(),
-        target_kind: target.kind,
-        dir: remote_dir.clone(),
         owner,
         container_suffix: Some(container_suffix()),
-        job: None,
-        state: State::Starting,
-        message: None,
-        snapshots: true,
-        snapshot: None,
         resumed_from: options.resume_from.clone(),
         merge,
-        merge_job: None,
-        max_steps: None,
-        last_step: None,
-        epoch: None,
-        last_loss: None,
-        last_eval_loss: None,
-        retrieved: false,
-        stalled: None,
+        ..RunRecord::starting(&run_id, created, &target.name, target.kind, &remote_dir)
     };
     record.save(&runs_dir)?;
 
@@ -545,7 +528,7 @@ async fn launch(
     local_dir: &Path,
     merge: bool,
     secrets: Vec<(String, SecretString)>,
-) -> Result<crate::exec::JobId, RunError> {
+) -> Result<crate::exec::JobHandle, RunError> {
     let exec = |source| RunError::Exec {
         target: target.name.clone(),
         source: Box::new(source),
@@ -588,7 +571,7 @@ async fn launch(
         launch,
     }
     .job(&spec, secrets);
-    executor.spawn(&job).await.map_err(exec)
+    executor.spawn_job(&job).await.map_err(exec)
 }
 
 /// A fresh random suffix for a run's container names (`container_suffix` in
@@ -611,65 +594,5 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn container_names_carry_a_random_suffix_so_equal_run_ids_do_not_collide() {
-        let suffixes: std::collections::BTreeSet<String> =
-            (0..64).map(|_| container_suffix()).collect();
-        assert!(suffixes.len() > 60, "{suffixes:?}");
-        for suffix in &suffixes {
-            assert!(
-                suffix.len() == 8 && suffix.chars().all(|c| c.is_ascii_hexdigit()),
-                "{suffix}"
-            );
-        }
-        let mut a = crate::runs::record::fixture("demo_20260922-143005", State::Running);
-        let mut b = a.clone();
-        a.container_suffix = Some("0a1b2c3d".to_owned());
-        b.container_suffix = Some("4e5f6a7b".to_owned());
-        let runtime = crate::exec::JobRuntime::Container {
-            engine: crate::config::Engine::Docker,
-            image: "img".to_owned(),
-            tools_cache: None,
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let executor =
-            crate::exec::AnyExecutor::Local(crate::exec::LocalExecutor::new(dir.path()).unwrap());
-        let name = |record: &RunRecord| {
-            crate::runs::target::job_spec(record, &executor, &runtime, &[]).container_name()
-        };
-        assert_eq!(name(&a), "overbrainer-demo_20260922-143005-0a1b2c3d");
-        assert_ne!(name(&a), name(&b));
-        // The record keeps the suffix; an older record without one reads as before.
-        let text = serde_json::to_string(&a).unwrap();
-        assert!(text.contains("\"container_suffix\":\"0a1b2c3d\""), "{text}");
-        let mut old: serde_json::Value = serde_json::from_str(&text).unwrap();
-        old.as_object_mut().unwrap().remove("container_suffix");
-        let old: RunRecord = serde_json::from_value(old).unwrap();
-        assert_eq!(old.container_suffix, None);
-        assert_eq!(name(&old), "overbrainer-demo_20260922-143005");
-    }
-
-    #[test]
-    fn regression_a_data_file_of_blank_lines_or_a_byte_order_mark_alone_holds_no_record() {
-        let dir = tempfile::tempdir().unwrap();
-        let cases: [(&[u8], bool); 7] = [
-            (b"", false),
-            (b"\xef\xbb\xbf", false),
-            (b"\n\n  \n", false),
-            (b"\xef\xbb\xbf\n\t\r\n", false),
-            (b"{}", true),
-            (b"\xef\xbb\xbf{\"messages\": []}\n", true),
-            (b"\n\n{\"messages\": []}", true),
-        ];
-        for (index, (bytes, holds)) in cases.iter().enumerate() {
-            let path = dir.path().join(format!("{index}.jsonl"));
-            std::fs::write(&path, bytes).unwrap();
-            assert_eq!(non_empty(&path), *holds, "{bytes:?}");
-        }
-        assert!(!non_empty(&dir.path().join("missing.jsonl")));
-        assert!(!non_empty(dir.path()));
-    }
-}
+#[path = "start_tests.rs"]
+mod tests;

@@ -7,11 +7,13 @@ use secrecy::SecretString;
 
 use super::record::{RunRecord, TargetKind};
 use super::{Refusal, RunError};
-use crate::config::{EnvSnapshot, Runtime, Settings, SshClient, Target};
+use crate::config::{EnvSnapshot, Runtime, Settings, SlurmTarget, SshClient, Target};
 use crate::env::TimeScale;
 use crate::exec::{
-    AnyExecutor, Executor as _, JobRuntime, JobSpec, LocalExecutor, SshDestination, SshExecutor,
+    AnyExecutor, DeadlineSignal, Executor as _, JobRuntime, JobSpec, LocalExecutor, Login,
+    SlurmExecutor, SlurmOptions, SshDestination, SshExecutor,
 };
+use crate::train::plugin::SNAPSHOT_REQUEST;
 
 /// Test-suite knob (ENV-5 reserves `OVERBRAINER_TEST_*`): an `ssh` configuration file
 /// used instead of `~/.ssh/config` (`ssh -F`), since OpenSSH finds `~` through the
@@ -192,7 +194,7 @@ pub async fn connect(
         .into());
     }
     if let Some(slurm) = &target.slurm {
-        return super::slurm::connect(target, slurm, env, scale)
+        return connect_slurm(target, slurm, env, scale)
             .await
             .map(|slurm| AnyExecutor::Slurm(Box::new(slurm)));
     }
@@ -209,6 +211,77 @@ pub async fn connect(
                 .with_time_scale(scale),
         )),
     }
+}
+
+/// The reason the deadline signal's snapshot request carries (the plugin's word).
+const DEADLINE_REASON: &str = "deadline";
+
+/// The `sbatch` options of `slurm`; `env` may drop the deadline signal (the test
+/// suite's [`SLURM_NO_SIGNAL_VAR`]).
+#[must_use]
+pub fn slurm_options(slurm: &SlurmTarget, env: &EnvSnapshot) -> SlurmOptions {
+    let deadline = env
+        .get(SLURM_NO_SIGNAL_VAR)
+        .is_none()
+        .then(|| DeadlineSignal {
+            file: SNAPSHOT_REQUEST.to_owned(),
+            content: DEADLINE_REASON.to_owned(),
+        });
+    SlurmOptions {
+        partition: slurm.partition.clone(),
+        account: slurm.account.clone(),
+        qos: slurm.qos.clone(),
+        gpus_per_node: slurm.gpus_per_node,
+        nodes: slurm.nodes,
+        cpus_per_task: slurm.cpus_per_task,
+        mem_gb: slurm.mem_gb,
+        max_hours: slurm.max_hours,
+        extra_sbatch: slurm.extra_sbatch.clone(),
+        deadline,
+    }
+}
+
+/// Connects to the login node of the slurm target `target`: over SSH when `host` is set, else this
+/// machine, whose `workdir` is taken relative to `HOME` when not absolute.
+///
+/// # Errors
+///
+/// [`RunError::Exec`] when the login node cannot be reached or the work directory
+/// cannot be made.
+async fn connect_slurm(
+    target: &Resolved,
+    slurm: &SlurmTarget,
+    env: &EnvSnapshot,
+    scale: TimeScale,
+) -> Result<SlurmExecutor, RunError> {
+    let exec = |source| RunError::Exec {
+        target: target.name.clone(),
+        source: Box::new(source),
+    };
+    let workdir = target
+        .workdir
+        .clone()
+        .unwrap_or_else(|| SLURM_WORKDIR.to_owned());
+    let login = if let Some(host) = &target.host {
+        Login::Ssh(
+            SshExecutor::connect(ssh_destination(host, env), &workdir)
+                .await
+                .map_err(exec)?
+                .with_time_scale(scale),
+        )
+    } else {
+        let dir = if workdir.starts_with('/') {
+            std::path::PathBuf::from(&workdir)
+        } else {
+            std::path::Path::new(env.get("HOME").unwrap_or("/")).join(&workdir)
+        };
+        Login::Local(
+            LocalExecutor::new(&dir)
+                .map_err(exec)?
+                .with_time_scale(scale),
+        )
+    };
+    Ok(SlurmExecutor::new(login, slurm_options(slurm, env)))
 }
 
 /// How to reach the SSH host `host`: the test suite's `ssh` configuration when set,
@@ -291,44 +364,6 @@ pub fn hf_home(executor: &AnyExecutor) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `gpu_count` of a `local` and an `ssh` target reaches the train stage's launch
-    /// (issue 19): two processes through accelerate; unset, one.
-    #[test]
-    fn the_gpu_count_of_local_and_ssh_targets_sets_the_launch() {
-        use crate::train::launch::Launch;
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join(crate::config::FILE_NAME),
-            "[project]\nname = \"p\"\n\n[targets.here]\nkind = \"local\"\ngpu_count = 2\n\n\
-             [targets.box]\nkind = \"ssh\"\nruntime = \"docker\"\ngpu_count = 2\n\n\
-             [targets.plain]\nkind = \"local\"\n",
-        )
-        .unwrap();
-        let env = EnvSnapshot::from_pairs([("OVERBRAINER_TARGETS__BOX__HOST", "me@box")]);
-        let loaded = crate::config::load(dir.path(), &env, |_, _, _| {}).unwrap();
-        for name in ["here", "box"] {
-            let target = resolve(&loaded.settings, name).unwrap();
-            assert_eq!(target.gpu_count, 2, "{name}");
-            let launch = super::super::slurm::launch(&target);
-            assert_eq!(launch, Launch::one_machine(2), "{name}");
-            assert_eq!(
-                launch.train_args()[2..],
-                [
-                    "--launcher",
-                    "accelerate",
-                    "--",
-                    "--num_processes",
-                    "2",
-                    "--num_machines",
-                    "1"
-                ],
-                "{name}"
-            );
-        }
-        let plain = resolve(&loaded.settings, "plain").unwrap();
-        assert_eq!(super::super::slurm::launch(&plain), Launch::default());
-    }
 
     #[test]
     fn a_long_tmpdir_still_leaves_tmp_for_the_control_socket() {

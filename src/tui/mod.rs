@@ -20,6 +20,8 @@ pub mod theme;
 pub mod views;
 
 #[cfg(test)]
+mod screen_tests;
+#[cfg(test)]
 mod tests;
 
 use std::time::Duration;

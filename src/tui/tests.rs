@@ -1,6 +1,7 @@
-//! The TUI without a terminal: key handling on the view structs and the app, and every
-//! view drawn through `TestBackend` at 80x24 and 120x40 against `insta` snapshots (the
-//! fixtures use fixed run IDs and times, so nothing needs filtering).
+//! The TUI without a terminal: key handling on the view structs and the app, and the
+//! fixtures and snapshot helper of `screen_tests.rs`, which draws every view through
+//! `TestBackend` against `insta` snapshots (the fixtures use fixed run IDs and times, so
+//! nothing needs filtering).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
@@ -15,15 +16,15 @@ use crate::runs::record::{Snapshot, SnapshotReason, fixture};
 use crate::runs::{RunEvent, RunRecord, State};
 use crate::train::metrics::{EvalLine, TrainLine, Value};
 
-fn key(code: KeyCode) -> KeyEvent {
+pub(super) fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
 
-fn ch(c: char) -> KeyEvent {
+pub(super) fn ch(c: char) -> KeyEvent {
     key(KeyCode::Char(c))
 }
 
-fn entry(key: &str, value: &str, source: Source) -> Entry {
+pub(super) fn entry(key: &str, value: &str, source: Source) -> Entry {
     Entry {
         key: key.to_owned(),
         value: value.to_owned(),
@@ -32,7 +33,7 @@ fn entry(key: &str, value: &str, source: Source) -> Entry {
     }
 }
 
-fn entries() -> Vec<Entry> {
+pub(super) fn entries() -> Vec<Entry> {
     vec![
         entry("project.name", "\"demo\"", Source::File),
         entry("providers.local.protocol", "\"openai\"", Source::File),
@@ -57,7 +58,7 @@ fn entries() -> Vec<Entry> {
     ]
 }
 
-fn start_lines() -> Vec<String> {
+pub(super) fn start_lines() -> Vec<String> {
     vec![
         "target  local".to_owned(),
         "model   tiny-model".to_owned(),
@@ -65,7 +66,7 @@ fn start_lines() -> Vec<String> {
     ]
 }
 
-fn running(id: &str) -> RunRecord {
+pub(super) fn running(id: &str) -> RunRecord {
     let mut run = fixture(id, State::Running);
     run.job =
         Some(serde_json::from_value(serde_json::json!({"dir": "/runs/r", "pid": 4242})).unwrap());
@@ -73,7 +74,7 @@ fn running(id: &str) -> RunRecord {
 }
 
 /// A Slurm run whose job waits in the queue of a drained node (issue 33).
-fn pending(id: &str) -> RunRecord {
+pub(super) fn pending(id: &str) -> RunRecord {
     let mut run = fixture(id, State::Pending);
     run.job = Some(
         serde_json::from_value(serde_json::json!({"dir": "/runs/r", "slurm_job": 7})).unwrap(),
@@ -82,7 +83,7 @@ fn pending(id: &str) -> RunRecord {
     run
 }
 
-fn stopped(id: &str) -> RunRecord {
+pub(super) fn stopped(id: &str) -> RunRecord {
     let mut run = fixture(id, State::Stopped);
     run.last_step = Some(6);
     run.max_steps = Some(20);
@@ -94,16 +95,16 @@ fn stopped(id: &str) -> RunRecord {
     run
 }
 
-fn app() -> App {
+pub(super) fn app() -> App {
     super::app(false, entries(), Ok(start_lines()))
 }
 
-fn with_runs(app: &mut App, runs: Vec<RunRecord>) {
+pub(super) fn with_runs(app: &mut App, runs: Vec<RunRecord>) {
     let work = app.on_flow(FlowEvent::Runs(runs));
     assert!(work.is_empty());
 }
 
-fn train_line(step: u64, loss: f64) -> RunEvent {
+pub(super) fn train_line(step: u64, loss: f64) -> RunEvent {
     #[allow(clippy::cast_precision_loss, reason = "test data")]
     RunEvent::Train(TrainLine {
         ts: 1_000.0 + step as f64 * 2.0,
@@ -117,7 +118,7 @@ fn train_line(step: u64, loss: f64) -> RunEvent {
 }
 
 /// Starts a run in `app` and follows it as task 1 with a few steps and one evaluation.
-fn follow_run(app: &mut App, id: &str) -> tokio_util::sync::CancellationToken {
+pub(super) fn follow_run(app: &mut App, id: &str) -> tokio_util::sync::CancellationToken {
     let work = app.apply(Action::Start { resume_from: None });
     let [
         Work::Task {
@@ -158,13 +159,13 @@ fn follow_run(app: &mut App, id: &str) -> tokio_util::sync::CancellationToken {
     cancel.clone()
 }
 
-fn screen(app: &App, width: u16, height: u16) -> String {
+pub(super) fn screen(app: &App, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     terminal.draw(|frame| app.render(frame)).unwrap();
     terminal.backend().to_string()
 }
 
-fn snapshot_both(name: &str, app: &App) {
+pub(super) fn snapshot_both(name: &str, app: &App) {
     insta::assert_snapshot!(format!("{name}_80x24"), screen(app, 80, 24));
     insta::assert_snapshot!(format!("{name}_120x40"), screen(app, 120, 40));
 }
@@ -483,190 +484,11 @@ fn a_replayed_follow_draws_each_step_and_evaluation_once() {
     assert_eq!(live.step, 4);
 }
 
-// --- screens ---
-
-#[test]
-fn a_pending_run_is_stopped_cancelled_and_followed_as_a_running_one() {
-    let mut view = super::views::training::TrainingView::new(
-        super::theme::Theme::new(false),
-        Ok(start_lines()),
-    );
-    view.set_runs(vec![pending("r-pending")]);
-    assert!(
-        matches!(view.handle_key(ch('s')), Some(Action::Ask(d)) if *d.yes == Action::Stop("r-pending".into()))
-    );
-    assert!(
-        matches!(view.handle_key(ch('c')), Some(Action::Ask(d)) if *d.yes == Action::Cancel("r-pending".into()))
-    );
-    assert_eq!(
-        view.handle_key(ch('a')),
-        Some(Action::Attach("r-pending".into()))
-    );
-}
-
-#[test]
-fn a_followed_run_going_pending_or_running_reads_the_runs_again() {
-    let mut app = app();
-    let work = app.apply(Action::Start { resume_from: None });
-    let [Work::Task { task, .. }] = work.as_slice() else {
-        panic!("{work:?}");
-    };
-    let task = *task;
-    let run = |event: RunEvent| FlowEvent::Run {
-        task,
-        event: Box::new(event),
-    };
-    app.on_flow(run(RunEvent::Following {
-        run_id: "r-pending".to_owned(),
-        target: "cluster".to_owned(),
-    }));
-    let work = app.on_flow(run(RunEvent::Pending(
-        "pending on Slurm (Resources)".to_owned(),
-    )));
-    assert!(matches!(work.as_slice(), [Work::ReadRuns]), "{work:?}");
-    let work = app.on_flow(run(RunEvent::Started));
-    assert!(matches!(work.as_slice(), [Work::ReadRuns]), "{work:?}");
-}
-
-#[test]
-fn training_view_pending_run_snapshots() {
-    let mut app = app();
-    with_runs(
-        &mut app,
-        vec![
-            stopped("20260101T000000Z-a1b2"),
-            pending("20260103T000000Z-e5f6"),
-        ],
-    );
-    app.handle_key(ch('4'));
-    let shown = screen(&app, 120, 40);
-    assert!(shown.contains("pending"), "{shown}");
-    assert!(
-        shown.contains("pending on Slurm (Nodes required"),
-        "{shown}"
-    );
-    snapshot_both("training_pending", &app);
-}
-
-#[test]
-fn project_view_snapshots() {
-    let mut app = app();
-    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
-    snapshot_both("project", &app);
-}
-
-#[test]
-fn training_view_empty_snapshots() {
-    let mut app = app();
-    with_runs(&mut app, Vec::new());
-    app.handle_key(ch('4'));
-    snapshot_both("training_empty", &app);
-}
-
-#[test]
-fn training_view_followed_run_snapshots() {
-    let mut app = app();
-    follow_run(&mut app, "20260102T000000Z-c3d4");
-    app.handle_key(ch('4'));
-    snapshot_both("training_followed", &app);
-}
-
-#[test]
-fn training_view_stopped_run_and_resume_dialog_snapshots() {
-    let mut app = app();
-    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
-    app.handle_key(ch('4'));
-    snapshot_both("training_stopped", &app);
-    app.handle_key(ch('T'));
-    snapshot_both("training_resume_dialog", &app);
-}
-
-#[test]
-fn training_view_refusal_message_snapshots() {
-    let mut app = app();
-    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
-    app.handle_key(ch('4'));
-    app.handle_key(ch('s'));
-    snapshot_both("training_refused", &app);
-}
-
-#[test]
-fn other_views_snapshots() {
-    let mut app = app();
-    for (n, name) in [
-        ('2', "dataset"),
-        ('3', "pipeline"),
-        ('5', "logs_empty"),
-        ('6', "compare"),
-    ] {
-        app.handle_key(ch(n));
-        snapshot_both(name, &app);
-    }
-    app.log(
-        tracing::Level::WARN,
-        "cannot reach target `gpu` (1/5): refused".into(),
-    );
-    app.log(
-        tracing::Level::INFO,
-        "train: following run 20260102T000000Z-c3d4".into(),
-    );
-    app.handle_key(ch('5'));
-    snapshot_both("logs", &app);
-}
-
-#[test]
-fn help_overlay_snapshots() {
-    let mut app = app();
-    app.handle_key(ch('4'));
-    app.handle_key(ch('?'));
-    snapshot_both("help_training", &app);
-}
+// --- screens whose snapshots are named here (see `screen_tests.rs` for the rest) ---
 
 #[test]
 fn a_terminal_below_80x24_shows_only_the_notice() {
     let app = app();
     insta::assert_snapshot!("too_small_79x24", screen(&app, 79, 24));
     insta::assert_snapshot!("too_small_100x23", screen(&app, 100, 23));
-}
-
-#[test]
-fn no_color_draws_no_colours() {
-    let mut app = super::app(true, entries(), Ok(start_lines()));
-    follow_run(&mut app, "r-live");
-    app.handle_key(ch('4'));
-    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-    terminal.draw(|frame| app.render(frame)).unwrap();
-    let buffer = terminal.backend().buffer();
-    assert!(
-        buffer
-            .content()
-            .iter()
-            .all(|cell| cell.fg == ratatui::style::Color::Reset
-                && cell.bg == ratatui::style::Color::Reset),
-        "a cell has a colour under NO_COLOR"
-    );
-}
-
-// Issue 20: the footer shows the ledger's spend against the cap once the flows read it.
-#[test]
-fn the_footer_shows_the_spend_against_the_cap_once_read() {
-    let mut app = app();
-    assert!(
-        !screen(&app, 120, 40).contains("of $"),
-        "no spend before it is read"
-    );
-    let work = app.on_flow(FlowEvent::Spend(super::components::footer::SpendShown {
-        total: crate::budget::Spend {
-            usd: 4.25,
-            events: 4,
-            unpriced: 3,
-            ..crate::budget::Spend::default()
-        },
-        max_usd: Some(5.0),
-        warn_at: 0.8,
-    }));
-    assert!(work.is_empty());
-    let shown = screen(&app, 120, 40);
-    let last = shown.lines().last().unwrap_or_default();
-    assert!(last.contains("! $4.2500 of $5.0000 +3 unpriced"), "{shown}");
 }

@@ -371,7 +371,7 @@ async fn check_job_files(executor: &impl Executor) -> TestResult {
     let pid: u32 = std::fs::read_to_string(Path::new(&dir).join(PID_FILE))?
         .trim()
         .parse()?;
-    assert_eq!(pid, started.pid.expect("a pid").get());
+    assert_eq!(pid, started.pid.get());
     let log = format!("{dir}/{JOB_LOG}");
     assert_eq!(executor.read_from(&log, 6, 6).await?, b"second");
     assert_eq!(executor.read_from(&log, 1000, 10).await?, b"");
@@ -516,10 +516,10 @@ async fn check_leftovers_stopped(executor: &impl Executor) -> TestResult {
     let escaped = read_pid(&Path::new(&dir).join("escaped.pid")).await;
     assert_ne!(
         pgid_of(escaped),
-        Some(started.pid.expect("a pid").get()),
+        Some(started.pid.get()),
         "it left the group"
     );
-    let pgid = started.pid.expect("a pid").get();
+    let pgid = started.pid.get();
     poll_async(
         DEADLINE,
         &format!("process group {pgid} (child {child}) and the escaped worker to end"),
@@ -849,9 +849,8 @@ async fn check_status_table(executor: &impl Executor) -> TestResult {
                     std::fs::write(path.join("job.start"), identity_of(pid))?;
                     let id = JobId {
                         dir: dir.clone(),
-                        pid: Some(Pid::new(pid)?),
+                        pid: Pid::new(pid)?,
                         container: None,
-                        slurm_job: None,
                     };
                     let status = executor.status(&id).await?;
                     assert_eq!(
@@ -865,9 +864,8 @@ async fn check_status_table(executor: &impl Executor) -> TestResult {
     }
     let missing = JobId {
         dir: format!("{}/table/missing", executor.workdir()),
-        pid: Some(Pid::new(group.pid())?),
+        pid: Pid::new(group.pid())?,
         container: None,
-        slurm_job: None,
     };
     assert_eq!(executor.status(&missing).await?, JobStatus::Lost);
 
@@ -882,9 +880,8 @@ async fn check_status_table(executor: &impl Executor) -> TestResult {
     )?;
     let recycled = JobId {
         dir: recycled_dir.clone(),
-        pid: Some(Pid::new(group.pid())?),
+        pid: Pid::new(group.pid())?,
         container: None,
-        slurm_job: None,
     };
     assert_eq!(executor.status(&recycled).await?, JobStatus::Lost);
     std::fs::write(Path::new(&recycled_dir).join(CANCELLING_FILE), "")?;
@@ -917,7 +914,7 @@ async fn a_recycled_pid_of_a_real_job_is_not_running() -> TestResult {
     let other = Group::start();
     std::fs::write(Path::new(&dir).join(PID_FILE), format!("{}\n", other.pid()))?;
     let recycled = JobId {
-        pid: Some(Pid::new(other.pid())?),
+        pid: Pid::new(other.pid())?,
         ..started
     };
     assert_eq!(executor.status(&recycled).await?, JobStatus::Lost);
@@ -1070,7 +1067,7 @@ async fn check_container_cancel(
         "{engine:?}: the container is left after cancel"
     );
     assert_eq!(processes_with_env(&canary), Vec::<u32>::new(), "{engine:?}");
-    assert!(!group_alive(job_id.pid.expect("a pid").get()), "{engine:?}");
+    assert!(!group_alive(job_id.pid.get()), "{engine:?}");
 
     // A container that outlived its engine client (killed with SIGKILL, as a logout
     // might): the job ends by itself with the client, the container runs on, and
@@ -1098,8 +1095,8 @@ async fn check_container_cancel(
     );
     // The wrapper stops what is left of its group once the exit code is written.
     crate::util::poll(DEADLINE, "the group to end with its job", || {
-        if group_alive(job_id.pid.expect("a pid").get()) {
-            Err(job_id.pid.expect("a pid").get())
+        if group_alive(job_id.pid.get()) {
+            Err(job_id.pid.get())
         } else {
             Ok(())
         }
@@ -1398,7 +1395,7 @@ async fn a_stand_in_engine_whose_stop_hangs_cannot_hold_the_cancel_local() -> Te
         "{message}"
     );
     assert!(message.contains("may still run"), "{message}");
-    assert!(!group_alive(started.pid.expect("a pid").get()));
+    assert!(!group_alive(started.pid.get()));
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
     // One stop, and no engine call after it ran out.
     assert_eq!(
@@ -1426,7 +1423,7 @@ async fn check_escaped_children(executor: &impl Executor) -> TestResult {
     assert!(alive(worker));
     assert_ne!(
         pgid_of(worker),
-        Some(started.pid.expect("a pid").get()),
+        Some(started.pid.get()),
         "it left the group"
     );
     let environ = std::fs::read(format!("/proc/{worker}/environ"))?;
@@ -1441,7 +1438,7 @@ async fn check_escaped_children(executor: &impl Executor) -> TestResult {
         !alive(worker),
         "the escaped worker {worker} outlived the cancel"
     );
-    assert!(!group_has_live_member(started.pid.expect("a pid").get()));
+    assert!(!group_has_live_member(started.pid.get()));
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
     assert!(executor.leftovers(&started).await?.is_empty());
     assert!(!Path::new(&dir).join(LEFTOVERS_FILE).exists());
@@ -1489,7 +1486,7 @@ async fn check_leftovers_reported(executor: &impl Executor) -> TestResult {
     );
     assert!(alive(worker));
     assert!(
-        !group_has_live_member(started.pid.expect("a pid").get()),
+        !group_has_live_member(started.pid.get()),
         "the group is gone"
     );
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
@@ -1530,7 +1527,7 @@ async fn check_identity(executor: &impl Executor) -> TestResult {
     let recorded = std::fs::read_to_string(&start)?;
     assert_eq!(
         recorded,
-        identity_of(started.pid.expect("a pid").get()),
+        identity_of(started.pid.get()),
         "the recorded form"
     );
     assert!(Path::new(&dir).join("job.marker").exists());
@@ -1551,7 +1548,7 @@ async fn check_identity(executor: &impl Executor) -> TestResult {
     assert_eq!(executor.status(&started).await?, JobStatus::Running);
     std::fs::write(&start, &recorded)?;
     executor.cancel(&started).await?;
-    assert!(!group_has_live_member(started.pid.expect("a pid").get()));
+    assert!(!group_has_live_member(started.pid.get()));
 
     // An unrelated process at the recorded PID, with no identity or another one.
     let other = Group::start();
@@ -1576,9 +1573,8 @@ async fn check_identity(executor: &impl Executor) -> TestResult {
         }
         let id = JobId {
             dir: dir.clone(),
-            pid: Some(Pid::new(other.pid())?),
+            pid: Pid::new(other.pid())?,
             container: None,
-            slurm_job: None,
         };
         assert_eq!(executor.status(&id).await?, JobStatus::Lost, "{case}");
         executor.cancel(&id).await?;
@@ -1630,7 +1626,7 @@ async fn check_zombies(executor: &impl Executor) -> TestResult {
     let dir = format!("{}/run-zombie-lost", executor.workdir());
     let started = executor.spawn(&job(&dir, script)).await?;
     wait_for_log(executor, &dir, "ready").await;
-    let pgid = started.pid.expect("a pid").get();
+    let pgid = started.pid.get();
     executor.probe(&format!("kill -s KILL -- -{pgid}")).await?;
     let status = wait_status(executor, &started, JobStatus::is_finished).await;
     assert_eq!(status, JobStatus::Lost);
@@ -1645,7 +1641,7 @@ async fn check_zombies(executor: &impl Executor) -> TestResult {
     wait_for_log(executor, &dir, "ready").await;
     executor.cancel(&started).await?;
     assert_eq!(executor.status(&started).await?, JobStatus::Cancelled);
-    let members = member_states(executor, started.pid.expect("a pid").get()).await;
+    let members = member_states(executor, started.pid.get()).await;
     assert!(
         !members.is_empty() && members.iter().all(|state| state == "Z"),
         "the group holds zombies only: {members:?}"

@@ -74,14 +74,11 @@ fn canary() -> String {
         .clone()
 }
 
-async fn wait_for(executor: &SlurmExecutor, id: &overbrainer::exec::JobId, want: JobStatus) {
+async fn wait_for(executor: &SlurmExecutor, id: &overbrainer::exec::SlurmJob, want: JobStatus) {
     crate::util::poll_async(WAIT, &format!("the Slurm job to be {want:?}"), || async {
         match executor.status(id).await {
             Ok(status) if status == want => Ok(()),
-            other => Err(format!(
-                "{other:?} {}",
-                cluster().job(id.slurm_job.unwrap_or(0))
-            )),
+            other => Err(format!("{other:?} {}", cluster().job(id.slurm_job))),
         }
     })
     .await;
@@ -116,10 +113,11 @@ async fn check_a_job_runs(executor: &SlurmExecutor) -> TestResult {
         "r_files",
         "echo \"first line\"\necho \"job $SLURM_JOB_ID secret ${#OB_SLURM_SECRET}\"\nexit 3",
     );
-    let id = executor.spawn(&started).await?;
-    let slurm_job = id.slurm_job.ok_or("no Slurm job ID")?;
-    assert_eq!(id.pid, None);
+    let id = executor.submit(&started).await?;
+    let slurm_job = id.slurm_job;
     let json = serde_json::to_string(&id)?;
+    let handle: overbrainer::exec::JobHandle = serde_json::from_str(&json)?;
+    assert_eq!((handle.pid(), handle.slurm_job()), (None, Some(slurm_job)));
     assert!(
         json.contains(&format!("\"slurm_job\":{slurm_job}")),
         "{json}"
@@ -186,7 +184,7 @@ async fn a_job_on_a_drained_node_is_pending_with_the_reason_and_starts_on_resume
         &["update", "nodename=localhost", "state=drain", "reason=test"],
     );
     let id = executor
-        .spawn(&job(&executor, "r_pending", "echo started"))
+        .submit(&job(&executor, "r_pending", "echo started"))
         .await?;
     let note = crate::util::poll_async(WAIT, "the scheduler's reason", || async {
         match executor.scheduler(&id).await {
@@ -251,7 +249,7 @@ async fn cancel_is_scancel_with_the_markers_and_leaves_no_process() -> TestResul
     let root = tempfile::tempdir()?;
     let executor = local(root.path(), options());
     let id = executor
-        .spawn(&job(
+        .submit(&job(
             &executor,
             "r_cancel",
             "sleep 300 &\nsleep 300 &\necho running\nwait",
@@ -274,7 +272,7 @@ async fn cancel_is_scancel_with_the_markers_and_leaves_no_process() -> TestResul
     assert!(Path::new(&id.dir).join("cancelled").exists());
     assert!(!Path::new(&id.dir).join(EXIT_FILE).exists());
     assert_eq!(processes_with(&needle), Vec::<u32>::new());
-    let slurm_job = id.slurm_job.ok_or("no job id")?;
+    let slurm_job = id.slurm_job;
     let shown = ended(slurm_job);
     assert!(shown.contains("JobState=CANCELLED"), "{shown}");
     // Again: a no-op.
@@ -306,7 +304,7 @@ async fn container_job_ready(
     executor: &SlurmExecutor,
     engine: crate::engines::TestEngine,
     name: &str,
-) -> Result<(overbrainer::exec::JobId, String, String, String), Box<dyn std::error::Error>> {
+) -> Result<(overbrainer::exec::SlurmJob, String, String, String), Box<dyn std::error::Error>> {
     let dir = format!("{}/{name}", executor.workdir());
     let canary = crate::engines::canary();
     let container = format!(
@@ -321,7 +319,7 @@ async fn container_job_ready(
         &canary,
         crate::exec::TRAPPING_BODY,
     );
-    let id = executor.spawn(&job).await?;
+    let id = executor.submit(&job).await?;
     crate::util::poll(WAIT, "the container's first line", || {
         let log = container_log(&dir);
         if log.contains("ready") {
@@ -384,7 +382,7 @@ async fn cancel_of_a_container_job_stops_and_removes_its_container_on_the_node()
             "{engine:?}: {text}"
         );
         assert!(!text.contains("script got TERM"), "{engine:?}: {text}");
-        ended(id.slurm_job.ok_or("no job id")?);
+        ended(id.slurm_job);
 
         // A container that outlived its engine client (killed with SIGKILL): once the
         // job has ended no step can reach its node, so the job's own shell stops and
@@ -428,7 +426,7 @@ async fn the_deadline_signal_places_the_snapshot_request_before_the_time_limit()
         },
     );
     let id = executor
-        .spawn(&job(
+        .submit(&job(
             &executor,
             "r_deadline",
             "while [ ! -e snapshot.request ]; do sleep 0.2; done\ncat snapshot.request\nexit 0",
@@ -439,7 +437,7 @@ async fn the_deadline_signal_places_the_snapshot_request_before_the_time_limit()
         std::fs::read_to_string(Path::new(&id.dir).join(JOB_LOG))?,
         "deadline\n"
     );
-    let slurm_job = id.slurm_job.ok_or("no job id")?;
+    let slurm_job = id.slurm_job;
     let shown = ended(slurm_job);
     assert!(shown.contains("JobState=COMPLETED"), "{shown}");
     assert!(shown.contains("TimeLimit=00:01:00"), "{shown}");
@@ -459,7 +457,7 @@ async fn a_job_killed_at_its_time_limit_reads_lost_with_the_schedulers_note() ->
         },
     );
     let id = executor
-        .spawn(&job(&executor, "r_timeout", "echo working\nsleep 600"))
+        .submit(&job(&executor, "r_timeout", "echo working\nsleep 600"))
         .await?;
     wait_for(&executor, &id, JobStatus::Lost).await;
     let note = executor.note(&id).await?.ok_or("no note")?;

@@ -4,7 +4,7 @@
 use super::{FileDigest, LINK_TAG, checked_relative_bytes};
 use crate::exec::ExecError;
 use crate::exec::script::truncate;
-use crate::exec::shell::quote;
+use crate::shell::quote;
 
 /// A POSIX shell script that prints the manifest of `entries` under `remote`, one
 /// line per entry, read as bytes by [`parse_manifest`]:

@@ -11,9 +11,9 @@
 
 use std::fmt::Write as _;
 
-use super::shell::quote;
 use super::{CONTAINER_ID_FILE, Container, JobCommand};
 use crate::config::Engine;
+use crate::shell::quote;
 use secrecy::SecretString;
 
 /// Directory where a container job sees its run directory (TGT-4).

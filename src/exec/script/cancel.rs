@@ -3,11 +3,11 @@ use super::functions::GROUP_SIGNAL;
 use super::wrapper::REAP_GRACE_SECONDS;
 use super::{TICKS_PER_SECOND, tick, truncate};
 use crate::env::TimeScale;
-use crate::exec::shell::quote;
 use crate::exec::{
     CANCEL_FILE, CANCELLING_FILE, CONTAINER_ID_FILE, Container, EXIT_FILE, ExecError,
     LEFTOVERS_FILE,
 };
+use crate::shell::quote;
 
 /// Seconds [`cancel_script`] waits between `SIGTERM` and `SIGKILL`, and again after
 /// `SIGKILL` before it names the processes still there as leftovers.

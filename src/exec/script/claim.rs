@@ -1,6 +1,6 @@
 //! The script that claims a run directory on the target (RUN-3).
 use crate::exec::CLAIM_FILE;
-use crate::exec::shell::quote;
+use crate::shell::quote;
 
 /// A script that claims `dir` for `owner` (one line): creates `dir` and its
 /// parents, then [`CLAIM_FILE`] exclusively (`set -C`, which opens with `O_EXCL`)

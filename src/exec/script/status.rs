@@ -1,8 +1,8 @@
 //! The status script and its one-line answer.
 use super::functions::GROUP_SIGNAL;
 use super::truncate;
-use crate::exec::shell::quote;
 use crate::exec::{CANCEL_FILE, CANCELLING_FILE, EXIT_FILE, ExecError, JobStatus};
+use crate::shell::quote;
 
 /// A script that prints the status of the job `pid` in `dir` as one line that
 /// [`parse_status`] reads: `running`, `exited <code>`, `cancelled` or `lost`.

@@ -5,10 +5,10 @@
 )]
 
 use super::*;
-use crate::exec::shell::quote;
 use crate::exec::{
     CANCELLING_FILE, Container, EXIT_FILE, ExecError, JOB_LOG, JobStatus, RUN_MARKER_VAR,
 };
+use crate::shell::quote;
 use proptest::prelude::*;
 
 fn sh_echo(word: &str) -> Vec<u8> {

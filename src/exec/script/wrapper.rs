@@ -3,8 +3,8 @@
 use super::functions::GROUP_SIGNAL;
 use super::{MARKER_FILE, START_FILE, TICKS_PER_SECOND, tick};
 use crate::env::TimeScale;
-use crate::exec::shell::quote;
 use crate::exec::{EXIT_FILE, JOB_LOG, PID_FILE, RUN_MARKER_VAR};
+use crate::shell::quote;
 
 /// Seconds [`job_script`] waits, once the job's command has ended, between sending
 /// `SIGTERM` to what is left of the job's processes and sending `SIGKILL`. Shorter

@@ -1,18 +1,20 @@
-//! [`SlurmExecutor`]: the [`Executor`] of a Slurm target, over its login node.
+//! [`SlurmExecutor`]: the executor of a Slurm target, over its login node. It moves
+//! files as the [`Executor`] of its login node does; its jobs are [`SlurmJob`]s.
 
 use std::path::Path;
 use std::time::Duration;
 
 use secrecy::ExposeSecret;
 
+use super::SlurmJob;
 use super::state::{self, Scheduler, SchedulerJob};
 use super::submit::{self, SlurmOptions};
 use crate::env::TimeScale;
-use crate::exec::shell::quote;
 use crate::exec::{
-    CANCEL_FILE, ExecError, Executor, FileDigest, JobCommand, JobId, JobStatus, LocalExecutor,
-    SshExecutor, check_job_env,
+    CANCEL_FILE, ExecError, Executor, FileDigest, JobCommand, JobStatus, LEFTOVERS_FILE,
+    LocalExecutor, SshExecutor, check_job_env,
 };
+use crate::shell::quote;
 
 /// The login node: this machine, or an SSH host.
 #[derive(Debug)]
@@ -33,22 +35,23 @@ const CANCEL_POLL: Duration = Duration::from_millis(250);
 
 /// Jobs submitted with `sbatch` on a Slurm cluster (issue 19).
 ///
-/// Files, probes and claims go through the login node. [`Executor::spawn`] writes the
+/// Files, probes and claims go through the login node, with the same contracts as
+/// [`Executor`]'s methods of the same names. [`SlurmExecutor::submit`] writes the
 /// batch script (the job wrapper, see `submit::batch_script`) to the run directory
-/// and submits it; it returns as soon as Slurm accepted it, with the Slurm job ID in
-/// [`JobId::slurm_job`] and no process ID (the job may wait in the queue). The job's
+/// and submits it; it returns as soon as Slurm accepted it, with a [`SlurmJob`]: the
+/// Slurm job ID and no process ID (the job may wait in the queue). The job's
 /// secrets reach `sbatch`'s environment on the launcher's standard input, and the
 /// job's through `--export=ALL`; Slurm keeps a job's environment in its controller's
 /// state directory until the job is purged, like any job's on that cluster.
-/// [`Executor::status`] reads the scheduler and the markers in one probe
-/// (`state::combine`); [`Executor::cancel`] is `scancel`.
+/// [`SlurmExecutor::status`] reads the scheduler and the markers in one probe
+/// (`state::combine`); [`SlurmExecutor::cancel`] is `scancel`.
 #[derive(Debug)]
 pub struct SlurmExecutor {
     login: Login,
     options: SlurmOptions,
-    /// The scheduler's note at the last [`Executor::status`].
+    /// The scheduler's note at the last [`SlurmExecutor::status`].
     last_note: std::sync::Mutex<Option<String>>,
-    /// Whether the last [`Executor::status`] found the job waiting in the queue, with
+    /// Whether the last [`SlurmExecutor::status`] found the job waiting in the queue, with
     /// the scheduler's word on why.
     last_queued: std::sync::Mutex<Option<String>>,
 }
@@ -65,7 +68,7 @@ impl SlurmExecutor {
         }
     }
 
-    /// The scheduler's note ([`SchedulerJob::note`]) as the last [`Executor::status`]
+    /// The scheduler's note ([`SchedulerJob::note`]) as the last [`SlurmExecutor::status`]
     /// read it: a follower shows it without asking the scheduler again. `None` before
     /// any status, or when the scheduler had nothing to add.
     #[must_use]
@@ -76,9 +79,9 @@ impl SlurmExecutor {
             .clone()
     }
 
-    /// The scheduler's word on the job as the last [`Executor::status`] found it
+    /// The scheduler's word on the job as the last [`SlurmExecutor::status`] found it
     /// waiting in the queue ([`SchedulerJob::queued`], `pending on Slurm (reason)`);
-    /// `None` when it ran, ended, or the scheduler did not say. [`Executor::status`]
+    /// `None` when it ran, ended, or the scheduler did not say. [`SlurmExecutor::status`]
     /// reads such a job as running (the executor's contract knows no queue); a
     /// follower records the run `pending` and starts no stall clock (issue 33).
     #[must_use]
@@ -132,13 +135,11 @@ impl SlurmExecutor {
     /// # Errors
     ///
     /// An [`ExecError`] when the login node cannot be reached or answers nonsense.
-    pub async fn scheduler(&self, job: &JobId) -> Result<(Scheduler, state::Markers), ExecError> {
-        let Some(id) = job.slurm_job else {
-            return Err(ExecError::Protocol(format!(
-                "the job in `{}` has no Slurm job ID",
-                job.dir
-            )));
-        };
+    pub async fn scheduler(
+        &self,
+        job: &SlurmJob,
+    ) -> Result<(Scheduler, state::Markers), ExecError> {
+        let id = job.slurm_job;
         let output = self
             .probe(&state::status_script(&job.dir, id))
             .await
@@ -156,14 +157,9 @@ impl SlurmExecutor {
     /// # Errors
     ///
     /// [`ExecError::Command`] (action `sample`) when `srun` fails or times out; another
-    /// [`ExecError`] when the login node cannot be reached or `job` has no Slurm job ID.
-    pub async fn sample(&self, job: &JobId, probe: &str) -> Result<Option<Vec<u8>>, ExecError> {
-        let Some(id) = job.slurm_job else {
-            return Err(ExecError::Protocol(format!(
-                "the job in `{}` has no Slurm job ID",
-                job.dir
-            )));
-        };
+    /// [`ExecError`] when the login node cannot be reached.
+    pub async fn sample(&self, job: &SlurmJob, probe: &str) -> Result<Option<Vec<u8>>, ExecError> {
+        let id = job.slurm_job;
         let output = self
             .command("sample", &state::sample_script(id, probe), &[])
             .await?;
@@ -180,7 +176,7 @@ impl SlurmExecutor {
     /// # Errors
     ///
     /// An [`ExecError`] when the login node cannot be reached.
-    pub async fn note(&self, job: &JobId) -> Result<Option<String>, ExecError> {
+    pub async fn note(&self, job: &SlurmJob) -> Result<Option<String>, ExecError> {
         Ok(match self.scheduler(job).await?.0 {
             Scheduler::Known(known) => SchedulerJob::note(&known),
             Scheduler::Forgotten | Scheduler::Unreachable(_) => None,
@@ -198,30 +194,59 @@ macro_rules! login {
     };
 }
 
-impl Executor for SlurmExecutor {
-    fn workdir(&self) -> &str {
+/// The login node's [`Executor`] methods, and the job's own.
+impl SlurmExecutor {
+    /// [`Executor::workdir`] of the login node.
+    #[must_use]
+    pub fn workdir(&self) -> &str {
         match &self.login {
             Login::Local(login) => login.workdir(),
             Login::Ssh(login) => login.workdir(),
         }
     }
 
-    fn time_scale(&self) -> TimeScale {
+    /// [`Executor::time_scale`] of the login node.
+    #[must_use]
+    pub fn time_scale(&self) -> TimeScale {
         match &self.login {
             Login::Local(login) => login.time_scale(),
             Login::Ssh(login) => login.time_scale(),
         }
     }
 
-    async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError> {
+    /// [`Executor::claim`] of the login node.
+    ///
+    /// # Errors
+    ///
+    /// As the login node's.
+    pub async fn claim(&self, dir: &str, owner: &str) -> Result<bool, ExecError> {
         login!(self.claim(dir, owner))
     }
 
-    async fn upload(&self, local: &Path, remote: &str, skip: &[String]) -> Result<(), ExecError> {
+    /// [`Executor::upload`] of the login node.
+    ///
+    /// # Errors
+    ///
+    /// As the login node's.
+    pub async fn upload(
+        &self,
+        local: &Path,
+        remote: &str,
+        skip: &[String],
+    ) -> Result<(), ExecError> {
         login!(self.upload(local, remote, skip))
     }
 
-    async fn spawn(&self, job: &JobCommand) -> Result<JobId, ExecError> {
+    /// Submits `job` with `sbatch` and returns its handle as soon as Slurm accepted
+    /// it (the job may wait in the queue). The secrets reach `sbatch` on the
+    /// launcher's standard input, never its command line.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::InvalidSecret`], naming the variable only, as
+    /// [`Executor::spawn`]; [`ExecError::Command`] (action `sbatch`) when Slurm
+    /// refused the job; another [`ExecError`] when the login node cannot be reached.
+    pub async fn submit(&self, job: &JobCommand) -> Result<SlurmJob, ExecError> {
         check_job_env(&job.secrets)?;
         let mut input = String::new();
         for (_, value) in &job.secrets {
@@ -232,19 +257,36 @@ impl Executor for SlurmExecutor {
         let output = self.command("sbatch", &script, input.as_bytes()).await;
         drop(input);
         let id = submit::parse_submitted(&String::from_utf8_lossy(&output?))?;
-        Ok(JobId {
+        Ok(SlurmJob {
             dir: job.dir.clone(),
-            pid: None,
             container: job.container.clone(),
-            slurm_job: Some(id),
+            slurm_job: id,
         })
     }
 
-    async fn read_from(&self, path: &str, offset: u64, limit: u64) -> Result<Vec<u8>, ExecError> {
+    /// [`Executor::read_from`] of the login node.
+    ///
+    /// # Errors
+    ///
+    /// As the login node's.
+    pub async fn read_from(
+        &self,
+        path: &str,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<u8>, ExecError> {
         login!(self.read_from(path, offset, limit))
     }
 
-    async fn status(&self, job: &JobId) -> Result<JobStatus, ExecError> {
+    /// What `job` is doing, from the scheduler and the run directory's markers
+    /// (`state::combine`): a job waiting in the queue reads as running.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Command`] (action `status`) when the controller did not answer
+    /// and the markers do not settle it; another [`ExecError`] when the login node
+    /// cannot be reached.
+    pub async fn status(&self, job: &SlurmJob) -> Result<JobStatus, ExecError> {
         let (scheduler, markers) = self.scheduler(job).await?;
         if let Scheduler::Known(known) = &scheduler {
             *self
@@ -269,18 +311,18 @@ impl Executor for SlurmExecutor {
     }
 
     /// `scancel`: a job that ended by itself is left as it is; otherwise
-    /// [`CANCELLING_FILE`] first, `scancel ID`, a wait until the scheduler has ended the
+    /// `cancelling` first, `scancel ID`, a wait until the scheduler has ended the
     /// job (its `KillWait` between `SIGTERM` and `SIGKILL`), then [`CANCEL_FILE`].
     /// A job in a container has its container stopped and removed first, on its node,
     /// in a step of its allocation (`state::cancel_script`): Slurm's signals reach the
     /// engine's client, not the container.
-    async fn cancel(&self, job: &JobId) -> Result<(), ExecError> {
-        let Some(id) = job.slurm_job else {
-            return Err(ExecError::Protocol(format!(
-                "the job in `{}` has no Slurm job ID",
-                job.dir
-            )));
-        };
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Command`] (action `cancel`) when the job did not end in time after
+    /// `scancel`; another [`ExecError`] when the login node cannot be reached.
+    pub async fn cancel(&self, job: &SlurmJob) -> Result<(), ExecError> {
+        let id = job.slurm_job;
         match self.status(job).await? {
             JobStatus::Exited(_) | JobStatus::Cancelled => return Ok(()),
             JobStatus::Running | JobStatus::Lost => {}
@@ -323,7 +365,27 @@ impl Executor for SlurmExecutor {
         Ok(())
     }
 
-    async fn download(
+    /// The processes its last cancel left behind, as [`Executor::leftovers`] reads
+    /// them from [`LEFTOVERS_FILE`].
+    ///
+    /// # Errors
+    ///
+    /// An [`ExecError`] when the file cannot be read or holds anything but process
+    /// IDs.
+    pub async fn leftovers(&self, job: &SlurmJob) -> Result<Vec<u32>, ExecError> {
+        let path = format!("{}/{LEFTOVERS_FILE}", job.dir);
+        let bytes = self.read_from(&path, 0, 64 * 1024).await?;
+        crate::exec::script::parse_pids(&String::from_utf8_lossy(&bytes)).ok_or_else(|| {
+            ExecError::Protocol(format!("`{path}` holds something else than process IDs"))
+        })
+    }
+
+    /// [`Executor::download`] of the login node.
+    ///
+    /// # Errors
+    ///
+    /// As the login node's.
+    pub async fn download(
         &self,
         remote: &str,
         local: &Path,
@@ -333,7 +395,12 @@ impl Executor for SlurmExecutor {
         login!(self.download(remote, local, entries, exclude))
     }
 
-    async fn manifest(
+    /// [`Executor::manifest`] of the login node.
+    ///
+    /// # Errors
+    ///
+    /// As the login node's.
+    pub async fn manifest(
         &self,
         remote: &str,
         entries: &[String],
@@ -342,11 +409,21 @@ impl Executor for SlurmExecutor {
         login!(self.manifest(remote, entries, exclude))
     }
 
-    async fn probe(&self, script: &str) -> Result<Vec<u8>, ExecError> {
+    /// [`Executor::probe`] of the login node.
+    ///
+    /// # Errors
+    ///
+    /// As the login node's.
+    pub async fn probe(&self, script: &str) -> Result<Vec<u8>, ExecError> {
         login!(self.probe(script))
     }
 
-    async fn put_file(&self, path: &str, content: &str) -> Result<(), ExecError> {
+    /// [`Executor::put_file`] of the login node.
+    ///
+    /// # Errors
+    ///
+    /// As the login node's.
+    pub async fn put_file(&self, path: &str, content: &str) -> Result<(), ExecError> {
         login!(self.put_file(path, content))
     }
 }

@@ -7,12 +7,15 @@
 //!
 //! By concern: `submit.rs` (the options, the batch script, the launcher, `sbatch`'s
 //! answer), `state.rs` (`scontrol -o show job` and the markers, and the precedence
-//! over both), `executor.rs` (the executor).
+//! over both), `job.rs` (the handle of a submitted job), `executor.rs` (the
+//! executor).
 
 mod executor;
+mod job;
 mod state;
 mod submit;
 
 pub use executor::{Login, SlurmExecutor};
+pub use job::SlurmJob;
 pub use state::{Markers, Scheduler, SchedulerJob, SchedulerState};
 pub use submit::{BATCH_FILE, SLURM_OUT, SlurmOptions};

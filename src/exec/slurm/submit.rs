@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use crate::env::TimeScale;
 use crate::exec::local::{STALE_FILES, STRIPPED_ENV_PREFIXES, engine_record};
 use crate::exec::script::{DeadlineSignal, job_script, job_script_signalled};
-use crate::exec::shell::quote;
 use crate::exec::{ExecError, JobCommand};
+use crate::shell::quote;
 
 /// The batch script's name in the run directory.
 pub const BATCH_FILE: &str = "job.sbatch";

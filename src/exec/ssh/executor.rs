@@ -17,8 +17,8 @@ use crate::exec::local::{
 };
 use crate::exec::runtime::shell_path;
 use crate::exec::script::{self, cancel_script, claim_script, job_script};
-use crate::exec::shell::quote;
 use crate::exec::{ExecError, Executor, JobCommand, JobId, PID_FILE, Pid, check_job_env, tar};
+use crate::shell::quote;
 
 /// Programs an SSH target must have, space-separated (TGT-2): `tar` for transfers,
 /// `setsid` and `nohup` to detach jobs, `sha256sum`, `readlink` and `od` for
@@ -334,9 +334,8 @@ impl Executor for SshExecutor {
         })?;
         Ok(JobId {
             dir: job.dir.clone(),
-            pid: Some(Pid::new(pid)?),
+            pid: Pid::new(pid)?,
             container: job.container.clone(),
-            slurm_job: None,
         })
     }
 
@@ -355,7 +354,7 @@ impl Executor for SshExecutor {
                 "cancel",
                 &cancel_script(
                     &job.dir,
-                    job.pid.map_or(0, Pid::get),
+                    job.pid.get(),
                     job.container.as_ref(),
                     self.time_scale,
                 ),

@@ -30,7 +30,7 @@ use unpack::unpack;
 
 use super::ExecError;
 use super::digest::{entries_words, prune_expression};
-use super::shell::quote;
+use crate::shell::quote;
 
 /// Buffer between a transfer thread and its pipe, for tar headers and small files:
 /// 256 KiB.

@@ -4,19 +4,21 @@
 
 use super::*;
 use crate::config::OnStall;
-use crate::exec::{JobId, Pid};
+use crate::exec::Pid;
 use crate::runs::record::TargetKind;
 
 fn record() -> RunRecord {
     RunRecord {
         target: "gpu".into(),
         target_kind: TargetKind::Ssh,
-        job: Some(JobId {
-            dir: "/w/r_1".into(),
-            pid: Pid::new(42).ok(),
-            container: None,
-            slurm_job: None,
-        }),
+        job: Some(
+            crate::exec::JobId {
+                dir: "/w/r_1".into(),
+                pid: Pid::new(42).unwrap(),
+                container: None,
+            }
+            .into(),
+        ),
         ..crate::runs::record::fixture("r_1", State::Running)
     }
 }

@@ -4,7 +4,7 @@
 //! `merge_failed` run (-> `merge_failed` or `succeeded`). The follower's transitions
 //! are [`super::handle`]'s. Each function changes the record only; the caller saves it.
 
-use crate::exec::{EXIT_FILE, JOB_LOG, JobId, JobStatus, pid_list};
+use crate::exec::{EXIT_FILE, JOB_LOG, JobHandle, JobStatus, pid_list};
 use crate::runs::ending::{leftovers_message, merge_hint};
 use crate::runs::record::{RunRecord, State};
 use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
@@ -12,8 +12,8 @@ use crate::train::axolotl::{MERGED_DIR, OUTPUT_DIR};
 /// The run's job started: `starting` -> `running` (RUN-15); a Slurm job, which
 /// `sbatch` only queued: `starting` -> `pending` until a follower sees it run (issue
 /// 33).
-pub fn started(record: &mut RunRecord, job: JobId) {
-    if let Some(slurm_job) = job.slurm_job {
+pub fn started(record: &mut RunRecord, job: JobHandle) {
+    if let Some(slurm_job) = job.slurm_job() {
         record.state = State::Pending;
         record.message = Some(format!(
             "submitted as Slurm job {slurm_job}; pending until the scheduler starts it"
@@ -52,7 +52,7 @@ pub fn cancelled_again(record: &mut RunRecord, leftovers: &[u32]) {
 
 /// `train merge` started the merge job `job` in `runs/<id>/<dir_name>`: the run stays
 /// `merge_failed`, recording the job \[design\].
-pub fn merge_started(record: &mut RunRecord, job: JobId, dir_name: &str) {
+pub fn merge_started(record: &mut RunRecord, job: JobHandle, dir_name: &str) {
     record.merge_job = Some(job);
     record.message = Some(format!(
         "a merge started with `train merge` runs in `runs/{id}/{dir_name}`; `overbrainer train merge {id}` follows it",
@@ -148,13 +148,13 @@ mod tests {
         }
     }
 
-    fn job(dir: &str) -> JobId {
-        JobId {
+    fn job(dir: &str) -> JobHandle {
+        crate::exec::JobId {
             dir: dir.into(),
-            pid: Some(Pid::new(42).unwrap()),
+            pid: Pid::new(42).unwrap(),
             container: None,
-            slurm_job: None,
         }
+        .into()
     }
 
     type Change = Box<dyn Fn(&mut RunRecord)>;
@@ -177,11 +177,12 @@ mod tests {
                 Box::new(|r| {
                     started(
                         r,
-                        JobId {
-                            pid: None,
-                            slurm_job: Some(7),
-                            ..job("/w/r_1")
-                        },
+                        crate::exec::SlurmJob {
+                            dir: "/w/r_1".into(),
+                            container: None,
+                            slurm_job: 7,
+                        }
+                        .into(),
                     );
                 }),
                 State::Pending,

@@ -158,7 +158,7 @@ impl PodJob for PodRun<'_> {
         }
         .job(&spec, std::mem::take(&mut self.secrets));
         let job = pod.spawn(&job).await.map_err(|e| error_chain(&e))?;
-        transitions::started(&mut self.record, job);
+        transitions::started(&mut self.record, job.into());
         self.record
             .save(&self.project.runs_dir())
             .map_err(|e| error_chain(&e))?;

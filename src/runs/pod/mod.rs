@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::follow::Outcome;
 use super::lifecycle::transitions;
-use super::record::{RunRecord, State, TargetKind};
+use super::record::{RunRecord, TargetKind};
 use super::start::{self, StartOptions, error_chain};
 use super::{Events, Refusal, RunError, RunEvent, emit, id};
 use crate::config::{AdapterKind, EnvSnapshot, ListOrAuto, Provenance, RunpodTarget, Settings};
@@ -268,28 +268,9 @@ pub async fn train(
     let merge = training.merge && training.adapter != AdapterKind::Full;
     let pod_dir = format!("{POD_WORKDIR}/{run_id}");
     let mut record = RunRecord {
-        id: run_id.clone(),
-        created,
-        target: target.name.clone(),
-        target_kind: TargetKind::Runpod,
-        dir: pod_dir.clone(),
-        owner: run_id.clone(),
-        container_suffix: None,
-        job: None,
-        state: State::Starting,
-        message: None,
-        snapshots: true,
-        snapshot: None,
         resumed_from: options.resume_from.clone(),
         merge,
-        merge_job: None,
-        max_steps: None,
-        last_step: None,
-        epoch: None,
-        last_loss: None,
-        last_eval_loss: None,
-        retrieved: false,
-        stalled: None,
+        ..RunRecord::starting(&run_id, created, &target.name, TargetKind::Runpod, &pod_dir)
     };
     let made = record
         .save(&runs_dir)

@@ -1,5 +1,9 @@
 //! Shell words: how a string reaches a POSIX shell unchanged, for every script the
-//! executors run.
+//! executors run and the machine probe (`system`); and, for tests, `shellcheck` over a
+//! generated script.
+
+#[cfg(test)]
+pub(crate) mod shellcheck;
 
 /// Quotes `text` as one POSIX shell word: inside single quotes, with each `'`
 /// written as `'\''`. Any byte string survives: `sh -c "printf %s $(quote x)"`

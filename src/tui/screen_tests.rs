@@ -1,0 +1,194 @@
+//! The screens: a pending run as the Training view shows and handles it, and every view
+//! drawn through `TestBackend` at 80x24 and 120x40 against `insta` snapshots, named in
+//! `tests.rs`'s `snapshot_both` (the snapshots keep its module's names).
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use super::action::Action;
+use super::app::Work;
+use super::event::FlowEvent;
+use super::tests::{
+    app, ch, entries, follow_run, pending, screen, snapshot_both, start_lines, stopped, with_runs,
+};
+use super::views::View as _;
+use crate::runs::RunEvent;
+
+#[test]
+fn a_pending_run_is_stopped_cancelled_and_followed_as_a_running_one() {
+    let mut view = super::views::training::TrainingView::new(
+        super::theme::Theme::new(false),
+        Ok(start_lines()),
+    );
+    view.set_runs(vec![pending("r-pending")]);
+    assert!(
+        matches!(view.handle_key(ch('s')), Some(Action::Ask(d)) if *d.yes == Action::Stop("r-pending".into()))
+    );
+    assert!(
+        matches!(view.handle_key(ch('c')), Some(Action::Ask(d)) if *d.yes == Action::Cancel("r-pending".into()))
+    );
+    assert_eq!(
+        view.handle_key(ch('a')),
+        Some(Action::Attach("r-pending".into()))
+    );
+}
+
+#[test]
+fn a_followed_run_going_pending_or_running_reads_the_runs_again() {
+    let mut app = app();
+    let work = app.apply(Action::Start { resume_from: None });
+    let [Work::Task { task, .. }] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    let task = *task;
+    let run = |event: RunEvent| FlowEvent::Run {
+        task,
+        event: Box::new(event),
+    };
+    app.on_flow(run(RunEvent::Following {
+        run_id: "r-pending".to_owned(),
+        target: "cluster".to_owned(),
+    }));
+    let work = app.on_flow(run(RunEvent::Pending(
+        "pending on Slurm (Resources)".to_owned(),
+    )));
+    assert!(matches!(work.as_slice(), [Work::ReadRuns]), "{work:?}");
+    let work = app.on_flow(run(RunEvent::Started));
+    assert!(matches!(work.as_slice(), [Work::ReadRuns]), "{work:?}");
+}
+
+#[test]
+fn training_view_pending_run_snapshots() {
+    let mut app = app();
+    with_runs(
+        &mut app,
+        vec![
+            stopped("20260101T000000Z-a1b2"),
+            pending("20260103T000000Z-e5f6"),
+        ],
+    );
+    app.handle_key(ch('4'));
+    let shown = screen(&app, 120, 40);
+    assert!(shown.contains("pending"), "{shown}");
+    assert!(
+        shown.contains("pending on Slurm (Nodes required"),
+        "{shown}"
+    );
+    snapshot_both("training_pending", &app);
+}
+
+#[test]
+fn project_view_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
+    snapshot_both("project", &app);
+}
+
+#[test]
+fn training_view_empty_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, Vec::new());
+    app.handle_key(ch('4'));
+    snapshot_both("training_empty", &app);
+}
+
+#[test]
+fn training_view_followed_run_snapshots() {
+    let mut app = app();
+    follow_run(&mut app, "20260102T000000Z-c3d4");
+    app.handle_key(ch('4'));
+    snapshot_both("training_followed", &app);
+}
+
+#[test]
+fn training_view_stopped_run_and_resume_dialog_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
+    app.handle_key(ch('4'));
+    snapshot_both("training_stopped", &app);
+    app.handle_key(ch('T'));
+    snapshot_both("training_resume_dialog", &app);
+}
+
+#[test]
+fn training_view_refusal_message_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
+    app.handle_key(ch('4'));
+    app.handle_key(ch('s'));
+    snapshot_both("training_refused", &app);
+}
+
+#[test]
+fn other_views_snapshots() {
+    let mut app = app();
+    for (n, name) in [
+        ('2', "dataset"),
+        ('3', "pipeline"),
+        ('5', "logs_empty"),
+        ('6', "compare"),
+    ] {
+        app.handle_key(ch(n));
+        snapshot_both(name, &app);
+    }
+    app.log(
+        tracing::Level::WARN,
+        "cannot reach target `gpu` (1/5): refused".into(),
+    );
+    app.log(
+        tracing::Level::INFO,
+        "train: following run 20260102T000000Z-c3d4".into(),
+    );
+    app.handle_key(ch('5'));
+    snapshot_both("logs", &app);
+}
+
+#[test]
+fn help_overlay_snapshots() {
+    let mut app = app();
+    app.handle_key(ch('4'));
+    app.handle_key(ch('?'));
+    snapshot_both("help_training", &app);
+}
+
+#[test]
+fn no_color_draws_no_colours() {
+    let mut app = super::app(true, entries(), Ok(start_lines()));
+    follow_run(&mut app, "r-live");
+    app.handle_key(ch('4'));
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    terminal.draw(|frame| app.render(frame)).unwrap();
+    let buffer = terminal.backend().buffer();
+    assert!(
+        buffer
+            .content()
+            .iter()
+            .all(|cell| cell.fg == ratatui::style::Color::Reset
+                && cell.bg == ratatui::style::Color::Reset),
+        "a cell has a colour under NO_COLOR"
+    );
+}
+
+// Issue 20: the footer shows the ledger's spend against the cap once the flows read it.
+#[test]
+fn the_footer_shows_the_spend_against_the_cap_once_read() {
+    let mut app = app();
+    assert!(
+        !screen(&app, 120, 40).contains("of $"),
+        "no spend before it is read"
+    );
+    let work = app.on_flow(FlowEvent::Spend(super::components::footer::SpendShown {
+        total: crate::budget::Spend {
+            usd: 4.25,
+            events: 4,
+            unpriced: 3,
+            ..crate::budget::Spend::default()
+        },
+        max_usd: Some(5.0),
+        warn_at: 0.8,
+    }));
+    assert!(work.is_empty());
+    let shown = screen(&app, 120, 40);
+    let last = shown.lines().last().unwrap_or_default();
+    assert!(last.contains("! $4.2500 of $5.0000 +3 unpriced"), "{shown}");
+}
