@@ -9,8 +9,8 @@ use super::{Refusal, RunError};
 use crate::exec::AnyExecutor;
 
 /// How the train stage of `target`'s job launches Axolotl: a slurm target's `nodes`
-/// and `gpus_per_node`; a process per GPU of a `local` or `ssh` target's `gpu_count`
-/// elsewhere (one for a Runpod target).
+/// and `gpus_per_node`; a process per GPU of a `local`, `ssh` or `runpod` target's
+/// `gpu_count` elsewhere (a pod rents that many GPUs).
 #[must_use]
 pub fn launch(target: &Resolved) -> crate::train::launch::Launch {
     target.slurm.as_ref().map_or_else(
@@ -52,23 +52,25 @@ pub async fn check(executor: &AnyExecutor, target: &Resolved) -> Result<(), RunE
 mod tests {
     use super::*;
 
-    /// `gpu_count` of a `local` and an `ssh` target reaches the train stage's launch
-    /// (issue 19): two processes through accelerate; unset, one.
+    /// `gpu_count` of a `local`, an `ssh` and a `runpod` target reaches the train stage's
+    /// launch (issue 19; a pod rents that many GPUs): two processes through accelerate;
+    /// unset, one.
     #[test]
-    fn the_gpu_count_of_local_and_ssh_targets_sets_the_launch() {
+    fn the_gpu_count_of_local_ssh_and_runpod_targets_sets_the_launch() {
         use crate::train::launch::Launch;
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join(crate::config::FILE_NAME),
             "[project]\nname = \"p\"\n\n[targets.here]\nkind = \"local\"\ngpu_count = 2\n\n\
              [targets.box]\nkind = \"ssh\"\nruntime = \"docker\"\ngpu_count = 2\n\n\
+             [targets.pod]\nkind = \"runpod\"\ngpu_types = [\"A\"]\nmax_hours = 1\ngpu_count = 2\n\n\
              [targets.plain]\nkind = \"local\"\n",
         )
         .unwrap();
         let env =
             crate::config::EnvSnapshot::from_pairs([("OVERBRAINER_TARGETS__BOX__HOST", "me@box")]);
         let loaded = crate::config::load(dir.path(), &env, |_, _, _| {}).unwrap();
-        for name in ["here", "box"] {
+        for name in ["here", "box", "pod"] {
             let target = super::super::target::resolve(&loaded.settings, name).unwrap();
             assert_eq!(target.gpu_count, 2, "{name}");
             let launch = launch(&target);

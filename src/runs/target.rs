@@ -48,9 +48,9 @@ pub struct Resolved {
     pub runpod: Option<Box<crate::config::RunpodTarget>>,
     /// The target's keys, for `slurm` targets.
     pub slurm: Option<Box<crate::config::SlurmTarget>>,
-    /// GPUs of one machine the train stage uses, a process each: a `local` or `ssh`
-    /// target's `gpu_count`; 1 elsewhere (a slurm target's launch comes from its own
-    /// keys).
+    /// GPUs of one machine the train stage uses, a process each: a `local`, `ssh` or
+    /// `runpod` target's `gpu_count`; 1 for a slurm target (its launch comes from its
+    /// own keys).
     pub gpu_count: u32,
 }
 
@@ -142,7 +142,7 @@ pub fn resolve(settings: &Settings, name: &str) -> Result<Resolved, RunError> {
             workdir: Some(POD_WORKDIR.to_owned()),
             runpod: Some(Box::new(runpod.clone())),
             slurm: None,
-            gpu_count: 1,
+            gpu_count: runpod.gpu_count,
         }),
         Target::Slurm(slurm) => Ok(Resolved {
             name: name.to_owned(),

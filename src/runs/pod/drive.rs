@@ -56,6 +56,8 @@ pub(super) struct Part<'a> {
     pub(super) target: &'a str,
     pub(super) runtime: crate::exec::JobRuntime,
     pub(super) merge: bool,
+    /// How the train stage launches Axolotl: a process per GPU of the pod.
+    pub(super) launch: crate::train::launch::Launch,
     pub(super) secrets: Vec<(String, secrecy::SecretString)>,
     pub(super) scale: TimeScale,
     /// The stall policy of `[training]` (issue 21).
@@ -116,6 +118,7 @@ pub(super) async fn run_pod(
         scale: part.scale,
         stall: part.stall,
         merge: part.merge,
+        launch: part.launch,
         secrets: part.secrets.clone(),
         shared: Arc::clone(&shared),
         begin: None,

@@ -121,6 +121,7 @@ pub(super) struct PodRun<'a> {
     pub(super) scale: TimeScale,
     pub(super) stall: Policy,
     pub(super) merge: bool,
+    pub(super) launch: crate::train::launch::Launch,
     pub(super) secrets: Vec<(String, SecretString)>,
     pub(super) shared: SharedRef,
     pub(super) begin: Option<oneshot::Sender<Begin>>,
@@ -154,7 +155,7 @@ impl PodJob for PodRun<'_> {
         let job = Stages {
             merge: self.merge,
             export: None,
-            ..Stages::default()
+            launch: self.launch,
         }
         .job(&spec, std::mem::take(&mut self.secrets));
         let job = pod.spawn(&job).await.map_err(|e| error_chain(&e))?;

@@ -323,6 +323,7 @@ pub async fn train(
         target: &target.name,
         runtime: target.runtime.clone(),
         merge,
+        launch: crate::runs::slurm::launch(&target),
         secrets,
         scale,
         stall,
