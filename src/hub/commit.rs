@@ -18,46 +18,45 @@ pub(super) async fn open_repo(
     events: &UnboundedSender<Event>,
 ) -> Result<client::RepoInfo, HubError> {
     let repo = repo.to_owned();
-    let info = if let Some(info) = client.repo_info(&repo).await? {
-        if private && !info.private {
-            return Err(HubError::PublicRepo { repo });
-        }
-        emit(
-            events,
-            Event::RepoExists {
-                repo: repo.clone(),
-                private: info.private,
-            },
-        );
-        info
-    } else {
-        let created = client.create(&repo, private).await?;
-        let info = client
-            .repo_info(&repo)
-            .await?
-            .ok_or_else(|| HubError::Protocol(format!("{repo} is not found after its creation")))?;
-        if created {
-            emit(
-                events,
-                Event::RepoCreated {
-                    repo: repo.clone(),
-                    private: info.private,
-                },
-            );
-        } else {
-            if private && !info.private {
-                return Err(HubError::PublicRepo { repo });
-            }
-            emit(
-                events,
-                Event::RepoExists {
-                    repo: repo.clone(),
-                    private: info.private,
-                },
-            );
-        }
-        info
-    };
+    if let Some(info) = client.repo_info(&repo).await? {
+        return existing(repo, info, private, events);
+    }
+    let created = client.create(&repo, private).await?;
+    let info = client
+        .repo_info(&repo)
+        .await?
+        .ok_or_else(|| HubError::Protocol(format!("{repo} is not found after its creation")))?;
+    if !created {
+        // Made meanwhile by someone else: as any repo that was there.
+        return existing(repo, info, private, events);
+    }
+    emit(
+        events,
+        Event::RepoCreated {
+            repo,
+            private: info.private,
+        },
+    );
+    Ok(info)
+}
+
+/// A repo that was there: a private push refuses a public one, else it is announced.
+fn existing(
+    repo: String,
+    info: client::RepoInfo,
+    private: bool,
+    events: &UnboundedSender<Event>,
+) -> Result<client::RepoInfo, HubError> {
+    if private && !info.private {
+        return Err(HubError::PublicRepo { repo });
+    }
+    emit(
+        events,
+        Event::RepoExists {
+            repo,
+            private: info.private,
+        },
+    );
     Ok(info)
 }
 

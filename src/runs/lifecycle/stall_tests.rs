@@ -4,22 +4,12 @@
 
 use super::*;
 use crate::config::OnStall;
-use crate::exec::Pid;
-use crate::runs::record::TargetKind;
 
+/// [`super::tests::record`] running, without the merge.
 fn record() -> RunRecord {
     RunRecord {
-        target: "gpu".into(),
-        target_kind: TargetKind::Ssh,
-        job: Some(
-            crate::exec::JobId {
-                dir: "/w/r_1".into(),
-                pid: Pid::new(42).unwrap(),
-                container: None,
-            }
-            .into(),
-        ),
-        ..crate::runs::record::fixture("r_1", State::Running)
+        merge: false,
+        ..super::tests::record(State::Running)
     }
 }
 

@@ -13,7 +13,8 @@ const END: &str = r#"{"kind":"end","ts":2,"step":2}"#;
 const SNAPSHOT: &str = r#"{"kind":"snapshot","ts":2,"step":1,"checkpoint":"checkpoint-1"}"#;
 const MERGE_STAGE: &str = r#"{"kind":"stage","ts":3,"stage":"merge"}"#;
 
-fn record(state: State) -> RunRecord {
+/// A followed run on an `ssh` target, its job a process, merged after training.
+pub(super) fn record(state: State) -> RunRecord {
     RunRecord {
         target: "gpu".into(),
         target_kind: TargetKind::Ssh,
