@@ -13,7 +13,7 @@ use overbrainer::exec::RUN_MARKER_VAR;
 
 use crate::slurm_cluster::cluster;
 use crate::sshd::Options;
-use crate::training::{DEADLINE, Setup, Training, assert_file, finish, training_env};
+use crate::training::{DEADLINE, Setup, Training, assert_trained_run, finish, training_env};
 use crate::util::{output_text, poll};
 
 /// A training project with a `cluster` target of kind `slurm` (login node: this
@@ -47,18 +47,6 @@ fn setup() -> Setup<'static> {
         merge: false,
         ..Setup::default()
     }
-}
-
-/// The run succeeded and its adapter came back, verified.
-fn assert_trained(training: &Training, id: &str) {
-    let run = training.runs().join(id);
-    assert_file(&run.join("output/adapter_model.safetensors"));
-    assert_file(&run.join("metrics.jsonl"));
-    assert_file(&run.join("job.log"));
-    let record = training.record(id);
-    assert_eq!(record["state"], "succeeded", "{record}");
-    assert_eq!(record["retrieved"], true, "{record}");
-    assert!(record["last_loss"].is_f64(), "{record}");
 }
 
 /// The Slurm job ID `run.json` records.
@@ -115,7 +103,7 @@ fn the_demo_trains_on_a_slurm_target_and_comes_back_verified() {
         .unwrap();
     assert!(output.status.success(), "{}", output_text(&output));
     let id = &training.run_ids()[0];
-    assert_trained(&training, id);
+    assert_trained_run(&training, id);
     let record = training.record(id);
     assert_eq!(record["target_kind"], "slurm", "{record}");
     assert!(record["job"]["pid"].is_null(), "{record}");
@@ -151,7 +139,7 @@ fn a_slurm_run_submitted_through_a_login_node_over_ssh_succeeds() {
         .unwrap();
     assert!(output.status.success(), "{}", output_text(&output));
     let id = &training.run_ids()[0];
-    assert_trained(&training, id);
+    assert_trained_run(&training, id);
     assert!(slurm_job(&training, id) > 0);
 }
 
@@ -250,7 +238,7 @@ fn a_run_on_a_drained_node_is_pending_with_the_reason_past_the_stall_bound_and_s
         .next()
         .unwrap_or_default();
     assert!(!queued_part.contains("train: system "), "{text}");
-    assert_trained(&training, &id);
+    assert_trained_run(&training, &id);
     assert!(training.record(&id)["stalled"].is_null());
 }
 
@@ -282,7 +270,7 @@ fn a_slurm_runs_system_samples_come_from_its_node_inside_the_job() {
     let output = finish(follower);
     let text = output_text(&output);
     assert!(output.status.success(), "{text}");
-    assert_trained(&training, &id);
+    assert_trained_run(&training, &id);
     let samples: Vec<&str> = text
         .lines()
         .filter(|line| line.contains("train: system "))
@@ -494,7 +482,7 @@ fn a_slurm_run_survives_a_killed_follower_and_a_controller_restart() {
         .output()
         .unwrap();
     assert!(attach.status.success(), "{}", output_text(&attach));
-    assert_trained(&training, &id);
+    assert_trained_run(&training, &id);
 }
 
 // Bad input, before any job.
