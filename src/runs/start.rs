@@ -564,7 +564,7 @@ async fn launch(
         },
         &spec,
     );
-    let launch = super::slurm::launch(target);
+    let launch = target.launch();
     let job = Stages {
         merge,
         export,

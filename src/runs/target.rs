@@ -54,6 +54,19 @@ pub struct Resolved {
     pub gpu_count: u32,
 }
 
+impl Resolved {
+    /// How the train stage of this target's job launches Axolotl: a slurm target's
+    /// `nodes` and `gpus_per_node`; a process per GPU of a `local`, `ssh` or `runpod`
+    /// target's `gpu_count` elsewhere (a pod rents that many GPUs).
+    #[must_use]
+    pub fn launch(&self) -> crate::train::launch::Launch {
+        self.slurm.as_ref().map_or_else(
+            || crate::train::launch::Launch::one_machine(self.gpu_count),
+            |slurm| crate::train::launch::Launch::slurm(slurm.nodes, slurm.gpus_per_node),
+        )
+    }
+}
+
 fn runtime(
     runtime: Runtime,
     venv: Option<&String>,
@@ -382,5 +395,46 @@ mod tests {
             ssh_destination("obtarget", &env).control_dirs[0],
             std::path::Path::new("/run/user/7")
         );
+    }
+
+    /// `gpu_count` of a `local`, an `ssh` and a `runpod` target reaches the train stage's
+    /// launch (issue 19; a pod rents that many GPUs): two processes through accelerate;
+    /// unset, one.
+    #[test]
+    fn the_gpu_count_of_local_ssh_and_runpod_targets_sets_the_launch() {
+        use crate::train::launch::Launch;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(crate::config::FILE_NAME),
+            "[project]\nname = \"p\"\n\n[targets.here]\nkind = \"local\"\ngpu_count = 2\n\n\
+             [targets.box]\nkind = \"ssh\"\nruntime = \"docker\"\ngpu_count = 2\n\n\
+             [targets.pod]\nkind = \"runpod\"\ngpu_types = [\"A\"]\nmax_hours = 1\ngpu_count = 2\n\n\
+             [targets.plain]\nkind = \"local\"\n",
+        )
+        .unwrap();
+        let env =
+            crate::config::EnvSnapshot::from_pairs([("OVERBRAINER_TARGETS__BOX__HOST", "me@box")]);
+        let loaded = crate::config::load(dir.path(), &env, |_, _, _| {}).unwrap();
+        for name in ["here", "box", "pod"] {
+            let target = resolve(&loaded.settings, name).unwrap();
+            assert_eq!(target.gpu_count, 2, "{name}");
+            let launch = target.launch();
+            assert_eq!(launch, Launch::one_machine(2), "{name}");
+            assert_eq!(
+                launch.train_args()[2..],
+                [
+                    "--launcher",
+                    "accelerate",
+                    "--",
+                    "--num_processes",
+                    "2",
+                    "--num_machines",
+                    "1"
+                ],
+                "{name}"
+            );
+        }
+        let plain = resolve(&loaded.settings, "plain").unwrap();
+        assert_eq!(plain.launch(), Launch::default());
     }
 }

@@ -170,7 +170,7 @@ pub async fn take_up(
         target: &target.name,
         runtime: target.runtime.clone(),
         merge: training.merge && training.adapter != AdapterKind::Full,
-        launch: crate::runs::slurm::launch(&target),
+        launch: target.launch(),
         secrets: Vec::new(),
         scale,
         stall: crate::train::stall::Policy::of(Some(training)),

@@ -323,7 +323,7 @@ pub async fn train(
         target: &target.name,
         runtime: target.runtime.clone(),
         merge,
-        launch: crate::runs::slurm::launch(&target),
+        launch: target.launch(),
         secrets,
         scale,
         stall,
