@@ -270,8 +270,12 @@ pub trait Executor: Send + Sync {
     /// The scale of this executor's lifecycle durations (the graces of its job
     /// wrapper and cancel scripts, see [`Executor::cancel`]): [`TimeScale::REAL`]
     /// unless the test suite set `OVERBRAINER_TEST_SECOND_MS`. A follower of a job on
-    /// this executor runs its rules on the same scale.
-    fn time_scale(&self) -> TimeScale;
+    /// this executor runs its rules on the same scale. Provided (real time), so an
+    /// executor written from the seed alone, which has no such method, still compiles
+    /// (issue 32).
+    fn time_scale(&self) -> TimeScale {
+        TimeScale::REAL
+    }
 
     /// Takes the run directory `dir` for the run identified by `owner` (one line,
     /// RUN-3): creates `dir` with its parents, then creates [`CLAIM_FILE`] there
