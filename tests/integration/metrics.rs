@@ -268,7 +268,8 @@ fn spawn_serving(
         .arg(training.project.path())
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        // Nobody reads its standard output: a pipe would fill and stop the command.
+        .stdout(Stdio::null())
         .stderr(Stdio::piped());
     for (k, v) in &training.extra_env {
         cmd.env(k, v);
@@ -513,11 +514,25 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     // While the run goes on: the target is up with no scrape error. A scrape that times
     // out on a loaded machine is the machine's, not the endpoint's: the check waits for a
     // clean scrape rather than taking the first it sees.
+    // A command that ends before it is scraped fails the test at once with its own
+    // lines, rather than leaving the polls below to wait out their deadline.
+    let child = std::sync::Mutex::new(child);
+    let alive = || {
+        if let Some(status) = child.lock().unwrap().try_wait().unwrap() {
+            let lines: Vec<String> = stderr.try_iter().collect();
+            panic!(
+                "the followed command ended ({status}) before it was scraped:\n{}",
+                lines.join("\n")
+            );
+        }
+    };
     let p = &prometheus;
+    let alive = &alive;
     let up = poll_async(
         DEADLINE,
         "the target up with no scrape error",
         move || async move {
+            alive();
             let targets = p.api("/api/v1/targets", &[]).await?;
             let active = targets["activeTargets"]
                 .as_array()
@@ -551,7 +566,7 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     let run_id = steps[0].0["run_id"].clone();
 
     let status = crate::util::wait_status_async(
-        child,
+        child.into_inner().unwrap(),
         std::time::Duration::from_secs(600),
         "the followed command",
     )
