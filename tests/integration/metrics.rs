@@ -300,6 +300,48 @@ fn spawn_serving(
     (child, url, rx)
 }
 
+/// The scrape target once it is up with no scrape error. A scrape that times out on a
+/// loaded machine is the machine's, not the endpoint's: this waits for a clean scrape
+/// rather than taking the first it sees. A command that ends before it is scraped fails
+/// the test at once with its own lines, rather than leaving the poll to wait out its
+/// deadline.
+async fn target_up(
+    prometheus: &Prometheus,
+    child: &std::sync::Mutex<Child>,
+    stderr: &mpsc::Receiver<String>,
+) -> Value {
+    let alive = || {
+        if let Some(status) = child.lock().unwrap().try_wait().unwrap() {
+            let lines: Vec<String> = stderr.try_iter().collect();
+            panic!(
+                "the followed command ended ({status}) before it was scraped:\n{}",
+                lines.join("\n")
+            );
+        }
+    };
+    let (p, alive) = (prometheus, &alive);
+    poll_async(
+        DEADLINE,
+        "the target up with no scrape error",
+        move || async move {
+            alive();
+            let targets = p.api("/api/v1/targets", &[]).await?;
+            let active = targets["activeTargets"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let Some(first) = active.first() else {
+                return Err("no active target".to_owned());
+            };
+            if first["health"] != "up" || first["lastError"] != "" {
+                return Err(format!("{first}\n{}", p.log()));
+            }
+            Ok(first.clone())
+        },
+    )
+    .await
+}
+
 /// The training gauges and the phase series Prometheus stored for `run_id`, as of its last
 /// scrape of them, against the run's `metrics.jsonl` (MET-10, MET-11).
 async fn training_series(prometheus: &Prometheus, training: &Training, run_id: &str) {
@@ -511,43 +553,10 @@ async fn a_real_prometheus_scrapes_training_and_stage_series_that_match_metrics_
     );
     let prometheus = Prometheus::start(&target);
 
-    // While the run goes on: the target is up with no scrape error. A scrape that times
-    // out on a loaded machine is the machine's, not the endpoint's: the check waits for a
-    // clean scrape rather than taking the first it sees.
-    // A command that ends before it is scraped fails the test at once with its own
-    // lines, rather than leaving the polls below to wait out their deadline.
+    // While the run goes on: the target is up with no scrape error.
     let child = std::sync::Mutex::new(child);
-    let alive = || {
-        if let Some(status) = child.lock().unwrap().try_wait().unwrap() {
-            let lines: Vec<String> = stderr.try_iter().collect();
-            panic!(
-                "the followed command ended ({status}) before it was scraped:\n{}",
-                lines.join("\n")
-            );
-        }
-    };
+    let up = target_up(&prometheus, &child, &stderr).await;
     let p = &prometheus;
-    let alive = &alive;
-    let up = poll_async(
-        DEADLINE,
-        "the target up with no scrape error",
-        move || async move {
-            alive();
-            let targets = p.api("/api/v1/targets", &[]).await?;
-            let active = targets["activeTargets"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let Some(first) = active.first() else {
-                return Err("no active target".to_owned());
-            };
-            if first["health"] != "up" || first["lastError"] != "" {
-                return Err(format!("{first}\n{}", p.log()));
-            }
-            Ok(first.clone())
-        },
-    )
-    .await;
     assert_eq!(up["scrapeUrl"], url.as_str(), "{up}");
     // Once the run is followed its series are scraped; asked over the past hour, so a
     // run that ends between two polls is still seen.
