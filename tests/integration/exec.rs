@@ -505,7 +505,10 @@ async fn check_leftovers_stopped(executor: &impl Executor) -> TestResult {
     let started = executor
         .spawn(&job(
             &dir,
-            "sleep 300 &\necho $! > child.pid\nsetsid sleep 300 &\necho $! > escaped.pid\nexit 4",
+            // The escaped worker writes its own process ID once `setsid` made it a
+            // session of its own, and the job ends only after reading its line: the
+            // job never exits while the worker is still in its group.
+            "sleep 300 &\necho $! > child.pid\nmkfifo escaped.ready\nsetsid sh -c 'echo $$ > escaped.pid; echo > escaped.ready; exec sleep 300' &\nread -r _ < escaped.ready\nexit 4",
         ))
         .await?;
     let status = wait_status(executor, &started, JobStatus::is_finished).await;
