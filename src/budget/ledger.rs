@@ -242,7 +242,7 @@ pub fn read_from(
         }
         Err(source) => return Err(io_error(source)),
     };
-    let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
+    let newlines = bytes.split(|&b| b == b'\n').count() - 1;
     let to = Position {
         offset: from.offset + bytes.len() as u64,
         line: from.line + newlines,
@@ -345,6 +345,27 @@ mod tests {
             panic!()
         };
         assert!((pod.cost_usd - 0.03).abs() < 1e-12);
+    }
+
+    #[test]
+    fn reading_on_from_a_position_reads_only_new_lines_and_names_a_damaged_one_by_its_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        let mut ledger = Ledger::open(&path).unwrap();
+        ledger.append(&request(Some(0.25))).unwrap();
+        let (first, _, at) = read_from(&path, Position::default()).unwrap();
+        assert_eq!((first.len(), at.line), (1, 2));
+        ledger.append(&request(Some(0.5))).unwrap();
+        let (next, _, at) = read_from(&path, at).unwrap();
+        assert_eq!(next, vec![request(Some(0.5))]);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"kind\":\"tip\"}\n");
+        std::fs::write(&path, text).unwrap();
+        let error = read_from(&path, at).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("line 3 of `{}` is damaged", path.display())),
+            "{error}"
+        );
     }
 
     #[test]

@@ -249,7 +249,51 @@ mod tests {
         let (again, _) = Meter::open(dir.path(), &budget).unwrap();
         assert!((again.spent() - 0.4).abs() < 1e-12);
         assert!(again.reserve(Some(0.61)).is_err());
+        // Each request: its reservation, then its line settling it.
         let (lines, _) = ledger::read(&ledger::path(dir.path())).unwrap();
-        assert_eq!(lines.len(), 2);
+        let kinds: Vec<&str> = lines
+            .iter()
+            .map(|line| match line {
+                LedgerLine::Reserve(_) => "reserve",
+                LedgerLine::Request(request) => {
+                    assert!(request.reservation.is_some());
+                    "request"
+                }
+                LedgerLine::Pod(_) => "pod",
+            })
+            .collect();
+        assert_eq!(kinds, ["reserve", "request", "reserve", "request"]);
+        assert!(
+            super::super::Tally::of(&lines)
+                .reserved(book::alive, None)
+                .abs()
+                < 1e-12
+        );
+    }
+
+    #[test]
+    fn another_processs_reservation_is_seen_before_the_next_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = crate::config::Budget {
+            max_usd: Some(1.0),
+            ..Default::default()
+        };
+        let (meter, _) = Meter::open(dir.path(), &budget).unwrap();
+        assert!(meter.reserve(Some(0.25)).is_ok());
+        // A pod's cost cap reserved by another process after this meter opened.
+        let mut other = Book::new(dir.path());
+        let (mut held, _) = other.lock().unwrap();
+        held.append(&LedgerLine::Reserve(ReserveLine {
+            at: jiff::Timestamp::now(),
+            id: ReserveLine::pod_id("r1"),
+            usd: 0.5,
+            run: Some("r1".into()),
+            pid: None,
+        }))
+        .unwrap();
+        drop(held);
+        let refused = meter.reserve(Some(0.3)).unwrap_err();
+        assert!((refused.in_flight - 0.75).abs() < 1e-12, "{refused:?}");
+        assert!(meter.reserve(Some(0.25)).is_err(), "the gate stays closed");
     }
 }

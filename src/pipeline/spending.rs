@@ -199,7 +199,7 @@ impl Spender {
     /// [`StageError::Budget`] or [`StageError::CapReached`].
     pub(crate) fn outcome(&self) -> Result<(), StageError> {
         if let Some(error) = self.meter.failure() {
-            return Err(StageError::Budget(error.into()));
+            return Err(StageError::Budget(error));
         }
         match self.meter.closed() {
             Some(reached) => Err(StageError::CapReached {

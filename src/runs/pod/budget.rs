@@ -105,7 +105,7 @@ pub(super) fn reserve<'a>(
     let mut held_by = Held {
         project,
         run: run.to_owned(),
-        held: false,
+        holds: false,
     };
     let Some(max_usd) = settings.budget.max_usd else {
         return Ok(held_by);
@@ -139,7 +139,7 @@ pub(super) fn reserve<'a>(
         pid: None,
     }))
     .map_err(|e| ledger_error(project, &e))?;
-    held_by.held = true;
+    held_by.holds = true;
     Ok(held_by)
 }
 
@@ -149,12 +149,12 @@ pub(super) fn reserve<'a>(
 pub(super) struct Held<'a> {
     project: &'a Project,
     run: String,
-    held: bool,
+    holds: bool,
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        if !self.held {
+        if !self.holds {
             return;
         }
         let dir = self.project.run_dir(&self.run);

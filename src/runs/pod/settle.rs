@@ -91,20 +91,19 @@ fn final_line(
     let rate = record.rate_usd_per_hour?;
     // Rates are per hour of the rules' clock (the test-only factor).
     let hour = scale.scale(Duration::from_secs(3600)).as_secs_f64();
-    let seconds = match &record.deleted {
-        Some(deleted) => deleted.uptime_s,
-        None => {
-            let created = record.created_at?;
-            let end = [Some(now), record.cost_cap_at, record.deadline_at]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(now);
-            (end - created)
-                .total(jiff::Unit::Second)
-                .unwrap_or(0.0)
-                .max(0.0)
-        }
+    let seconds = if let Some(deleted) = &record.deleted {
+        deleted.uptime_s
+    } else {
+        let created = record.created_at?;
+        let end = [Some(now), record.cost_cap_at, record.deadline_at]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now);
+        (end - created)
+            .total(jiff::Unit::Second)
+            .unwrap_or(0.0)
+            .max(0.0)
     };
     Some(LedgerLine::Pod(PodLine::new(
         (run, pod),
