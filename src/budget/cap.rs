@@ -55,6 +55,13 @@ impl Gate {
         self.spent
     }
 
+    /// Sets the spend and the worst cases in flight to what the ledger holds now (issue
+    /// 33: every spender's, this command's own reservations among them).
+    pub fn observe(&mut self, spent: f64, in_flight: f64) {
+        self.spent = spent;
+        self.in_flight = in_flight;
+    }
+
     /// What the gate refused, once it has.
     #[must_use]
     pub fn closed(&self) -> Option<CapReached> {

@@ -4,6 +4,11 @@
 //! [`PodLine`] written as it lives and once more, `final`, when it is deleted: the latest
 //! line of a pod is its spend. A cost the ledger cannot price is `null`, never zero. A
 //! torn last line (a process killed mid-write) is skipped and reported by the reader.
+//!
+//! Issue 33: a [`ReserveLine`] holds a spender's worst case for every other spender to
+//! read (a command's request in flight, a pod's cost cap), until the line that settles
+//! it: the request's line naming it, or the pod run's `final` line. The lines are
+//! written under the ledger's lock (`budget::book`), so two spenders share one cap.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +39,37 @@ pub struct RequestLine {
     pub output_tokens: u64,
     /// USD; `null` when the model has no known price.
     pub cost_usd: Option<f64>,
+    /// The [`ReserveLine`] this request settles (issue 33), when it reserved one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
+}
+
+/// A spender's worst case, held against the cap for every other spender (issue 33):
+/// a command's request in flight (`pid`: open while that process lives, until its
+/// request line names it), or a pod's cost cap (`run`: open until that run's pod has
+/// its `final` line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReserveLine {
+    /// When it was reserved, UTC.
+    pub at: jiff::Timestamp,
+    /// Its ID, unique in the ledger (`pod:<run>` for a pod).
+    pub id: String,
+    /// USD held.
+    pub usd: f64,
+    /// The run whose pod holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// The process whose request holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+impl ReserveLine {
+    /// The reservation ID of the pod of run `run`.
+    #[must_use]
+    pub fn pod_id(run: &str) -> String {
+        format!("pod:{run}")
+    }
 }
 
 /// A pod's spend so far: its rate times its lifetime.
@@ -64,6 +100,8 @@ pub enum LedgerLine {
     Request(RequestLine),
     /// A pod's spend.
     Pod(PodLine),
+    /// A worst case held against the cap (issue 33).
+    Reserve(ReserveLine),
 }
 
 impl PodLine {
@@ -152,26 +190,69 @@ pub enum LedgerError {
 /// being cut short (not JSON, or another shape), or holds a negative, non-finite or absurd cost,
 /// rate or duration.
 pub fn read(path: &Path) -> Result<(Vec<LedgerLine>, Vec<SkippedLine>), LedgerError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    let (lines, skipped, _) = read_from(path, Position::default())?;
+    Ok((lines, skipped))
+}
+
+/// Where a reader of the ledger stopped: the byte offset and the number of the line that
+/// starts there (the rest of a line read without its newline, when it had none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// Bytes read.
+    pub offset: u64,
+    /// The 1-based number of the line at `offset`.
+    pub line: usize,
+}
+
+impl Default for Position {
+    fn default() -> Self {
+        Self { offset: 0, line: 1 }
+    }
+}
+
+/// [`read`] of what was appended since `from`, and where it ended: the ledger only grows,
+/// so a spender re-reads it before each request at the cost of the new lines only.
+///
+/// # Errors
+///
+/// As [`read`], the line numbers those of the whole file.
+pub fn read_from(
+    path: &Path,
+    from: Position,
+) -> Result<(Vec<LedgerLine>, Vec<SkippedLine>, Position), LedgerError> {
+    let io_error = |source| -> LedgerError {
+        JsonlError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        }
+        .into()
+    };
+    let bytes = match std::fs::File::open(path) {
+        Ok(mut file) => {
+            use std::io::{Read as _, Seek as _};
+            file.seek(std::io::SeekFrom::Start(from.offset))
+                .map_err(io_error)?;
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).map_err(io_error)?;
+            bytes
+        }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok((Vec::new(), Vec::new()));
+            return Ok((Vec::new(), Vec::new(), from));
         }
-        Err(source) => {
-            return Err(JsonlError::Io {
-                action: "read",
-                path: path.to_path_buf(),
-                source,
-            }
-            .into());
-        }
+        Err(source) => return Err(io_error(source)),
+    };
+    let newlines = bytes.split(|&b| b == b'\n').count() - 1;
+    let to = Position {
+        offset: from.offset + bytes.len() as u64,
+        line: from.line + newlines,
     };
     let numbered: Vec<(usize, &[u8])> = bytes
         .split(|&b| b == b'\n')
         .map(crate::dataset::jsonl::strip_bom)
         .enumerate()
         .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
-        .map(|(index, line)| (index + 1, line))
+        .map(|(index, line)| (index + from.line, line))
         .collect();
     let damaged = |line: usize, reason: String| LedgerError::Damaged {
         path: path.to_path_buf(),
@@ -200,7 +281,7 @@ pub fn read(path: &Path) -> Result<(Vec<LedgerLine>, Vec<SkippedLine>), LedgerEr
             Err(error) => return Err(damaged(number, error.to_string())),
         }
     }
-    Ok((lines, skipped))
+    Ok((lines, skipped, to))
 }
 
 /// Why `line` cannot be a spend: a negative, non-finite or absurd (over a billion USD)
@@ -222,6 +303,9 @@ fn implausible(line: &LedgerLine) -> Option<String> {
         .into_iter()
         .find(|(_, value)| bad(*value))
         .map(|(key, value)| format!("a pod line with `{key}` {value}")),
+        LedgerLine::Reserve(reserve) => {
+            bad(reserve.usd).then(|| format!("a reservation of {} USD", reserve.usd))
+        }
     }
 }
 
@@ -238,6 +322,7 @@ mod tests {
             input_tokens: 10,
             output_tokens: 20,
             cost_usd,
+            reservation: None,
         })
     }
 
@@ -260,6 +345,27 @@ mod tests {
             panic!()
         };
         assert!((pod.cost_usd - 0.03).abs() < 1e-12);
+    }
+
+    #[test]
+    fn reading_on_from_a_position_reads_only_new_lines_and_names_a_damaged_one_by_its_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        let mut ledger = Ledger::open(&path).unwrap();
+        ledger.append(&request(Some(0.25))).unwrap();
+        let (first, _, at) = read_from(&path, Position::default()).unwrap();
+        assert_eq!((first.len(), at.line), (1, 2));
+        ledger.append(&request(Some(0.5))).unwrap();
+        let (next, _, at) = read_from(&path, at).unwrap();
+        assert_eq!(next, vec![request(Some(0.5))]);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"kind\":\"tip\"}\n");
+        std::fs::write(&path, text).unwrap();
+        let error = read_from(&path, at).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("line 3 of `{}` is damaged", path.display())),
+            "{error}"
+        );
     }
 
     #[test]

@@ -73,6 +73,8 @@ pub fn summary(lines: &[LedgerLine]) -> Summary {
             LedgerLine::Pod(pod) => {
                 pods.insert((pod.run.clone(), pod.pod.clone()), pod.cost_usd);
             }
+            // Held, not spent.
+            LedgerLine::Reserve(_) => {}
         }
     }
     for ((run, _), usd) in pods {
@@ -101,6 +103,7 @@ mod tests {
             input_tokens: 1,
             output_tokens: 2,
             cost_usd,
+            reservation: None,
         })
     }
 

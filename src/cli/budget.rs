@@ -75,6 +75,13 @@ fn cap_line(report: &Report) -> String {
     }
     let remaining = report.remaining_usd.unwrap_or(0.0);
     let mut line = format!("cap: ${cap:.4} (`budget.max_usd`), ${remaining:.4} remaining");
+    if report.reserved_usd > 0.0 {
+        let _ = write!(
+            line,
+            " after ${:.4} held by spenders at work (a pod's cost cap, requests in flight)",
+            report.reserved_usd
+        );
+    }
     if cap > 0.0 && report.summary.total.usd >= report.warn_at * cap {
         let _ = write!(
             line,
@@ -104,6 +111,7 @@ mod tests {
         let report = Report {
             summary,
             max_usd: Some(2.0),
+            reserved_usd: 0.0,
             remaining_usd: Some(0.5),
             over_usd: Some(0.0),
             warn_at: 0.8,
@@ -129,6 +137,7 @@ mod tests {
                 ..Default::default()
             },
             max_usd: cap,
+            reserved_usd: 0.0,
             remaining_usd: cap.map(|c| (c - spent).max(0.0)),
             over_usd: cap.map(|c| ((spent - c).max(0.0) * 1e4).round() / 1e4),
             warn_at: 0.8,

@@ -5,7 +5,7 @@
 //! first judge request.
 
 use crate::budget::estimate::{input_bound, worst_case};
-use crate::budget::{CapReached, Meter, RequestLine, usd};
+use crate::budget::{CapReached, Meter, RequestLine, Reservation, usd};
 use crate::llm::Usage;
 use crate::pricing::Price;
 
@@ -36,12 +36,12 @@ impl JudgeBudget {
     /// # Errors
     ///
     /// [`CapReached`]: it must not be sent.
-    pub fn admit(&self, user: &str) -> Result<f64, CapReached> {
+    pub fn admit(&self, user: &str) -> Result<Reservation, CapReached> {
         self.meter.reserve(self.worst(user))
     }
 
     /// Records the reply of a request that reserved `reserved` in the ledger.
-    pub fn settle(&self, reserved: f64, usage: Usage) {
+    pub fn settle(&self, reserved: Reservation, usage: Usage) {
         let line = RequestLine {
             at: jiff::Timestamp::now(),
             stage: "compare".to_owned(),
@@ -50,6 +50,7 @@ impl JudgeBudget {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
             cost_usd: self.price.map(|price| price.cost(usage)),
+            reservation: None,
         };
         if let Some((spent, cap)) = self.meter.record(reserved, line) {
             tracing::warn!(

@@ -105,7 +105,11 @@ pub fn record(
 }
 
 /// A question, its reply and what its request reserved of the budget.
-type Reply = (QuestionRecord, Attempted<(Completion, ())>, f64);
+type Reply = (
+    QuestionRecord,
+    Attempted<(Completion, ())>,
+    crate::budget::Reservation,
+);
 
 /// The stage proper; with `force` the selected topics' answers on disk are old output
 /// that [`replacing`] drops once it ends well, and count as absent.

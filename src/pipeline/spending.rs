@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::progress::{Event, Stage, Tracker};
 use super::stage::{Context, RoleClient, StageError};
 use crate::budget::estimate::{self, Basis};
-use crate::budget::{CapReached, Meter, RequestLine, usd};
+use crate::budget::{CapReached, Meter, RequestLine, Reservation, usd};
 use crate::llm::Usage;
 use crate::pricing::Price;
 
@@ -110,7 +110,7 @@ impl Spender {
     /// # Errors
     ///
     /// [`CapReached`] when it could pass the cap: it must not be sent.
-    pub(crate) fn admit(&self, texts: &[&str]) -> Result<f64, CapReached> {
+    pub(crate) fn admit(&self, texts: &[&str]) -> Result<Reservation, CapReached> {
         self.meter
             .reserve(self.worst_case(estimate::input_bound(texts), None))
     }
@@ -120,7 +120,7 @@ impl Spender {
     /// # Errors
     ///
     /// [`CapReached`] when it could pass the cap.
-    pub(crate) fn admit_embeddings(&self, inputs: &[String]) -> Result<f64, CapReached> {
+    pub(crate) fn admit_embeddings(&self, inputs: &[String]) -> Result<Reservation, CapReached> {
         let texts: Vec<&str> = inputs.iter().map(String::as_str).collect();
         self.meter
             .reserve(self.worst_case(estimate::input_bound(&texts), Some(0)))
@@ -128,7 +128,7 @@ impl Spender {
 
     /// Records a reply of `usage` to a request that reserved `reserved`: its ledger line
     /// first, then the stage's counters.
-    pub(crate) fn settle(&self, tracker: &Tracker, reserved: f64, usage: Usage) {
+    pub(crate) fn settle(&self, tracker: &Tracker, reserved: Reservation, usage: Usage) {
         let cost = self.price.map(|price| price.cost(usage));
         let line = RequestLine {
             at: jiff::Timestamp::now(),
@@ -138,6 +138,7 @@ impl Spender {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
             cost_usd: cost,
+            reservation: None,
         };
         if let Some((spent, cap)) = self.meter.record(reserved, line) {
             let _ = self.events.send(Event::Warning(warning_text(spent, cap)));
@@ -198,7 +199,7 @@ impl Spender {
     /// [`StageError::Budget`] or [`StageError::CapReached`].
     pub(crate) fn outcome(&self) -> Result<(), StageError> {
         if let Some(error) = self.meter.failure() {
-            return Err(StageError::Budget(error.into()));
+            return Err(StageError::Budget(error));
         }
         match self.meter.closed() {
             Some(reached) => Err(StageError::CapReached {

@@ -112,8 +112,10 @@ async fn stand_in(priced: bool) -> (MockServer, Bill) {
 
 const IDS: [&str; 10] = ["q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q9"];
 
+/// The ledger's requests: their USD and their count (its reservation lines left out).
 fn ledger_usd(project: &TestProject) -> (f64, usize) {
-    let lines = lines(project, ".overbrainer/ledger.jsonl");
+    let mut lines = lines(project, ".overbrainer/ledger.jsonl");
+    lines.retain(|line| line["kind"] == "request");
     let usd = lines
         .iter()
         .filter_map(|line| line["cost_usd"].as_f64())
@@ -410,7 +412,7 @@ async fn a_killed_answers_keeps_a_ledger_line_for_every_saved_answer() {
     let ledger = project.read(".overbrainer/ledger.jsonl");
     let recorded = ledger
         .lines()
-        .filter(|l| serde_json::from_str::<Value>(l).is_ok())
+        .filter(|l| serde_json::from_str::<Value>(l).is_ok_and(|l| l["kind"] == "request"))
         .count();
     assert!(saved < ids.len(), "the kill came after the end");
     assert!(
@@ -421,5 +423,185 @@ async fn a_killed_answers_keeps_a_ledger_line_for_every_saved_answer() {
         u32::try_from(recorded).unwrap() <= bill.requests(),
         "{recorded} lines, {} billed",
         bill.requests()
+    );
+}
+
+// Issue 33: one cap for two spenders in two processes. A pod of the Runpod stand-in is
+// started by `train`, which is then killed (`SIGKILL`), so no process follows it; the
+// test plays its watchdog, deleting it at its deadline (`max_hours`, the bound its
+// record gives). Meanwhile `answers` runs under the same cap. The stand-ins' own counts
+// (the provider's bill and the pod's life at its rate) stay within the cap, and the
+// pod's `final` ledger line is written once, by the first later command that sees it
+// gone (`pod ls`), so `budget` does not understate the spend.
+
+/// The Runpod stand-in's key (never in a file or a log).
+const POD_KEY_OF_ACCOUNT: &str = "rpa_CANARY5Lq2Wd8Zt1Xn4Hb7Mc0Jk3Vf6Pr9Ga";
+/// One rule second lasts 20 ms: an hour is 72 s.
+const SECOND_MS: u32 = 20;
+/// The stand-in's pods cost this much an hour (its `cost`).
+const POD_RATE: f64 = 0.74;
+
+fn pod_config(max_usd: f64) -> String {
+    let config = config(&format!("max_usd = {max_usd}"));
+    format!(
+        r#"{config}
+[training]
+target = "pod"
+base_model = "org/tiny-model"
+adapter = "lora"
+epochs = 1
+learning_rate = 1e-3
+lora_r = 4
+lora_alpha = 8
+sequence_len = 256
+micro_batch_size = 8
+gradient_accumulation_steps = 1
+optimizer = "adamw_torch"
+sample_packing = false
+merge = false
+
+[targets.pod]
+kind = "runpod"
+gpu_types = ["A"]
+max_hours = 0.39
+image = "pod-image:1"
+venv = "/opt/venv"
+container_disk_gb = 20
+"#
+    )
+}
+
+/// The binary in `project` with the Runpod stand-in's and the provider's variables.
+fn pod_cmd(
+    project: &TestProject,
+    runpod: &crate::runpod_standin::Standin,
+    server: &MockServer,
+    args: &[&str],
+) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_overbrainer"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", project.home())
+        .arg("-C")
+        .arg(project.path())
+        .args(args)
+        .env("OVERBRAINER_RUNPOD__API_KEY", POD_KEY_OF_ACCOUNT)
+        .env("OVERBRAINER_RUNPOD__BASE_URL", runpod.base())
+        .env("OVERBRAINER_TEST_SECOND_MS", SECOND_MS.to_string())
+        .env("OVERBRAINER_PROVIDERS__STAND__BASE_URL", server.uri())
+        .env("OVERBRAINER_PROVIDERS__OTHER__BASE_URL", server.uri());
+    cmd
+}
+
+async fn run_pod_cmd(
+    project: &TestProject,
+    runpod: &crate::runpod_standin::Standin,
+    server: &MockServer,
+    args: &[&str],
+) -> std::process::Output {
+    let mut cmd = pod_cmd(project, runpod, server, args);
+    let output = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        !output_text(&output).contains(&POD_KEY_OF_ACCOUNT[4..24]),
+        "the key leaked"
+    );
+    output
+}
+
+/// The only run's `pod.json`, once it names a pod and its deadline.
+fn pod_json(project: &TestProject) -> Option<Value> {
+    let runs = std::fs::read_dir(project.path().join("runs")).ok()?;
+    let run = runs.flatten().next()?.path();
+    let pod: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("pod.json")).ok()?).ok()?;
+    (pod["pod_id"].is_string() && pod["deadline_at"].is_string()).then_some(pod)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_detached_pod_and_answers_running_together_stay_within_one_cap() {
+    const CAP: f64 = 0.3;
+    let (server, bill) = stand_in(true).await;
+    let runpod = crate::runpod_standin::Standin::start(POD_KEY_OF_ACCOUNT).await;
+    // The pod never gets its SSH endpoint: it lives, unfollowed, until its watchdog.
+    runpod.state().faults.ssh_after_polls = 1_000_000;
+    let project = project(&pod_config(CAP));
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/data");
+    for name in ["train.jsonl", "eval.jsonl"] {
+        project.write(
+            &format!("data/{name}"),
+            &std::fs::read_to_string(demo.join(name)).unwrap(),
+        );
+    }
+    write_questions(&project, &IDS);
+
+    // The pod: made, then its `train` killed, so nothing follows it.
+    let mut train = pod_cmd(&project, &runpod, &server, &["train", "--target", "pod"]);
+    train
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = train.spawn().unwrap();
+    let pod = crate::util::poll_async(
+        std::time::Duration::from_secs(120),
+        "a pod in pod.json",
+        || async { pod_json(&project).ok_or(()) },
+    )
+    .await;
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    crate::util::wait_status_async(
+        child,
+        std::time::Duration::from_secs(60),
+        "the killed train",
+    )
+    .await;
+    assert_eq!(runpod.state().pods.len(), 1);
+    assert!(runpod.state().pods[0].deleted.is_none());
+
+    // Its watchdog deletes it at its deadline, while `answers` runs.
+    let deadline: jiff::Timestamp = pod["deadline_at"].as_str().unwrap().parse().unwrap();
+    let answers = run_pod_cmd(&project, &runpod, &server, &["answers", "--over-budget"]).await;
+    let answers = output_text(&answers);
+    let wait = (deadline - jiff::Timestamp::now())
+        .total(jiff::Unit::Second)
+        .unwrap_or(0.0)
+        .max(0.0);
+    tokio::time::sleep(std::time::Duration::from_secs_f64(wait)).await;
+    runpod.state().pods[0].deleted = Some(std::time::SystemTime::now());
+
+    // The stand-ins' own counts: what the provider billed and what the pod's life cost.
+    let hour = 3600.0 * f64::from(SECOND_MS) / 1000.0;
+    let pod_usd = {
+        let state = runpod.state();
+        let pod = &state.pods[0];
+        let lived = pod.deleted.unwrap().duration_since(pod.created).unwrap();
+        lived.as_secs_f64() / hour * POD_RATE
+    };
+    assert!(pod_usd > 0.25, "the pod cost only {pod_usd}");
+    assert!(
+        bill.usd() + pod_usd <= CAP + 1e-9,
+        "the stand-ins billed {} for requests and {pod_usd} for the pod, past the cap of {CAP}\n{answers}",
+        bill.usd()
+    );
+
+    // The first later command that sees the pod gone writes its end, once.
+    for _ in 0..2 {
+        let listed = run_pod_cmd(&project, &runpod, &server, &["pod", "ls"]).await;
+        assert!(listed.status.success(), "{}", output_text(&listed));
+    }
+    let finals: Vec<Value> = lines(&project, ".overbrainer/ledger.jsonl")
+        .into_iter()
+        .filter(|line| line["kind"] == "pod" && line["final"] == true)
+        .collect();
+    assert_eq!(finals.len(), 1, "{finals:?}");
+    let output = run_pod_cmd(&project, &runpod, &server, &["budget", "--json"]).await;
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", output_text(&output)));
+    let total = report["total"]["usd"].as_f64().unwrap();
+    assert!(
+        total >= bill.usd() + pod_usd - 1e-3 && total <= CAP + 1e-9,
+        "`budget` shows {total}, the stand-ins billed {} and {pod_usd}",
+        bill.usd()
     );
 }

@@ -3,9 +3,14 @@
 //! deletion at the cap (POD-41) hold the pod to the budget; a start whose most the pod
 //! may cost passes the cap is refused unless `--over-budget`, and one with nothing left
 //! is refused always. A pod's spend goes to the ledger as it lives and when it is deleted.
+//!
+//! Issue 33: the cap counts every other spender's reservations, and a new run's pod
+//! holds its whole cap as a reservation in the ledger ([`reserve`]) until its `final`
+//! line, so a stage running beside it cannot spend what the pod may.
 
+use crate::budget::book::{self, Book};
 use crate::budget::pod::{pod_budget, train_estimate};
-use crate::budget::{LedgerLine, PodLine, ledger, usd};
+use crate::budget::{BudgetError, LedgerLine, PodLine, ReserveLine, ledger, usd};
 use crate::config::{RunpodTarget, Settings};
 use crate::project::Project;
 use crate::runpod::lifecycle::{PodState, Rules};
@@ -32,12 +37,14 @@ pub(super) fn apply(
     if rules.keep_pod {
         return Ok(());
     }
-    let path = ledger::path(project.root());
-    let (lines, _skipped) = ledger::read(&path).map_err(|error| RunError::Io {
-        path: path.clone(),
-        source: std::io::Error::other(error.to_string()),
-    })?;
-    let budget = pod_budget(target.max_cost_usd, Some(max_usd), &lines, run);
+    let mut book = Book::new(project.root());
+    let budget = {
+        let (held, _) = book.lock().map_err(|e| ledger_error(project, &e))?;
+        let reserved = held.tally().reserved(book::alive, run);
+        let (lines, _) = ledger::read(&ledger::path(project.root()))
+            .map_err(|e| ledger_error(project, &e.into()))?;
+        pod_budget(target.max_cost_usd, Some(max_usd), &lines, run, reserved)
+    };
     let remaining = budget.remaining_usd.unwrap_or(0.0);
     if check {
         let refusal = |what: String, hint: &str| Refusal::OverBudget {
@@ -71,6 +78,121 @@ pub(super) fn apply(
     }
     rules.cost_cap_usd = budget.cap_usd;
     Ok(())
+}
+
+fn ledger_error(project: &Project, error: &BudgetError) -> RunError {
+    RunError::Io {
+        path: ledger::path(project.root()),
+        source: std::io::Error::other(error.to_string()),
+    }
+}
+
+/// Holds the pod cap of new run `run` (`rules.cost_cap_usd`, narrowed to what the budget
+/// leaves now) as the run's reservation in the ledger, under its lock: from here on every
+/// other spender counts the pod's worst case until its `final` line. Nothing is held
+/// without a budget cap or with `--keep-pod`.
+///
+/// # Errors
+///
+/// [`Refusal::OverBudget`] when nothing remains now (another spender reserved it since
+/// [`apply`]); [`RunError::Io`] when the ledger cannot be read or written.
+pub(super) fn reserve<'a>(
+    project: &'a Project,
+    settings: &Settings,
+    run: &str,
+    rules: &mut Rules,
+) -> Result<Held<'a>, RunError> {
+    let mut held_by = Held {
+        project,
+        run: run.to_owned(),
+        holds: false,
+    };
+    let Some(max_usd) = settings.budget.max_usd else {
+        return Ok(held_by);
+    };
+    if rules.keep_pod {
+        return Ok(held_by);
+    }
+    let mut book = Book::new(project.root());
+    let (mut held, _) = book.lock().map_err(|e| ledger_error(project, &e))?;
+    let tally = held.tally();
+    let spent = tally.spent();
+    let remaining = (max_usd - spent - tally.reserved(book::alive, None)).max(0.0);
+    if remaining <= 0.0 {
+        return Err(Refusal::OverBudget {
+            what: "nothing of the budget remains (other spenders hold the rest)".to_owned(),
+            spent: usd(spent),
+            cap: usd(max_usd),
+            hint: String::new(),
+        }
+        .into());
+    }
+    let cap = rules
+        .cost_cap_usd
+        .map_or(remaining, |cap| cap.min(remaining));
+    rules.cost_cap_usd = Some(cap);
+    held.append(&LedgerLine::Reserve(ReserveLine {
+        at: jiff::Timestamp::now(),
+        id: ReserveLine::pod_id(run),
+        usd: cap,
+        run: Some(run.to_owned()),
+        pid: None,
+    }))
+    .map_err(|e| ledger_error(project, &e))?;
+    held_by.holds = true;
+    Ok(held_by)
+}
+
+/// A new run's pod reservation while its start runs: dropped when `train` returns, it
+/// releases the reservation (a reservation of 0) when no pod was made, so a start that
+/// failed holds nothing; a pod's reservation stays until its `final` line.
+pub(super) struct Held<'a> {
+    project: &'a Project,
+    run: String,
+    holds: bool,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if !self.holds {
+            return;
+        }
+        let dir = self.project.run_dir(&self.run);
+        let made = crate::runpod::record::PodRecord::read(&dir)
+            .ok()
+            .flatten()
+            .is_some_and(|pod| pod.pod_id.is_some());
+        if made {
+            return;
+        }
+        let release = LedgerLine::Reserve(ReserveLine {
+            at: jiff::Timestamp::now(),
+            id: ReserveLine::pod_id(&self.run),
+            usd: 0.0,
+            run: Some(self.run.clone()),
+            pid: None,
+        });
+        if let Err(error) = append_line(self.project.root(), &release) {
+            tracing::warn!("cannot release the pod's reservation in the ledger: {error}");
+        }
+    }
+}
+
+/// Appends the pod line `line` under the ledger's lock, a `final` one only when its pod
+/// has none yet: whichever process sees the pod gone first writes its end, once.
+///
+/// # Errors
+///
+/// [`BudgetError`] when the ledger cannot be read or written.
+pub(super) fn append_line(root: &std::path::Path, line: &LedgerLine) -> Result<(), BudgetError> {
+    let mut book = Book::new(root);
+    let (mut held, _) = book.lock()?;
+    if let LedgerLine::Pod(pod) = line {
+        if held.tally().is_final(&pod.run, &pod.pod) {
+            return Ok(());
+        }
+    }
+    held.append(line)
 }
 
 /// The ledger line of the pod of `state` for run `run`: its rate times its lifetime so

@@ -24,8 +24,8 @@ use crate::runs::{Events, RunError, RunEvent, RunWarning, emit};
 pub(super) struct Hooks<'a> {
     events: &'a Events,
     run_dir: std::path::PathBuf,
-    /// `.overbrainer/ledger.jsonl`.
-    ledger: std::path::PathBuf,
+    /// The project's root, whose ledger holds the pod's spend.
+    root: std::path::PathBuf,
     context: PodContext,
 }
 
@@ -40,9 +40,7 @@ impl PodHooks for Hooks<'_> {
             .map_err(|e| e.to_string())?;
         // Issue 20: the pod's spend so far, final once it is deleted.
         if let Some(line) = super::budget::line(&self.context.run_id, state, driver::now()) {
-            let written = crate::budget::Ledger::open(&self.ledger)
-                .and_then(|mut ledger| ledger.append(&line));
-            if let Err(error) = written {
+            if let Err(error) = super::budget::append_line(&self.root, &line) {
                 tracing::warn!("cannot write the pod's spend to the ledger: {error}");
             }
         }
@@ -105,7 +103,7 @@ pub(super) async fn run_pod(
     let mut hooks = Hooks {
         events: part.events,
         run_dir: part.project.run_dir(&record.id),
-        ledger: crate::budget::ledger::path(part.project.root()),
+        root: part.project.root().to_path_buf(),
         context,
     };
     let shared: job::SharedRef = Arc::new(Mutex::new(job::Shared::default()));

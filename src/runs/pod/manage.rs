@@ -149,7 +149,8 @@ pub async fn reconcile(
 }
 
 /// [`reconcile`], then the strays of `project` among the pods still listed
-/// ([`strays`]) and the secrets sweep (`sweep_secrets`, whose failures come third):
+/// ([`strays`]), the secrets sweep (`sweep_secrets`) and the `final` ledger line of each
+/// pod gone without one (`settle::settle_gone`), whose failures come third:
 /// the check every Runpod command makes first.
 ///
 /// # Errors
@@ -173,7 +174,9 @@ pub async fn check(
         .into_iter()
         .filter(|p| !gone.contains(&p.id.as_str()))
         .collect();
-    let unswept = sweep_secrets(client, project, &left).await;
+    let mut unswept = sweep_secrets(client, project, &left).await;
+    // Issue 33: the end of a pod that went while no process followed it.
+    unswept.extend(super::settle::settle_gone(client, project, &left, scale).await);
     Ok((done, strays(project, &left), unswept))
 }
 

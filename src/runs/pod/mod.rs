@@ -17,6 +17,7 @@ mod drive;
 mod failure;
 mod job;
 pub mod manage;
+mod settle;
 
 pub use attach::{TakeUp, connect, take_up};
 pub use failure::failure_text;
@@ -238,6 +239,15 @@ pub async fn train(
             path: runs_dir.clone(),
             source,
         })?;
+    // Issue 33: the pod's cap is held in the ledger from here, released when no pod is
+    // made.
+    let _held = match budget::reserve(project, settings, &run_id, &mut rules) {
+        Ok(held) => held,
+        Err(error) => {
+            let _ = std::fs::remove_dir_all(&local_dir);
+            return Err(error);
+        }
+    };
 
     // POD-21: the key must manage account secrets before anything else is made; the
     // run's keys are made for that check, and nothing stays when it fails.
