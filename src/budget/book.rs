@@ -71,7 +71,7 @@ impl Book {
             .write(true)
             .open(&lock_path)
             .map_err(io("open", &lock_path))?;
-        FileExt::lock_exclusive(&lock).map_err(io("lock", &lock_path))?;
+        take_lock(&lock, &lock_path, LOCK_WAIT).map_err(io("lock", &lock_path))?;
         let skipped = self.catch_up()?;
         Ok((
             Locked {
@@ -118,19 +118,77 @@ impl Locked<'_> {
     }
 }
 
-/// Whether process `pid` of this machine still lives (a request reservation's holder).
+/// How long a spender waits for another process to release the ledger's lock. Each
+/// holder keeps it for one read and one append, so a lock held this long belongs to a
+/// stopped or hung process.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Takes `lock` exclusively: at once when it is free; else says once, on the log, that
+/// it waits, and tries every 100 ms for `wait` ([`LOCK_WAIT`]), then fails naming the
+/// wait.
+fn take_lock(lock: &File, path: &Path, wait: std::time::Duration) -> std::io::Result<()> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut said = false;
+    loop {
+        if FileExt::try_lock_exclusive(lock)? {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "another process held it for {} s; find it with `fuser {}` and let it end or stop it",
+                    wait.as_secs_f64(),
+                    path.display()
+                ),
+            ));
+        }
+        if !said {
+            tracing::warn!(
+                "waiting for the budget's ledger lock {}, held by another overbrainer process",
+                path.display()
+            );
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Whether the process that wrote a request reservation at `at` still lives: process
+/// `pid` of this machine exists and started no later than `at` (a process that started
+/// after the line was written reuses the ID of the one that wrote it, gone since).
 #[must_use]
-pub fn alive(pid: u32) -> bool {
-    let Some(pid) = i32::try_from(pid)
+pub fn alive(pid: u32, at: jiff::Timestamp) -> bool {
+    let Some(raw) = i32::try_from(pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
     else {
         return false;
     };
-    match rustix::process::test_kill_process(pid) {
+    let exists = match rustix::process::test_kill_process(raw) {
         Ok(()) => true,
         Err(error) => error != rustix::io::Errno::SRCH,
-    }
+    };
+    // Where `/proc` cannot say when it started, the process ID alone decides.
+    exists && started(pid).is_none_or(|start| start <= at + jiff::SignedDuration::from_secs(2))
+}
+
+/// When process `pid` started (`/proc/<pid>/stat` field 22 in clock ticks after the
+/// boot, `/proc/stat`'s `btime`), to the second.
+fn started(pid: u32) -> Option<jiff::Timestamp> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 2, the command, is in parentheses and may hold spaces.
+    let after_command = stat.rsplit_once(") ")?.1;
+    let ticks: i64 = after_command.split_whitespace().nth(19)?.parse().ok()?;
+    let boot: i64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let per_second = i64::try_from(rustix::param::clock_ticks_per_second()).ok()?;
+    jiff::Timestamp::from_second(boot.checked_add(ticks / per_second.max(1))?).ok()
 }
 
 #[cfg(test)]
@@ -163,7 +221,32 @@ mod tests {
         }
         let (held, _) = a.lock().unwrap();
         assert!((held.tally().reserved(alive, None) - 2.0).abs() < 1e-12);
-        assert!(alive(std::process::id()));
-        assert!(!alive(u32::MAX));
+        let now = jiff::Timestamp::now();
+        assert!(alive(std::process::id(), now));
+        assert!(!alive(u32::MAX, now));
+        // A line written before this process started is another process's, gone.
+        let before = now - jiff::SignedDuration::from_hours(24 * 365 * 30);
+        assert!(!alive(std::process::id(), before));
+    }
+
+    /// A lock another holder keeps past the wait fails, naming how long and how to find
+    /// the holder; the holder's own lock is untouched.
+    #[test]
+    fn a_lock_held_past_the_wait_fails_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let holder = File::create(&path).unwrap();
+        FileExt::lock_exclusive(&holder).unwrap();
+        let waiter = File::open(&path).unwrap();
+        let error = take_lock(&waiter, &path, std::time::Duration::from_millis(300)).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+        let text = error.to_string();
+        assert!(text.contains("held it for 0.3 s"), "{text}");
+        assert!(
+            text.contains(&format!("fuser {}", path.display())),
+            "{text}"
+        );
+        FileExt::unlock(&holder).unwrap();
+        take_lock(&waiter, &path, std::time::Duration::from_millis(300)).unwrap();
     }
 }

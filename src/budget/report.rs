@@ -42,7 +42,8 @@ pub fn report(
 ) -> Result<(Report, Vec<SkippedLine>), BudgetError> {
     let (lines, skipped) = ledger::read(&ledger::path(root))?;
     let summary = summary(&lines);
-    let reserved_usd = super::Tally::of(&lines).reserved(super::book::alive, None);
+    // `+ 0.0`: an empty sum is -0.0, which JSON would show as such.
+    let reserved_usd = super::Tally::of(&lines).reserved(super::book::alive, None) + 0.0;
     let remaining_usd = budget
         .max_usd
         .map(|cap| (cap - summary.total.usd - reserved_usd).max(0.0));

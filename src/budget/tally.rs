@@ -81,16 +81,21 @@ impl Tally {
     }
 
     /// USD the open reservations hold beyond what is already spent: a request's worst
-    /// case while its process lives (`alive`), a pod's cap less its run's spend so far;
+    /// case while its process lives (`alive`, given the process ID and when the line was
+    /// written), a pod's cap less its run's spend so far;
     /// the reservation of run `except` left out (a run taken up again).
     #[must_use]
-    pub fn reserved(&self, alive: impl Fn(u32) -> bool, except: Option<&str>) -> f64 {
+    pub fn reserved(
+        &self,
+        alive: impl Fn(u32, jiff::Timestamp) -> bool,
+        except: Option<&str>,
+    ) -> f64 {
         self.open
             .values()
             .map(|reserve| match (&reserve.run, reserve.pid) {
                 (Some(run), _) if Some(run.as_str()) == except => 0.0,
                 (Some(run), _) => (reserve.usd - self.run_spent(run)).max(0.0),
-                (None, Some(pid)) if !alive(pid) => 0.0,
+                (None, Some(pid)) if !alive(pid, reserve.at) => 0.0,
                 (None, _) => reserve.usd,
             })
             .sum()
@@ -127,7 +132,7 @@ mod tests {
 
     #[test]
     fn a_reservation_holds_until_its_line_settles_it_or_its_process_is_gone() {
-        let alive = |pid: u32| pid == 1;
+        let alive = |pid: u32, _: jiff::Timestamp| pid == 1;
         let mut tally = Tally::default();
         for line in [
             reserve("1-a", 0.5, None, Some(1)),

@@ -64,8 +64,21 @@ fn lines(report: &Report) -> Vec<String> {
     lines
 }
 
-/// The spend against the cap: what remains, past `warn_at` said, or how far it passed.
+/// The spend against the cap: what remains, past `warn_at` said, or how far it passed;
+/// and, with or without a cap, what spenders at work hold.
 fn cap_line(report: &Report) -> String {
+    let mut line = cap_figures(report);
+    if report.reserved_usd > 0.0 {
+        let _ = write!(
+            line,
+            "; ${:.4} held by spenders at work (a pod's cost cap, requests in flight: `reserve` lines of .overbrainer/ledger.jsonl)",
+            report.reserved_usd
+        );
+    }
+    line
+}
+
+fn cap_figures(report: &Report) -> String {
     let Some(cap) = report.max_usd else {
         return "cap: none (set `budget.max_usd`)".to_owned();
     };
@@ -75,13 +88,6 @@ fn cap_line(report: &Report) -> String {
     }
     let remaining = report.remaining_usd.unwrap_or(0.0);
     let mut line = format!("cap: ${cap:.4} (`budget.max_usd`), ${remaining:.4} remaining");
-    if report.reserved_usd > 0.0 {
-        let _ = write!(
-            line,
-            " after ${:.4} held by spenders at work (a pod's cost cap, requests in flight)",
-            report.reserved_usd
-        );
-    }
     if cap > 0.0 && report.summary.total.usd >= report.warn_at * cap {
         let _ = write!(
             line,

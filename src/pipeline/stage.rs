@@ -297,7 +297,7 @@ pub enum StageError {
     },
     /// The hard cap stopped the stage (issue 20).
     #[error(
-        "stopped at the budget: {} spent, and the next request could cost up to {} with {} in flight, past the cap of {} (`budget.max_usd`); what is done is saved: raise the cap and run `overbrainer {}` again to go on from there",
+        "stopped at the budget: {} spent, and the next request could cost up to {} with {} in flight or held by other spenders, past the cap of {} (`budget.max_usd`); what is done is saved: once `overbrainer budget` shows room (what is held ends with the requests and pods holding it), or with a raised cap, run `overbrainer {}` again to go on from there",
         crate::budget::usd(reached.spent),
         crate::budget::usd(reached.next),
         crate::budget::usd(reached.in_flight),

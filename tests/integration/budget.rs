@@ -136,7 +136,7 @@ async fn a_cap_reached_mid_answers_keeps_the_answers_and_a_raised_cap_completes_
     assert!(text.contains("accepted with `--over-budget`"), "{text}");
     assert!(text.contains("stopped at the budget"), "{text}");
     assert!(
-        text.contains("raise the cap and run `overbrainer answers` again"),
+        text.contains("with a raised cap, run `overbrainer answers` again"),
         "{text}"
     );
     let sent = bill.requests();
