@@ -174,53 +174,6 @@ fn regression_a_wrapper_whose_job_left_nothing_exits_without_killing_itself() {
     );
 }
 
-/// A scheduler's cancel signals the job's processes one by one: a batch wrapper that
-/// gets `SIGTERM` lets its command end and exits 143 without an exit code, whether the
-/// `SIGTERM` came before the command's end or while it ended. Here the command ignores
-/// `SIGTERM`, sends it to the wrapper, and goes on: the plain wrapper dies of it at
-/// once, the batch wrapper waits for the command (its line is in the log) and writes no
-/// exit code. Both the plain batch wrapper and the one with the deadline trap.
-#[test]
-fn a_batch_wrapper_that_gets_sigterm_writes_no_exit_code_once_its_command_ends() {
-    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
-    let deadline = DeadlineSignal {
-        file: "snapshot.request".into(),
-        content: "deadline".into(),
-    };
-    // `$$` in the subshell is the wrapper's process ID.
-    let command = "trap '' TERM\nkill -s TERM $$\necho done";
-    for with_deadline in [None, Some(&deadline)] {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_str().unwrap();
-        let status = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(batch_job_script(
-                path,
-                command,
-                TimeScale::REAL,
-                with_deadline,
-            ))
-            .process_group(0)
-            .status()
-            .unwrap();
-        let deadline = with_deadline.is_some();
-        assert_eq!(
-            (status.signal(), status.code()),
-            (None, Some(143)),
-            "deadline trap: {deadline}"
-        );
-        assert!(
-            !dir.path().join(EXIT_FILE).exists(),
-            "deadline trap: {deadline}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join(JOB_LOG)).unwrap(),
-            "done\n",
-            "deadline trap: {deadline}"
-        );
-    }
-}
-
 /// Runs the shell functions with `body` in a scratch directory `dir`.
 fn run_functions(dir: &std::path::Path, body: &str) -> (bool, String) {
     let output = std::process::Command::new("sh")
@@ -275,7 +228,6 @@ fn scripts_pass_shellcheck() {
     };
     for script in [
         job_script("/w/r 1", "echo hi", TimeScale::REAL),
-        batch_job_script("/w/r 1", "echo hi", TimeScale::REAL, None),
         status_script("/w/r 1", 42),
         cancel_script("/w/r 1", 42, Some(&container), TimeScale::REAL),
         claim_script("/w/r 1", "owner"),

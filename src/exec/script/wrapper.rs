@@ -35,7 +35,7 @@ pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 /// marker exists.
 #[must_use]
 pub fn job_script(dir: &str, script: &str, scale: TimeScale) -> String {
-    wrapper(dir, script, scale, None, false)
+    wrapper(dir, script, scale, None)
 }
 
 /// What a job's wrapper does when its batch shell receives `SIGUSR1` (issue 19): the
@@ -63,35 +63,11 @@ pub fn job_script_signalled(
     scale: TimeScale,
     deadline: &DeadlineSignal,
 ) -> String {
-    batch_job_script(dir, script, scale, Some(deadline))
+    wrapper(dir, script, scale, Some(deadline))
 }
 
-/// The wrapper of a scheduler's batch shell: [`job_script_signalled`] with a
-/// `deadline`, else [`job_script`]'s, and in both a wrapper that receives `SIGTERM`
-/// writes no exit code. A scheduler's cancel or time limit (`scancel`, Slurm's kill
-/// at the limit) signals the job's processes one by one, not as one group: when the
-/// job's command got its `SIGTERM` first, the wrapper, still alive, would take the
-/// command's end for the job's own and write its code before its own `SIGTERM` came.
-/// So the wrapper catches `SIGTERM`, lets the command end, and exits with 143
-/// without an exit code. The job's subshell starts with `SIGTERM` at its default.
-#[must_use]
-pub fn batch_job_script(
-    dir: &str,
-    script: &str,
-    scale: TimeScale,
-    deadline: Option<&DeadlineSignal>,
-) -> String {
-    wrapper(dir, script, scale, deadline, true)
-}
-
-fn wrapper(
-    dir: &str,
-    script: &str,
-    scale: TimeScale,
-    deadline: Option<&DeadlineSignal>,
-    batch: bool,
-) -> String {
-    let (mut trap, background, mut wait) = match deadline {
+fn wrapper(dir: &str, script: &str, scale: TimeScale, deadline: Option<&DeadlineSignal>) -> String {
+    let (trap, background, wait) = match deadline {
         None => (String::new(), "", "ob_code=$?\n".to_owned()),
         Some(signal) => {
             let file = quote(&signal.file);
@@ -106,10 +82,6 @@ fn wrapper(
             )
         }
     };
-    if batch {
-        trap.insert_str(0, "ob_term=\ntrap 'ob_term=1' TERM\n");
-        wait.push_str("[ -z \"$ob_term\" ] || exit 143\n");
-    }
     format!(
         r#"cd {dir} || exit 1
 {GROUP_SIGNAL}ob_marker=$(od -A n -N 16 -t x1 /dev/urandom 2>/dev/null | tr -d ' \n')
