@@ -371,7 +371,12 @@ fn refusals_before_the_model_is_read(
 
 #[test]
 fn preflight_refusals_come_before_the_merge_and_an_adapter_only_run_is_merged_in_export_work() {
-    let scratch = tempfile::tempdir().unwrap();
+    // Axolotl 0.19 refuses gradient checkpointing for a base model whose path holds
+    // "mpt" anywhere (its MPT check), as `/tmp/.tmpT…` does: a prefix of our own.
+    let scratch = tempfile::Builder::new()
+        .prefix("ob-base-")
+        .tempdir()
+        .unwrap();
     let base = model_copy(scratch.path());
     let base_text = base.to_string_lossy().into_owned();
     let setup = Setup {
