@@ -400,14 +400,7 @@ async fn a_killed_answers_keeps_a_ledger_line_for_every_saved_answer() {
         },
     )
     .await;
-    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    crate::util::wait_status_async(
-        child,
-        std::time::Duration::from_secs(60),
-        "the killed answers",
-    )
-    .await;
+    kill_and_wait(child, "the killed answers").await;
     let saved = lines(&project, "data/answers.jsonl").len();
     let ledger = project.read(".overbrainer/ledger.jsonl");
     let recorded = ledger
@@ -548,14 +541,7 @@ async fn a_detached_pod_and_answers_running_together_stay_within_one_cap() {
         || async { pod_json(&project).ok_or(()) },
     )
     .await;
-    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
-    crate::util::wait_status_async(
-        child,
-        std::time::Duration::from_secs(60),
-        "the killed train",
-    )
-    .await;
+    kill_and_wait(child, "the killed train").await;
     assert_eq!(runpod.state().pods.len(), 1);
     assert!(runpod.state().pods[0].deleted.is_none());
 
@@ -604,4 +590,11 @@ async fn a_detached_pod_and_answers_running_together_stay_within_one_cap() {
         "`budget` shows {total}, the stand-ins billed {} and {pod_usd}",
         bill.usd()
     );
+}
+
+/// `SIGKILL` to `child`, then its end awaited (60 s at most), named `what`.
+async fn kill_and_wait(child: std::process::Child, what: &'static str) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    crate::util::wait_status_async(child, std::time::Duration::from_secs(60), what).await;
 }
