@@ -70,7 +70,7 @@ pub use runtime::{
     container_prelude, shell_path, stage_command,
 };
 pub use script::{
-    DeadlineSignal, GROUP_SIGNAL, cancel_script, claim_script, job_script, job_script_signalled,
+    DeadlineSignal, GROUP_SIGNAL, batch_job_script, cancel_script, claim_script, job_script,
     parse_cancel, parse_status, status_script,
 };
 pub use slurm::{

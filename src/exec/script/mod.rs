@@ -29,7 +29,7 @@ pub use cancel::{cancel_script, parse_cancel};
 pub use claim::claim_script;
 pub use functions::GROUP_SIGNAL;
 pub use status::{parse_status, status_script};
-pub use wrapper::{DeadlineSignal, job_script, job_script_signalled};
+pub use wrapper::{DeadlineSignal, batch_job_script, job_script};
 
 /// File in the run directory holding the identity of the job's leader, one line,
 /// written by [`job_script`] before [`PID_FILE`]. It tells the job from an unrelated

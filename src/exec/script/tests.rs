@@ -265,3 +265,61 @@ fn the_graces_of_the_scripts_scale_with_the_time_scale() {
         );
     }
 }
+
+/// A Slurm batch wrapper writes a signal's death (a code above 128) only when the job
+/// ended by itself: not while a cancel is under way, nor once the controller ends the
+/// job (Slurm signals the job's processes one at a time, so the command can die of the
+/// scheduler's `SIGTERM` before the wrapper gets its own). A stand-in `scontrol`
+/// answers with the state each case names.
+#[test]
+fn a_batch_wrapper_writes_no_code_for_a_death_the_scheduler_dealt() {
+    use std::os::unix::{fs::PermissionsExt as _, process::CommandExt as _};
+    // (command's code, scontrol's JobState or none at all, cancelling marker, code written)
+    let cases: [(i32, Option<&str>, bool, Option<&str>); 8] = [
+        (143, Some("COMPLETING"), false, None),
+        (143, Some("TIMEOUT"), false, None),
+        (137, Some("RUNNING"), false, Some("137\n")),
+        (143, Some("RUNNING"), true, None),
+        (143, None, false, Some("143\n")),
+        (1, Some("COMPLETING"), false, Some("1\n")),
+        (128, Some("COMPLETING"), true, Some("128\n")),
+        (0, Some("RUNNING"), true, Some("0\n")),
+    ];
+    for (code, state, cancelling, written) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        let scontrol = bin.join("scontrol");
+        let answer = match state {
+            Some(state) => format!("echo 'JobId=7 JobName=ob-r JobState={state} Reason=None'"),
+            None => "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1"
+                .to_owned(),
+        };
+        std::fs::write(&scontrol, format!("#!/bin/sh\n{answer}\n")).unwrap();
+        std::fs::set_permissions(&scontrol, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if cancelling {
+            std::fs::write(run.join(CANCELLING_FILE), "").unwrap();
+        }
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(batch_job_script(
+                run.to_str().unwrap(),
+                &format!("exit {code}"),
+                TimeScale::REAL,
+                None,
+            ))
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("SLURM_JOB_ID", "7")
+            .process_group(0)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "{code} {state:?} {cancelling}: {status:?}"
+        );
+        let found = std::fs::read_to_string(run.join(EXIT_FILE)).ok();
+        assert_eq!(found.as_deref(), written, "{code} {state:?} {cancelling}");
+    }
+}

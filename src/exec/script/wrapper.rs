@@ -3,7 +3,7 @@
 use super::functions::GROUP_SIGNAL;
 use super::{MARKER_FILE, START_FILE, TICKS_PER_SECOND, tick};
 use crate::env::TimeScale;
-use crate::exec::{EXIT_FILE, JOB_LOG, PID_FILE, RUN_MARKER_VAR};
+use crate::exec::{CANCELLING_FILE, EXIT_FILE, JOB_LOG, PID_FILE, RUN_MARKER_VAR};
 use crate::shell::quote;
 
 /// Seconds [`job_script`] waits, once the job's command has ended, between sending
@@ -35,7 +35,7 @@ pub(crate) const REAP_GRACE_SECONDS: u32 = 5;
 /// marker exists.
 #[must_use]
 pub fn job_script(dir: &str, script: &str, scale: TimeScale) -> String {
-    wrapper(dir, script, scale, None)
+    wrapper(dir, script, scale, None, false)
 }
 
 /// What a job's wrapper does when its batch shell receives `SIGUSR1` (issue 19): the
@@ -49,24 +49,58 @@ pub struct DeadlineSignal {
     pub content: String,
 }
 
-/// [`job_script`] for a job whose wrapper is the batch shell of a scheduler (issue 19):
-/// the same wrapper, with the job's subshell run in the background and waited for, so
+/// [`job_script`] for a job whose wrapper is the batch shell of a Slurm job (issue 19).
+///
+/// With `deadline`, the job's subshell runs in the background and is waited for, so
 /// that `SIGUSR1` is handled at once (a shell runs a trap only once its foreground
 /// command ended): its trap writes `deadline`'s file. The wait goes on after the trap
 /// while the subshell lives, and the exit code is the subshell's. The subshell's
 /// `SIGINT` is ignored, as for any background command of a non-interactive shell; the
 /// scheduler stops a job with `SIGTERM` and `SIGKILL`.
+///
+/// Slurm signals a job's processes one at a time, not as one process group, so the
+/// job's command can die of the scheduler's `SIGTERM` (a cancel, the time limit, a
+/// preemption) while the wrapper still runs. [`EXIT_FILE`] is only for a job that
+/// ended by itself: for a command killed by a signal (a code above 128), the wrapper
+/// writes no code when a cancel is under way ([`CANCELLING_FILE`], which the cancel
+/// writes before `scancel`) or when the scheduler already ends the job
+/// (`scontrol -o show job $SLURM_JOB_ID` shows it in any state but running: the
+/// controller marks the job `COMPLETING` before the first signal leaves). When the
+/// controller cannot be asked, the code is written, as before.
 #[must_use]
-pub fn job_script_signalled(
+pub fn batch_job_script(
     dir: &str,
     script: &str,
     scale: TimeScale,
-    deadline: &DeadlineSignal,
+    deadline: Option<&DeadlineSignal>,
 ) -> String {
-    wrapper(dir, script, scale, Some(deadline))
+    wrapper(dir, script, scale, deadline, true)
 }
 
-fn wrapper(dir: &str, script: &str, scale: TimeScale, deadline: Option<&DeadlineSignal>) -> String {
+/// The shell function a Slurm batch wrapper asks before it writes a signal death's
+/// code: true when the job's end is the scheduler's or a cancel's, not its own.
+fn scheduler_ended() -> String {
+    format!(
+        r#"ob_scheduler_ended() {{
+  [ -e {CANCELLING_FILE} ] && return 0
+  [ -n "${{SLURM_JOB_ID:-}}" ] || return 1
+  case " $(scontrol -o show job "$SLURM_JOB_ID" 2>/dev/null | head -n 1) " in
+    *" JobState=RUNNING "*|*" JobState=CONFIGURING "*|*" JobState=SUSPENDED "*) return 1 ;;
+    *" JobState="*) return 0 ;;
+  esac
+  return 1
+}}
+"#
+    )
+}
+
+fn wrapper(
+    dir: &str,
+    script: &str,
+    scale: TimeScale,
+    deadline: Option<&DeadlineSignal>,
+    batch: bool,
+) -> String {
     let (trap, background, wait) = match deadline {
         None => (String::new(), "", "ob_code=$?\n".to_owned()),
         Some(signal) => {
@@ -82,9 +116,17 @@ fn wrapper(dir: &str, script: &str, scale: TimeScale, deadline: Option<&Deadline
             )
         }
     };
+    let (functions, keep) = if batch {
+        (
+            scheduler_ended(),
+            "[ \"$ob_code\" -gt 128 ] && ob_scheduler_ended || ",
+        )
+    } else {
+        (String::new(), "")
+    };
     format!(
         r#"cd {dir} || exit 1
-{GROUP_SIGNAL}ob_marker=$(od -A n -N 16 -t x1 /dev/urandom 2>/dev/null | tr -d ' \n')
+{GROUP_SIGNAL}{functions}ob_marker=$(od -A n -N 16 -t x1 /dev/urandom 2>/dev/null | tr -d ' \n')
 case $ob_marker in
   *[!0-9a-f]*) ob_marker= ;;
   ????????????????????????????????)
@@ -96,7 +138,7 @@ if ob_id=$(ob_identity $$); then {{ printf '%s\n' "$ob_id" > {start}.tmp && mv -
 {trap}( if [ -n "$ob_marker" ]; then {var}=$ob_marker; export {var}; fi
 {script}
 ) >> {log} 2>&1 < /dev/null{background}
-{wait}{{ printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}; }} || rm -f {exit}.tmp
+{wait}{keep}{{ printf '%s\n' "$ob_code" > {exit}.tmp && mv -f {exit}.tmp {exit}; }} || rm -f {exit}.tmp
 ob_others() {{
   [ -z "$(ob_marked .)" ] || return 0
   [ -d /proc/self ] || {{ [ -n "$(ob_members $$)" ]; return; }}
@@ -137,5 +179,6 @@ done
         trap = trap,
         background = background,
         wait = wait,
+        keep = keep,
     )
 }

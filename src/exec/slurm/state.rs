@@ -330,7 +330,8 @@ pub fn parse_status(output: &str) -> Result<(Scheduler, Markers), ExecError> {
 /// [`crate::exec::status_script`] reads them, and the scheduler where a local target
 /// looks at processes): no run directory: lost; [`CANCEL_FILE`]: cancelled; a
 /// cancel under way while the scheduler still has the job: running; an exit code:
-/// exited; a cancel under way: cancelled; the scheduler has the job (pending counts):
+/// exited, unless it is a signal's death the scheduler dealt (cancelled, timed out,
+/// preempted...); a cancel under way: cancelled; the scheduler has the job (pending counts):
 /// running; otherwise lost. `None` when only the scheduler can say and it cannot be
 /// asked: the caller fails the status rather than guess.
 #[must_use]
@@ -349,7 +350,10 @@ pub fn combine(scheduler: &Scheduler, markers: &Markers) -> Option<JobStatus> {
     if markers.cancelling && active != Some(false) {
         return active.map(|_| JobStatus::Running);
     }
-    if let Some(code) = markers.exit {
+    if let Some(code) = markers
+        .exit
+        .filter(|&code| !killed_by_scheduler(scheduler, code))
+    {
         return Some(JobStatus::Exited(code));
     }
     if markers.cancelling {
@@ -360,6 +364,26 @@ pub fn combine(scheduler: &Scheduler, markers: &Markers) -> Option<JobStatus> {
     } else {
         Some(JobStatus::Lost)
     }
+}
+
+/// Whether an exit code is a signal's death (above 128) that the scheduler dealt: it
+/// cancelled the job, or killed it at its time limit, deadline, preemption or a node's
+/// failure. The batch wrapper does not write such a code when it sees the scheduler
+/// ending the job (`batch_job_script`); one written before the controller could be
+/// asked does not count either, and the job reads as the scheduler's end.
+fn killed_by_scheduler(scheduler: &Scheduler, code: i32) -> bool {
+    let Scheduler::Known(job) = scheduler else {
+        return false;
+    };
+    code > 128
+        && matches!(
+            job.state,
+            SchedulerState::Cancelled
+                | SchedulerState::Timeout
+                | SchedulerState::Deadline
+                | SchedulerState::Preempted
+                | SchedulerState::NodeFail
+        )
 }
 
 /// The partitions in `sinfo -h -o %R`'s answer, one a line.

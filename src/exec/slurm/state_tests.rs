@@ -188,6 +188,67 @@ fn the_markers_come_first_and_the_scheduler_says_the_rest() {
 }
 
 #[test]
+fn a_signals_death_the_scheduler_dealt_is_not_the_jobs_exit_code() {
+    let known =
+        |state: &str| Scheduler::Known(SchedulerJob::parse(&format!("JobState={state}")).unwrap());
+    let markers = |cancelling, exit| Markers {
+        dir: true,
+        cancelled: false,
+        cancelling,
+        exit: Some(exit),
+    };
+    let cases = [
+        // A signal's death written while the scheduler was ending the job (Slurm
+        // signals a job's processes one at a time) is the scheduler's end, not the job's.
+        (known("TIMEOUT"), markers(false, 143), Some(JobStatus::Lost)),
+        (
+            known("PREEMPTED"),
+            markers(false, 137),
+            Some(JobStatus::Lost),
+        ),
+        (
+            known("CANCELLED"),
+            markers(true, 143),
+            Some(JobStatus::Cancelled),
+        ),
+        (
+            known("CANCELLED"),
+            markers(false, 143),
+            Some(JobStatus::Lost),
+        ),
+        // A code of its own (128 or below), or a signal's death the scheduler did not
+        // deal (the OOM killer, a crash), stays the job's.
+        (
+            known("TIMEOUT"),
+            markers(false, 1),
+            Some(JobStatus::Exited(1)),
+        ),
+        (
+            known("FAILED"),
+            markers(false, 137),
+            Some(JobStatus::Exited(137)),
+        ),
+        (
+            known("OUT_OF_MEMORY"),
+            markers(false, 137),
+            Some(JobStatus::Exited(137)),
+        ),
+        (
+            Scheduler::Forgotten,
+            markers(false, 143),
+            Some(JobStatus::Exited(143)),
+        ),
+    ];
+    for (scheduler, markers, expected) in cases {
+        assert_eq!(
+            combine(&scheduler, &markers),
+            expected,
+            "{scheduler:?} {markers:?}"
+        );
+    }
+}
+
+#[test]
 fn status_answers_are_read_strictly() {
     let (scheduler, markers) =
         parse_status(&format!("scheduler 0 {PENDING}\ndir\ncancelling\nexit 0\n")).unwrap();

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::env::TimeScale;
 use crate::exec::local::{STALE_FILES, STRIPPED_ENV_PREFIXES, engine_record};
-use crate::exec::script::{DeadlineSignal, job_script, job_script_signalled};
+use crate::exec::script::{DeadlineSignal, batch_job_script};
 use crate::exec::{ExecError, JobCommand};
 use crate::shell::quote;
 
@@ -149,12 +149,12 @@ pub fn batch_script(options: &SlurmOptions, job: &JobCommand, scale: TimeScale) 
         text.push_str(line);
         text.push('\n');
     }
-    match (&options.deadline, options.max_hours) {
-        (Some(deadline), Some(_)) => {
-            text.push_str(&job_script_signalled(&job.dir, &script, scale, deadline));
-        }
-        _ => text.push_str(&job_script(&job.dir, &script, scale)),
-    }
+    // The deadline trap only when a time limit is set: no limit, no warning to trap.
+    let deadline = options
+        .deadline
+        .as_ref()
+        .filter(|_| options.max_hours.is_some());
+    text.push_str(&batch_job_script(&job.dir, &script, scale, deadline));
     text
 }
 
