@@ -266,24 +266,26 @@ fn the_graces_of_the_scripts_scale_with_the_time_scale() {
     }
 }
 
-/// A Slurm batch wrapper writes a signal's death (a code above 128) only when the job
-/// ended by itself: not while a cancel is under way, nor once the controller ends the
-/// job (Slurm signals the job's processes one at a time, so the command can die of the
-/// scheduler's `SIGTERM` before the wrapper gets its own). A stand-in `scontrol`
-/// answers with the state each case names.
+/// A Slurm batch wrapper writes its job's code only when the job ended by itself, not
+/// once the controller ends the job: Slurm signals the job's processes one at a time,
+/// so the command can die of the scheduler's `SIGTERM`, or end normally when the
+/// children it waited for die first, before the wrapper gets its own signal. A
+/// stand-in `scontrol` answers with the state each case names. A `cancelling` marker
+/// alone changes nothing (a cancel killed before `scancel` leaves it behind).
 #[test]
-fn a_batch_wrapper_writes_no_code_for_a_death_the_scheduler_dealt() {
+fn a_batch_wrapper_writes_no_code_once_the_scheduler_ends_the_job() {
     use std::os::unix::{fs::PermissionsExt as _, process::CommandExt as _};
     // (command's code, scontrol's JobState or none at all, cancelling marker, code written)
-    let cases: [(i32, Option<&str>, bool, Option<&str>); 8] = [
+    let cases: [(i32, Option<&str>, bool, Option<&str>); 9] = [
         (143, Some("COMPLETING"), false, None),
         (143, Some("TIMEOUT"), false, None),
+        (0, Some("COMPLETING"), true, None),
+        (0, Some("CANCELLED"), false, None),
         (137, Some("RUNNING"), false, Some("137\n")),
-        (143, Some("RUNNING"), true, None),
-        (143, None, false, Some("143\n")),
-        (1, Some("COMPLETING"), false, Some("1\n")),
-        (128, Some("COMPLETING"), true, Some("128\n")),
+        (143, Some("RUNNING"), true, Some("143\n")),
         (0, Some("RUNNING"), true, Some("0\n")),
+        (143, None, false, Some("143\n")),
+        (1, None, true, Some("1\n")),
     ];
     for (code, state, cancelling, written) in cases {
         let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 use super::functions::GROUP_SIGNAL;
 use super::{MARKER_FILE, START_FILE, TICKS_PER_SECOND, tick};
 use crate::env::TimeScale;
-use crate::exec::{CANCELLING_FILE, EXIT_FILE, JOB_LOG, PID_FILE, RUN_MARKER_VAR};
+use crate::exec::{EXIT_FILE, JOB_LOG, PID_FILE, RUN_MARKER_VAR};
 use crate::shell::quote;
 
 /// Seconds [`job_script`] waits, once the job's command has ended, between sending
@@ -59,14 +59,18 @@ pub struct DeadlineSignal {
 /// scheduler stops a job with `SIGTERM` and `SIGKILL`.
 ///
 /// Slurm signals a job's processes one at a time, not as one process group, so the
-/// job's command can die of the scheduler's `SIGTERM` (a cancel, the time limit, a
-/// preemption) while the wrapper still runs. [`EXIT_FILE`] is only for a job that
-/// ended by itself: for a command killed by a signal (a code above 128), the wrapper
-/// writes no code when a cancel is under way ([`CANCELLING_FILE`], which the cancel
-/// writes before `scancel`) or when the scheduler already ends the job
-/// (`scontrol -o show job $SLURM_JOB_ID` shows it in any state but running: the
-/// controller marks the job `COMPLETING` before the first signal leaves). When the
-/// controller cannot be asked, the code is written, as before.
+/// job's command can end while the wrapper still runs when the scheduler stops the job
+/// (a cancel's `scancel`, the time limit, a preemption): killed by its `SIGTERM`, or
+/// ending normally because the children it waited for were killed first (`wait`
+/// then returns 0). [`EXIT_FILE`] is only for a job that ended by itself, so before
+/// writing it the wrapper asks the controller (`scontrol -o show job $SLURM_JOB_ID`,
+/// bounded by [`SCHEDULER_ASK_SECONDS`] where `timeout` exists) and writes nothing when
+/// the job is in any state but running: the controller marks a job it ends
+/// `COMPLETING` (with its reason: `TimeLimit`...) before the first signal leaves,
+/// while a job ending by itself is still running until its batch shell, this
+/// wrapper, exits. When the controller cannot be asked, the code is written, as
+/// before. A job in a container stopped by a cancel (its engine's `stop`, while the
+/// scheduler still runs the job) writes its code, which the cancel waits for.
 #[must_use]
 pub fn batch_job_script(
     dir: &str,
@@ -77,14 +81,19 @@ pub fn batch_job_script(
     wrapper(dir, script, scale, deadline, true)
 }
 
-/// The shell function a Slurm batch wrapper asks before it writes a signal death's
-/// code: true when the job's end is the scheduler's or a cancel's, not its own.
+/// Seconds a Slurm batch wrapper waits at most for the controller's answer before it
+/// writes its job's exit code ([`batch_job_script`]).
+pub(crate) const SCHEDULER_ASK_SECONDS: u32 = 30;
+
+/// The shell function a Slurm batch wrapper asks before it writes its job's exit code:
+/// true when the scheduler is ending the job, so that the end is not the job's own.
 fn scheduler_ended() -> String {
     format!(
         r#"ob_scheduler_ended() {{
-  [ -e {CANCELLING_FILE} ] && return 0
   [ -n "${{SLURM_JOB_ID:-}}" ] || return 1
-  case " $(scontrol -o show job "$SLURM_JOB_ID" 2>/dev/null | head -n 1) " in
+  ob_t=
+  if command -v timeout >/dev/null 2>&1; then ob_t="timeout -k 5 {SCHEDULER_ASK_SECONDS}"; fi
+  case " $($ob_t scontrol -o show job "$SLURM_JOB_ID" 2>/dev/null | head -n 1) " in
     *" JobState=RUNNING "*|*" JobState=CONFIGURING "*|*" JobState=SUSPENDED "*) return 1 ;;
     *" JobState="*) return 0 ;;
   esac
@@ -117,10 +126,7 @@ fn wrapper(
         }
     };
     let (functions, keep) = if batch {
-        (
-            scheduler_ended(),
-            "[ \"$ob_code\" -gt 128 ] && ob_scheduler_ended || ",
-        )
+        (scheduler_ended(), "ob_scheduler_ended || ")
     } else {
         (String::new(), "")
     };
