@@ -13,6 +13,8 @@ mod util;
 mod sshd;
 // A process that survives SIGKILL (the cgroup freezer), for what a cancel leaves behind.
 mod freezer;
+// A CPU cap (the cgroup v1 cpu controller) for a real job that only waits for the clock.
+mod cpu_cap;
 // Real container engines (Podman, a private Docker daemon) and their local images.
 mod engines;
 // A real single-node Slurm cluster (slurm-wlm and munge), once per test binary.

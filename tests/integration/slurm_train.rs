@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use overbrainer::exec::RUN_MARKER_VAR;
 
+use crate::cpu_cap::CpuCap;
 use crate::slurm_cluster::cluster;
 use crate::sshd::Options;
 use crate::training::{DEADLINE, Setup, Training, assert_trained_run, finish, training_env};
@@ -317,6 +318,18 @@ fn marked(dir: &Path) -> Vec<u32> {
     found
 }
 
+/// Holds the processes of run `id`'s job to a quarter of a core: a job that trains
+/// only to wait for its deadline signal, a minute or two away, still makes steps and
+/// its snapshot, without taking the cores of the tests beside it.
+fn cap_job(training: &Training, id: &str) -> CpuCap {
+    let cap = CpuCap::new("slurm-deadline", 0.25);
+    let held = cap.hold(&marked(
+        &training.project.home().join("slurm-work").join(id),
+    ));
+    assert!(held > 0, "no process of the job to cap");
+    cap
+}
+
 /// Stops (`SIGSTOP`) the Python processes of the job whose run directory is `dir`.
 fn pause_trainer(dir: &Path) {
     let paused: Vec<u32> = marked(dir)
@@ -566,6 +579,7 @@ fn the_deadline_signal_stops_a_slurm_run_with_a_snapshot_that_resumes_locally() 
     let mut train = training.spawn(&["train", "--target", "cluster"]);
     let id = wait_submitted(&training, &mut train);
     wait_training(&training, &id);
+    let cap = cap_job(&training, &id);
     let job = slurm_job(&training, &id);
     let shown = cluster().job(job);
     let run_time = shown
@@ -602,6 +616,8 @@ fn the_deadline_signal_stops_a_slurm_run_with_a_snapshot_that_resumes_locally() 
     );
     let output = finish(train);
     let text = output_text(&output);
+    assert!(cap.throttled() > 0, "the cap never held the job back");
+    drop(cap);
     let record = training.record(&id);
     assert_eq!(record["state"], "stopped", "{record}\n{text}");
     assert_eq!(record["snapshot"]["reason"], "deadline", "{record}");
