@@ -60,6 +60,8 @@ merge = false
 
 [training.axolotl_extra]
 max_steps = 2
+# A data set of a few hundred examples: one process prepares it faster than a pool.
+dataset_num_proc = 1
 bf16 = false
 fp16 = false
 tf32 = false

@@ -136,6 +136,8 @@ merge = {merge}
 
 [training.axolotl_extra]
 max_steps = {max_steps}
+# A data set of a few hundred examples: one process prepares it faster than a pool.
+dataset_num_proc = 1
 bf16 = false
 fp16 = false
 tf32 = false
