@@ -181,11 +181,8 @@ fn an_export_on_the_local_target_makes_q8_0_and_q4_k_m_with_modelfile_and_export
 // Issue 14, test 2.
 #[test]
 fn an_export_on_the_ssh_target_comes_back_verified() {
-    let setup = Setup {
-        ssh: Some(Options::default()),
-        ..Setup::default()
-    };
-    let (training, id) = trained(&setup, "remote", true);
+    // A copy of the shared SSH run (see `crate::fixtures`), with its own `sshd`.
+    let (training, id) = crate::fixtures::ssh_copy();
     let output = training
         .cmd()
         .args(["export", &id, "--quantize", "Q8_0"])

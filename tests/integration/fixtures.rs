@@ -6,12 +6,15 @@
 //! trained once for `training` (its checks of a merged local run), `export`,
 //! `export_flows` and `compare` (the `[export]` settings the export needs) and `hub`
 //! (`[hub] after_training` with no token, so the push after it is skipped).
+//!
+//! `ssh-run` is the same run trained on an SSH target, for `training` and `export`.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use crate::sshd::Options;
 use crate::training::{Setup, Training};
-use crate::util::TestProject;
+use crate::util::{TestProject, output_text};
 
 /// The shared local run: the fixture's directory, its project (its commands given the
 /// export's environment, not `[hub] after_training`), run ID and what its `train`
@@ -85,4 +88,80 @@ pub(crate) fn copy_into(project: TestProject) -> (Training, String) {
         sshd: None,
     };
     (training, run.id.clone())
+}
+
+/// The demo's default run trained over SSH (`Setup { ssh, ..Setup::default() }`:
+/// `train --target remote`, merged, with the export's environment for `remote`), once
+/// per test run as the shared fixture `ssh-run`, for `training` (its checks of an SSH
+/// run) and `export` (an export on the SSH target). Its `sshd` lives only while it
+/// trains; the target's workdir is the fixture's `home/remote-work`. Returns the
+/// fixture's directory and the run ID.
+fn ssh_run() -> &'static (PathBuf, String) {
+    static RUN: OnceLock<(PathBuf, String)> = OnceLock::new();
+    RUN.get_or_init(|| {
+        crate::util::shared_fixture("ssh-run", |root| {
+            let mut training = Training::new_in(&ssh_setup(), TestProject::at(root));
+            training
+                .extra_env
+                .extend(crate::export::export_env("remote", true));
+            let output = training
+                .cmd()
+                .args(["train", "--target", "remote"])
+                .output()
+                .expect("train");
+            assert!(output.status.success(), "{}", output_text(&output));
+            let ids = training.run_ids();
+            assert_eq!(ids.len(), 1, "{ids:?}");
+            ids[0].clone()
+        })
+    })
+}
+
+fn ssh_setup() -> Setup<'static> {
+    Setup {
+        ssh: Some(Options::default()),
+        ..Setup::default()
+    }
+}
+
+/// A fresh training project with an `sshd` of its own holding a copy of the shared SSH
+/// run (see [`ssh_run`]): its local run directory, and the run directory on the target
+/// in the project's own `home/remote-work`, `run.json` pointing there. Its commands get
+/// the export's environment for `remote`. Returns the project and the run ID.
+pub(crate) fn ssh_copy() -> (Training, String) {
+    let (root, id) = ssh_run();
+    let mut training = Training::new(&ssh_setup());
+    training
+        .extra_env
+        .extend(crate::export::export_env("remote", true));
+    let home = training.project.home();
+    for (from, to) in [
+        (
+            root.join("project/runs"),
+            training.project.path().to_owned(),
+        ),
+        (root.join("home/remote-work/."), home.join("remote-work")),
+    ] {
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&from)
+            .arg(&to)
+            .status()
+            .expect("cp");
+        assert!(
+            status.success(),
+            "cp -a {} {}",
+            from.display(),
+            to.display()
+        );
+    }
+    // The target's run directory is recorded by its absolute path: point the copy's at
+    // the copy on this project's target.
+    let record = format!("runs/{id}/run.json");
+    let moved = training.project.read(&record).replace(
+        &root.join("home").display().to_string(),
+        &home.display().to_string(),
+    );
+    training.project.write(&record, &moved);
+    (training, id.clone())
 }

@@ -404,16 +404,10 @@ fn a_local_native_run_with_merge_succeeds() {
 // Issue 4, test 2.
 #[test]
 fn an_ssh_run_with_merge_succeeds() {
-    let training = Training::new(&Setup {
-        ssh: Some(Options::default()),
-        ..Setup::default()
-    });
-    let output = training
-        .cmd()
-        .args(["train", "--target", "remote"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", output_text(&output));
+    // The shared SSH run (`train --target remote`, trained once per test run, see
+    // `crate::fixtures`; the fixture checks that `train` succeeded), copied with its
+    // run directory on the target.
+    let (training, _) = crate::fixtures::ssh_copy();
     let ids = training.run_ids();
     let id = &ids[0];
     assert_merged_run(&training, id);
