@@ -15,12 +15,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::export::{copy_into, llama_dir};
+use crate::export::llama_dir;
+use crate::fixtures::copy_into;
 use crate::sshd::Options;
 use crate::training::{Setup, Training};
 use crate::util::{TestProject, output_text, poll, signal};
 
-/// The run every test compares: a copy of `export`'s shared run, exported once per test
+/// The run every test compares: a copy of the shared run `crate::fixtures::local_run`, exported once per test
 /// run (a shared fixture on disk: nextest runs each test in a process of its own).
 struct Fixture {
     training: Training,
@@ -40,7 +41,10 @@ fn fixture() -> &'static Fixture {
             assert!(output.status.success(), "{}", output_text(&output));
             run_id
         });
-        let training = Training::reopen(&root, crate::export::shared().0.extra_env.clone());
+        let training = Training::reopen(
+            &root,
+            crate::fixtures::local_run().training.extra_env.clone(),
+        );
         Fixture { training, run_id }
     })
 }

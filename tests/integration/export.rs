@@ -16,7 +16,7 @@ use sha2::Digest as _;
 
 use crate::sshd::Options;
 use crate::training::{Setup, Training};
-use crate::util::{TestProject, output_text};
+use crate::util::output_text;
 
 /// The llama.cpp tree built by `scripts/llama-env.sh`.
 pub(crate) fn llama_dir() -> &'static Path {
@@ -37,7 +37,7 @@ pub(crate) fn trained(setup: &Setup<'_>, target: &str, pre_tokenizer: bool) -> (
 }
 
 /// The environment [`trained`] gives a run's commands.
-fn export_env(target: &str, pre_tokenizer: bool) -> Vec<(String, String)> {
+pub(crate) fn export_env(target: &str, pre_tokenizer: bool) -> Vec<(String, String)> {
     let upper = target.to_uppercase();
     let mut env = vec![
         (
@@ -50,44 +50,6 @@ fn export_env(target: &str, pre_tokenizer: bool) -> Vec<(String, String)> {
         env.push(("OVERBRAINER_EXPORT__PRE_TOKENIZER".into(), "gpt-2".into()));
     }
     env
-}
-
-/// The shared trained local run of the test run (merged, `pre_tokenizer = "gpt-2"`):
-/// [`trained`] on the local target, once, as the shared fixture `export-run` (see
-/// [`crate::util::shared_fixture`]), whatever process each test runs in.
-pub(crate) fn shared() -> &'static (Training, String) {
-    static TRAINED: OnceLock<(Training, String)> = OnceLock::new();
-    TRAINED.get_or_init(|| {
-        let (root, id) = crate::util::shared_fixture("export-run", |root| {
-            let training = Training::new_in(&Setup::default(), TestProject::at(root));
-            train_in(training, "local", true).1
-        });
-        (Training::reopen(&root, export_env("local", true)), id)
-    })
-}
-
-/// A fresh copy of the shared run's project (see [`shared`]), with the same environment:
-/// for tests that export, whatever they leave in it.
-pub(crate) fn copy() -> (Training, String) {
-    copy_into(TestProject::empty())
-}
-
-/// [`copy`] into `project` (a shared fixture's, for one).
-pub(crate) fn copy_into(project: TestProject) -> (Training, String) {
-    let (trained, id) = shared();
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(format!("{}/.", trained.project.path().display()))
-        .arg(project.path())
-        .status()
-        .expect("cp");
-    assert!(status.success());
-    let training = Training {
-        project,
-        extra_env: trained.extra_env.clone(),
-        sshd: None,
-    };
-    (training, id.clone())
 }
 
 fn train_in(mut training: Training, target: &str, pre_tokenizer: bool) -> (Training, String) {
@@ -169,7 +131,7 @@ pub(crate) fn assert_exported(
 // Issue 14, test 1 (and Ollama without the CLI: the warning with the exact command).
 #[test]
 fn an_export_on_the_local_target_makes_q8_0_and_q4_k_m_with_modelfile_and_export_json() {
-    let (training, id) = copy();
+    let (training, id) = crate::fixtures::copy();
     let run = training.runs().join(&id);
     let before = std::fs::read(run.join("run.json")).unwrap();
     let output = training
@@ -219,11 +181,8 @@ fn an_export_on_the_local_target_makes_q8_0_and_q4_k_m_with_modelfile_and_export
 // Issue 14, test 2.
 #[test]
 fn an_export_on_the_ssh_target_comes_back_verified() {
-    let setup = Setup {
-        ssh: Some(Options::default()),
-        ..Setup::default()
-    };
-    let (training, id) = trained(&setup, "remote", true);
+    // A copy of the shared SSH run (see `crate::fixtures`), with its own `sshd`.
+    let (training, id) = crate::fixtures::ssh_copy();
     let output = training
         .cmd()
         .args(["export", &id, "--quantize", "Q8_0"])
@@ -572,7 +531,7 @@ impl OllamaStandIn {
 // Issue 14, Ollama: no CLI on `PATH`, `OVERBRAINER_OLLAMA__BASE_URL` set: the REST route.
 #[test]
 fn without_the_ollama_cli_the_rest_route_uploads_the_blob_and_creates_the_model() {
-    let (training, id) = copy();
+    let (training, id) = crate::fixtures::copy();
     let standin = OllamaStandIn::start();
     let output = training
         .cmd()
@@ -764,7 +723,7 @@ pub(crate) fn held_python(dir: &Path) -> (PathBuf, PathBuf) {
 // and the run's state is unchanged.
 #[test]
 fn ctrl_c_cancels_the_export_job_and_leaves_the_run_as_it_was() {
-    let (mut training, id) = copy();
+    let (mut training, id) = crate::fixtures::copy();
     let run = training.runs().join(&id);
     let before = std::fs::read(run.join("run.json")).unwrap();
     let held = tempfile::tempdir().unwrap();

@@ -5,12 +5,13 @@
 //! (its run directory is recorded relative to the project); and an export in a real
 //! Podman container on a `docker` runtime target.
 //!
-//! One trained local run is shared with `export` (`crate::export::copy`): each test
+//! One trained local run is shared with `export` (`crate::fixtures::copy`): each test
 //! exports in a copy of its project.
 
 use std::path::Path;
 
-use crate::export::{assert_exported, copy, export_dirs, held_python, llama_dir};
+use crate::export::{assert_exported, export_dirs, held_python, llama_dir};
+use crate::fixtures::copy;
 use crate::training::{Setup, Training, finish, group_alive, wait_for};
 use crate::util::output_text;
 
@@ -153,7 +154,7 @@ fn sigterm_cancels_the_export_job_and_export_attach_collects_one_whose_process_w
     assert_exported(&run, &id, "Q8_0", &stdout);
     assert_eq!(std::fs::read(run.join("run.json")).unwrap(), before);
     // Nothing of the copy's exports went to the original project.
-    let original = crate::export::shared().0.runs().join(&id);
+    let original = crate::fixtures::local_run().training.runs().join(&id);
     assert!(
         export_dirs(&original).is_empty(),
         "{:?}",

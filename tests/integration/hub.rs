@@ -1,6 +1,7 @@
 //! `overbrainer push` through the real binary against the Hub stand-in (`hub_standin`),
 //! read back with `huggingface_hub`'s `snapshot_download` (issue 16). One run is trained
-//! once with real Axolotl (`training`) and copied into each test's own project.
+//! once with real Axolotl (`fixtures::local_run`, shared with `training`, `export` and
+//! `compare`) and copied into each test's own project.
 //! One test exports a copy of it with the real llama.cpp (`export`) and pushes the GGUF
 //! and `Modelfile`; `[hub] after_training` is followed through `train` (the shared run is
 //! trained with it and no token) and `train attach` (HUB-14, HUB-15).
@@ -11,40 +12,31 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::hub_standin::{Entry, Faults, HubStandin, canary, read_tree, snapshot_download};
-use crate::training::{Setup, Training};
+use crate::training::Training;
 use crate::util::{TestProject, output_text, poll};
 
 /// The trained demo run every test copies: its project directory, run ID and what its
-/// `train` printed.
+/// `train` printed (stdout, then stderr).
 struct Trained {
     training: Training,
     id: String,
     text: String,
 }
 
-/// The shared run, trained with `[hub] after_training = true` (from the environment, so
+/// The shared run ([`crate::fixtures::local_run`], also `training`'s, `export`'s and
+/// `compare`'s), trained with `[hub] after_training = true` (from the environment, so
 /// the copies' `overbrainer.toml` leaves it off) and no token: the push after it is
 /// skipped, and nothing reaches a Hub.
 fn trained() -> &'static Trained {
     static TRAINED: OnceLock<Trained> = OnceLock::new();
     TRAINED.get_or_init(|| {
-        let after_training = ("OVERBRAINER_HUB__AFTER_TRAINING".into(), "true".into());
-        let (root, data) = crate::util::shared_fixture("hub-run", |root| {
-            let mut training = Training::new_in(&Setup::default(), TestProject::at(root));
-            training.extra_env.push(after_training.clone());
-            let output = training.cmd().arg("train").output().expect("train");
-            let text = output_text(&output);
-            assert!(output.status.success(), "{text}");
-            let id = training.run_ids().pop().expect("a run");
-            crate::training::assert_merged_run(&training, &id);
-            format!("{id}\n{text}")
-        });
-        let (id, text) = data.split_once('\n').expect("run ID and output");
-        let training = Training::reopen(&root, vec![after_training]);
+        let run = crate::fixtures::local_run();
+        let training = Training::reopen(&run.root, vec![crate::fixtures::hub_after_training()]);
+        crate::training::assert_merged_run(&training, &run.id);
         Trained {
             training,
-            id: id.to_owned(),
-            text: text.to_owned(),
+            id: run.id.clone(),
+            text: format!("{}{}", run.stdout, run.stderr),
         }
     })
 }

@@ -57,6 +57,8 @@ mod training;
 mod slurm_train;
 // Flows: the Prometheus endpoint scraped by a real Prometheus during a real training run.
 mod metrics;
+// The trained runs several areas share, each trained once per test run (issue 31).
+mod fixtures;
 // Flows: `export` with the real llama.cpp b11434 on a local and an SSH target, the
 // preflight's refusals, and Ollama's REST route against a stand-in (issue 14).
 mod export;
