@@ -48,11 +48,14 @@ nextest:
 # test's Slurm cluster left. Ends with the 15 slowest tests and the closing line
 # `tests: N passed, N failed, N skipped`.
 TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
+# nextest keeps its store (the JUnit report) under the workspace's own `target/nextest`,
+# wherever CARGO_TARGET_DIR puts the build.
+JUNIT = target/nextest/ci/junit.xml
 test: test-deps nextest training-env container-env hub-env llama-env
-	rm -rf $(TARGET_DIR)/tmp/fixtures $(TARGET_DIR)/nextest/ci/junit.xml
+	rm -rf $(TARGET_DIR)/tmp/fixtures $(JUNIT)
 	$(CARGO) nextest run --profile ci --no-fail-fast; status=$$?; \
 	  scripts/test-sweep.sh; \
-	  python3 scripts/slowest-tests.py $(TARGET_DIR)/nextest/ci/junit.xml 15 || status=1; \
+	  python3 scripts/slowest-tests.py $(JUNIT) 15 || status=1; \
 	  exit $$status
 
 # The documentation builds without a warning: no broken link, no public page linking

@@ -58,12 +58,20 @@ impl Sshd {
     /// # Panics
     ///
     /// When `sshd` is not installed (the message says to run
-    /// `apt-get install openssh-server`) or does not start within 20 seconds.
+    /// `apt-get install openssh-server`), `ssh` or `ssh-keygen` is not on `PATH`
+    /// (`apt-get install openssh-client`), or the server does not start within 20
+    /// seconds.
     pub fn start_with(options: &Options) -> Self {
         assert!(
             Path::new(SSHD).exists(),
             "{SSHD} is missing: run `apt-get install openssh-server`"
         );
+        for client in ["ssh", "ssh-keygen"] {
+            assert!(
+                on_path(client),
+                "`{client}` is missing: run `apt-get install openssh-client`"
+            );
+        }
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
         keygen(&root.join("host_key"));
@@ -338,4 +346,10 @@ fn free_port() -> u16 {
 fn current_user() -> String {
     let output = Command::new("id").arg("-un").output().expect("id -un");
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// Whether `program` is a file in a directory of `PATH`.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
