@@ -52,7 +52,12 @@ pub(crate) fn export_env(target: &str, pre_tokenizer: bool) -> Vec<(String, Stri
     env
 }
 
-fn train_in(mut training: Training, target: &str, pre_tokenizer: bool) -> (Training, String) {
+/// Trains `training` on `target` with [`export_env`]; the project and the run ID.
+pub(crate) fn train_in(
+    mut training: Training,
+    target: &str,
+    pre_tokenizer: bool,
+) -> (Training, String) {
     training.extra_env.extend(export_env(target, pre_tokenizer));
     let output = training.cmd().arg("train").output().unwrap();
     assert!(output.status.success(), "{}", output_text(&output));

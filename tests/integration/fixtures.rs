@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use crate::sshd::Options;
 use crate::training::{Setup, Training};
-use crate::util::{TestProject, output_text};
+use crate::util::{TestProject, copy_tree};
 
 /// The shared local run: the fixture's directory, its project (its commands given the
 /// export's environment, not `[hub] after_training`), run ID and what its `train`
@@ -75,13 +75,7 @@ pub(crate) fn copy() -> (Training, String) {
 /// [`copy`] into `project` (a shared fixture's, for one).
 pub(crate) fn copy_into(project: TestProject) -> (Training, String) {
     let run = local_run();
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(format!("{}/.", run.training.project.path().display()))
-        .arg(project.path())
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    copy_tree(&run.training.project.path().join("."), project.path());
     let training = Training {
         project,
         extra_env: run.training.extra_env.clone(),
@@ -92,7 +86,8 @@ pub(crate) fn copy_into(project: TestProject) -> (Training, String) {
 
 /// The demo's default run trained over SSH (`Setup { ssh, ..Setup::default() }`:
 /// `train --target remote`, merged, with the export's environment for `remote`), once
-/// per test run as the shared fixture `ssh-run`, for `training` (its checks of an SSH
+/// per test run as the shared fixture `ssh-run` (`train` with `training.target` set to
+/// `remote` by the export's environment), for `training` (its checks of an SSH
 /// run) and `export` (an export on the SSH target). Its `sshd` lives only while it
 /// trains; the target's workdir is the fixture's `home/remote-work`. Returns the
 /// fixture's directory and the run ID.
@@ -100,19 +95,8 @@ fn ssh_run() -> &'static (PathBuf, String) {
     static RUN: OnceLock<(PathBuf, String)> = OnceLock::new();
     RUN.get_or_init(|| {
         crate::util::shared_fixture("ssh-run", |root| {
-            let mut training = Training::new_in(&ssh_setup(), TestProject::at(root));
-            training
-                .extra_env
-                .extend(crate::export::export_env("remote", true));
-            let output = training
-                .cmd()
-                .args(["train", "--target", "remote"])
-                .output()
-                .expect("train");
-            assert!(output.status.success(), "{}", output_text(&output));
-            let ids = training.run_ids();
-            assert_eq!(ids.len(), 1, "{ids:?}");
-            ids[0].clone()
+            let training = Training::new_in(&ssh_setup(), TestProject::at(root));
+            crate::export::train_in(training, "remote", true).1
         })
     })
 }
@@ -142,18 +126,7 @@ pub(crate) fn ssh_copy() -> (Training, String) {
         ),
         (root.join("home/remote-work/."), home.join("remote-work")),
     ] {
-        let status = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(&from)
-            .arg(&to)
-            .status()
-            .expect("cp");
-        assert!(
-            status.success(),
-            "cp -a {} {}",
-            from.display(),
-            to.display()
-        );
+        copy_tree(&from, &to);
     }
     // The target's run directory is recorded by its absolute path: point the copy's at
     // the copy on this project's target.

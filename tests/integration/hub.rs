@@ -45,13 +45,7 @@ fn trained() -> &'static Trained {
 fn project_with_run() -> (TestProject, String) {
     let trained = trained();
     let project = TestProject::empty();
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(format!("{}/.", trained.training.project.path().display()))
-        .arg(project.path())
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    crate::util::copy_tree(&trained.training.project.path().join("."), project.path());
     let config = project
         .read("overbrainer.toml")
         .replace("name = \"tiny test\"", "name = \"tiny_test\"");

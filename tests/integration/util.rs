@@ -261,6 +261,23 @@ pub fn output_within(
     Ok(wait_output(child, within, &what))
 }
 
+/// `cp -a FROM TO` (a shared fixture's tree into a test's own folder), at most five
+/// minutes; the test fails naming the copy when it fails or takes longer.
+pub fn copy_tree(from: &Path, to: &Path) {
+    let output = output_within(
+        std::process::Command::new("cp").arg("-a").arg(from).arg(to),
+        Duration::from_secs(300),
+    )
+    .expect("cp");
+    assert!(
+        output.status.success(),
+        "cp -a {} {}: {}",
+        from.display(),
+        to.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// [`wait_status`] from async code: on a blocking thread, so the runtime goes on.
 pub async fn wait_status_async(
     mut child: std::process::Child,
