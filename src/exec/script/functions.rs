@@ -22,15 +22,19 @@
 ///   exists. A process group ID is never reused while any member of the group lives
 ///   (Linux `alloc_pid` keeps it reserved), so a live group without its leader is
 ///   still the job's.
-/// - `job_alive DIR PID` succeeds while any of the job's processes lives: a marked
-///   process, or a live member of its group when the group is the job's.
+/// - `ob_leader_lives DIR PID` succeeds when `PID` lives, is no zombie and has the
+///   `/proc` identity recorded in `DIR/job.start`; it runs shell built-ins only, no
+///   process, so the common answer of a status poll costs no fork.
+/// - `job_alive DIR PID` succeeds while any of the job's processes lives: the
+///   leader itself (`ob_leader_lives`, checked first), a marked process, or a live
+///   member of its group when the group is the job's.
 /// - `ob_survivors DIR PID` prints those processes, one ID a line.
 /// - `ob_signal SIGNAL DIR PID` sends `SIGNAL` (a name such as `TERM`) to the
 ///   job's group (`kill -s SIGNAL -- -PID`, only when the group is the job's) and to
 ///   every marked process.
 /// - `group_signal SIGNAL PID` sends `SIGNAL` to the whole process group `PID` and
 ///   ignores a group that is already gone.
-pub const GROUP_SIGNAL: &str = r#"start_of() {
+pub const GROUP_SIGNAL: &str = r#"ob_stat_of() {
   [ -r "/proc/$1/stat" ] || return 1
   IFS= read -r ob_stat < "/proc/$1/stat" || return 1
   ob_rest=${ob_stat##*) }
@@ -39,16 +43,21 @@ pub const GROUP_SIGNAL: &str = r#"start_of() {
   set -- $ob_rest
   set +f
   [ "$#" -ge 20 ] || return 1
-  eval "printf '%s\n' \"\${20}\""
+  ob_state=$1
+  shift 19
+  ob_t=$1
+}
+ob_boot_id() {
+  ob_b=-
+  if [ -r /proc/sys/kernel/random/boot_id ]; then
+    IFS= read -r ob_b < /proc/sys/kernel/random/boot_id || ob_b=-
+    [ -n "$ob_b" ] || ob_b=-
+  fi
 }
 ob_identity() {
   if [ -d /proc/self ]; then
-    ob_t=$(start_of "$1") || return 1
-    ob_b=-
-    if [ -r /proc/sys/kernel/random/boot_id ]; then
-      IFS= read -r ob_b < /proc/sys/kernel/random/boot_id || ob_b=-
-      [ -n "$ob_b" ] || ob_b=-
-    fi
+    ob_stat_of "$1" || return 1
+    ob_boot_id
     printf 'proc %s %s\n' "$ob_b" "$ob_t"
   else
     ob_l=$(LC_ALL=C ps -o lstart= -p "$1" 2>/dev/null) || return 1
@@ -59,6 +68,14 @@ ob_identity() {
     [ "$#" -gt 0 ] || return 1
     printf 'ps %s\n' "$*"
   fi
+}
+ob_leader_lives() {
+  [ -r "$1/job.start" ] || return 1
+  IFS= read -r ob_then < "$1/job.start" || return 1
+  ob_stat_of "$2" || return 1
+  case $ob_state in Z|X) return 1 ;; esac
+  ob_boot_id
+  [ "$ob_then" = "proc $ob_b $ob_t" ]
 }
 ob_leader() {
   [ -r "$1/job.start" ] || return 1
@@ -122,6 +139,7 @@ ob_survivors() {
   { ob_marked "$1"; if ob_group_ours "$1" "$2"; then ob_members "$2"; fi; } | awk '!ob_seen[$0]++'
 }
 job_alive() {
+  ob_leader_lives "$1" "$2" && return 0
   [ -n "$(ob_marked "$1")" ] && return 0
   ob_group_ours "$1" "$2" || return 1
   [ -n "$(ob_members "$2")" ]

@@ -221,6 +221,53 @@ fn ob_leader_tells_the_job_from_another_process_and_a_gone_one() {
 }
 
 #[test]
+fn ob_leader_lives_answers_only_for_the_live_recorded_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // This very shell, recorded by its own identity: it lives.
+    let (_, out) = run_functions(
+        d,
+        "ob_identity $$ > job.start; ob_leader_lives . $$; echo \"rc $?\"",
+    );
+    assert_eq!(out.trim(), "rc 0");
+    // Another identity, the legacy bare start time, or none recorded: no answer.
+    for recorded in ["proc - 1\n", "1\n"] {
+        std::fs::write(d.join("job.start"), recorded).unwrap();
+        let (_, out) = run_functions(d, "ob_leader_lives . $$; echo \"rc $?\"");
+        assert_eq!(out.trim(), "rc 1", "{recorded:?}");
+    }
+    std::fs::remove_file(d.join("job.start")).unwrap();
+    let (_, out) = run_functions(d, "ob_leader_lives . $$; echo \"rc $?\"");
+    assert_eq!(out.trim(), "rc 1");
+    // A zombie with the recorded identity does not live: exited, not yet reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    let exited = rustix::process::waitid(
+        rustix::process::WaitId::Pid(
+            rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
+        ),
+        rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT,
+    )
+    .unwrap();
+    assert!(exited.is_some(), "true did not exit");
+    let (_, out) = run_functions(
+        d,
+        &format!("ob_identity {pid} > job.start; ob_leader_lives . {pid}; echo \"rc $?\""),
+    );
+    assert_eq!(out.trim(), "rc 1");
+    let (_, out) = run_functions(d, &format!("ob_leader . {pid}; echo \"rc $?\""));
+    assert_eq!(
+        out.trim(),
+        "rc 0",
+        "the zombie still has the recorded identity"
+    );
+    child.wait().unwrap();
+    // Reaped: no process has that ID any more.
+    let (_, out) = run_functions(d, &format!("ob_leader_lives . {pid}; echo \"rc $?\""));
+    assert_eq!(out.trim(), "rc 1");
+}
+
+#[test]
 fn scripts_pass_shellcheck() {
     let container = Container {
         engine: crate::config::Engine::Docker,
