@@ -12,7 +12,9 @@
 //!   (target: at least 1.0);
 //! - for the big half, upload and download against the raw channel, `cat FILE |
 //!   ssh host 'cat > /dev/null'` and `ssh host 'cat FILE' > /dev/null` over the same
-//!   master (target: at least 0.8; the cipher sets this limit).
+//!   master (target: at least 0.8; the cipher sets this limit), and the upload
+//!   against `cat FILE | ssh host 'cat > FILE'`, the raw channel that also writes
+//!   the file on the target as an upload must.
 //!
 //! Then one status poll, against one trivial command (`true`) on the same master
 //! connection, alternated one by one; the ratio is the command's time over the
@@ -291,6 +293,29 @@ impl Bench {
             "big upload, raw",
             bytes,
             "raw channel cat | ssh 'cat > /dev/null'",
+        );
+        // The same channel with the file written on the target, as an upload does.
+        let mut figure = Figure::default();
+        let raw_file = format!("{}/up-raw-file", self.executor.workdir());
+        for _ in 0..ROUNDS {
+            figure.base(|| {
+                shell(&format!(
+                    "cat {file} | ssh {ssh_args} 'cat > {raw_file}'",
+                    file = file.display()
+                ));
+            });
+            let _ = std::fs::remove_file(&raw_file);
+            remove(&up);
+            let (cpu, started) = (cpu_time().0, Instant::now());
+            self.executor.upload(source, &up, &[]).await.unwrap();
+            figure.ours(started, cpu);
+        }
+        let _ = std::fs::remove_file(&raw_file);
+        remove(&up);
+        figure.report(
+            "big upload, raw to a file",
+            bytes,
+            "raw channel cat | ssh 'cat > FILE'",
         );
         let mut figure = Figure::default();
         let back = self.root.join("down-raw");
