@@ -1,5 +1,6 @@
-//! `overbrainer compare [--run RUN_ID] [--limit N] [--rejudge COMPARE_ID]`: the child
-//! against the parent (see `compare`). Takes the project lock (CMP-3); progress on stderr,
+//! `overbrainer compare [--run RUN_ID] [--limit N] [--target NAME] [--rejudge COMPARE_ID]`:
+//! the child against the parent (see `compare`), on the run's target or `--target`'s.
+//! Takes the project lock (CMP-3); progress on stderr,
 //! the report's path on stdout. Ctrl-C cancels the child's job, or stops judging and keeps
 //! the verdicts (CMP-12, CMP-19).
 
@@ -20,6 +21,10 @@ pub struct Args {
     /// Judge an earlier compare again without asking the child again.
     #[arg(long, value_name = "COMPARE_ID", conflicts_with = "limit")]
     pub rejudge: Option<String>,
+    /// The target the child's job runs on, over the run's own (the one `local`
+    /// target for a run whose pod is gone).
+    #[arg(long, value_name = "NAME", conflicts_with = "rejudge", add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
+    pub target: Option<String>,
     /// Judge even when the estimate with the spend passes `budget.max_usd` (the cap
     /// still stops the judging when it is reached).
     #[arg(long)]
@@ -112,6 +117,7 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         run_id: args.run_id.clone(),
         limit: args.limit,
         rejudge: args.rejudge.clone(),
+        target: args.target.clone(),
     };
     let cancel = session.context.cancel.clone();
     let flow = crate::compare::compare(

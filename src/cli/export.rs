@@ -1,6 +1,6 @@
-//! `overbrainer export RUN_ID [--quantize TYPE] [--ollama NAME]`: a trained run (or a
-//! stopped one's partial model) to a GGUF with the pinned llama.cpp, on the run's
-//! target, then retrieved (see `export`); `overbrainer export attach EXPORT_ID` follows
+//! `overbrainer export RUN_ID [--quantize TYPE] [--ollama NAME] [--target NAME]`: a
+//! trained run (or a stopped one's partial model) to a GGUF with the pinned llama.cpp,
+//! on the run's target or `--target`'s, then retrieved (see `export`); `overbrainer export attach EXPORT_ID` follows
 //! an export's job again when the process that started it is gone. Takes the project
 //! lock (EXP-2); Ctrl-C, `SIGTERM` and `SIGHUP` cancel the export job (EXP-15).
 
@@ -27,6 +27,10 @@ pub struct Args {
     /// Ollama model name, over `export.ollama_name`.
     #[arg(long, value_name = "NAME")]
     pub ollama: Option<String>,
+    /// The target the export runs on, over the run's own (the one `local` target for
+    /// a run whose pod is gone).
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
+    pub target: Option<String>,
 }
 
 /// `export`'s subcommands.
@@ -89,6 +93,7 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
                 run_id: args.run_id.clone().unwrap_or_default(),
                 quantize: args.quantize.clone(),
                 ollama: args.ollama.clone(),
+                target: args.target.clone(),
             };
             Box::pin(async move {
                 crate::export::export(

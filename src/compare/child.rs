@@ -20,7 +20,7 @@ use crate::export::{EXPORTS_DIR, ExportRecord, script::EXPORT_JSON, yaml_value};
 use crate::gguf::llama_of;
 use crate::project::Project;
 use crate::runs::record::{RunRecord, TargetKind, write_atomic};
-use crate::runs::{RunError, target};
+use crate::runs::{RunError, elsewhere, target};
 use crate::train::axolotl::{AXOLOTL_YAML, OUTPUT_DIR};
 
 /// The compare job's own `run.json` (CMP-26): its state in RUN-9's words and its job.
@@ -236,12 +236,10 @@ pub async fn run(
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<(PathBuf, Setup), CompareError> {
-    if record.target_kind == TargetKind::Runpod {
-        return Err(CompareError::UnsupportedTarget(record.target.clone()));
-    }
-    let resolved = target::resolve(settings, &record.target)?;
+    let on = elsewhere::side_target(settings, record, request.target.as_deref(), "compare")?;
+    let resolved = target::resolve(settings, &on)?;
     if !matches!(resolved.runtime, JobRuntime::Native { .. }) {
-        return Err(CompareError::UnsupportedTarget(record.target.clone()));
+        return Err(CompareError::UnsupportedTarget(on));
     }
     let questions = questions(project, request.limit)?;
     let local_run = project.run_dir(&record.id);
@@ -254,6 +252,7 @@ pub async fn run(
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
+    let record = &elsewhere::seen_from(record, &resolved, executor.workdir());
     let exec = exec_error(&record.target);
     let run_dir = record.dir.trim_end_matches('/').to_owned();
     let (compare_id, remote_dir) =

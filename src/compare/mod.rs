@@ -59,6 +59,8 @@ pub struct Request {
     pub limit: Option<usize>,
     /// `--rejudge`.
     pub rejudge: Option<String>,
+    /// `--target`: where the child's job runs, over the run's own target (issue 34).
+    pub target: Option<String>,
 }
 
 /// What a compare reports while it works.

@@ -45,7 +45,7 @@ use crate::gguf::llama_of;
 use crate::project::Project;
 use crate::runs::record::{RunRecord, TargetKind};
 use crate::runs::start::error_chain;
-use crate::runs::{RunError, target};
+use crate::runs::{RunError, elsewhere, target};
 use crate::train::axolotl::AXOLOTL_YAML;
 pub use error::ExportError;
 use job::ExportJob;
@@ -65,6 +65,8 @@ pub struct Request {
     pub quantize: Option<String>,
     /// `--ollama`, over `[export] ollama_name`.
     pub ollama: Option<String>,
+    /// `--target`: where the export runs, over the run's own target (issue 34).
+    pub target: Option<String>,
 }
 
 /// What an export reports while it works.
@@ -245,8 +247,10 @@ pub async fn export(
     let num_ctx = yaml_value(&yaml, "sequence_len")
         .and_then(|v| v.as_u64())
         .unwrap_or(2048);
-    let resolved = target::resolve(settings, &record.target)?;
+    let on = elsewhere::side_target(settings, &record, request.target.as_deref(), "export")?;
+    let resolved = target::resolve(settings, &on)?;
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
+    let record = elsewhere::seen_from(&record, &resolved, executor.workdir());
     target::check_engine(&executor, &record.target, &resolved.runtime).await?;
     let exec = |source| {
         ExportError::Run(RunError::Exec {
@@ -258,8 +262,9 @@ pub async fn export(
     let checkpoint = snapshot.as_ref().map(|s| s.checkpoint.as_str());
     let source = match model_source(&executor, &record, &yaml, checkpoint).await {
         Ok(source) => source,
-        Err(ExportError::NoModel { .. }) if record.target_kind == TargetKind::Ssh => {
-            // EXP-11: the run directory there lost the model; this machine has it.
+        Err(ExportError::NoModel { .. }) if record.target_kind != TargetKind::Local => {
+            // EXP-11: the run directory there lost the model (or never had it: a run
+            // trained elsewhere, issue 34); this machine has it.
             local_model(&local_dir, &record, checkpoint)?;
             let files =
                 reupload::reupload(&executor, &record, &local_dir, checkpoint.is_some()).await?;
@@ -369,8 +374,9 @@ pub async fn attach(
 ) -> Result<Exported, ExportError> {
     let mut export_job = ExportJob::find(&project.runs_dir(), export_id)?;
     let record = RunRecord::load(&project.runs_dir(), &export_job.run_id)?;
-    let resolved = target::resolve(settings, &record.target)?;
+    let resolved = target::resolve(settings, &export_job.target)?;
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;
+    let record = elsewhere::seen_from(&record, &resolved, executor.workdir());
     if let JobHandle::Starting { dir, container } = &export_job.job {
         // Its follower ended while the job started: the wrapper's own record names it.
         if let Some(pid) = started_pid(&executor, dir).await {

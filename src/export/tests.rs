@@ -23,6 +23,7 @@ fn an_invalid_quantize_type_is_refused_naming_the_flag_and_key() {
         run_id: "r".into(),
         quantize: Some("Q9_X".into()),
         ollama: None,
+        target: None,
     };
     let error = quantize_type(&request, &settings).unwrap_err().to_string();
     assert!(

@@ -20,7 +20,9 @@
 //!   stand with the project lock (LCK-1, LCK-2, LCK-8, LCK-9);
 //! - [`template`]: whether the run's chat template renders the data's reasoning (TGT-12);
 //! - [`pod`]: a run on a `runpod` target: the pod's life beside the run's (issue 12);
-//! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\].
+//! - [`merge`]: `train merge`, the merge alone of a `merge_failed` run \[design\];
+//! - [`elsewhere`]: the target an export or compare of a run runs on, its own or
+//!   another (a pod's run, whose pod is gone: issue 34).
 //!
 //! - [`refusal`]: why a flow refuses, one variant each; [`warning`]: what it warns
 //!   about, one variant each, rendered by the front end.
@@ -29,6 +31,7 @@
 
 pub mod access;
 pub mod control;
+pub mod elsewhere;
 pub mod ending;
 pub mod follow;
 pub mod id;

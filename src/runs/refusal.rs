@@ -130,6 +130,44 @@ pub enum Refusal {
         /// The declared targets.
         known: Vec<String>,
     },
+    /// `[export] after_training` for a run on a Runpod target (issue 34).
+    #[error(
+        "`export.after_training = true` is not run on the Runpod target `{target}`: its pod is deleted once the run is retrieved; set `export.after_training = false` and run `overbrainer export RUN_ID` after the run (it exports this machine's copy on a `local` or `ssh` target)"
+    )]
+    AfterTrainingOnPod {
+        /// The Runpod target.
+        target: String,
+    },
+    /// `--target` of an export or compare names a Runpod target (issue 34).
+    #[error(
+        "`{job}` does not run on the Runpod target `{target}`: it runs from this machine's copy of the run; choose a `local`, `ssh` or `slurm` target with `--target`"
+    )]
+    SideJobOnPod {
+        /// `export` or `compare`.
+        job: String,
+        /// The Runpod target named.
+        target: String,
+    },
+    /// An export or compare of a run whose pod is gone, with no target to run on
+    /// (issue 34).
+    #[error(
+        "run `{run_id}` trained on the Runpod target `{target}`, whose pod is gone; `{job}` runs from this machine's copy of the run on another target: {}",
+        if choices.is_empty() {
+            "declare a `local` target (`[targets.<name>] kind = \"local\"`) or an `ssh` one".to_owned()
+        } else {
+            format!("name one with `--target NAME` ({})", quoted(choices))
+        }
+    )]
+    NoSideTarget {
+        /// `export` or `compare`.
+        job: String,
+        /// The run.
+        run_id: String,
+        /// Its Runpod target.
+        target: String,
+        /// The declared targets it could run on.
+        choices: Vec<String>,
+    },
     /// The built-in SSH client, which this build lacks (SSH-4).
     #[error(
         "the built-in SSH client, chosen by {chosen_by} for target `{target}`, needs a build with the `builtin-ssh` feature; use `ssh_client = \"openssh\"`"

@@ -952,6 +952,53 @@ fn a_compare_on_the_ssh_target_sends_the_gguf_once() {
     case.assert_no_key(&case.dir_of(&output));
 }
 
+/// Issue 34: a run trained on a pod, whose pod is gone, compares on the project's one
+/// local target, or on the target `--target` names, which never held the run; a
+/// Runpod target is refused by name.
+#[test]
+fn a_pod_run_compares_on_the_local_target_or_on_the_one_named() {
+    let mut case = case(true, false, &[Script::Child; 2], &[]);
+    crate::pod_side_jobs::make_pod_run(&case.training, &case.run_id);
+    case.training.extra_env.push((
+        "OVERBRAINER_TARGETS__LOCAL__LLAMA_CPP_DIR".to_owned(),
+        llama_dir().to_string_lossy().into_owned(),
+    ));
+    let (output, text) = case.compare(&["--limit", "2", "--target", "gpu"]);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("`compare` does not run on the Runpod target `gpu`"),
+        "{text}"
+    );
+    assert!(!case.compares().exists(), "{text}");
+    for (args, target) in [
+        (&["--limit", "2"][..], "local"),
+        (&["--limit", "2", "--target", "remote"][..], "remote"),
+    ] {
+        let (output, text) = case.compare(args);
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains(&format!("on target {target}")), "{text}");
+        let dir = case.dir_of(&output);
+        let report = read_json(&dir.join("compare.json"));
+        assert_eq!(
+            report["summary"]["counts"],
+            serde_json::json!({"wins": 2, "ties": 0, "losses": 0, "unparsed": 0}),
+            "{text}"
+        );
+        assert_eq!(read_json(&dir.join("setup.json"))["target"], target);
+        case.assert_no_key(&dir);
+    }
+    let remote = case
+        .training
+        .project
+        .home()
+        .join("remote-work")
+        .join(&case.run_id);
+    assert!(
+        remote.join("output/gguf").is_dir(),
+        "the GGUF was sent to `remote`"
+    );
+}
+
 // CMP-12: Ctrl-C while the child answers cancels the compare job (its llama-server with
 // it); the compare's `run.json` says `cancelled` and nothing is judged.
 #[test]

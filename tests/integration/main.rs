@@ -68,6 +68,9 @@ mod export_flows;
 // Flows: `compare` with the real llama-server serving the exported GGUF on the CPU, local
 // and over a real `sshd`, the judge a scripted stand-in (issue 15).
 mod compare;
+// Flows: the export and compare of a run trained on a pod, on another target, and
+// `[export] after_training` refused on a Runpod target (issue 34).
+mod pod_side_jobs;
 // Flows: a pipeline session and the `run` sequence through library calls only (no CLI),
 // and the chat template check of a run start against the real venv and tiny model.
 mod flows;

@@ -174,6 +174,14 @@ pub async fn train(
         .into());
     };
     refuse_auto(&target.name, runpod)?;
+    if settings.export.after_training {
+        // The pod is deleted after the retrieval; the export runs from this machine's
+        // copy of the run instead (issue 34).
+        return Err(Refusal::AfterTrainingOnPod {
+            target: target.name.clone(),
+        }
+        .into());
+    }
     let training = start::training(settings)?;
     start::warn(settings, events);
     // TGT-12 by name: the pod that would be read does not exist before the run.
