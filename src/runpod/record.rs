@@ -133,6 +133,11 @@ pub struct PodRecord {
     pub cost_snapshot_at: Option<jiff::Timestamp>,
     /// When the pod is deleted at the cost cap (POD-41).
     pub cost_cap_at: Option<jiff::Timestamp>,
+    /// When the follower last wrote the pod's lease (POD-35): read by every other
+    /// process of the project, whose reconciliation then leaves the pod to its lease
+    /// (issue 34).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_at: Option<jiff::Timestamp>,
     /// `--keep-pod`.
     pub keep_pod: bool,
     /// Every create call.
@@ -178,7 +183,7 @@ fn stamp(at: Duration) -> jiff::Timestamp {
 }
 
 /// A timestamp on the driver's clock; `None` before 1970.
-fn unix(at: jiff::Timestamp) -> Option<Duration> {
+pub(crate) fn unix(at: jiff::Timestamp) -> Option<Duration> {
     u64::try_from(at.as_nanosecond())
         .ok()
         .map(Duration::from_nanos)
@@ -224,6 +229,7 @@ impl PodRecord {
             deadline_at: state.deadline().map(stamp),
             cost_snapshot_at: cost.map(|(snapshot, _)| stamp(snapshot)),
             cost_cap_at: cost.map(|(_, cap)| stamp(cap)),
+            lease_at: state.lease_at().map(stamp),
             keep_pod: state.rules.keep_pod,
             attempts: facts.attempts.iter().map(attempt_record).collect(),
             job_started_at: facts.job_started_at.map(stamp),

@@ -469,6 +469,20 @@ async fn runpod_a_lease_held_while_training_lines_arrive_keeps_a_pod_past_its_de
     );
     assert!(listed(&project, &pod), "the pod went though the lease held");
     assert_eq!(project.training.record(&id)["state"], "running");
+    // Issue 34: another process of the project reconciles by the lease in `pod.json`,
+    // not by the pod's first deadline: `pod ls` leaves the pod.
+    let ls = overbrainer(&project.training, &["pod", "ls"]).await;
+    assert!(ls.status.success(), "{}", text(&ls));
+    assert!(!text(&ls).contains("was past its bound"), "{}", text(&ls));
+    assert!(
+        listed(&project, &pod),
+        "`pod ls` deleted the pod the lease held"
+    );
+    assert!(
+        pod_state(&project).unwrap()["lease_at"].is_string(),
+        "{}",
+        pod_state(&project).unwrap()
+    );
     // The pod's side: its lease was renewed after the deadline, the watchdog saw it.
     let lease = pod_file(&project, &pod, &id, ".pod/lease").unwrap();
     let lease = Duration::from_secs(lease.trim().parse().unwrap());

@@ -253,6 +253,12 @@ impl PodState {
     pub fn cost_times(&self) -> Option<(Duration, Duration)> {
         self.cost_times
     }
+
+    /// When the lease was last written on the pod.
+    #[must_use]
+    pub fn lease_at(&self) -> Option<Duration> {
+        self.lease_at
+    }
 }
 
 impl Machine for PodState {
@@ -320,7 +326,11 @@ pub fn handle(state: &mut PodState, event: Event) -> Vec<Effect> {
         (Phase::Running | Phase::Snapshotting, Event::Stalled { .. }) => {
             state.progress_at = None;
         }
-        (_, Event::LeaseWritten { result: Ok(()), .. }) => state.lease_at = Some(at),
+        // Recorded, so the project's other processes see the pod's bound (issue 34).
+        (_, Event::LeaseWritten { result: Ok(()), .. }) => {
+            state.lease_at = Some(at);
+            fx.push(Effect::Record);
+        }
         (Phase::Running | Phase::Snapshotting | Phase::Retrieving, Event::Polled { pod, .. }) => {
             match pod {
                 Ok(Some(view)) => {

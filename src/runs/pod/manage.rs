@@ -59,7 +59,7 @@ async fn pods_client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodCli
 }
 
 /// `pod ls` (POD-64): read-only but for the reconciliation of pods past their bound
-/// ([`reconcile`]), whose deletions come first in the answer.
+/// ([`check`]), whose deletions come first in the answer.
 ///
 /// # Errors
 /// The key's refusals; [`RunError::PodList`] when the API cannot list the pods.
@@ -127,28 +127,15 @@ pub struct Reconciled {
     pub failed: Option<String>,
 }
 
-/// Reconciliation (issue 12, beyond the spec): every overbrainer pod carries its bound
-/// in its environment (`OVERBRAINER_DEADLINE_AT`, `OVERBRAINER_KEEP_POD`). A pod past
-/// its deadline plus a grace, and not kept, is deleted and confirmed gone, whichever
-/// project started it; pods within their bound are left to their owner. The grace is
-/// the deadline snapshot's window plus the client guard (POD-36, POD-40: 20 minutes on
-/// the scale), by when the owner's own rules have ended the pod; a lease cannot
-/// postpone it beyond that.
-///
-/// # Errors
-/// [`RunError::PodList`] when the pods cannot be listed.
-pub async fn reconcile(
-    client: &RunpodClient,
-    scale: TimeScale,
-) -> Result<Vec<Reconciled>, RunError> {
-    let pods = client.list_pods().await.map_err(|e| RunError::PodList {
-        target: None,
-        reason: e.to_string(),
-    })?;
-    Ok(reconcile_listed(client, &pods, scale).await)
-}
-
-/// [`reconcile`], then the strays of `project` among the pods still listed
+/// Reconciliation (issue 12, beyond the spec; issue 34): every overbrainer pod
+/// carries its first bound in its environment (`OVERBRAINER_DEADLINE_AT`,
+/// `OVERBRAINER_KEEP_POD`); a pod of this project has its current bound in its run's
+/// `pod.json`, which its follower keeps: the lease that holds it past that deadline
+/// and its cost cap. A pod of this project past its bound plus a grace, and not kept,
+/// is deleted and confirmed gone ([`past_bound`]). A pod of another project is left to
+/// its owner, whose lease this process cannot read (its watchdog and its own project's
+/// commands end it); while listed it is reported as a stray ([`strays`]).
+/// [`reconcile_listed`], then the strays of `project` among the pods still listed
 /// ([`strays`]), the secrets sweep (`sweep_secrets`) and the `final` ledger line of each
 /// pod gone without one (`settle::settle_gone`), whose failures come third:
 /// the check every Runpod command makes first.
@@ -164,7 +151,7 @@ pub async fn check(
         target: None,
         reason: e.to_string(),
     })?;
-    let done = reconcile_listed(client, &pods, scale).await;
+    let done = reconcile_listed(client, &pods, scale, project).await;
     let gone: Vec<&str> = done
         .iter()
         .filter(|d| d.failed.is_none())
@@ -299,14 +286,70 @@ pub fn stray_text(stray: &Stray) -> String {
     }
 }
 
-/// The reconciliation of [`reconcile`] over pods already listed.
+/// The bound this project knows of a pod it made: when its follower last wrote its
+/// lease and when its cost cap deletes it, from its run's `pod.json` (both `None` when
+/// that file names another pod).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Known {
+    pub(super) lease_at: Option<Duration>,
+    pub(super) cost_cap_at: Option<Duration>,
+}
+
+/// Whether reconciliation deletes, at `now`, a pod whose environment's deadline is
+/// `deadline`: one of this project (`known`) once past its cost cap plus the client
+/// guard, or past its deadline (later while a lease held it: the lease's last
+/// writing plus its freshness) plus the deadline snapshot's window and the client
+/// guard (POD-35, POD-36, POD-40: by then the pod's own rules have ended it); never one
+/// of another project (`known` is `None`), whose lease is not readable here.
+pub(super) fn past_bound(
+    now: Duration,
+    deadline: Duration,
+    known: Option<Known>,
+    rules: &crate::runpod::lifecycle::Rules,
+) -> bool {
+    let Some(known) = known else {
+        return false;
+    };
+    if known
+        .cost_cap_at
+        .is_some_and(|cap| now > cap + rules.client_guard)
+    {
+        return true;
+    }
+    let held = known
+        .lease_at
+        .map_or(deadline, |lease| deadline.max(lease + rules.lease_fresh));
+    now > held + rules.snapshot_window + rules.client_guard
+}
+
+/// What this project knows of `pod` ([`Known`]): `None` when the pod's run is not in
+/// this project.
+fn known(project: &Project, pod: &Pod) -> Option<Known> {
+    let run = run_of(pod)?;
+    let dir = project.run_dir(&run);
+    if !dir.join("run.json").is_file() {
+        return None;
+    }
+    let record = PodRecord::read(&dir).ok().flatten();
+    let at = |t: Option<jiff::Timestamp>| t.and_then(crate::runpod::record::unix);
+    Some(
+        record
+            .filter(|r| r.pod_id.as_ref() == Some(&pod.id))
+            .map_or_else(Known::default, |r| Known {
+                lease_at: at(r.lease_at),
+                cost_cap_at: at(r.cost_cap_at),
+            }),
+    )
+}
+
+/// The reconciliation over pods already listed (see [`check`]).
 async fn reconcile_listed(
     client: &RunpodClient,
     pods: &[Pod],
     scale: TimeScale,
+    project: &Project,
 ) -> Vec<Reconciled> {
     let rules = deletion_rules(scale);
-    let grace = rules.snapshot_window + rules.client_guard;
     let now = crate::runpod::driver::now();
     let mut done = Vec::new();
     for pod in pods.iter().filter(|pod| ours(pod)) {
@@ -322,7 +365,7 @@ async fn reconcile_listed(
         let Some(deadline) = deadline.filter(|_| !kept) else {
             continue;
         };
-        if now <= deadline + grace {
+        if !past_bound(now, deadline, known(project, pod), &rules) {
             continue;
         }
         let failed = delete_until_gone(client, &pod.id, scale).await.err();
@@ -404,7 +447,7 @@ pub async fn remove(
     let scale = TimeScale::from_env(env);
     let listed = client.list_pods().await.map_err(api)?;
     // Reconciliation first (issue 12): pods past their bound go, whoever made them.
-    let reconciled = reconcile_listed(&client, &listed, scale).await;
+    let reconciled = reconcile_listed(&client, &listed, scale, project).await;
     let pods: Vec<Pod> = listed
         .into_iter()
         .filter(|p| {

@@ -73,3 +73,79 @@ async fn a_failed_pod_listing_names_no_run_but_the_target_when_there_is_one() {
         "{named}"
     );
 }
+
+#[test]
+fn reconciliation_reads_this_projects_lease_and_cost_cap_and_leaves_other_projects_pods() {
+    // Real durations: snapshot window 15 min, client guard 5 min, lease fresh 15 min.
+    let rules = deletion_rules(TimeScale::REAL);
+    let min = |m: u64| Duration::from_secs(60 * m);
+    let deadline = min(600);
+    let lease = |at: u64| Known {
+        lease_at: Some(min(at)),
+        cost_cap_at: None,
+    };
+    let cap = |at: u64| Known {
+        lease_at: Some(min(700)),
+        cost_cap_at: Some(min(at)),
+    };
+    let cases = [
+        // (now, known, deleted, why)
+        (
+            min(620),
+            Some(Known::default()),
+            false,
+            "within deadline + window + guard",
+        ),
+        (
+            min(621),
+            Some(Known::default()),
+            true,
+            "past deadline + 20 min, no lease",
+        ),
+        (
+            min(621),
+            Some(lease(500)),
+            true,
+            "a lease that expired before the deadline",
+        ),
+        (
+            min(621),
+            Some(lease(606)),
+            false,
+            "a lease fresh after the deadline holds it",
+        ),
+        (
+            min(641),
+            Some(lease(606)),
+            false,
+            "within the lease's expiry + 20 min",
+        ),
+        (
+            min(642),
+            Some(lease(606)),
+            true,
+            "past the lease's expiry + 20 min",
+        ),
+        (
+            min(606),
+            Some(cap(600)),
+            true,
+            "past the cost cap + guard, whatever the lease",
+        ),
+        (
+            min(605),
+            Some(cap(600)),
+            false,
+            "within the cost cap's guard",
+        ),
+        (
+            min(10_000),
+            None,
+            false,
+            "another project's pod: its lease is not readable",
+        ),
+    ];
+    for (now, known, deleted, why) in cases {
+        assert_eq!(past_bound(now, deadline, known, &rules), deleted, "{why}");
+    }
+}

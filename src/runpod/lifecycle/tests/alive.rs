@@ -119,13 +119,13 @@ fn the_lease_postpones_the_deadline_only_while_the_job_progresses() {
             phase: Phase::Running,
         },
         Row {
-            name: "a lease written",
+            name: "a lease written is recorded for the project's other processes",
             state: running(),
             event: Event::LeaseWritten {
                 at: s(101),
                 result: Ok(()),
             },
-            effects: &[],
+            effects: &["record"],
             phase: Phase::Running,
         },
         Row {
