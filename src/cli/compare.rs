@@ -144,8 +144,20 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         other => other?,
     };
     let summary = &compared.summary;
+    let judge = &summary.judge;
+    if !judge.conclusive {
+        errln!(
+            "compare: inconclusive: the judge agreed with itself in both A/B orders on {}, below `[compare] min_judge_consistency` = {} ({} flipped verdicts preferred the first answer, {} the second)",
+            crate::compare::report::rate_text(&judge.consistency),
+            judge.min_consistency,
+            judge.flips_first,
+            judge.flips_second
+        );
+    }
     errln!(
-        "compare: win-or-tie {}",
+        "compare: judge consistency {}; child's win rate among the consistent verdicts {}; win-or-tie {}",
+        crate::compare::report::rate_text(&judge.consistency),
+        crate::compare::report::rate_text(&judge.consistent_wins),
         crate::compare::report::rate_text(&summary.win_or_tie)
     );
     outln!("{}", compared.report.display());

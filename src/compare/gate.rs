@@ -1,7 +1,9 @@
-//! The gate before publishing (issue 15): with `[compare] min_win_or_tie` set, a run
-//! whose newest compare (by compare ID) is missing, has no report yet, or has a
-//! win-or-tie rate below it is refused by `push` and `[hub] after_training`, naming the
-//! compare and its rate; `push --no-gate` passes knowingly. [`decide`] is pure.
+//! The gate before publishing (issue 15, issue 35): with `[compare] min_win_or_tie`
+//! set, a run whose newest compare (by compare ID) is missing, has no report yet, is
+//! inconclusive (its judge below `[compare] min_judge_consistency`), or whose win-or-tie
+//! rate's 95% interval starts below it is refused by `push` and `[hub] after_training`,
+//! naming the compare, the figure and the setting; `push --no-gate` passes knowingly.
+//! [`decide`] is pure.
 
 use std::path::Path;
 
@@ -15,6 +17,11 @@ pub struct Newest {
     /// Its win-or-tie rate; `None` when it has no `compare.json` (judging not finished)
     /// or no counted verdict.
     pub rate: Option<f64>,
+    /// The lower end of that rate's 95% interval.
+    pub low: Option<f64>,
+    /// Its judge's consistency, and whether it reached `min_judge_consistency`
+    /// (`None` for a report made before judges were checked).
+    pub judge: Option<(Option<f64>, bool)>,
 }
 
 /// Why the gate refuses.
@@ -42,8 +49,26 @@ pub enum Refusal {
         /// The threshold.
         min: f64,
     },
-    /// Below the threshold.
-    #[error("run `{run_id}`: its newest compare `{compare_id}` has a win-or-tie rate of {:.1}%, below `[compare] min_win_or_tie` = {min}; pass `--no-gate` to push it anyway", rate * 100.0)]
+    /// The judge could not tell the child from the parent (issue 35).
+    #[error(
+        "run `{run_id}`: its newest compare `{compare_id}` is inconclusive: {}; `[compare] min_win_or_tie` = {min} needs a conclusive one: compare again with another judge (`[roles.judge]`), or pass `--no-gate`",
+        match consistency {
+            Some(c) => format!("its judge agreed with itself in both A/B orders on {:.1}% of the questions, below `[compare] min_judge_consistency`", c * 100.0),
+            None => "it was judged before judges were checked for consistency (`overbrainer compare --rejudge` reports it again)".to_owned(),
+        }
+    )]
+    Inconclusive {
+        /// Run ID.
+        run_id: String,
+        /// Compare ID.
+        compare_id: String,
+        /// The judge's consistency, when known.
+        consistency: Option<f64>,
+        /// The threshold.
+        min: f64,
+    },
+    /// The rate's interval starts below the threshold.
+    #[error("run `{run_id}`: its newest compare `{compare_id}` has a win-or-tie rate of {:.1}% whose 95% interval starts at {:.1}%, below `[compare] min_win_or_tie` = {min}; pass `--no-gate` to push it anyway", rate * 100.0, low * 100.0)]
     Below {
         /// Run ID.
         run_id: String,
@@ -51,6 +76,8 @@ pub enum Refusal {
         compare_id: String,
         /// Its rate.
         rate: f64,
+        /// The lower end of its 95% interval.
+        low: f64,
         /// The threshold.
         min: f64,
     },
@@ -69,20 +96,35 @@ pub fn decide(run_id: &str, min: Option<f64>, newest: Option<Newest>) -> Result<
             min,
         });
     };
-    match newest.rate {
-        None => Err(Refusal::Unfinished {
+    let Some(rate) = newest.rate else {
+        return Err(Refusal::Unfinished {
             run_id: run_id.to_owned(),
             compare_id: newest.compare_id,
             min,
-        }),
-        Some(rate) if rate < min => Err(Refusal::Below {
+        });
+    };
+    match newest.judge {
+        Some((_, true)) => {}
+        judge => {
+            return Err(Refusal::Inconclusive {
+                run_id: run_id.to_owned(),
+                compare_id: newest.compare_id,
+                consistency: judge.and_then(|(c, _)| c),
+                min,
+            });
+        }
+    }
+    let low = newest.low.unwrap_or(0.0);
+    if low < min {
+        return Err(Refusal::Below {
             run_id: run_id.to_owned(),
             compare_id: newest.compare_id,
             rate,
+            low,
             min,
-        }),
-        Some(_) => Ok(()),
+        });
     }
+    Ok(())
 }
 
 /// The newest compare of the run in `run_dir`.
@@ -97,7 +139,7 @@ pub fn newest(run_dir: &Path) -> Option<Newest> {
         .collect();
     ids.sort_by_key(|id| sort_key(id));
     let compare_id = ids.pop()?;
-    let rate = std::fs::read_to_string(
+    let report = std::fs::read_to_string(
         run_dir
             .join(COMPARES_DIR)
             .join(&compare_id)
@@ -105,8 +147,17 @@ pub fn newest(run_dir: &Path) -> Option<Newest> {
     )
     .ok()
     .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    .and_then(|v| v["summary"]["win_or_tie"]["rate"].as_f64());
-    Some(Newest { compare_id, rate })
+    .unwrap_or_default();
+    let summary = &report["summary"];
+    let judge = &summary["judge"];
+    Some(Newest {
+        rate: summary["win_or_tie"]["rate"].as_f64(),
+        low: summary["win_or_tie"]["low"].as_f64(),
+        judge: judge["conclusive"]
+            .as_bool()
+            .map(|conclusive| (judge["consistency"]["rate"].as_f64(), conclusive)),
+        compare_id,
+    })
 }
 
 /// `compare_<stamp>[_<n>]` ordered by stamp, then by `n` as a number.
@@ -132,32 +183,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_gate_refuses_missing_unfinished_and_low_compares() {
-        let newest = |rate| {
+    fn the_gate_refuses_missing_unfinished_inconclusive_and_low_compares() {
+        let newest = |rate: Option<f64>, low: f64, judge| {
             Some(Newest {
                 compare_id: "compare_1".into(),
                 rate,
+                low: rate.map(|_| low),
+                judge,
             })
         };
+        let sure = Some((Some(0.95), true));
         assert_eq!(decide("r", None, None), Ok(()));
-        assert_eq!(decide("r", Some(0.8), newest(Some(0.8))), Ok(()));
-        assert_eq!(decide("r", Some(0.8), newest(Some(0.9))), Ok(()));
-        let low = decide("r", Some(0.8), newest(Some(0.625)))
+        // The interval's lower end decides, not the point estimate.
+        assert_eq!(decide("r", Some(0.8), newest(Some(0.9), 0.8, sure)), Ok(()));
+        let low = decide("r", Some(0.8), newest(Some(0.9), 0.625, sure))
             .unwrap_err()
             .to_string();
         assert!(
             low.contains("`compare_1`")
-                && low.contains("62.5%")
+                && low.contains("90.0%")
+                && low.contains("starts at 62.5%")
                 && low.contains("min_win_or_tie")
                 && low.contains("--no-gate"),
             "{low}"
         );
+        // An inconclusive compare never passes, whatever its rate.
+        let biased = decide(
+            "r",
+            Some(0.5),
+            newest(Some(1.0), 0.839, Some((Some(0.0), false))),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            biased.contains("inconclusive")
+                && biased.contains("0.0% of the questions")
+                && biased.contains("min_judge_consistency")
+                && biased.contains("--no-gate"),
+            "{biased}"
+        );
+        assert!(matches!(
+            decide("r", Some(0.5), newest(Some(1.0), 0.9, None)),
+            Err(Refusal::Inconclusive {
+                consistency: None,
+                ..
+            })
+        ));
         assert!(matches!(
             decide("r", Some(0.8), None),
             Err(Refusal::Missing { .. })
         ));
         assert!(matches!(
-            decide("r", Some(0.8), newest(None)),
+            decide("r", Some(0.8), newest(None, 0.0, sure)),
             Err(Refusal::Unfinished { .. })
         ));
     }

@@ -438,7 +438,7 @@ async fn judge_and_report(
         parent_out: settings.compare.parent_price_out,
         child_per_hour: settings.compare.child_price_per_hour,
     };
-    let summary = stats::summarize(&items, prices);
+    let summary = stats::summarize(&items, prices, settings.compare.min_judge_consistency);
     let topics_svg = charts::topics(&summary.topics);
     let ok: Vec<&ChildAnswer> = answers.values().filter(|a| a.error.is_none()).collect();
     let parent_total: Vec<f64> = setup
@@ -528,6 +528,11 @@ fn stats_items(
                 swapped: line.swapped.as_ref().is_some_and(|j| j.verdict.is_some())
                     && line.first.as_ref().is_some_and(|j| j.verdict.is_some()),
                 flipped: line.flipped,
+                verdicts: line
+                    .first
+                    .as_ref()
+                    .and_then(|j| j.verdict)
+                    .zip(line.swapped.as_ref().and_then(|j| j.verdict)),
                 cut: answer.is_some_and(|a| a.cut),
                 child: answer.and_then(|a| {
                     Some(stats::Timing {

@@ -150,7 +150,40 @@ fn percent(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".to_owned(), |v| format!("{:.1}%", v * 100.0))
 }
 
-/// `62.5% [30.6%, 86.3%] (5 of 8)`.
+/// The report's first lines (issue 35): why the compare is inconclusive when it is,
+/// then what the judge could tell, each rate with its 95% interval.
+#[must_use]
+pub fn headline(summary: &Summary) -> String {
+    let judge = &summary.judge;
+    let mut text = String::new();
+    if !judge.conclusive {
+        let _ = writeln!(
+            text,
+            "**Inconclusive.** The judge gave the same verdict in both A/B orders on {} of the questions judged both ways, below `[compare] min_judge_consistency` = {}: its verdicts cannot tell the child from the parent. Of the verdicts that flipped with the order, {} preferred whichever answer came first and {} whichever came second.\n",
+            rate_text(&judge.consistency),
+            judge.min_consistency,
+            judge.flips_first,
+            judge.flips_second
+        );
+    }
+    for (key, rate) in [
+        ("Judge consistency (both orders agree)", &judge.consistency),
+        (
+            "Child's win rate among the consistent verdicts",
+            &judge.consistent_wins,
+        ),
+        (
+            "Win-or-tie rate (flipped verdicts count as ties)",
+            &summary.win_or_tie,
+        ),
+    ] {
+        let _ = writeln!(text, "- {key}: {}", rate_text(rate));
+    }
+    text.push('\n');
+    text
+}
+
+/// `62.5% [30.6%, 86.3%] (5 of 8)`, or `n/a (0 of 0)`.
 #[must_use]
 pub fn rate_text(rate: &Rate) -> String {
     match rate.rate {
@@ -224,6 +257,7 @@ fn section(md: &mut String, title: &str, picked: &[&Entry], total: usize) {
 pub fn markdown(header: &Header, summary: &Summary, entries: &[Entry]) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Compare of run {}\n", header.run_id);
+    md.push_str(&headline(summary));
     md.push_str("| | |\n|---|---|\n");
     let short = header.gguf_sha256.get(..12).unwrap_or(&header.gguf_sha256);
     for (key, value) in [
@@ -299,7 +333,9 @@ pub fn markdown(header: &Header, summary: &Summary, entries: &[Entry]) -> String
         let _ = writeln!(md, "| Child cost / parent cost | {:.1}% |", ratio * 100.0);
     }
     md.push('\n');
-    if summary.decided.of == 0 || summary.decided.contains(0.5) {
+    if !summary.judge.conclusive {
+        // The headline said why; the judge's verdicts tell nothing more.
+    } else if summary.decided.of == 0 || summary.decided.contains(0.5) {
         let _ = writeln!(
             md,
             "The 95% interval of the child's share of the decided questions ({}) includes 50%: these {} questions are too few to tell the child from the parent.\n",
@@ -457,14 +493,16 @@ mod tests {
                 topic: "t".into(),
                 outcome: *o,
                 child_error: false,
-                swapped: false,
+                // Judged in both orders, alike: a consistent judge.
+                swapped: true,
                 flipped: false,
+                verdicts: None,
                 cut: false,
                 child: None,
                 parent_tokens: (0, 0),
             })
             .collect();
-        let summary = summarize(&items, Prices::default());
+        let summary = summarize(&items, Prices::default(), 0.6);
         let entries = [
             entry("q1", Outcome::Loss, false),
             entry("q2", Outcome::Loss, true),
@@ -473,6 +511,8 @@ mod tests {
         let md = markdown(&header(), &summary, &entries);
         let order = [
             "# Compare of run run_1",
+            "- Judge consistency (both orders agree): 100.0% [43.9%, 100.0%] (3 of 3)",
+            "- Win-or-tie rate (flipped verdicts count as ties): 33.3% [6.1%, 79.2%] (1 of 3)",
             "| GGUF | Q8_0, llama.cpp b11434, sha256 0123456789ab |",
             "## Summary",
             "| Win-or-tie rate | 33.3% [6.1%, 79.2%] (1 of 3) |",

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::order::Outcome;
+use super::order::{Outcome, Verdict};
 
 /// The normal quantile of a two-sided 95% interval.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -82,6 +82,9 @@ pub struct Item {
     pub swapped: bool,
     /// The verdict flipped with the order.
     pub flipped: bool,
+    /// The judge's two verdicts on A and B, in the drawn order then the swapped one,
+    /// when both parsed.
+    pub verdicts: Option<(Verdict, Verdict)>,
     /// The child's answer was cut at the token limit.
     pub cut: bool,
     /// The child's timings, when it answered.
@@ -159,11 +162,60 @@ pub struct Prices {
     pub child_per_hour: Option<f64>,
 }
 
+/// What the judge could tell (issue 35): how often its two orders agree, and what
+/// the agreeing verdicts say.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Judgement {
+    /// Questions whose two orders agree, over those judged in both orders.
+    pub consistency: Rate,
+    /// The child's wins over the agreeing verdicts (wins, ties and losses).
+    pub consistent_wins: Rate,
+    /// Verdicts that flipped because the judge preferred the first answer both times.
+    pub flips_first: u64,
+    /// Verdicts that flipped because the judge preferred the second answer both times.
+    pub flips_second: u64,
+    /// `[compare] min_judge_consistency`, which it was held to.
+    pub min_consistency: f64,
+    /// Whether the consistency reached it; otherwise the compare is inconclusive.
+    pub conclusive: bool,
+}
+
+/// The [`Judgement`] of `items` held to `min_consistency`.
+#[must_use]
+pub fn judgement(items: &[Item], min_consistency: f64) -> Judgement {
+    let both: Vec<&Item> = items.iter().filter(|i| i.swapped).collect();
+    let agreeing: Vec<&Item> = both.iter().copied().filter(|i| !i.flipped).collect();
+    let counted = agreeing
+        .iter()
+        .filter(|i| i.outcome != Outcome::Unparsed)
+        .count() as u64;
+    let wins = agreeing
+        .iter()
+        .filter(|i| i.outcome == Outcome::Win)
+        .count() as u64;
+    let flips = |verdict| {
+        both.iter()
+            .filter(|i| i.flipped && i.verdicts == Some((verdict, verdict)))
+            .count() as u64
+    };
+    let consistency = Rate::new(agreeing.len() as u64, both.len() as u64);
+    Judgement {
+        consistency,
+        consistent_wins: Rate::new(wins, counted),
+        flips_first: flips(Verdict::A),
+        flips_second: flips(Verdict::B),
+        min_consistency,
+        conclusive: consistency.rate.is_some_and(|r| r >= min_consistency),
+    }
+}
+
 /// The summary of a compare (CMP-21 item 2, with the issue's intervals).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     /// Questions compared.
     pub questions: u64,
+    /// What the judge could tell (issue 35).
+    pub judge: Judgement,
     /// Counts over all questions.
     pub counts: Counts,
     /// Wins and ties over wins, ties and losses.
@@ -214,10 +266,10 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
     sorted.get(rank.min(sorted.len()) - 1).copied()
 }
 
-/// The summary of `items` under `prices`.
+/// The summary of `items` under `prices`, the judge held to `min_consistency`.
 #[must_use]
 #[allow(clippy::cast_precision_loss, reason = "token and question counts")]
-pub fn summarize(items: &[Item], prices: Prices) -> Summary {
+pub fn summarize(items: &[Item], prices: Prices, min_consistency: f64) -> Summary {
     let mut counts = Counts::default();
     let mut topics: Vec<(String, Counts)> = Vec::new();
     for item in items {
@@ -258,6 +310,7 @@ pub fn summarize(items: &[Item], prices: Prices) -> Summary {
     let flipped = items.iter().filter(|i| i.flipped).count() as u64;
     Summary {
         questions: items.len() as u64,
+        judge: judgement(items, min_consistency),
         counts,
         win_or_tie: counts.win_or_tie(),
         decided: counts.decided(),
@@ -336,6 +389,7 @@ mod tests {
             child_error: child.is_none(),
             swapped: false,
             flipped: false,
+            verdicts: None,
             cut: false,
             child: child.map(|(ttft, total, tokens)| Timing {
                 ttft,
@@ -364,7 +418,7 @@ mod tests {
             parent_out: Some(15.0),
             child_per_hour: Some(0.72),
         };
-        let s = summarize(&items, prices);
+        let s = summarize(&items, prices, 0.6);
         assert_eq!(
             s.counts,
             Counts {
@@ -400,6 +454,7 @@ mod tests {
                 parent_in: Some(1.0),
                 ..Prices::default()
             },
+            0.6,
         );
         assert_eq!(
             (
@@ -409,5 +464,71 @@ mod tests {
             ),
             (None, None, None)
         );
+    }
+
+    /// `n` questions judged in both orders, each with its two verdicts and the
+    /// child's answer as A in the first order.
+    fn judged(pairs: &[(Verdict, Verdict)]) -> Vec<Item> {
+        pairs
+            .iter()
+            .map(|&(first, second)| {
+                let (outcome, flipped) = crate::compare::order::combined(
+                    crate::compare::order::outcome(crate::compare::order::Order::ChildA, first),
+                    Some(crate::compare::order::outcome(
+                        crate::compare::order::Order::ParentA,
+                        second,
+                    )),
+                );
+                Item {
+                    swapped: true,
+                    flipped,
+                    verdicts: Some((first, second)),
+                    ..item("t", outcome, Some((0.1, 1.0, 10)))
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_judge_that_always_answers_the_same_position_is_inconclusive() {
+        use Verdict::{A, B, Tie};
+        // Always "A": every verdict flips, all of them on the first position.
+        let always_a = judgement(&judged(&[(A, A); 20]), 0.6);
+        assert_eq!(
+            (always_a.consistency.count, always_a.consistency.of),
+            (0, 20)
+        );
+        assert_eq!((always_a.flips_first, always_a.flips_second), (20, 0));
+        assert!(!always_a.conclusive);
+        assert_eq!(always_a.consistent_wins.rate, None);
+        let always_b = judgement(&judged(&[(B, B); 4]), 0.6);
+        assert_eq!(
+            (
+                always_b.flips_first,
+                always_b.flips_second,
+                always_b.conclusive
+            ),
+            (0, 4, false)
+        );
+        // An honest judge that prefers the parent on 3 of 4 and the child on 1: the
+        // parent is B in the first order (child A) and A in the swapped one.
+        let honest = judgement(&judged(&[(B, A), (B, A), (B, A), (A, B)]), 0.6);
+        assert_eq!((honest.consistency.count, honest.consistency.of), (4, 4));
+        assert_eq!(
+            (honest.consistent_wins.count, honest.consistent_wins.of),
+            (1, 4)
+        );
+        assert!(honest.conclusive);
+        // Half consistent: below 0.6 is inconclusive, at the threshold it is not.
+        let half = judged(&[(B, A), (A, A), (Tie, Tie), (B, B)]);
+        let j = judgement(&half, 0.6);
+        assert_eq!(
+            (j.consistency.count, j.consistency.of, j.conclusive),
+            (2, 4, false)
+        );
+        assert_eq!((j.flips_first, j.flips_second), (1, 1));
+        assert!(judgement(&half, 0.5).conclusive);
+        // Nothing judged in both orders: nothing shows the judge consistent.
+        assert!(!judgement(&[item("t", Outcome::Loss, None)], 0.0).conclusive);
     }
 }

@@ -24,6 +24,9 @@ pub struct Compare {
     /// The gate (issue 15): `push` and `[hub] after_training` refuse a run whose newest
     /// compare has a lower win-or-tie rate, a share in 0..=1; unset: no gate.
     pub min_win_or_tie: Option<f64>,
+    /// Below this share of questions whose two orders agree, a compare is
+    /// inconclusive (issue 35): its report says so first and the gate never passes it.
+    pub min_judge_consistency: f64,
 }
 
 impl Default for Compare {
@@ -36,6 +39,7 @@ impl Default for Compare {
             temperature: 0.0,
             server_start_secs: 300,
             min_win_or_tie: None,
+            min_judge_consistency: 0.6,
         }
     }
 }
@@ -61,6 +65,13 @@ pub(super) fn check(check: &mut Check<'_>, compare: &Compare) {
         check.fail(
             "compare.min_win_or_tie",
             "out of range: a share from 0 to 1 (0.8 is 80%)",
+        );
+    }
+    let consistency = compare.min_judge_consistency;
+    if consistency.is_nan() || !(0.0..=1.0).contains(&consistency) {
+        check.fail(
+            "compare.min_judge_consistency",
+            "out of range: a share from 0 to 1 (0.6 is 60%)",
         );
     }
 }

@@ -790,6 +790,30 @@ fn a_judge_that_always_answers_a_flips_every_verdict_over_the_anthropic_protocol
         md.contains("| Verdicts that flipped with the A/B order (counted as ties) | 100.0% ["),
         "{md}"
     );
+    // Issue 35: such a judge cannot tell the child from the parent, and the report
+    // says so before anything else; the gate refuses the compare.
+    let run_line = format!("# Compare of run {}\n\n", case.run_id);
+    let headline = "**Inconclusive.** The judge gave the same verdict in both A/B orders on 0.0% [0.0%, 8.8%] (0 of 40) of the questions judged both ways, below `[compare] min_judge_consistency` = 0.6: its verdicts cannot tell the child from the parent. Of the verdicts that flipped with the order, 40 preferred whichever answer came first and 0 whichever came second.\n\n- Judge consistency (both orders agree): 0.0% [0.0%, 8.8%] (0 of 40)\n- Child's win rate among the consistent verdicts: n/a (0 of 0)\n- Win-or-tie rate (flipped verdicts count as ties): 100.0% [91.2%, 100.0%] (40 of 40)\n";
+    assert!(md.starts_with(&format!("{run_line}{headline}")), "{md}");
+    assert_eq!(summary["judge"]["conclusive"], false);
+    assert_eq!(summary["judge"]["flips_first"], 40);
+    assert!(
+        text.contains("compare: inconclusive: the judge agreed with itself"),
+        "{text}"
+    );
+    let push = case
+        .training
+        .cmd()
+        .args(["push", &case.run_id, "--dry-run", "--repo", "me/child"])
+        .env("OVERBRAINER_COMPARE__MIN_WIN_OR_TIE", "0.5")
+        .output()
+        .unwrap();
+    let pushed = output_text(&push);
+    assert!(!push.status.success(), "{pushed}");
+    assert!(
+        pushed.contains("is inconclusive: its judge agreed with itself in both A/B orders on 0.0% of the questions, below `[compare] min_judge_consistency`"),
+        "{pushed}"
+    );
     // The verdicts file's lines record the drawn order's raw result: wins exactly where
     // the child was A.
     let verdicts = verdict_files(&dir).pop().unwrap();
@@ -901,7 +925,7 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
     let text = output_text(&refused);
     assert!(!refused.status.success(), "{text}");
     assert!(
-        text.contains(&format!("newest compare `{compare_id}` has a win-or-tie rate of 0.0%, below `[compare] min_win_or_tie` = 0.5")),
+        text.contains(&format!("newest compare `{compare_id}` has a win-or-tie rate of 0.0% whose 95% interval starts at 0.0%, below `[compare] min_win_or_tie` = 0.5")),
         "{text}"
     );
     let passed = push(&["--no-gate"]);
