@@ -1,4 +1,5 @@
-//! `overbrainer compare [--run RUN_ID] [--limit N] [--target NAME] [--rejudge COMPARE_ID]`:
+//! `overbrainer compare [--run RUN_ID] [--limit N] [--target NAME] [--rejudge COMPARE_ID]
+//! [--skip-calibration]`:
 //! the child against the parent (see `compare`), on the run's target or `--target`'s.
 //! Takes the project lock (CMP-3); progress on stderr,
 //! the report's path on stdout. Ctrl-C cancels the child's job, or stops judging and keeps
@@ -25,6 +26,10 @@ pub struct Args {
     /// target for a run whose pod is gone).
     #[arg(long, value_name = "NAME", conflicts_with = "rejudge", add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     pub target: Option<String>,
+    /// Judge without first checking the judge on control pairs (the gate then refuses
+    /// the compare).
+    #[arg(long)]
+    pub skip_calibration: bool,
     /// Judge even when the estimate with the spend passes `budget.max_usd` (the cap
     /// still stops the judging when it is reached).
     #[arg(long)]
@@ -69,6 +74,11 @@ fn render(event: &CompareEvent) {
         CompareEvent::JobLog(line) => tracing::debug!("job.log: {line}"),
         CompareEvent::Answered { done, total } => {
             errln!("compare: the child answered {done}/{total}");
+        }
+        CompareEvent::Calibrated { judge, passed, of } => {
+            errln!(
+                "compare: the judge {judge} preferred the parent's answer over a clearly worse one in {passed} of {of} control pairs"
+            );
         }
         CompareEvent::Judging {
             judge,
@@ -118,6 +128,7 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         limit: args.limit,
         rejudge: args.rejudge.clone(),
         target: args.target.clone(),
+        skip_calibration: args.skip_calibration,
     };
     let cancel = session.context.cancel.clone();
     let flow = crate::compare::compare(

@@ -97,7 +97,7 @@ pub fn pick(project: &Project, run_id: Option<&str>) -> Result<(RunRecord, Gguf)
 }
 
 /// The selected questions of `data/eval.jsonl` (CMP-2).
-fn questions(
+pub(super) fn questions(
     project: &Project,
     limit: Option<usize>,
 ) -> Result<Vec<setup::Question>, CompareError> {

@@ -22,6 +22,8 @@ pub struct Newest {
     /// Its judge's consistency, and whether it reached `min_judge_consistency`
     /// (`None` for a report made before judges were checked).
     pub judge: Option<(Option<f64>, bool)>,
+    /// Whether its judge passed its calibration on control pairs.
+    pub calibrated: bool,
 }
 
 /// Why the gate refuses.
@@ -42,6 +44,18 @@ pub enum Refusal {
         "run `{run_id}`: its newest compare `{compare_id}` has no win-or-tie rate yet, and `[compare] min_win_or_tie` = {min} asks for one: finish it with `overbrainer compare --rejudge {compare_id}`, or pass `--no-gate`"
     )]
     Unfinished {
+        /// Run ID.
+        run_id: String,
+        /// Compare ID.
+        compare_id: String,
+        /// The threshold.
+        min: f64,
+    },
+    /// The judge was not checked on control pairs, or failed them (issue 35).
+    #[error(
+        "run `{run_id}`: the judge of its newest compare `{compare_id}` is uncalibrated (not checked on control pairs, `--skip-calibration`, or a compare made before calibration); `[compare] min_win_or_tie` = {min} needs a calibrated one: run `overbrainer compare` again without `--skip-calibration`, or pass `--no-gate`"
+    )]
+    Uncalibrated {
         /// Run ID.
         run_id: String,
         /// Compare ID.
@@ -103,6 +117,13 @@ pub fn decide(run_id: &str, min: Option<f64>, newest: Option<Newest>) -> Result<
             min,
         });
     };
+    if !newest.calibrated {
+        return Err(Refusal::Uncalibrated {
+            run_id: run_id.to_owned(),
+            compare_id: newest.compare_id,
+            min,
+        });
+    }
     match newest.judge {
         Some((_, true)) => {}
         judge => {
@@ -156,6 +177,7 @@ pub fn newest(run_dir: &Path) -> Option<Newest> {
         judge: judge["conclusive"]
             .as_bool()
             .map(|conclusive| (judge["consistency"]["rate"].as_f64(), conclusive)),
+        calibrated: report["header"]["calibrated"].as_bool().unwrap_or(false),
         compare_id,
     })
 }
@@ -190,6 +212,7 @@ mod tests {
                 rate,
                 low: rate.map(|_| low),
                 judge,
+                calibrated: true,
             })
         };
         let sure = Some((Some(0.95), true));
@@ -229,6 +252,18 @@ mod tests {
                 ..
             })
         ));
+        // An uncalibrated judge never passes either.
+        let mut unchecked = newest(Some(1.0), 0.9, sure);
+        if let Some(n) = unchecked.as_mut() {
+            n.calibrated = false;
+        }
+        let refused = decide("r", Some(0.5), unchecked).unwrap_err().to_string();
+        assert!(
+            refused.contains("uncalibrated")
+                && refused.contains("--skip-calibration")
+                && refused.contains("--no-gate"),
+            "{refused}"
+        );
         assert!(matches!(
             decide("r", Some(0.8), None),
             Err(Refusal::Missing { .. })

@@ -113,7 +113,7 @@ impl Judge {
     }
 
     /// One judgement in `order`: asked once more when the reply does not parse.
-    async fn once(
+    pub(super) async fn once(
         &self,
         question: &Question,
         child: &str,

@@ -13,12 +13,14 @@
 //! - [`stats`]: rates with Wilson intervals, flip rate, per topic, percentiles, costs;
 //!   [`report`]: `compare.md` and `compare.json`; [`charts`]: the SVGs beside them;
 //!   [`hardware`]: `hardware.json` and CMP-22's text;
+//! - [`calibration`]: the judge's control pairs before the child is asked (issue 35);
 //! - [`gate`]: `[compare] min_win_or_tie` before a push.
 //!
 //! A flow: it sends [`CompareEvent`]s and never prints; the run's `run.json` is never
 //! written.
 
 pub mod budget;
+pub mod calibration;
 pub mod charts;
 pub mod child;
 pub mod gate;
@@ -44,6 +46,7 @@ use crate::pipeline::templates::{Prompt, Template};
 use crate::project::Project;
 use crate::runs::RunError;
 use crate::runs::record::write_atomic;
+use calibration::Calibration;
 use setup::{CHILD_ANSWERS_JSONL, ChildAnswer, HARDWARE_JSON, Setup};
 use verdict::VerdictLine;
 
@@ -61,6 +64,8 @@ pub struct Request {
     pub rejudge: Option<String>,
     /// `--target`: where the child's job runs, over the run's own target (issue 34).
     pub target: Option<String>,
+    /// `--skip-calibration`: judge without the control pairs (issue 35).
+    pub skip_calibration: bool,
 }
 
 /// What a compare reports while it works.
@@ -99,6 +104,15 @@ pub enum CompareEvent {
         done: usize,
         /// In all.
         total: usize,
+    },
+    /// The judge answered the control pairs (issue 35).
+    Calibrated {
+        /// `<provider>/<model>`.
+        judge: String,
+        /// Controls passed.
+        passed: usize,
+        /// Controls asked.
+        of: usize,
     },
     /// Judging began.
     Judging {
@@ -176,6 +190,27 @@ pub enum CompareError {
     /// No questions to ask.
     #[error("`data/eval.jsonl` holds no questions: run `overbrainer split` first")]
     NoQuestions,
+    /// The judge failed its calibration (issue 35).
+    #[error(
+        "the judge `{judge}` preferred the parent's answer over a clearly worse one, in both orders, in only {passed} of {of} control pairs, so its verdicts on the child would not mean much; failed: {}. No child question was asked or judged: choose another judge (`[roles.judge]`), or pass `--skip-calibration` to judge anyway (the gate then refuses the compare)",
+        failed.join(", ")
+    )]
+    Uncalibrated {
+        /// `<provider>/<model>`.
+        judge: String,
+        /// Controls passed.
+        passed: usize,
+        /// Controls asked.
+        of: usize,
+        /// The failed controls' names.
+        failed: Vec<String>,
+    },
+    /// No control pair can be made of the eval questions (issue 35).
+    #[error(
+        "no control pair for the judge's calibration can be made of the questions of `data/eval.jsonl` (it needs two different parent answers, or one of at least {} words); pass `--skip-calibration` to judge anyway (the gate then refuses the compare)",
+        calibration::CUT_WORDS * 3
+    )]
+    NoControls,
     /// A container or Runpod target: not compared by this build.
     #[error(
         "target `{0}` is not a native local or SSH target; compare runs only there in this build"
@@ -255,6 +290,12 @@ pub async fn compare(
         }
         let dir = find(project, request.run_id.as_deref(), id)?;
         let setup = Setup::load(&dir).map_err(CompareError::Bad)?;
+        // The same judge's calibration holds; another judge answers its own controls.
+        let judge = make_judge(project, settings, context, events).await?;
+        if Calibration::load(&dir).is_none_or(|c| c.judge_key != judge.key) {
+            let calibration = calibrate(&judge, &setup.questions, request, context, events).await?;
+            calibration.save(&dir).map_err(CompareError::Bad)?;
+        }
         emit(
             events,
             CompareEvent::Started {
@@ -269,13 +310,119 @@ pub async fn compare(
     let (record, gguf) = child::pick(project, request.run_id.as_deref())?;
     // The judge must be usable before the child is asked: a missing role or key fails now,
     // and so does a judge without a price under the budget's cap (issue 20).
-    let judge = context.role_client("judge", judge_role(settings).0).await?;
-    judge_budget(context, &judge).await?;
+    let judge = make_judge(project, settings, context, events).await?;
+    // Issue 35: a judge that cannot tell a clearly worse answer is refused before the
+    // child is asked.
+    let questions = child::questions(project, request.limit)?;
+    let calibration = calibrate(&judge, &questions, request, context, events).await?;
     let (dir, setup) = child::run(
         project, settings, env, &record, gguf, request, events, cancel,
     )
     .await?;
+    calibration.save(&dir).map_err(CompareError::Bad)?;
     judge_and_report(project, settings, context, &dir, setup, events, cancel).await
+}
+
+/// The judge of this compare: its client under the budget, the prompt, and the key of
+/// its verdicts.
+struct MadeJudge {
+    judge: judge::Judge,
+    key: String,
+    name: String,
+}
+
+/// The judge role's client, prompt and budget (a missing role or key, or a judge
+/// without a price under the budget's cap, fails here, issue 20).
+async fn make_judge(
+    project: &Project,
+    settings: &Settings,
+    context: &Context,
+    events: &Events,
+) -> Result<MadeJudge, CompareError> {
+    let client = context.role_client("judge", judge_role(settings).0).await?;
+    let prompt = Prompt::load(&project.prompts_dir(), Template::Judge)
+        .map_err(|e| CompareError::Bad(e.to_string()))?;
+    let key = verdict::judge_key(&client.provider, &client.role.model, prompt.source());
+    let name = format!("{}/{}", client.provider, client.role.model);
+    let budget = judge_budget(context, &client).await?;
+    Ok(MadeJudge {
+        judge: judge::Judge {
+            client: client.client.clone(),
+            role: client.role.clone(),
+            prompt,
+            concurrency: settings.pipeline.concurrency.max(1) as usize,
+            budget,
+            events: events.clone(),
+        },
+        key,
+        name,
+    })
+}
+
+/// The judge's calibration on `questions` (issue 35), or its skipped record with
+/// `--skip-calibration`: the controls' estimate is held to the budget first.
+///
+/// # Errors
+///
+/// [`CompareError::Uncalibrated`] when the judge fails it, [`CompareError::NoControls`]
+/// when no control can be made; the budget's and the judge's errors.
+async fn calibrate(
+    made: &MadeJudge,
+    questions: &[setup::Question],
+    request: &Request,
+    context: &Context,
+    events: &Events,
+) -> Result<Calibration, CompareError> {
+    if request.skip_calibration {
+        return Ok(Calibration {
+            judge_key: made.key.clone(),
+            judge: made.name.clone(),
+            skipped: true,
+            controls: Vec::new(),
+        });
+    }
+    let controls = calibration::controls(questions);
+    if controls.is_empty() {
+        return Err(CompareError::NoControls);
+    }
+    let mut users = Vec::new();
+    for (index, _, worse) in &controls {
+        let question = &questions[*index];
+        let user = made
+            .judge
+            .prompt
+            .render(minijinja::context! {
+                question => question.user,
+                answer_a => question.parent_answer,
+                answer_b => worse,
+            })
+            .map_err(|e| CompareError::Bad(e.to_string()))?;
+        users.extend([user.clone(), user]);
+    }
+    made.judge
+        .budget
+        .check_estimate(&users, context.over_budget)
+        .map_err(CompareError::Bad)?;
+    let calibration = calibration::calibrate(&made.judge, questions, &made.key, &made.name)
+        .await
+        .map_err(|source| CompareError::Bad(format!("the judge's calibration failed: {source}")))?;
+    emit(
+        events,
+        CompareEvent::Calibrated {
+            judge: made.name.clone(),
+            passed: calibration.passed(),
+            of: calibration.controls.len(),
+        },
+    );
+    if !calibration.calibrated() {
+        return Err(CompareError::Uncalibrated {
+            judge: made.name.clone(),
+            passed: calibration.passed(),
+            of: calibration.controls.len(),
+            failed: calibration.failed(),
+        });
+    }
+    Ok(calibration)
 }
 
 /// The directory of compare `id`: in `run`'s `compares/`, else in any run's.
@@ -363,16 +510,16 @@ async fn judge_and_report(
     let answers: Vec<ChildAnswer> = read_lines(&dir.join(CHILD_ANSWERS_JSONL))?;
     let answers: HashMap<String, ChildAnswer> =
         answers.into_iter().map(|a| (a.id.clone(), a)).collect();
-    let (role, judge_is_parent) = judge_role(settings);
-    let client = context.role_client("judge", role).await?;
-    let prompt = Prompt::load(&project.prompts_dir(), Template::Judge)
-        .map_err(|e| CompareError::Bad(e.to_string()))?;
-    let key = verdict::judge_key(&client.provider, &client.role.model, prompt.source());
+    let judge_is_parent = judge_role(settings).1;
+    let MadeJudge {
+        judge,
+        key,
+        name: judge_name,
+    } = make_judge(project, settings, context, events).await?;
     let file = dir.join(verdict::file_name(&key));
     let mut lines: Vec<VerdictLine> = read_lines(&file)?;
     let done: HashSet<String> = verdict::decided_ids(&lines);
     let total = setup.questions.len();
-    let judge_name = format!("{}/{}", client.provider, client.role.model);
     emit(
         events,
         CompareEvent::Judging {
@@ -386,20 +533,12 @@ async fn judge_and_report(
             total,
         },
     );
-    let budget = judge_budget(context, &client).await?;
-    let pending = budget::pending_prompts(&setup, &answers, &done, &prompt)
+    let pending = budget::pending_prompts(&setup, &answers, &done, &judge.prompt)
         .map_err(|e| CompareError::Bad(e.to_string()))?;
-    budget
+    judge
+        .budget
         .check_estimate(&pending, context.over_budget)
         .map_err(CompareError::Bad)?;
-    let judge = judge::Judge {
-        client: client.client.clone(),
-        role: client.role.clone(),
-        prompt,
-        concurrency: settings.pipeline.concurrency.max(1) as usize,
-        budget,
-        events: events.clone(),
-    };
     let setup = Arc::new(setup);
     let answers = Arc::new(answers);
     let judged = judge::judge_missing(&judge, &setup, &answers, &done, &file, cancel, &|line| {
@@ -428,6 +567,8 @@ async fn judge_and_report(
     }
     let verdicts: HashMap<String, VerdictLine> =
         lines.into_iter().map(|l| (l.id.clone(), l)).collect();
+    // The calibration of this judge (issue 35); another judge's does not count.
+    let calibration = Calibration::load(dir).filter(|c| c.judge_key == key);
     let hardware: hardware::Hardware = std::fs::read_to_string(dir.join(HARDWARE_JSON))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -472,6 +613,8 @@ async fn judge_and_report(
         gguf_sha256: setup.gguf.sha256.clone(),
         hardware: hardware::text(&hardware),
         cpu: hardware::build(&hardware) == hardware::Build::Cpu,
+        calibrated: calibration.as_ref().is_some_and(Calibration::calibrated),
+        calibration,
         judge: judge_name,
         judge_is_parent,
         judge_key: key,

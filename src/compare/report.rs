@@ -47,6 +47,10 @@ pub struct Header {
     pub cpu: bool,
     /// `<provider>/<model>`.
     pub judge: String,
+    /// Whether the judge passed its calibration (issue 35).
+    pub calibrated: bool,
+    /// Its calibration; `None` when it has none (a compare judged before issue 35).
+    pub calibration: Option<super::calibration::Calibration>,
     /// The judge is the parent role.
     pub judge_is_parent: bool,
     /// The verdicts file's key.
@@ -153,7 +157,7 @@ fn percent(value: Option<f64>) -> String {
 /// The report's first lines (issue 35): why the compare is inconclusive when it is,
 /// then what the judge could tell, each rate with its 95% interval.
 #[must_use]
-pub fn headline(summary: &Summary) -> String {
+pub fn headline(header: &Header, summary: &Summary) -> String {
     let judge = &summary.judge;
     let mut text = String::new();
     if !judge.conclusive {
@@ -165,6 +169,24 @@ pub fn headline(summary: &Summary) -> String {
             judge.flips_first,
             judge.flips_second
         );
+    }
+    if !header.calibrated {
+        let _ = writeln!(
+            text,
+            "**Uncalibrated.** The judge {} was {}: nothing shows it prefers a clearly better answer, so the gate before `push` refuses this compare.\n",
+            header.judge,
+            header.calibration.as_ref().map_or_else(
+                || "not checked on control pairs".to_owned(),
+                |c| if c.skipped {
+                    "not checked on control pairs (`--skip-calibration`)".to_owned()
+                } else {
+                    format!("checked on control pairs and {}", c.text())
+                },
+            )
+        );
+    }
+    if let Some(calibration) = header.calibration.as_ref().filter(|c| !c.skipped) {
+        let _ = writeln!(text, "- Judge calibration: {}", calibration.text());
     }
     for (key, rate) in [
         ("Judge consistency (both orders agree)", &judge.consistency),
@@ -257,7 +279,7 @@ fn section(md: &mut String, title: &str, picked: &[&Entry], total: usize) {
 pub fn markdown(header: &Header, summary: &Summary, entries: &[Entry]) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Compare of run {}\n", header.run_id);
-    md.push_str(&headline(summary));
+    md.push_str(&headline(header, summary));
     md.push_str("| | |\n|---|---|\n");
     let short = header.gguf_sha256.get(..12).unwrap_or(&header.gguf_sha256);
     for (key, value) in [
@@ -458,6 +480,21 @@ mod tests {
             hardware: "CPU X (CPU build)".into(),
             cpu: true,
             judge: "p/judge".into(),
+            calibrated: true,
+            calibration: Some(crate::compare::calibration::Calibration {
+                judge_key: "k".into(),
+                judge: "p/judge".into(),
+                skipped: false,
+                controls: vec![crate::compare::calibration::Control {
+                    question: "q1".into(),
+                    worse: crate::compare::calibration::Worse::Cut { words: 5 },
+                    verdicts: (
+                        Some(crate::compare::order::Verdict::A),
+                        Some(crate::compare::order::Verdict::B),
+                    ),
+                    prefers_parent: true,
+                }],
+            }),
             judge_is_parent: true,
             judge_key: "k".into(),
             questions: 2,
@@ -511,6 +548,7 @@ mod tests {
         let md = markdown(&header(), &summary, &entries);
         let order = [
             "# Compare of run run_1",
+            "- Judge calibration: preferred the parent's answer over a clearly worse one, in both orders, in 1 of 1 control pairs",
             "- Judge consistency (both orders agree): 100.0% [43.9%, 100.0%] (3 of 3)",
             "- Win-or-tie rate (flipped verdicts count as ties): 33.3% [6.1%, 79.2%] (1 of 3)",
             "| GGUF | Q8_0, llama.cpp b11434, sha256 0123456789ab |",

@@ -119,7 +119,9 @@ struct Hold {
 /// `POST /messages` (anthropic), the key checked, verdicts scripted per question text.
 struct Judge {
     url: String,
+    scripts: Arc<Mutex<HashMap<String, (Script, String)>>>,
     requests: Arc<AtomicUsize>,
+    controls: Arc<AtomicUsize>,
     hold: Arc<(Mutex<Hold>, Condvar)>,
 }
 
@@ -128,31 +130,51 @@ impl Judge {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(AtomicUsize::new(0));
+        let controls = Arc::new(AtomicUsize::new(0));
         let per_question = Arc::new(Mutex::new(HashMap::new()));
         let hold = Arc::new((Mutex::new(Hold::default()), Condvar::new()));
-        let scripts = Arc::new(scripts);
-        let (all_requests, asked_times, holding) = (requests.clone(), per_question, hold.clone());
+        let scripts = Arc::new(Mutex::new(scripts));
+        let (all_requests, asked_times, holding, all_controls) = (
+            requests.clone(),
+            per_question,
+            hold.clone(),
+            controls.clone(),
+        );
         let key = key.to_owned();
+        let all_scripts = scripts.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let (count, times, gate, script, secret) = (
+                let (count, times, gate, script, secret, controls) = (
                     all_requests.clone(),
                     asked_times.clone(),
                     holding.clone(),
-                    scripts.clone(),
+                    all_scripts.clone(),
                     key.clone(),
+                    all_controls.clone(),
                 );
                 std::thread::spawn(move || {
-                    serve(stream, anthropic, &secret, &script, &count, &times, &gate);
+                    serve(
+                        stream, anthropic, &secret, &script, &count, &controls, &times, &gate,
+                    );
                 });
             }
         });
         Self {
             url,
+            scripts,
             requests,
+            controls,
             hold,
         }
+    }
+
+    /// Scripts one more question, with its parent's answer.
+    fn learn(&self, question: &str, script: Script, parent: &str) {
+        self.scripts
+            .lock()
+            .unwrap()
+            .insert(question.to_owned(), (script, parent.to_owned()));
     }
 
     fn hold_after(&self, n: usize) {
@@ -165,17 +187,28 @@ impl Judge {
         wake.notify_all();
     }
 
+    /// Requests about the child's questions.
     fn count(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
     }
+
+    /// Requests about control pairs (issue 35).
+    fn controls(&self) -> usize {
+        self.controls.load(Ordering::SeqCst)
+    }
 }
 
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the stand-in's shared state, each needed"
+)]
 fn serve(
     mut stream: std::net::TcpStream,
     anthropic: bool,
     key: &str,
-    scripts: &HashMap<String, (Script, String)>,
+    scripts: &Mutex<HashMap<String, (Script, String)>>,
     count: &AtomicUsize,
+    controls: &AtomicUsize,
     seen: &Mutex<HashMap<String, usize>>,
     hold: &(Mutex<Hold>, Condvar),
 ) {
@@ -229,14 +262,7 @@ fn serve(
         );
         return;
     }
-    let number = count.fetch_add(1, Ordering::SeqCst) + 1;
-    {
-        let (lock, wake) = hold;
-        let mut state = lock.lock().unwrap();
-        while state.answer_first.is_some_and(|n| number > n) && !state.released {
-            state = wake.wait(state).unwrap();
-        }
-    }
+    let scripts = &scripts.lock().unwrap().clone();
     let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
     let content = &request["messages"][0]["content"];
     let prompt = content
@@ -250,6 +276,50 @@ fn serve(
         .and_then(|rest| rest.split("\n\nAnswer A:\n").next())
         .unwrap()
         .to_owned();
+    let reply_with = |stream: &mut std::net::TcpStream, text: &str| {
+        let body = if anthropic {
+            serde_json::json!({
+                "id": "msg_1", "type": "message", "role": "assistant", "model": request["model"],
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}
+            })
+        } else {
+            serde_json::json!({
+                "id": "c1", "object": "chat.completion", "model": request["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+            })
+        }
+        .to_string();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    };
+    // Issue 35's control pairs: the parent's answer against another question's or
+    // against its own first words. Every scripted judge but the position-biased one
+    // prefers the parent there; they are counted apart from the child's questions.
+    if let Some(parent_label) = control(&prompt, &question, scripts) {
+        controls.fetch_add(1, Ordering::SeqCst);
+        let verdict = match scripts.get(&question).map(|(script, _)| *script) {
+            Some(Script::AlwaysA) => "A",
+            _ => parent_label,
+        };
+        reply_with(
+            &mut stream,
+            &format!(r#"{{"verdict": "{verdict}", "reason": "A control."}}"#),
+        );
+        return;
+    }
+    let number = count.fetch_add(1, Ordering::SeqCst) + 1;
+    {
+        let (lock, wake) = hold;
+        let mut state = lock.lock().unwrap();
+        while state.answer_first.is_some_and(|n| number > n) && !state.released {
+            state = wake.wait(state).unwrap();
+        }
+    }
     let times = {
         let mut seen = seen.lock().unwrap();
         let n = seen.entry(question.clone()).or_insert(0);
@@ -279,20 +349,41 @@ fn serve(
         }
         Script::Garbage => "Both answers have merit.".to_owned(),
     };
-    let body = if anthropic {
-        serde_json::json!({
-            "id": "msg_1", "type": "message", "role": "assistant", "model": request["model"],
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}
-        })
+    reply_with(&mut stream, &text);
+}
+
+/// The two answers of a judge prompt (the default `judge.txt` layout).
+fn answers(prompt: &str) -> (String, String) {
+    let rest = prompt.split("Answer A:\n").nth(1).unwrap();
+    let (a, rest) = rest.split_once("\n\nAnswer B:\n").unwrap();
+    let b = rest.split("\n\nWhich answer is better").next().unwrap();
+    (a.trim().to_owned(), b.trim().to_owned())
+}
+
+/// The parent's label (`A` or `B`) when the prompt is a control pair of `question`:
+/// its parent's answer against another question's parent answer or against its own
+/// first words.
+fn control(
+    prompt: &str,
+    question: &str,
+    scripts: &HashMap<String, (Script, String)>,
+) -> Option<&'static str> {
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let parent = words(&scripts.get(question)?.1);
+    let (a, b) = answers(prompt);
+    let (a, b) = (words(&a), words(&b));
+    let (label, other) = if a == parent {
+        ("A", b)
+    } else if b == parent {
+        ("B", a)
     } else {
-        serde_json::json!({
-            "id": "c1", "object": "chat.completion", "model": request["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-        })
+        return None;
     };
-    reply("200 OK", body.to_string());
+    let another = scripts
+        .values()
+        .any(|(_, answer)| words(answer) == other && other != parent);
+    let cut = other.len() < parent.len() && parent.starts_with(&other);
+    (another || cut).then_some(label)
 }
 
 /// A long random token: the judge's key, searched for in every file and output.
@@ -599,7 +690,13 @@ fn a_local_compare_counts_scripted_verdicts_with_intervals_percentiles_and_costs
     let eval_path = case.training.project.path().join("data/eval.jsonl");
     let mut eval = case.eval.clone();
     let long = "Please think about this. ".repeat(400);
-    eval[2]["messages"][0]["content"] = long.into();
+    eval[2]["messages"][0]["content"] = long.clone().into();
+    // Its calibration control (issue 35) shows the judge this question.
+    case.judge.learn(
+        &long,
+        Child,
+        eval[2]["messages"][1]["content"].as_str().unwrap(),
+    );
     let text: String = eval.iter().fold(String::new(), |mut out, r| {
         let _ = writeln!(out, "{r}");
         out
@@ -756,7 +853,29 @@ fn a_local_compare_counts_scripted_verdicts_with_intervals_percentiles_and_costs
 #[test]
 fn a_judge_that_always_answers_a_flips_every_verdict_over_the_anthropic_protocol() {
     let case = case(false, true, &[Script::AlwaysA; 40], &[]);
+    // Issue 35: its calibration fails (it prefers the parent's answer only when it
+    // comes first), before the child is asked.
     let (output, text) = case.compare(&[]);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("the judge `judge/judge-model` preferred the parent's answer over a clearly worse one, in both orders, in only 0 of 4 control pairs"),
+        "{text}"
+    );
+    // The demo's answers are too short to cut: each control is another's answer.
+    let id = |i: usize| case.eval[i]["id"].as_str().unwrap().to_owned();
+    let failed = (0..4)
+        .map(|i| format!("`{}` against the answer to `{}`", id(i), id(i + 1)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    assert!(text.contains(&format!("failed: {failed}.")), "{text}");
+    assert!(text.contains("--skip-calibration"), "{text}");
+    assert_eq!(
+        (case.judge.count(), case.judge.controls()),
+        (0, 8),
+        "{text}"
+    );
+    assert!(!case.compares().exists() || std::fs::read_dir(case.compares()).unwrap().count() == 0);
+    let (output, text) = case.compare(&["--skip-calibration"]);
     assert!(output.status.success(), "{text}");
     let dir = case.dir_of(&output);
     assert_eq!(case.judge.count(), 80, "{text}");
@@ -793,7 +912,7 @@ fn a_judge_that_always_answers_a_flips_every_verdict_over_the_anthropic_protocol
     // Issue 35: such a judge cannot tell the child from the parent, and the report
     // says so before anything else; the gate refuses the compare.
     let run_line = format!("# Compare of run {}\n\n", case.run_id);
-    let headline = "**Inconclusive.** The judge gave the same verdict in both A/B orders on 0.0% [0.0%, 8.8%] (0 of 40) of the questions judged both ways, below `[compare] min_judge_consistency` = 0.6: its verdicts cannot tell the child from the parent. Of the verdicts that flipped with the order, 40 preferred whichever answer came first and 0 whichever came second.\n\n- Judge consistency (both orders agree): 0.0% [0.0%, 8.8%] (0 of 40)\n- Child's win rate among the consistent verdicts: n/a (0 of 0)\n- Win-or-tie rate (flipped verdicts count as ties): 100.0% [91.2%, 100.0%] (40 of 40)\n";
+    let headline = "**Inconclusive.** The judge gave the same verdict in both A/B orders on 0.0% [0.0%, 8.8%] (0 of 40) of the questions judged both ways, below `[compare] min_judge_consistency` = 0.6: its verdicts cannot tell the child from the parent. Of the verdicts that flipped with the order, 40 preferred whichever answer came first and 0 whichever came second.\n\n**Uncalibrated.** The judge judge/judge-model was not checked on control pairs (`--skip-calibration`): nothing shows it prefers a clearly better answer, so the gate before `push` refuses this compare.\n\n- Judge consistency (both orders agree): 0.0% [0.0%, 8.8%] (0 of 40)\n- Child's win rate among the consistent verdicts: n/a (0 of 0)\n- Win-or-tie rate (flipped verdicts count as ties): 100.0% [91.2%, 100.0%] (40 of 40)\n";
     assert!(md.starts_with(&format!("{run_line}{headline}")), "{md}");
     assert_eq!(summary["judge"]["conclusive"], false);
     assert_eq!(summary["judge"]["flips_first"], 40);
@@ -811,7 +930,10 @@ fn a_judge_that_always_answers_a_flips_every_verdict_over_the_anthropic_protocol
     let pushed = output_text(&push);
     assert!(!push.status.success(), "{pushed}");
     assert!(
-        pushed.contains("is inconclusive: its judge agreed with itself in both A/B orders on 0.0% of the questions, below `[compare] min_judge_consistency`"),
+        pushed.contains(&format!(
+            "the judge of its newest compare `{}` is uncalibrated",
+            dir.file_name().unwrap().to_string_lossy()
+        )),
         "{pushed}"
     );
     // The verdicts file's lines record the drawn order's raw result: wins exactly where
@@ -854,11 +976,13 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
             other => Err(other),
         }
     });
-    // MET-9: the six answered judge requests count under stage `compare` with the judge's
-    // model, 10 prompt and 5 output tokens each as the stand-in reports; the held one not yet.
+    // MET-9: the six answered judge requests and the eight of the calibration (issue 35)
+    // count under stage `compare` with the judge's model, 10 prompt and 5 output tokens
+    // each as the stand-in reports; the held one not yet.
+    assert_eq!(case.judge.controls(), 8);
     let url = stderr.metrics_url();
     let text = scrape(&url);
-    for (direction, tokens) in [("in", 60), ("out", 30)] {
+    for (direction, tokens) in [("in", 140), ("out", 70)] {
         let line = format!(
             "overbrainer_tokens_total{{stage=\"compare\",model=\"judge-model\",direction=\"{direction}\"}} {tokens}\n"
         );
@@ -892,6 +1016,15 @@ fn ctrl_c_while_judging_keeps_the_verdicts_and_rejudge_asks_only_for_the_missing
     assert_eq!(read_lines(&verdicts).len(), 6);
     let report = read_json(&dir.join("compare.json"));
     assert_eq!(report["summary"]["counts"]["losses"], 6);
+    // Issue 35: a judge that prefers the parent is calibrated and consistent; the
+    // report's first lines say what it can tell.
+    let md = std::fs::read_to_string(dir.join("compare.md")).unwrap();
+    let headline = format!(
+        "# Compare of run {}\n\n- Judge calibration: preferred the parent's answer over a clearly worse one, in both orders, in 4 of 4 control pairs\n- Judge consistency (both orders agree): 100.0% [61.0%, 100.0%] (6 of 6)\n- Child's win rate among the consistent verdicts: 0.0% [0.0%, 39.0%] (0 of 6)\n- Win-or-tie rate (flipped verdicts count as ties): 0.0% [0.0%, 39.0%] (0 of 6)\n",
+        case.run_id
+    );
+    assert!(md.starts_with(&headline), "{md}");
+    assert_eq!(report["header"]["calibrated"], true);
     // Another judge model: a new verdicts file, every question judged again.
     let before = case.judge.count();
     let output = case
@@ -1101,7 +1234,13 @@ fn an_unpriced_judge_under_a_cap_is_refused_before_the_child_and_allowed_goes_to
             .join(".overbrainer/ledger.jsonl"),
     );
     let judged: Vec<_> = ledger.iter().filter(|l| l["stage"] == "compare").collect();
-    assert_eq!(judged.len(), case.judge.count(), "{ledger:?}");
+    // The calibration's requests too (issue 35).
+    assert!(case.judge.controls() > 0);
+    assert_eq!(
+        judged.len(),
+        case.judge.count() + case.judge.controls(),
+        "{ledger:?}"
+    );
     assert!(
         judged
             .iter()
