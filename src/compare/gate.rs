@@ -183,7 +183,7 @@ pub fn newest(run_dir: &Path) -> Option<Newest> {
 }
 
 /// `compare_<stamp>[_<n>]` ordered by stamp, then by `n` as a number.
-fn sort_key(id: &str) -> (String, u32) {
+pub(super) fn sort_key(id: &str) -> (String, u32) {
     let rest = id.trim_start_matches("compare_");
     match rest.split_once('_') {
         Some((stamp, n)) => (stamp.to_owned(), n.parse().unwrap_or(0)),

@@ -14,7 +14,8 @@
 //!   [`report`]: `compare.md` and `compare.json`; [`charts`]: the SVGs beside them;
 //!   [`hardware`]: `hardware.json` and CMP-22's text;
 //! - [`calibration`]: the judge's control pairs before the child is asked (issue 35);
-//! - [`gate`]: `[compare] min_win_or_tie` before a push.
+//! - [`gate`]: `[compare] min_win_or_tie` before a push; [`listing`]: the compares as
+//!   the TUI lists them.
 //!
 //! A flow: it sends [`CompareEvent`]s and never prints; the run's `run.json` is never
 //! written.
@@ -27,6 +28,7 @@ pub mod gate;
 pub mod hardware;
 pub mod job;
 pub mod judge;
+pub mod listing;
 pub mod order;
 pub mod report;
 pub mod setup;

@@ -98,7 +98,8 @@ pub struct App {
     pub training: TrainingView,
     /// The Logs view.
     pub logs: LogsView,
-    compare: CompareView,
+    /// The Compare view.
+    pub compare: CompareView,
     dialog: Option<Dialog>,
     help: bool,
     message: Option<Message>,
@@ -340,6 +341,10 @@ impl App {
             }
             FlowEvent::Spend(spend) => {
                 self.spend = Some(spend);
+                Vec::new()
+            }
+            FlowEvent::Compares(compares) => {
+                self.compare.set_compares(compares);
                 Vec::new()
             }
             FlowEvent::Runs(runs) => {

@@ -27,6 +27,8 @@ pub enum FlowEvent {
     },
     /// The runs of `runs/`, freshly read.
     Runs(Vec<RunRecord>),
+    /// The compares with a report, freshly read with the runs, newest first.
+    Compares(Vec<crate::compare::listing::Listed>),
     /// The project's spend from its ledger against `budget.max_usd` (issue 20), freshly
     /// read with the runs.
     Spend(super::components::footer::SpendShown),

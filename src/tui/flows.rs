@@ -104,6 +104,11 @@ impl Flows {
                         let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
                     }
                     let _ = sender.send(FlowEvent::Runs(runs));
+                    let (compares, warnings) = crate::compare::listing::list(&dir);
+                    for warning in warnings {
+                        let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
+                    }
+                    let _ = sender.send(FlowEvent::Compares(compares));
                     send_spend(&sender, &root, &budget);
                 });
             }

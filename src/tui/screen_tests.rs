@@ -119,6 +119,73 @@ fn training_view_refusal_message_snapshots() {
     snapshot_both("training_refused", &app);
 }
 
+/// A compare as `compare.json` gives it: an honest judge, two topics, two losses.
+fn listed(compare_id: &str, conclusive: bool, calibrated: bool) -> crate::compare::listing::Listed {
+    use crate::compare::listing::{Listed, Loss, TopicLine};
+    Listed {
+        run_id: "20260101T000000Z-a1b2".into(),
+        compare_id: compare_id.into(),
+        judge: "judge/judge-model".into(),
+        calibrated,
+        calibration: calibrated.then(|| {
+            "preferred the parent's answer over a clearly worse one, in both orders, in 4 of 4 control pairs".to_owned()
+        }),
+        conclusive,
+        min_consistency: 0.6,
+        consistency: "100.0% [61.0%, 100.0%] (6 of 6)".into(),
+        consistent_wins: "33.3% [9.7%, 70.0%] (2 of 6)".into(),
+        win_or_tie: "50.0% [18.8%, 81.2%] (3 of 6)".into(),
+        win_or_tie_rate: Some(0.5),
+        flips: (0, 0),
+        latency_p50: Some(1.25),
+        child_cost_per_1000: None,
+        topics: vec![
+            TopicLine {
+                topic: "rust".into(),
+                counts: (2, 1, 0),
+                win_or_tie: "100.0% [43.9%, 100.0%] (3 of 3)".into(),
+            },
+            TopicLine {
+                topic: "geography".into(),
+                counts: (0, 0, 3),
+                win_or_tie: "0.0% [0.0%, 56.1%] (0 of 3)".into(),
+            },
+        ],
+        losses: vec![
+            Loss {
+                id: "q4".into(),
+                topic: "geography".into(),
+                reason: "The parent names the right capital.".into(),
+            },
+            Loss {
+                id: "q5".into(),
+                topic: "geography".into(),
+                reason: "the child did not answer".into(),
+            },
+        ],
+    }
+}
+
+#[test]
+fn compare_view_snapshots() {
+    let mut app = app();
+    // The older one: a judge that always answers "A", judged with `--skip-calibration`.
+    let mut biased = listed("compare_20260101-000000", false, false);
+    biased.consistency = "0.0% [0.0%, 39.0%] (0 of 6)".into();
+    biased.consistent_wins = "n/a (0 of 0)".into();
+    biased.win_or_tie = "100.0% [61.0%, 100.0%] (6 of 6)".into();
+    biased.flips = (6, 0);
+    app.on_flow(FlowEvent::Compares(vec![
+        listed("compare_20260102-000000", true, true),
+        biased,
+    ]));
+    app.handle_key(ch('6'));
+    snapshot_both("compare_list", &app);
+    // `j` selects the older one: inconclusive and uncalibrated, said first.
+    app.handle_key(ch('j'));
+    snapshot_both("compare_inconclusive", &app);
+}
+
 #[test]
 fn other_views_snapshots() {
     let mut app = app();
