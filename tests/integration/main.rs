@@ -87,6 +87,8 @@ mod runpod_pods;
 mod runpod_containers;
 // Flows: the Runpod v2 client and the pod lifecycle against the stand-in (issue 12).
 mod runpod;
+// Flows: a 429 on a pod listing, get or delete waited out within its bounds (issue 34).
+mod runpod_rate;
 // Flows: the pod driver performs the lifecycle's effects on real container pods (issue 12).
 mod runpod_driver;
 // Flows: the pod's watchdog script by real bash and curl against the stand-in (issue 12).
