@@ -87,6 +87,9 @@ mod runpod_pods;
 mod runpod_containers;
 // Flows: the Runpod v2 client and the pod lifecycle against the stand-in (issue 12).
 mod runpod;
+// Flows: the real bootstrap on a runpod/pytorch-like image and on a plain one, and the
+// image's environment it writes for the jobs (issue 34).
+mod runpod_images;
 // Flows: a 429 on a pod listing, get or delete waited out within its bounds (issue 34).
 mod runpod_rate;
 // Flows: the pod driver performs the lifecycle's effects on real container pods (issue 12).

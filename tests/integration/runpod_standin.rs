@@ -502,6 +502,15 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
             &["$: name and image are required".to_owned()],
         );
     }
+    // The stand-in's choice: how v2 answers `args` no shell could split is not
+    // documented.
+    if let Some(Err(error)) = fields
+        .get("args")
+        .and_then(Value::as_str)
+        .map(crate::runpod_pods::words)
+    {
+        return problem(400, "Bad Request", &error);
+    }
     let faults = &mut state.faults;
     if faults.no_credit {
         return problem(402, "Payment Required", "insufficient balance");

@@ -1,0 +1,144 @@
+//! The real bootstrap on both kinds of image a pod may run (issue 34), through the
+//! stand-in, whose pods do with `args` what v2 does (they replace the image's `CMD`
+//! and run under its `ENTRYPOINT`): a runpod/pytorch-like image (an entrypoint ending
+//! in `exec "$@"`, `CMD ["/start.sh"]`) and a plain one (no entrypoint). On both the
+//! bootstrap becomes the pod's first process instead of `/start.sh`, `sshd` answers
+//! with the run's pinned host key only, and `/etc/overbrainer/job.env` holds what the
+//! image (and its entrypoint) set, never a secret of the pod.
+
+use std::time::Duration;
+
+use overbrainer::exec::{Executor as _, SshExecutor};
+use overbrainer::runpod::api::RunpodClient;
+use overbrainer::runpod::body::{PodSpec, create_body};
+use overbrainer::runpod::bootstrap::{BOOTSTRAP_FILE, JOB_ENV_FILE};
+use overbrainer::runpod::driver::now;
+use overbrainer::runpod::keys;
+use overbrainer::runpod::lifecycle::Rules;
+use secrecy::ExposeSecret as _;
+
+use crate::engines::container_env;
+use crate::runpod::target;
+use crate::runpod_standin::{POD_KEY, Standin};
+use crate::util::poll_async;
+
+const KEY: &str = "rpa_CANARY5Jt2Wq8Zn4Xm7Kv1Rb9Ld3Hs6Pc0Fg";
+
+/// Boots run `run`'s pod from `image` with the real bootstrap, reaches it with the
+/// pinned host key; the pod's first process, its `job.env` and the host key secret's
+/// value. The pod and its secret are deleted before this returns.
+async fn boot(standin: &Standin, client: &RunpodClient, run: &str, image: &str) -> Booted {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = keys::create(dir.path(), run).await.unwrap();
+    let secret = keys::create_host_secret(client, run, &keys).await.unwrap();
+    let rules = Rules::new(&target(), false, overbrainer::env::TimeScale::REAL);
+    let run_dir = format!("/root/runs/{run}");
+    let (mut body, _) = create_body(&PodSpec {
+        target: &target(),
+        run_id: run,
+        run_dir: &run_dir,
+        api_base: &standin.base(),
+        keys: &keys,
+        rules: &rules,
+        now: now(),
+    })
+    .unwrap();
+    image.clone_into(&mut body.image);
+    let pod = client.create_pod(&body).await.unwrap();
+    let endpoint = pod.view().ssh.expect("ssh.direct");
+    let destination = endpoint.destination(keys.config.clone());
+    let ssh = poll_async(Duration::from_secs(90), "sshd with the pinned key", || {
+        let destination = destination.clone();
+        async move {
+            SshExecutor::connect(destination, "/root/runs")
+                .await
+                .map_err(|e| e.to_string())
+        }
+    })
+    .await;
+    let job_env = ssh.read_from(JOB_ENV_FILE, 0, 1 << 16).await.unwrap();
+    ssh.disconnect().await;
+    let first = standin.exec(&pod.id, "tr '\\0' ' ' </proc/1/cmdline; echo; ps -eo args 2>/dev/null || cat /proc/[0-9]*/cmdline | tr '\\0' ' '");
+    client.delete_pod(&pod.id).await.unwrap();
+    client.delete_secret(&secret.id).await.unwrap();
+    Booted {
+        processes: String::from_utf8_lossy(&first.stdout).into_owned(),
+        job_env: String::from_utf8_lossy(&job_env).into_owned(),
+        host_secret: keys.host_secret.expose_secret().to_owned(),
+    }
+}
+
+struct Booted {
+    /// The pod's first process, then every process's arguments.
+    processes: String,
+    job_env: String,
+    host_secret: String,
+}
+
+/// What every image's pod shows: the bootstrap first and `/start.sh` never run; the
+/// image's environment in `job.env`, no secret.
+fn assert_booted(booted: &Booted) {
+    let first = booted.processes.lines().next().unwrap_or_default();
+    assert_eq!(
+        first.trim(),
+        format!("bash {BOOTSTRAP_FILE}"),
+        "{}",
+        booted.processes
+    );
+    assert!(
+        !booted.processes.contains("sleep infinity") && !booted.processes.contains("start.sh"),
+        "{}",
+        booted.processes
+    );
+    let env = &booted.job_env;
+    let canary = container_env().get("POD_IMAGE_CANARY");
+    for line in [
+        format!("export OB_IMAGE_CANARY='{canary}'"),
+        "export LD_LIBRARY_PATH='/usr/local/nvidia/lib64:/usr/local/cuda/lib64'".to_owned(),
+        "export CUDA_VERSION='12.8.1'".to_owned(),
+        "export PATH='/opt/image-tools/bin:".to_owned(),
+    ] {
+        assert!(env.contains(&line), "{line} not in:\n{env}");
+    }
+    for secret in [&POD_KEY[4..24], &KEY[4..24], &booted.host_secret[40..80]] {
+        assert!(!env.contains(secret), "a secret in job.env:\n{env}");
+    }
+    assert!(!env.contains("OVERBRAINER_"), "{env}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_the_bootstrap_runs_under_a_runpod_style_entrypoint_and_on_a_plain_image() {
+    let temp = tempfile::tempdir().unwrap();
+    let standin = Standin::with_pods(KEY, temp.path().to_path_buf()).await;
+    let client = standin.client(Duration::from_secs(60));
+    let images = container_env();
+    let entrypoint = format!(
+        "export OB_ENTRYPOINT_CANARY='{}'",
+        images.get("POD_ENTRYPOINT_CANARY")
+    );
+    // runpod/pytorch-like: `args` ran under the entrypoint, whose export the jobs keep.
+    let styled = boot(
+        &standin,
+        &client,
+        "r_20261204-233000-im01",
+        images.get("POD_IMAGE"),
+    )
+    .await;
+    assert_booted(&styled);
+    assert!(styled.job_env.contains(&entrypoint), "{}", styled.job_env);
+    // Plain: `args` is the command itself; no entrypoint exported anything.
+    let plain = boot(
+        &standin,
+        &client,
+        "r_20261204-233000-im02",
+        images.get("POD_PLAIN_IMAGE"),
+    )
+    .await;
+    assert_booted(&plain);
+    assert!(
+        !plain.job_env.contains("OB_ENTRYPOINT_CANARY"),
+        "{}",
+        plain.job_env
+    );
+    standin.assert_nothing_left();
+}
