@@ -142,3 +142,86 @@ async fn runpod_the_bootstrap_runs_under_a_runpod_style_entrypoint_and_on_a_plai
     );
     standin.assert_nothing_left();
 }
+
+/// The environment of the Axolotl process of run `id` on a pod, as this machine's
+/// `/proc` shows it (the pods' processes are this kernel's): its argv names the venv's
+/// `bin/axolotl`, its working directory is the run's directory on the pod.
+fn trainer_environ(id: &str) -> Option<String> {
+    let run_dir = format!("{}/{id}", overbrainer::runs::pod::POD_WORKDIR);
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let argv = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let trains = argv
+                .split(|b| *b == 0)
+                .any(|arg| arg.ends_with(b"bin/axolotl"));
+            let here = std::fs::read_link(entry.path().join("cwd"))
+                .is_ok_and(|cwd| cwd == std::path::Path::new(&run_dir));
+            (trains && here)
+                .then(|| std::fs::read(entry.path().join("environ")).ok())
+                .flatten()
+                .map(|env| String::from_utf8_lossy(&env).replace('\0', "\n"))
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_train_job_keeps_the_images_environment_and_gets_no_secret_of_the_pod() {
+    use crate::runpod_train::{assert_clean, overbrainer, pod_project_of, text};
+    // Steps enough to be still training when its environment is read.
+    let project = pod_project_of(r#"["A"]"#, 6000).await;
+    let (id, environ) = tokio::task::block_in_place(|| {
+        let mut child = project.training.spawn(&["train", "--target", "pod"]);
+        let id = project.training.wait_running(&mut child);
+        let environ =
+            crate::util::poll(crate::training::DEADLINE, "the trainer on the pod", || {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("train ended first ({status})");
+                }
+                trainer_environ(&id).ok_or("not yet")
+            });
+        // Detached: the pod trains on under its watchdog until the cancel below.
+        crate::util::signal(child.id(), "INT");
+        let _ = crate::training::finish(child);
+        (id, environ)
+    });
+    let images = container_env();
+    let venv = crate::training::training_env().venv.display().to_string();
+    for line in [
+        format!("OB_IMAGE_CANARY={}", images.get("POD_IMAGE_CANARY")),
+        format!(
+            "OB_ENTRYPOINT_CANARY={}",
+            images.get("POD_ENTRYPOINT_CANARY")
+        ),
+        "LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64".to_owned(),
+        "CUDA_VERSION=12.8.1".to_owned(),
+        // The job's own prelude after the image's: the venv first, then the image's PATH.
+        format!("PATH={venv}/bin:/opt/image-tools/bin:"),
+        format!("HF_HOME={}/.hf-cache", overbrainer::runs::pod::POD_WORKDIR),
+    ] {
+        assert!(
+            environ.lines().any(|l| l.starts_with(&line)),
+            "{line} not in the trainer's environment:\n{environ}"
+        );
+    }
+    let host_key = project
+        .standin
+        .state()
+        .secrets
+        .iter()
+        .map(|s| s.value[40..80].to_owned())
+        .next()
+        .expect("the run's host-key secret");
+    for secret in [&POD_KEY[4..24], &crate::runpod_train::KEY[4..24], &host_key] {
+        assert!(
+            !environ.contains(secret),
+            "a secret of the pod in the job:\n{environ}"
+        );
+    }
+    assert!(!environ.contains("OVERBRAINER_HOST_KEY"), "{environ}");
+    let output = overbrainer(&project.training, &["train", "cancel", &id]).await;
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    assert_eq!(project.training.record(&id)["state"], "cancelled", "{all}");
+    assert_clean(&project);
+}
