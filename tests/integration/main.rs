@@ -104,6 +104,8 @@ mod hub_standin;
 mod hub;
 // Flows: the Runpod API's faults through the binary, its pods real (issue 12, case 3).
 mod runpod_faults;
+// Flows: `pod rm`'s refusals and `--force` through the binary, its pods real (POD-65, POD-66).
+mod runpod_pod_rm;
 // Flows: the time rules of a pod through the binary with real training (issue 12, case 4):
 // the deadline and cost snapshots, the lease, the client guard.
 mod runpod_rules;
