@@ -3,7 +3,8 @@
 //! (`Retry-After` as given), sends the call again and answers as if nothing happened;
 //! it gives up with the 429 once the waits would pass the policy's deadline (an hour's
 //! window is not waited at all) or after ten 429s in a row. Against the stand-in, in
-//! real time (one `Retry-After` second is a second).
+//! real time (one `Retry-After` second is a second); and through the binary, whose
+//! client takes the policy on its test time factor (`pod ls`, `pod rm`).
 
 use std::time::{Duration, Instant};
 
@@ -139,4 +140,34 @@ async fn runpod_429_past_the_deadline_or_ten_times_in_a_row_gives_up_with_the_42
     standin.state().faults.limited.clear();
     client.delete_pod(&pod).await.unwrap();
     standin.assert_nothing_left();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_pod_ls_and_pod_rm_wait_out_429s_through_the_binary() {
+    use crate::runpod_train::{assert_clean, foreign_pod, overbrainer, pod_project, text};
+    let project = pod_project(r#"["A"]"#).await;
+    let run = "other_20261204-235000";
+    let now = overbrainer::runpod::driver::now().as_secs();
+    let pod = foreign_pod(&project, run, now + 3600, false).await;
+    // The project's scale makes the deadline 6 s: two waits of 1 s fit.
+    limit(&project.standin, LIST_PODS, 2, 1);
+    let began = Instant::now();
+    let output = overbrainer(&project.training, &["pod", "ls"]).await;
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    assert!(all.contains(&pod), "{all}");
+    assert!(began.elapsed() >= Duration::from_secs(2), "{all}");
+    assert_eq!(project.standin.state().faults.limited[LIST_PODS], 0);
+    limit(&project.standin, DELETE_POD, 1, 1);
+    limit(&project.standin, GET_POD, 1, 1);
+    let output = overbrainer(&project.training, &["pod", "rm", run, "--force"]).await;
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    assert!(all.contains(&format!("removed pod {pod}")), "{all}");
+    assert_eq!(
+        sent(&project.standin, "DELETE", &format!("/v2/pods/{pod}")),
+        2,
+        "{all}"
+    );
+    assert_clean(&project);
 }
