@@ -4,7 +4,8 @@
 //! in `exec "$@"`, `CMD ["/start.sh"]`) and a plain one (no entrypoint). On both the
 //! bootstrap becomes the pod's first process instead of `/start.sh`, `sshd` answers
 //! with the run's pinned host key only, and `/etc/overbrainer/job.env` holds what the
-//! image (and its entrypoint) set, never a secret of the pod.
+//! image (and its entrypoint) set, never a secret of the pod, while a command over SSH
+//! starts without it. A training job through the binary keeps that environment.
 
 use std::time::Duration;
 
@@ -58,6 +59,26 @@ async fn boot(standin: &Standin, client: &RunpodClient, run: &str, image: &str) 
     .await;
     let job_env = ssh.read_from(JOB_ENV_FILE, 0, 1 << 16).await.unwrap();
     ssh.disconnect().await;
+    // A command over SSH starts from sshd's environment, not the image's: what the
+    // job's launch restores from `job.env`.
+    let session = crate::runpod_containers::tool(
+        std::process::Command::new("ssh")
+            .arg("-F")
+            .arg(&keys.config)
+            .args(["-o", "BatchMode=yes", "-p", &endpoint.port.to_string()])
+            .arg(format!("root@{}", endpoint.host))
+            .arg("env"),
+    );
+    assert!(
+        session.status.success(),
+        "{}",
+        String::from_utf8_lossy(&session.stderr)
+    );
+    let session = String::from_utf8_lossy(&session.stdout).into_owned();
+    assert!(
+        !session.contains("OB_IMAGE_CANARY") && session.contains("PATH="),
+        "{session}"
+    );
     let first = standin.exec(&pod.id, "tr '\\0' ' ' </proc/1/cmdline; echo; ps -eo args 2>/dev/null || cat /proc/[0-9]*/cmdline | tr '\\0' ' '");
     client.delete_pod(&pod.id).await.unwrap();
     client.delete_secret(&secret.id).await.unwrap();
