@@ -15,8 +15,9 @@
 #     only (2 MB), and `localhost/overbrainer-test/axolotl:<key>`, a Debian bookworm
 #     minbase root (debootstrap against the mirror apt already uses) holding the Axolotl
 #     venv of scripts/training-env.sh, its Python and the tiny model at their host paths;
-#     in Podman only, `localhost/overbrainer-test/pod:<key>`, a bookworm root with sshd,
-#     curl and python3 for the Runpod stand-in's pods (issue 12).
+#     in Podman only, `localhost/overbrainer-test/pod:<key>` and `.../pod-plain:<key>`, a
+#     bookworm root with sshd, curl and python3 for the Runpod stand-in's pods (issue 12),
+#     the first with an entrypoint and a /start.sh like runpod/pytorch's (issue 34).
 #     Nothing is ever pulled from a registry. An image is built only when its tag is missing
 #     (the key digests what went into it).
 # Prints KEY=VALUE lines on stdout (see the end); everything else goes to stderr.
@@ -196,14 +197,22 @@ if ! has_image "$axolotl_image"; then
 fi
 stop_dockerd
 
-# The pod image of the Runpod stand-in (issue 12): a bookworm root with sshd, bash,
+# The pod images of the Runpod stand-in (issue 12): a bookworm root with sshd, bash,
 # python3, curl, tar, sha256sum and setsid; its own host keys stay in it (a pod must
 # present the run's pinned key instead). Podman only: the stand-in runs its pods there.
 # The libraries beside python3 are those the Axolotl venv's own Python and torch load
 # (the venv is mounted into the pods read-only, as on a Runpod image that holds it).
+# Two images of that root, as a pod's `args` meets images on Runpod, where it replaces
+# the image's CMD and runs under its ENTRYPOINT (issue 34):
+#   - `pod`, shaped like runpod/pytorch: an ENTRYPOINT like nvidia/cuda's (it sets up
+#     the environment, here exporting OB_ENTRYPOINT_CANARY, and ends in `exec "$@"`),
+#     CMD /start.sh (the image's own command, which `args` replaces), and environment a
+#     job must keep: an image-only directory on PATH, LD_LIBRARY_PATH, CUDA_VERSION and
+#     OB_IMAGE_CANARY;
+#   - `pod-plain`: no ENTRYPOINT, CMD bash, the same environment: `args` is the command.
 pod_includes=openssh-server,curl,python3-minimal,libsqlite3-0,libreadline8,libgomp1
-pod_key=$(echo "$pod_includes" | sha256sum | cut -c1-12)
-pod_root="$base/bookworm-pod-$pod_key"
+pod_root_key=$(echo "$pod_includes" | sha256sum | cut -c1-12)
+pod_root="$base/bookworm-pod-$pod_root_key"
 if [[ ! -e "$pod_root/.complete" ]] || [[ "$(cat "$pod_root/.complete")" != "$pod_includes" ]]; then
     log "building a Debian bookworm root with sshd in $pod_root (about a minute, once)"
     rm -rf "$pod_root"
@@ -215,13 +224,39 @@ if [[ ! -e "$pod_root/.complete" ]] || [[ "$(cat "$pod_root/.complete")" != "$po
     mkdir -p "$pod_root/run/sshd"
     printf '%s' "$pod_includes" > "$pod_root/.complete"
 fi
+pod_image_canary=ob-image-canary-Vq7Lx2Wm9Tz4Kb6Rn1Hd8Jc3Pf5Gs0Yt
+pod_entrypoint_canary=ob-entrypoint-canary-Hs4Nq9Xb2Kv7Tm1Zr6Ld3Wc8Jp5Fy0
+pod_entrypoint='#!/bin/bash
+# Like nvidia/cuda'"'"'s entrypoint, which runpod/pytorch images run: it sets up the
+# environment, then runs the container'"'"'s command (the image'"'"'s CMD, or a pod'"'"'s args).
+export OB_ENTRYPOINT_CANARY='"$pod_entrypoint_canary"'
+exec "$@"'
+pod_start='#!/bin/bash
+# Like runpod/pytorch'"'"'s /start.sh: the image'"'"'s own command, which a pod'"'"'s args replace.
+echo "start.sh: the image'"'"'s own command"
+exec sleep infinity'
+pod_env=("ENV PATH=/opt/image-tools/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    "ENV LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64"
+    "ENV CUDA_VERSION=12.8.1"
+    "ENV OB_IMAGE_CANARY=$pod_image_canary")
+pod_key=$(printf '%s\n' "$pod_includes" "$pod_entrypoint" "$pod_start" "${pod_env[@]}" | sha256sum | cut -c1-12)
 pod_image="localhost/overbrainer-test/pod:$pod_key"
-if ! podman image exists "$pod_image"; then
-    log "building $pod_image"
-    tar -C "$pod_root" --exclude=./.complete -cf - . |
-        podman import -q --change 'CMD ["/bin/bash"]' \
-            --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-            - "$pod_image" >/dev/null
+pod_plain_image="localhost/overbrainer-test/pod-plain:$pod_key"
+if ! podman image exists "$pod_image" || ! podman image exists "$pod_plain_image"; then
+    log "building $pod_image and $pod_plain_image"
+    mkdir -p "$pod_root/opt/image-tools/bin" "$pod_root/usr/local/bin"
+    printf '%s\n' "$pod_entrypoint" > "$pod_root/usr/local/bin/pod-entrypoint"
+    printf '%s\n' "$pod_start" > "$pod_root/start.sh"
+    chmod 755 "$pod_root/usr/local/bin/pod-entrypoint" "$pod_root/start.sh"
+    env_changes=()
+    for change in "${pod_env[@]}"; do env_changes+=(--change "$change"); done
+    podman image exists "$pod_image" ||
+        tar -C "$pod_root" --exclude=./.complete -cf - . |
+        podman import -q --change 'ENTRYPOINT ["/usr/local/bin/pod-entrypoint"]' \
+            --change 'CMD ["/start.sh"]' "${env_changes[@]}" - "$pod_image" >/dev/null
+    podman image exists "$pod_plain_image" ||
+        tar -C "$pod_root" --exclude=./.complete -cf - . |
+        podman import -q --change 'CMD ["/bin/bash"]' "${env_changes[@]}" - "$pod_plain_image" >/dev/null
 fi
 
 # Shims for tests that drive an executor directly, whose scripts see this process's
@@ -244,7 +279,7 @@ chmod 755 "$shims/podman" "$shims/docker"
 
 # An empty value counts as unset: refuse it here, naming the variable, rather than
 # hand an empty image name to `podman run`.
-for ob_var in shims CONTAINERS_CONF CONTAINERS_STORAGE_CONF shell_image axolotl_image pod_image venv model; do
+for ob_var in shims CONTAINERS_CONF CONTAINERS_STORAGE_CONF shell_image axolotl_image pod_image pod_plain_image venv model; do
     [[ -n "${!ob_var// /}" ]] || { log "internal error: \$$ob_var is empty"; exit 1; }
 done
 echo "SHIMS=$shims"
@@ -257,5 +292,8 @@ echo "DOCKERD_ARGS=${dockerd_args[*]}"
 echo "SHELL_IMAGE=$shell_image"
 echo "AXOLOTL_IMAGE=$axolotl_image"
 echo "POD_IMAGE=$pod_image"
+echo "POD_PLAIN_IMAGE=$pod_plain_image"
+echo "POD_IMAGE_CANARY=$pod_image_canary"
+echo "POD_ENTRYPOINT_CANARY=$pod_entrypoint_canary"
 echo "AXOLOTL_VENV=$venv"
 echo "TINY_MODEL=$model"

@@ -112,6 +112,12 @@ pub async fn run(ctx: &Context, command: &PodCommand) -> anyhow::Result<ExitCode
             for pod in &removed.removed {
                 outln!("removed pod {pod}");
             }
+            if removed.removed.is_empty() && removed.left.is_empty() {
+                errln!(
+                    "no pod of run `{}` is listed; nothing was deleted",
+                    args.run_id
+                );
+            }
             if removed.failed_run {
                 errln!("run `{}` is marked failed", args.run_id);
             }

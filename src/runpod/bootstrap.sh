@@ -1,9 +1,11 @@
-# The pod's bootstrap (spec/runpod.md POD-27, POD-29, POD-33): run as the pod's `args`
-# with the run directory and run ID set above it by src/runpod/bootstrap.rs. It claims
-# the run directory (RUN-4), installs the pinned host key from its secret (base64, one
-# line) and the run's client key, starts the watchdog as the first process, waits for
-# its self-check, and only then starts sshd with the pinned host key alone. Logs go to
-# .pod/bootstrap.log in the run directory and to the pod's own log.
+# The pod's bootstrap (spec/runpod.md POD-27, POD-29, POD-33): started by the pod's
+# `args` (src/runpod/bootstrap.rs) with the run directory and run ID set above it. It
+# writes the image's environment for the jobs to /etc/overbrainer/job.env (POD-74,
+# write_job_env), claims the run directory (RUN-4), installs the pinned host key from
+# its secret (base64, one line) and the run's client key, starts the watchdog as the
+# first process, waits for its self-check, and only then starts sshd with the pinned
+# host key alone. Logs go to .pod/bootstrap.log in the run directory and to the pod's
+# own log.
 set -u
 umask 077
 pod_dir="$run_dir/.pod"
@@ -13,6 +15,9 @@ log() {
 }
 boot() {
     failed=
+    if ! write_job_env /etc/overbrainer/job.env; then
+        failed="the job environment /etc/overbrainer/job.env could not be written"
+    fi
     claimed=$(claim) || true
     if [ "$claimed" != claimed ]; then
         failed="the run directory $run_dir is not this run's ($claimed)"

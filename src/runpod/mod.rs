@@ -25,6 +25,8 @@
 //! - [`bootstrap`]: the pod's `args`, rendered in one place: the claim, the pinned host
 //!   key, the watchdog as the first process, `sshd` only after its self-check.
 //!
+//! - [`rate`]: how a 429 is waited out, one policy for the create retry table and
+//!   the client's reads and deletes.
 //! - [`body`]: the create body of a run's pods from its target (the bounds, the
 //!   bootstrap, the host key by reference only).
 //!
@@ -39,5 +41,6 @@ pub mod bootstrap;
 pub mod driver;
 pub mod keys;
 pub mod lifecycle;
+pub mod rate;
 pub mod record;
 pub mod watchdog;

@@ -42,8 +42,17 @@ delete_pod() {
     return 1
 }
 
-# POD-29: the key inside the pod must be allowed to read this pod.
+# POD-29: the key inside the pod must be allowed to read this pod. A 429 (rate
+# limited) says nothing about the key: the check asks again after a tick, ten times at
+# most (issue 34). A refused delete (a 429 among others) is sent again at each check.
 code=$(api GET)
+limited=0
+while [ "$code" = 429 ] && [ "$limited" -lt 10 ]; do
+    limited=$((limited + 1))
+    log "self-check rate limited (HTTP 429); asking again in ${OVERBRAINER_TICK_S}s"
+    sleep "$OVERBRAINER_TICK_S"
+    code=$(api GET)
+done
 if [ "$code" != 200 ]; then
     log "self-check failed: the pod's Runpod key cannot read pod $RUNPOD_POD_ID (HTTP $code)"
     printf 'failed %s\n' "$code" >"$pod_dir/selfcheck"

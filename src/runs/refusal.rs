@@ -214,6 +214,18 @@ pub enum Refusal {
         /// The ID.
         run_id: String,
     },
+    /// `pod rm` of a pod ID (POD-65: it takes the ID of a run, an export or a compare),
+    /// with or without `--force`.
+    #[error(
+        "`{pod}` is a pod ID; `overbrainer pod rm` takes the ID of the pod's run{}; nothing was deleted",
+        run.as_ref().map(|r| format!(" (`{r}`)")).unwrap_or_default()
+    )]
+    PodRmPodId {
+        /// The pod ID given.
+        pod: String,
+        /// The run marker that pod carries, when it carries one.
+        run: Option<String>,
+    },
     /// `pod rm` of a run still starting its pod, or whose pod is not recorded, without
     /// `--force` (POD-65, POD-66).
     #[error(

@@ -14,13 +14,26 @@ const INSTALL: &str = "sudo apt-get install shellcheck (or run `make test`, whic
 /// # Panics
 ///
 /// When shellcheck is not installed (naming [`INSTALL`]) or reports something.
+pub(crate) fn assert_passes(script: &str, excluded: &str) {
+    assert_passes_as("sh", script, excluded);
+}
+
+/// [`assert_passes`] of a bash script (bash's own features allowed).
+///
+/// # Panics
+///
+/// As [`assert_passes`].
+pub(crate) fn assert_passes_bash(script: &str, excluded: &str) {
+    assert_passes_as("bash", script, excluded);
+}
+
 #[allow(
     clippy::disallowed_methods,
     reason = "a test helper that runs the real shellcheck"
 )]
-pub(crate) fn assert_passes(script: &str, excluded: &str) {
+fn assert_passes_as(dialect: &str, script: &str, excluded: &str) {
     let child = Command::new("shellcheck")
-        .args(["-s", "sh", "-e", excluded, "-"])
+        .args(["-s", dialect, "-e", excluded, "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn();

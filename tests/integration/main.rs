@@ -90,6 +90,11 @@ mod runpod_pods;
 mod runpod_containers;
 // Flows: the Runpod v2 client and the pod lifecycle against the stand-in (issue 12).
 mod runpod;
+// Flows: the real bootstrap on a runpod/pytorch-like image and on a plain one, and the
+// image's environment it writes for the jobs (issue 34).
+mod runpod_images;
+// Flows: a 429 on a pod listing, get or delete waited out within its bounds (issue 34).
+mod runpod_rate;
 // Flows: the pod driver performs the lifecycle's effects on real container pods (issue 12).
 mod runpod_driver;
 // Flows: the pod's watchdog script by real bash and curl against the stand-in (issue 12).
@@ -102,6 +107,8 @@ mod hub_standin;
 mod hub;
 // Flows: the Runpod API's faults through the binary, its pods real (issue 12, case 3).
 mod runpod_faults;
+// Flows: `pod rm`'s refusals and `--force` through the binary, its pods real (POD-65, POD-66).
+mod runpod_pod_rm;
 // Flows: the time rules of a pod through the binary with real training (issue 12, case 4):
 // the deadline and cost snapshots, the lease, the client guard.
 mod runpod_rules;

@@ -33,6 +33,12 @@ pub const IMAGE_KEYS_BOOT: &str = r#"set -eu; mkdir -p /run/sshd /root/.ssh
 printf '%s\n' "$OVERBRAINER_AUTHORIZED_KEY" > /root/.ssh/authorized_keys
 exec /usr/sbin/sshd -D -e -o PasswordAuthentication=no"#;
 
+/// A pod's `args` running `script` with `bash -c`, quoted as a start command is (the
+/// stand-in splits `args` into words as a shell does, as Runpod's examples quote them).
+pub fn bash_args(script: &str) -> String {
+    format!("bash -c {}", overbrainer::exec::quote(script))
+}
+
 pub fn tool(command: &mut Command) -> Output {
     command.output().unwrap_or_else(|e| {
         panic!("cannot run {command:?} ({e}): install it with `apt-get install openssh-client coreutils`")
@@ -144,7 +150,7 @@ async fn runpod_standin_pods_are_containers_reached_only_with_the_pinned_host_ke
 
     // The pinned pod answers with the run's host key: every tool the job needs is there.
     let pinned = client
-        .create_pod(&body(RUN, PINNED_BOOT, &client_pub))
+        .create_pod(&body(RUN, &bash_args(PINNED_BOOT), &client_pub))
         .await
         .unwrap();
     let endpoint = pinned.view().ssh.expect("ssh.direct");
@@ -171,7 +177,7 @@ async fn runpod_standin_pods_are_containers_reached_only_with_the_pinned_host_ke
 
     // A pod presenting the image's own host key is refused before any command runs.
     let stray = client
-        .create_pod(&body("r_other", IMAGE_KEYS_BOOT, &client_pub))
+        .create_pod(&body("r_other", &bash_args(IMAGE_KEYS_BOOT), &client_pub))
         .await
         .unwrap();
     let port = stray.view().ssh.expect("ssh.direct").port;

@@ -28,7 +28,7 @@ use secrecy::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::runpod::target;
-use crate::runpod_containers::IMAGE_KEYS_BOOT;
+use crate::runpod_containers::{IMAGE_KEYS_BOOT, bash_args};
 use crate::runpod_standin::Standin;
 use crate::util::poll_async;
 
@@ -78,7 +78,7 @@ async fn setup(run: &str, bootstrap: bool) -> Setup {
     })
     .unwrap();
     if !bootstrap {
-        body.args = Some(IMAGE_KEYS_BOOT.into());
+        body.args = Some(bash_args(IMAGE_KEYS_BOOT));
     }
     let plan = PodPlan {
         body,

@@ -1,7 +1,12 @@
-//! The stand-in's pods as real Podman containers (issue 12): each created pod runs the
-//! pod image of `scripts/container-env.sh` (sshd, bash, python3, curl, tar, sha256sum,
-//! setsid) with the create body's `env`, its `{{ RUNPOD_SECRET_<name> }}` references
-//! substituted as Runpod does inside the pod, and its `args` as the command; port 22 is
+//! The stand-in's pods as real Podman containers (issue 12): each created pod runs a pod
+//! image of `scripts/container-env.sh` (sshd, bash, python3, curl, tar, sha256sum,
+//! setsid): the one its create body names when it is one of those (`pod-plain`, no
+//! entrypoint), else the `pod` image (an entrypoint and a `/start.sh` like
+//! runpod/pytorch's), with the body's `env`, its `{{ RUNPOD_SECRET_<name> }}`
+//! references substituted as Runpod does inside the pod. Its `args` are what v2 makes
+//! of them (issue 34: "Arguments passed to the container entrypoint"): split into words
+//! as a shell splits them, they replace the image's `CMD` and run under its
+//! `ENTRYPOINT`; without them the image's own command runs. Port 22 is
 //! published on 127.0.0.1 only; the pods live on a network the runner makes, whose
 //! gateway (this machine) is where the stand-in listens, so the pods' watchdog reaches
 //! the API and nothing else. `DELETE` removes the container, so a leaked pod is a
@@ -27,6 +32,8 @@ use crate::engines::container_env;
 pub struct PodRunner {
     podman: PathBuf,
     image: String,
+    /// The images a create body may name (the others get [`Self::image`]).
+    images: Vec<String>,
     /// The label value every container of this stand-in carries.
     pub label: String,
     dir: PathBuf,
@@ -82,6 +89,10 @@ impl PodRunner {
         let runner = Self {
             podman,
             image: env.get("POD_IMAGE").to_owned(),
+            images: vec![
+                env.get("POD_IMAGE").to_owned(),
+                env.get("POD_PLAIN_IMAGE").to_owned(),
+            ],
             label,
             dir,
             api_key: api_key.to_owned(),
@@ -157,10 +168,17 @@ impl PodRunner {
             file.write_all(lines.as_bytes())
                 .map_err(|e| format!("cannot write {}: {e}", env_file.display()))?;
         }
-        let args = request
-            .get("args")
+        let args = words(
+            request
+                .get("args")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )?;
+        let image = request
+            .get("image")
             .and_then(Value::as_str)
-            .unwrap_or("sleep infinity");
+            .filter(|image| self.images.iter().any(|i| i == image))
+            .unwrap_or(&self.image);
         let started = run(self
             .podman()
             .args([
@@ -180,7 +198,8 @@ impl PodRunner {
                     .iter()
                     .flat_map(|m| ["-v".to_owned(), format!("{0}:{0}:ro", m.display())]),
             )
-            .args([&self.image, "/bin/bash", "-c", args]));
+            .arg(image)
+            .args(&args));
         let _ = std::fs::remove_file(&env_file);
         started?;
         let port = run(self.podman().args(["port", &self.name(id), "22/tcp"]))?;
@@ -258,6 +277,72 @@ impl PodRunner {
         }
         let _ = run(self.podman().args(["network", "rm", "-f", &self.network]));
     }
+}
+
+/// `args` split into words as a POSIX shell splits them (blanks between words; `'...'`
+/// literal; `"..."` with `\\`, `\"`, `\$` and `` \` `` escaped; `\` escaping the next
+/// character outside quotes), how Runpod's own examples quote a start command
+/// (`bash -c 'mkdir /testdir1 && /start.sh'`). Nothing is expanded.
+pub fn words(args: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = args.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => words.extend(word.take()),
+            '\'' => {
+                let word = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err(format!("args: unterminated ' in {args:?}")),
+                    }
+                }
+            }
+            '"' => {
+                let word = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('\\' | '"' | '$' | '`')) => word.push(c),
+                            Some('\n') => {}
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err(format!("args: unterminated \" in {args:?}")),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err(format!("args: unterminated \" in {args:?}")),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some('\n') => {}
+                Some(c) => word.get_or_insert_with(String::new).push(c),
+                None => return Err(format!("args: a lone \\ ends {args:?}")),
+            },
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+#[test]
+fn args_split_into_words_as_a_shell_splits_them() {
+    let split = |s: &str| words(s).unwrap();
+    assert_eq!(split("bash -c '/start.sh'"), ["bash", "-c", "/start.sh"]);
+    assert_eq!(
+        split("  bash -c 'mkdir /t && \"x\"'\n"),
+        ["bash", "-c", "mkdir /t && \"x\""]
+    );
+    assert_eq!(split(r#"a"b \" \$c"d\ e ''"#), ["ab \" $cd e", ""]);
+    assert_eq!(split("sleep infinity"), ["sleep", "infinity"]);
+    assert!(split("").is_empty());
+    assert!(words("bash -c 'open").is_err());
 }
 
 /// 12 random hex digits.

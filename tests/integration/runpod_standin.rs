@@ -2,7 +2,8 @@
 //! `shared/reference/wire-facts.md` section A: bearer auth (401 problem without it), the
 //! closed nested create body (422 on an unknown field, 400 on a missing GPU), `201` with
 //! the pod, wrapped lists with no name filter, `DELETE` 204 (404 when unknown), RFC 9457
-//! problem bodies as `application/problem+json`, `429` with an integer `Retry-After`, and
+//! problem bodies as `application/problem+json`, `429` with an integer `Retry-After` (on
+//! creates, and on lists, gets and deletes of pods: [`Faults::limited`]), and
 //! `status: RUNNING` several polls before `ssh.direct` exists. Stateful: every pod and
 //! secret with its creation and deletion times, so a test can assert at its end that no
 //! pod outlived its bound and nothing is left. Faults are injected through [`Faults`].
@@ -46,6 +47,13 @@ const CREATE_FIELDS: [&str; 16] = [
     "globalNetworking",
 ];
 
+/// The route of `GET /v2/pods`, for [`Faults::limited`].
+pub const LIST_PODS: &str = "GET /v2/pods";
+/// The route of `GET /v2/pods/{id}`, for [`Faults::limited`].
+pub const GET_POD: &str = "GET /v2/pods/{id}";
+/// The route of `DELETE /v2/pods/{id}`, for [`Faults::limited`].
+pub const DELETE_POD: &str = "DELETE /v2/pods/{id}";
+
 /// Faults the stand-in injects; each count is used up one answer at a time.
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
@@ -59,8 +67,11 @@ pub struct Faults {
     pub no_credit: bool,
     /// Creates answering 429 with `Retry-After: retry_after` seconds.
     pub rate_limited: u32,
-    /// `Retry-After` of those 429s, in seconds.
+    /// `Retry-After` of those 429s, and of [`Self::limited`]'s, in seconds.
     pub retry_after: u64,
+    /// Answers of a route ([`LIST_PODS`], [`GET_POD`], [`DELETE_POD`]) that are 429 with
+    /// `Retry-After: retry_after`, by route.
+    pub limited: BTreeMap<&'static str, u32>,
     /// Creates that make the pod and then answer 500.
     pub error_after_create: u32,
     /// Creates that make the pod and answer only after this delay (past the client's
@@ -293,6 +304,17 @@ fn problem_with(status: u16, title: &str, detail: &str, errors: &[String]) -> Re
     )
 }
 
+/// A 429 as v2 answers it (wire-facts A.2): the problem body and an integer
+/// `Retry-After`.
+fn rate_limited(retry_after: u64) -> ResponseTemplate {
+    problem(
+        429,
+        "Too Many Requests",
+        "rate limit exceeded for the minute window",
+    )
+    .insert_header("Retry-After", retry_after.to_string().as_str())
+}
+
 fn rfc3339(time: SystemTime) -> String {
     jiff::Timestamp::try_from(time)
         .map(|t| t.to_string())
@@ -362,6 +384,9 @@ impl Respond for Api {
             return problem(403, "Forbidden", "access denied");
         }
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        if let Some(answer) = limited(&mut state.faults, &method, &parts) {
+            return answer;
+        }
         match (method.as_str(), parts.as_slice()) {
             ("POST", ["v2", "pods"]) => create(&mut state, &request.body),
             ("GET", ["v2", "pods"]) => {
@@ -428,6 +453,19 @@ impl Respond for Api {
     }
 }
 
+/// The 429 of [`Faults::limited`] for this request's route, while any is left.
+fn limited(faults: &mut Faults, method: &str, parts: &[&str]) -> Option<ResponseTemplate> {
+    let route = match (method, parts) {
+        ("GET", ["v2", "pods"]) => LIST_PODS,
+        ("GET", ["v2", "pods", _]) => GET_POD,
+        ("DELETE", ["v2", "pods", _]) => DELETE_POD,
+        _ => return None,
+    };
+    let left = faults.limited.get_mut(route).filter(|left| **left > 0)?;
+    *left -= 1;
+    Some(rate_limited(faults.retry_after))
+}
+
 /// `POST /v2/pods`.
 fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
     let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
@@ -464,18 +502,22 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
             &["$: name and image are required".to_owned()],
         );
     }
+    // The stand-in's choice: how v2 answers `args` no shell could split is not
+    // documented.
+    if let Some(Err(error)) = fields
+        .get("args")
+        .and_then(Value::as_str)
+        .map(crate::runpod_pods::words)
+    {
+        return problem(400, "Bad Request", &error);
+    }
     let faults = &mut state.faults;
     if faults.no_credit {
         return problem(402, "Payment Required", "insufficient balance");
     }
     if faults.rate_limited > 0 {
         faults.rate_limited -= 1;
-        return problem(
-            429,
-            "Too Many Requests",
-            "rate limit exceeded for the minute window",
-        )
-        .insert_header("Retry-After", faults.retry_after.to_string().as_str());
+        return rate_limited(faults.retry_after);
     }
     if faults.forbidden.contains(&gpu) {
         return problem(403, "Forbidden", "access denied");

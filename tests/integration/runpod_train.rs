@@ -522,7 +522,12 @@ async fn runpod_train_stop_collects_a_snapshot_checked_on_the_pod_and_deletes_th
 
 /// A pod made straight on the stand-in, as another project's overbrainer made it:
 /// named for `run`, its marker, its deadline `deadline` (UNIX seconds), kept or not.
-async fn foreign_pod(project: &PodProject, run: &str, deadline: u64, kept: bool) -> String {
+pub(crate) async fn foreign_pod(
+    project: &PodProject,
+    run: &str,
+    deadline: u64,
+    kept: bool,
+) -> String {
     use overbrainer::runpod::api::{CreatePod, GpuRequest, pod_name};
     let body = CreatePod {
         name: pod_name(run),

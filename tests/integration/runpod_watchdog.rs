@@ -2,7 +2,8 @@
 //! the stand-in, with the pod-scoped key and pod ID the pod would get: its self-check
 //! (POD-29), the retrieved mark (POD-50), the boot grace, the deadline snapshot and the
 //! deletion at `max_hours` (POD-40), postponed while a lease is fresh (POD-35) unless
-//! the job stalled (issue 21: the same bound as the follower's, from `metrics.jsonl`). The key
+//! the job stalled (issue 21: the same bound as the follower's, from `metrics.jsonl`); a
+//! 429 on its self-check is asked again, one on its delete sent again (issue 34). The key
 //! reaches `curl` on its standard input only and no log of the watchdog.
 
 use std::path::Path;
@@ -13,7 +14,7 @@ use overbrainer::runpod::api::{CreatePod, GpuRequest, RunpodClient, pod_name};
 use overbrainer::runpod::driver::now;
 use overbrainer::runpod::watchdog::WATCHDOG;
 
-use crate::runpod_standin::Standin;
+use crate::runpod_standin::{DELETE_POD, GET_POD, Standin};
 use crate::util::poll;
 
 const KEY: &str = "rpa_CANARY3Jx8Tm5Wq1Zv7Kd4Nb9Hs2Lc6Pg0Fr";
@@ -127,6 +128,38 @@ async fn runpod_watchdog_deletes_its_pod_once_the_results_are_retrieved() {
         std::fs::read_to_string(run.path().join(".pod/selfcheck")).unwrap(),
         "ok\n"
     );
+    assert_gone(&client, &id, run.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_watchdog_asks_again_after_a_429_on_its_self_check_and_on_its_delete() {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261204-234800-wd429").await;
+    {
+        let mut state = standin.state();
+        state.faults.retry_after = 1;
+        state.faults.limited.insert(GET_POD, 2);
+        state.faults.limited.insert(DELETE_POD, 1);
+    }
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join(".pod")).unwrap();
+    std::fs::write(run.path().join("job.pid"), "1\n").unwrap();
+    std::fs::write(run.path().join(".pod/retrieved"), "1\n").unwrap();
+    let child = watchdog(&standin, &id, KEY, run.path(), 3600, &[]);
+    assert_eq!(exited(child), Some(0), "{}", log(run.path()));
+    let log = log(run.path());
+    // Not a failed self-check: the pod's key can read its pod.
+    assert_eq!(
+        log.matches("self-check rate limited (HTTP 429)").count(),
+        2,
+        "{log}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.path().join(".pod/selfcheck")).unwrap(),
+        "ok\n"
+    );
+    assert!(log.contains("delete refused (HTTP 429)"), "{log}");
+    assert!(log.contains("the results were retrieved"), "{log}");
     assert_gone(&client, &id, run.path()).await;
 }
 

@@ -2,8 +2,10 @@
 //! overrides it; wire-facts A.2, A.3): pods (create, get, list, delete, "gone"), account
 //! secrets (create, delete). The key travels in the `Authorization` header only, marked
 //! sensitive; every text Runpod sends back passes through the [`Redactor`] before it is
-//! kept ([`error`]). No retries here: the retry table is the lifecycle's
-//! ([`ApiError::refusal`]).
+//! kept ([`error`]). The create call is sent once per call here: its retry table is the
+//! lifecycle's ([`ApiError::refusal`]). The reads and deletes, safe to send again, wait
+//! out a `429` here, with the same [`RateLimit`] policy as the create table, bounded by
+//! its deadline ([`super::rate`]).
 
 pub mod error;
 pub mod wire;
@@ -19,6 +21,7 @@ pub use wire::{
     host_key_secret, pod_name, secret_reference,
 };
 
+use super::rate::RateLimit;
 use crate::llm::Redactor;
 
 /// A Runpod REST v2 client for one account.
@@ -29,6 +32,7 @@ pub struct RunpodClient {
     key: SecretString,
     redactor: Redactor,
     timeout: Duration,
+    rate_limit: RateLimit,
 }
 
 impl std::fmt::Debug for RunpodClient {
@@ -77,7 +81,15 @@ impl RunpodClient {
             key,
             redactor,
             timeout,
+            rate_limit: RateLimit::default(),
         })
+    }
+
+    /// This client with `rate_limit` for its reads and deletes (the default is
+    /// [`RateLimit::default`], real time).
+    #[must_use]
+    pub fn with_rate_limit(self, rate_limit: RateLimit) -> Self {
+        Self { rate_limit, ..self }
     }
 
     /// The redactor holding the key.
@@ -148,6 +160,37 @@ impl RunpodClient {
         })
     }
 
+    /// [`Self::send`] of a call that is safe to send again (a read, a delete), built
+    /// afresh by `build` for each try: a 429 is waited out as [`RateLimit::next`] says,
+    /// and given up with its [`ApiError::RateLimited`] past the policy's bounds.
+    async fn send_again(
+        &self,
+        what: &str,
+        build: impl Fn() -> reqwest::RequestBuilder,
+        also: &[u16],
+    ) -> Result<Answer, ApiError> {
+        let mut waits = 0;
+        let mut waited = Duration::ZERO;
+        loop {
+            match self.send(what, build(), also).await {
+                Err(ApiError::RateLimited { what, retry_after }) => {
+                    waits += 1;
+                    let Some(wait) = self.rate_limit.next(retry_after, waits, waited) else {
+                        return Err(ApiError::RateLimited { what, retry_after });
+                    };
+                    tracing::debug!(
+                        call = what,
+                        wait_s = wait.as_secs_f64(),
+                        "Runpod 429: waiting"
+                    );
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                }
+                other => return other,
+            }
+        }
+    }
+
     fn decode<T: serde::de::DeserializeOwned>(
         &self,
         what: &str,
@@ -171,7 +214,8 @@ impl RunpodClient {
         self.decode(what, &answer.body)
     }
 
-    /// `GET /v2/pods/{id}`: the pod, `None` on 404.
+    /// `GET /v2/pods/{id}`: the pod, `None` on 404; a 429 is waited out
+    /// ([`RateLimit::next`]).
     ///
     /// # Errors
     /// Any failure but 404.
@@ -179,7 +223,7 @@ impl RunpodClient {
         let path = format!("/pods/{}", path_id(id)?);
         let what = format!("GET {path}");
         let answer = self
-            .send(&what, self.request(Method::GET, &path), &[404])
+            .send_again(&what, || self.request(Method::GET, &path), &[404])
             .await?;
         if answer.status == 404 {
             return Ok(None);
@@ -187,14 +231,15 @@ impl RunpodClient {
         self.decode(&what, &answer.body).map(Some)
     }
 
-    /// `GET /v2/pods`: every pod of the account (the list is wrapped, `{"pods": [...]}`).
+    /// `GET /v2/pods`: every pod of the account (the list is wrapped, `{"pods": [...]}`);
+    /// a 429 is waited out ([`RateLimit::next`]).
     ///
     /// # Errors
     /// Any failure.
     pub async fn list_pods(&self) -> Result<Vec<Pod>, ApiError> {
         let what = "GET /pods";
         let answer = self
-            .send(what, self.request(Method::GET, "/pods"), &[])
+            .send_again(what, || self.request(Method::GET, "/pods"), &[])
             .await?;
         let list: wire::PodList = self.decode(what, &answer.body)?;
         Ok(list.pods)
@@ -215,16 +260,16 @@ impl RunpodClient {
         Ok(pods)
     }
 
-    /// `DELETE /v2/pods/{id}`: 204, or 404 when it is already gone. Not proof that it is
-    /// gone: see [`Self::gone`].
+    /// `DELETE /v2/pods/{id}`: 204, or 404 when it is already gone; a 429 is waited out
+    /// ([`RateLimit::next`]). Not proof that it is gone: see [`Self::gone`].
     ///
     /// # Errors
     /// Any other answer.
     pub async fn delete_pod(&self, id: &str) -> Result<(), ApiError> {
         let path = format!("/pods/{}", path_id(id)?);
-        self.send(
+        self.send_again(
             &format!("DELETE {path}"),
-            self.request(Method::DELETE, &path),
+            || self.request(Method::DELETE, &path),
             &[404],
         )
         .await
@@ -269,15 +314,16 @@ impl RunpodClient {
         self.decode(what, &answer.body)
     }
 
-    /// `DELETE /v2/account/secrets/{id}`; 404 counts as deleted.
+    /// `DELETE /v2/account/secrets/{id}`; 404 counts as deleted; a 429 is waited out
+    /// ([`RateLimit::next`]).
     ///
     /// # Errors
     /// Any other failure.
     pub async fn delete_secret(&self, id: &str) -> Result<(), ApiError> {
         let path = format!("/account/secrets/{}", path_id(id)?);
-        self.send(
+        self.send_again(
             &format!("DELETE {path}"),
-            self.request(Method::DELETE, &path),
+            || self.request(Method::DELETE, &path),
             &[404],
         )
         .await

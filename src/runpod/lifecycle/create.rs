@@ -33,10 +33,10 @@ pub(super) fn refused(state: &mut PodState, at: Duration, refusal: Refusal, fx: 
         Refusal::RateLimited(wait) => {
             set_outcome(state, AttemptOutcome::Refused("rate limited (429)".into()));
             state.rate_waits += 1;
-            if state.rate_waits > state.rules.max_rate_limited {
+            if state.rules.rate_limit.exhausted(state.rate_waits) {
                 return finish(state, Some(PodFailure::RateLimited), true, fx);
             }
-            let wait = wait.unwrap_or(state.rules.rate_limit_wait);
+            let wait = state.rules.rate_limit.wait(wait);
             fx.push(Effect::Notice(Notice::RateLimited(wait)));
             fx.push(Effect::Record);
             fx.push(Effect::Wait(wait));

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::config::RunpodTarget;
 use crate::env::TimeScale;
+use crate::runpod::rate::RateLimit;
 use crate::train::stall::{Bounds, Policy};
 
 /// The rules of one pod. Build them with [`Rules::new`]; every duration is already
@@ -56,10 +57,9 @@ pub struct Rules {
     pub delete_backoff_max: Duration,
     /// How long a deleted pod may stay listed before it is reported as lingering.
     pub gone_patience: Duration,
-    /// Wait after a 429 without `Retry-After`.
-    pub rate_limit_wait: Duration,
-    /// 429 answers in a row (one GPU type) before the run stops.
-    pub max_rate_limited: u32,
+    /// How a 429 is waited out: its default wait, and the 429 answers in a row (one
+    /// GPU type) before the run stops.
+    pub rate_limit: RateLimit,
     /// Ambiguous create outcomes with no pod found (one GPU type), or failed searches
     /// in a row, before the run stops.
     pub max_ambiguous: u32,
@@ -97,8 +97,7 @@ impl Rules {
             delete_backoff: secs(2),
             delete_backoff_max: secs(60),
             gone_patience: minutes(10),
-            rate_limit_wait: secs(10),
-            max_rate_limited: 10,
+            rate_limit: RateLimit::new(scale),
             max_ambiguous: 3,
             cap_warning: minutes(30),
             stall: Policy::default().bounds(scale),

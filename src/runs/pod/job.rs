@@ -1,5 +1,6 @@
 //! The run's side of a pod ([`PodJob`]): the upload and the training job started with
-//! the same job script as on an SSH target, then the run's own follower
+//! the same job script as on an SSH target, after the image's environment that the
+//! pod's bootstrap wrote (POD-74, [`crate::runpod::bootstrap::source_job_env`]), then the run's own follower
 //! ([`crate::runs::follow::follow`], the run lifecycle) over a second connection to the
 //! pod, beside the pod's driver. The follower streams the metrics, honours snapshot
 //! requests (a `train stop`, or the pod's deadline and cost rules placing
@@ -152,12 +153,16 @@ impl PodJob for PodRun<'_> {
             secret_names: self.secrets.iter().map(|(name, _)| name.clone()).collect(),
             env: crate::train::job::environment(),
         };
-        let job = Stages {
+        let mut job = Stages {
             merge: self.merge,
             export: None,
             launch: self.launch,
         }
         .job(&spec, std::mem::take(&mut self.secrets));
+        // POD-74: the image's environment, which a job started over SSH would lose,
+        // first; the job's own prelude after it wins.
+        job.script
+            .insert_str(0, &crate::runpod::bootstrap::source_job_env());
         let job = pod.spawn(&job).await.map_err(|e| error_chain(&e))?;
         transitions::started(&mut self.record, job.into());
         self.record

@@ -396,8 +396,8 @@ pub struct Removed {
 /// `pod rm RUN_ID [--force]` (POD-65..POD-67); the caller holds the project lock.
 ///
 /// # Errors
-/// A refusal for a bad ID, a run absent from `runs/` or still starting its pod without
-/// `--force`; [`RunError::Pod`] when a pod cannot be deleted or stays listed.
+/// A refusal for a bad ID, a pod ID, a run absent from `runs/` or still starting its
+/// pod without `--force`; [`RunError::Pod`] when a pod cannot be deleted or stays listed.
 pub async fn remove(
     project: &Project,
     settings: &Settings,
@@ -412,13 +412,15 @@ pub async fn remove(
     let local_dir = project.run_dir(run_id);
     let record = if local_dir.join("run.json").is_file() {
         Some(RunRecord::load(&runs_dir, run_id)?)
-    } else if force {
-        None
     } else {
-        return Err(Refusal::PodRmNotHere {
-            run_id: run_id.to_owned(),
+        refuse_pod_id(settings, env, run_id).await?;
+        if !force {
+            return Err(Refusal::PodRmNotHere {
+                run_id: run_id.to_owned(),
+            }
+            .into());
         }
-        .into());
+        None
     };
     let recorded = if record.is_some() {
         PodRecord::read(&local_dir).map_err(|e| RunError::Pod {
@@ -499,6 +501,24 @@ pub async fn remove(
         outcome.failed_run = true;
     }
     Ok(outcome)
+}
+
+/// POD-65: `pod rm` never takes a pod ID. An ID absent from `runs/` that a listed pod
+/// has is refused, naming that pod's run, with or without `--force`.
+async fn refuse_pod_id(settings: &Settings, env: &EnvSnapshot, id: &str) -> Result<(), RunError> {
+    let client = pods_client(settings, env).await?;
+    let listed = client.list_pods().await.map_err(|e| RunError::Pod {
+        run_id: id.to_owned(),
+        reason: e.to_string(),
+    })?;
+    match listed.iter().find(|p| p.id == id) {
+        Some(pod) => Err(Refusal::PodRmPodId {
+            pod: id.to_owned(),
+            run: run_of(pod),
+        }
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// The pods of `run_id` (its marker, or its recorded training pod) and the others.

@@ -84,12 +84,14 @@ pub async fn client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClie
         .resolve(KEY_VAR, reference)
         .await
         .map_err(|e| RunError::RunpodKey(e.to_string()))?;
+    let scale = TimeScale::from_env(env);
     RunpodClient::new(
         settings.runpod.endpoint(),
         key,
         Redactor::new(),
-        api_timeout(TimeScale::from_env(env)),
+        api_timeout(scale),
     )
+    .map(|client| client.with_rate_limit(crate::runpod::rate::RateLimit::new(scale)))
     .map_err(|e| RunError::RunpodKey(e.to_string()))
 }
 
