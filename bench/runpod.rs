@@ -288,7 +288,8 @@ fn by_hand(api: &str, run: &Path, venv: &Path, work: &Path) -> [f64; 4] {
         "name": "by-hand", "image": engines::container_env().get("POD_IMAGE"),
         "gpu": {"id": "A", "count": 1}, "cloud": "SECURE", "disk": 20,
         "env": {"OVERBRAINER_AUTHORIZED_KEY": public.trim()}, "ports": ["22/tcp"],
-        "args": "set -eu; mkdir -p /run/sshd /root/.ssh; printf '%s\\n' \"$OVERBRAINER_AUTHORIZED_KEY\" > /root/.ssh/authorized_keys; exec /usr/sbin/sshd -D -e -o PasswordAuthentication=no",
+        // v2's `args` replace the image's CMD, split as shell words (issue 34).
+        "args": r#"bash -c 'set -eu; mkdir -p /run/sshd /root/.ssh; printf "%s\n" "$OVERBRAINER_AUTHORIZED_KEY" > /root/.ssh/authorized_keys; exec /usr/sbin/sshd -D -e -o PasswordAuthentication=no'"#,
     });
     let auth = format!("Authorization: Bearer {KEY}");
     let curl = |args: &[&str]| {
