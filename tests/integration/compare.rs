@@ -91,6 +91,8 @@ enum Script {
     Tie,
     /// Always `A`, whatever A is.
     AlwaysA,
+    /// Always `B`, whatever B is.
+    AlwaysB,
     /// A reply without the JSON object the first time it sees the question, then the
     /// child.
     GarbageOnceThenChild,
@@ -304,6 +306,7 @@ fn serve(
         controls.fetch_add(1, Ordering::SeqCst);
         let verdict = match scripts.get(&question).map(|(script, _)| *script) {
             Some(Script::AlwaysA) => "A",
+            Some(Script::AlwaysB) => "B",
             _ => parent_label,
         };
         reply_with(
@@ -339,6 +342,7 @@ fn serve(
         }
         Script::Tie => r#"{"verdict": "tie", "reason": "Both are fine."}"#.to_owned(),
         Script::AlwaysA => r#"{"verdict": "A", "reason": "A comes first."}"#.to_owned(),
+        Script::AlwaysB => r#"{"verdict": "B", "reason": "B comes last."}"#.to_owned(),
         Script::GarbageOnceThenChild if times == 1 => "I cannot decide.".to_owned(),
         Script::GarbageOnceThenChild => {
             format!(
@@ -936,6 +940,17 @@ fn a_judge_that_always_answers_a_flips_every_verdict_over_the_anthropic_protocol
         )),
         "{pushed}"
     );
+    // The TUI's Compare view says the same, first (issue 35, in a real tmux).
+    let (tmux, _) = crate::tui::start_tui(&case.training);
+    tmux.wait_for("the Project view", "training.base_model");
+    tmux.key("6");
+    let screen = tmux.wait_for("the Compare view", "INCONCLUSIVE");
+    assert!(screen.contains("UNCALIBRATED"), "{screen}");
+    assert!(
+        screen.contains("Consistency      0.0% [0.0%, 8.8%] (0 of 40)"),
+        "{screen}"
+    );
+    drop(tmux);
     // The verdicts file's lines record the drawn order's raw result: wins exactly where
     // the child was A.
     let verdicts = verdict_files(&dir).pop().unwrap();
@@ -945,6 +960,84 @@ fn a_judge_that_always_answers_a_flips_every_verdict_over_the_anthropic_protocol
         .count();
     assert_eq!(wins, child_first);
     case.assert_no_key(&dir);
+}
+
+// Issue 35: a judge that always answers "B" fails its calibration before the child is
+// asked, and with `--skip-calibration` its compare is inconclusive, every flip on the
+// second position; a judge consistent on half the questions (random verdicts, made
+// deterministic) is inconclusive too; an honest judge's compare passes the gate exactly
+// when the lower end of its win-or-tie interval reaches `min_win_or_tie`.
+#[test]
+fn judges_that_cannot_tell_are_stopped_and_an_honest_compare_passes_the_gate_by_its_lower_bound() {
+    use Script::{AlwaysA, AlwaysB, Child, Parent};
+    let summary = |case: &Case, args: &[&str]| {
+        let (output, text) = case.compare(args);
+        assert!(output.status.success(), "{text}");
+        let dir = case.dir_of(&output);
+        (
+            read_json(&dir.join("compare.json"))["summary"].clone(),
+            text,
+        )
+    };
+    let always_b = case(false, false, &[AlwaysB; 6], &[]);
+    let (output, text) = always_b.compare(&["--limit", "6"]);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("in only 0 of 4 control pairs"), "{text}");
+    assert_eq!(always_b.judge.count(), 0, "{text}");
+    let (report, text) = summary(&always_b, &["--limit", "6", "--skip-calibration"]);
+    assert_eq!(report["judge"]["conclusive"], false, "{text}");
+    assert_eq!(
+        (
+            report["judge"]["flips_first"].as_u64(),
+            report["judge"]["flips_second"].as_u64()
+        ),
+        (Some(0), Some(6)),
+        "{report}"
+    );
+    // Consistent on every other question: its calibration fails on the biased ones
+    // (2 of 4 is not most), and its verdicts agree across orders on half.
+    let half = case(
+        false,
+        false,
+        &[Parent, AlwaysA, Parent, AlwaysA, Parent, AlwaysA],
+        &[],
+    );
+    let (output, text) = half.compare(&["--limit", "6"]);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("in only 2 of 4 control pairs"), "{text}");
+    let (report, text) = summary(&half, &["--limit", "6", "--skip-calibration"]);
+    assert_eq!(
+        (
+            report["judge"]["consistency"]["count"].as_u64(),
+            report["judge"]["consistency"]["of"].as_u64()
+        ),
+        (Some(3), Some(6)),
+        "{text}"
+    );
+    assert_eq!(report["judge"]["conclusive"], false, "{text}");
+    // An honest judge that prefers the child on all six: 100% [61.0%, 100.0%].
+    let honest = case(false, false, &[Child; 6], &[]);
+    let (report, text) = summary(&honest, &["--limit", "6"]);
+    assert_eq!(report["judge"]["conclusive"], true, "{text}");
+    assert!(text.contains("in 4 of 4 control pairs"), "{text}");
+    let push = |min: &str| {
+        honest
+            .training
+            .cmd()
+            .args(["push", &honest.run_id, "--dry-run", "--repo", "me/child"])
+            .env("OVERBRAINER_COMPARE__MIN_WIN_OR_TIE", min)
+            .output()
+            .unwrap()
+    };
+    let passed = push("0.6");
+    assert!(passed.status.success(), "{}", output_text(&passed));
+    let refused = push("0.62");
+    let text = output_text(&refused);
+    assert!(!refused.status.success(), "{text}");
+    assert!(
+        text.contains("has a win-or-tie rate of 100.0% whose 95% interval starts at 61.0%, below `[compare] min_win_or_tie` = 0.62"),
+        "{text}"
+    );
 }
 
 // Issue 15, tests 3 and 4: Ctrl-C while judging keeps the verdicts; `--rejudge` with the

@@ -15,7 +15,7 @@ const INSTALL: &str =
     "sudo apt-get install -y tmux (or `make test`, which runs scripts/test-deps.sh)";
 
 /// A tmux server of its own (`-L`), killed with everything in it on drop.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
@@ -67,7 +67,7 @@ impl Tmux {
     }
 
     /// Sends one key by its tmux name (`Enter`, `q`, `y`).
-    fn key(&self, key: &str) {
+    pub(crate) fn key(&self, key: &str) {
         let output = output_within(
             self.command().args(["send-keys", "-t", "tui", key]),
             TMUX_DEADLINE,
@@ -93,7 +93,7 @@ impl Tmux {
         })
     }
 
-    fn wait_for(&self, what: &str, text: &str) -> String {
+    pub(crate) fn wait_for(&self, what: &str, text: &str) -> String {
         self.wait(what, |s| s.contains(text).then(|| s.to_owned()))
     }
 }
@@ -138,7 +138,7 @@ fn row_state<'a>(screen: &'a str, id: &str) -> Option<&'a str> {
 }
 
 /// The TUI on `training`'s project in a fresh tmux session, its shell prompt a canary.
-fn start_tui(training: &Training) -> (Tmux, String) {
+pub(crate) fn start_tui(training: &Training) -> (Tmux, String) {
     let prompt = format!("obprompt-{}$ ", random_token());
     let env = vec![
         ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
