@@ -186,24 +186,11 @@ mod tests {
     use super::*;
     use crate::compare::order::Outcome;
     use crate::compare::report::{Entry, Header, json};
-    use crate::compare::stats::{Item, Prices, summarize};
+    use crate::compare::stats::{Prices, judged_alike, summarize};
 
     #[test]
     fn a_listed_compare_reads_its_headline_topics_and_losses_from_compare_json() {
-        let items: Vec<Item> = [Outcome::Win, Outcome::Loss]
-            .iter()
-            .map(|&outcome| Item {
-                topic: "rust".into(),
-                outcome,
-                child_error: false,
-                swapped: true,
-                flipped: false,
-                verdicts: None,
-                cut: false,
-                child: None,
-                parent_tokens: (0, 0),
-            })
-            .collect();
+        let items = judged_alike("rust", &[Outcome::Win, Outcome::Loss]);
         let summary = summarize(&items, Prices::default(), 0.6);
         let header = Header {
             compare_id: "compare_1".into(),

@@ -467,7 +467,7 @@ pub fn json(header: &Header, summary: &Summary, entries: &[Entry]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::stats::{Item, Prices, summarize};
+    use crate::compare::stats::{Prices, judged_alike, summarize};
 
     fn header() -> Header {
         Header {
@@ -524,21 +524,7 @@ mod tests {
 
     #[test]
     fn the_report_has_its_sections_in_order_with_child_errors_first_among_losses() {
-        let items: Vec<Item> = [Outcome::Loss, Outcome::Loss, Outcome::Win]
-            .iter()
-            .map(|o| Item {
-                topic: "t".into(),
-                outcome: *o,
-                child_error: false,
-                // Judged in both orders, alike: a consistent judge.
-                swapped: true,
-                flipped: false,
-                verdicts: None,
-                cut: false,
-                child: None,
-                parent_tokens: (0, 0),
-            })
-            .collect();
+        let items = judged_alike("t", &[Outcome::Loss, Outcome::Loss, Outcome::Win]);
         let summary = summarize(&items, Prices::default(), 0.6);
         let entries = [
             entry("q1", Outcome::Loss, false),

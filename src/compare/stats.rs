@@ -336,6 +336,26 @@ pub fn summarize(items: &[Item], prices: Prices, min_consistency: f64) -> Summar
     }
 }
 
+/// Questions of `topic` judged in both orders alike (a consistent judge), one per
+/// outcome, no child answer timed: the report's and the listing's tests.
+#[cfg(test)]
+pub(crate) fn judged_alike(topic: &str, outcomes: &[Outcome]) -> Vec<Item> {
+    outcomes
+        .iter()
+        .map(|&outcome| Item {
+            topic: topic.into(),
+            outcome,
+            child_error: false,
+            swapped: true,
+            flipped: false,
+            verdicts: None,
+            cut: false,
+            child: None,
+            parent_tokens: (0, 0),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::float_cmp)]
 mod tests {

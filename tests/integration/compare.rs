@@ -512,6 +512,15 @@ impl Case {
         (output, text)
     }
 
+    /// The run's directory on the SSH target `remote`.
+    fn remote_run(&self) -> PathBuf {
+        self.training
+            .project
+            .home()
+            .join("remote-work")
+            .join(&self.run_id)
+    }
+
     fn compares(&self) -> PathBuf {
         self.training.runs().join(&self.run_id).join("compares")
     }
@@ -1173,12 +1182,7 @@ fn a_compare_on_the_ssh_target_sends_the_gguf_once() {
         report["summary"]["counts"],
         serde_json::json!({"wins": 3, "ties": 0, "losses": 0, "unparsed": 0})
     );
-    let remote = case
-        .training
-        .project
-        .home()
-        .join("remote-work")
-        .join(&case.run_id);
+    let remote = case.remote_run();
     let gguf = read_json(&dir.join("setup.json"))["gguf"]["file"]
         .as_str()
         .unwrap()
@@ -1237,12 +1241,7 @@ fn a_pod_run_compares_on_the_local_target_or_on_the_one_named() {
         assert_eq!(read_json(&dir.join("setup.json"))["target"], target);
         case.assert_no_key(&dir);
     }
-    let remote = case
-        .training
-        .project
-        .home()
-        .join("remote-work")
-        .join(&case.run_id);
+    let remote = case.remote_run();
     assert!(
         remote.join("output/gguf").is_dir(),
         "the GGUF was sent to `remote`"

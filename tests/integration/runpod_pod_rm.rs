@@ -64,22 +64,7 @@ async fn runpod_pod_rm_refuses_a_pod_id_a_run_not_here_and_a_starting_run_and_fo
     assert!(all.contains(&format!("removed pod {foreign}")), "{all}");
     assert!(live(&project).is_empty(), "{all}");
     // A run still starting its pod: its `train` killed while the pod boots.
-    project.standin.state().faults.ssh_after_polls = 1000;
-    let id = tokio::task::block_in_place(|| {
-        let child = project.training.spawn(&["train", "--target", "pod"]);
-        crate::util::poll(
-            crate::training::DEADLINE,
-            "a created pod",
-            || match pod_state(&project) {
-                Some(pod) if pod["pod_id"].is_string() => Ok(()),
-                other => Err(other),
-            },
-        );
-        crate::util::signal(child.id(), "KILL");
-        let _ = crate::training::finish(child);
-        project.training.run_ids().remove(0)
-    });
-    assert_eq!(project.training.record(&id)["state"], "starting");
+    let id = crate::runpod_train::killed_while_its_pod_boots(&project);
     let pod = pod_state(&project).unwrap()["pod_id"]
         .as_str()
         .unwrap()

@@ -598,16 +598,17 @@ async fn runpod_pod_ls_leaves_other_projects_pods_to_their_owner_and_reports_the
     assert_clean(&project);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runpod_kill_9_during_readiness_leaves_the_pod_to_the_next_command_which_deletes_it() {
-    let project = pod_project(r#"["A"]"#).await;
+/// Starts `train` on `project`'s pod target, whose pod never answers SSH, and kills it
+/// with `SIGKILL` once the pod exists: the run is left `starting` with its pod. Returns
+/// the run ID.
+pub(crate) fn killed_while_its_pod_boots(project: &PodProject) -> String {
     project.standin.state().faults.ssh_after_polls = 1000;
     let id = tokio::task::block_in_place(|| {
         let child = project.training.spawn(&["train", "--target", "pod"]);
         crate::util::poll(
             crate::training::DEADLINE,
             "a created pod",
-            || match pod_state(&project) {
+            || match pod_state(project) {
                 Some(pod) if pod["pod_id"].is_string() => Ok(()),
                 other => Err(other),
             },
@@ -617,6 +618,13 @@ async fn runpod_kill_9_during_readiness_leaves_the_pod_to_the_next_command_which
         project.training.run_ids().remove(0)
     });
     assert_eq!(project.training.record(&id)["state"], "starting");
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_kill_9_during_readiness_leaves_the_pod_to_the_next_command_which_deletes_it() {
+    let project = pod_project(r#"["A"]"#).await;
+    let id = killed_while_its_pod_boots(&project);
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
     let all = text(&output);
     let record = project.training.record(&id);
