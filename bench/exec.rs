@@ -21,7 +21,8 @@
 //! poll's (as above, above 1 is better): about 1 means a poll is one round trip.
 //!
 //! Within a figure the two sides alternate (baseline, ours, baseline, ours) and the
-//! better time of each counts, so a noisy moment hurts both alike.
+//! better time of each counts (of two rounds; of five for the raw-channel figures,
+//! which take under a second each), so a noisy moment hurts both alike.
 //!
 //! `OB_BENCH_PART=small|big|all` (default `all`) picks the halves;
 //! `OB_BENCH_FIGURES=upload,download,manifest,raw,poll` picks figures (all when
@@ -151,6 +152,10 @@ struct Bench {
 /// Rounds of each side within a figure.
 const ROUNDS: usize = 2;
 
+/// Rounds of each side of the raw-channel figures: each takes under a second, so the
+/// best of five, not two, keeps one noisy moment from setting the figure.
+const RAW_ROUNDS: usize = 5;
+
 impl Bench {
     async fn half(&self, half: Half, source: &Path, bytes: u64, count: usize) {
         let name = half.name();
@@ -276,7 +281,7 @@ impl Bench {
         let file = source.join("model.bin");
         let mut figure = Figure::default();
         let up = format!("{}/up-raw", self.executor.workdir());
-        for _ in 0..ROUNDS {
+        for _ in 0..RAW_ROUNDS {
             figure.base(|| {
                 shell(&format!(
                     "cat {file} | ssh {ssh_args} 'cat > /dev/null'",
@@ -297,7 +302,7 @@ impl Bench {
         // The same channel with the file written on the target, as an upload does.
         let mut figure = Figure::default();
         let raw_file = format!("{}/up-raw-file", self.executor.workdir());
-        for _ in 0..ROUNDS {
+        for _ in 0..RAW_ROUNDS {
             figure.base(|| {
                 shell(&format!(
                     "cat {file} | ssh {ssh_args} 'cat > {raw_file}'",
@@ -319,7 +324,7 @@ impl Bench {
         );
         let mut figure = Figure::default();
         let back = self.root.join("down-raw");
-        for _ in 0..ROUNDS {
+        for _ in 0..RAW_ROUNDS {
             figure.base(|| {
                 shell(&format!(
                     "ssh {ssh_args} 'cat {remote}/model.bin' > /dev/null"
