@@ -212,6 +212,26 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CompareError> 
     write_atomic(path, text.as_bytes()).map_err(|e| CompareError::Bad(e.to_string()))
 }
 
+/// The target the child's job of a compare of `record` runs on (`--target`, the run's
+/// own, or the one local target of a run whose pod is gone), resolved.
+///
+/// # Errors
+///
+/// The refusals of [`elsewhere::side_target`] and [`target::resolve`];
+/// [`CompareError::UnsupportedTarget`] for a container target.
+pub(super) fn target_of(
+    settings: &Settings,
+    record: &RunRecord,
+    request: &Request,
+) -> Result<target::Resolved, CompareError> {
+    let on = elsewhere::side_target(settings, record, request.target.as_deref(), "compare")?;
+    let resolved = target::resolve(settings, &on)?;
+    if !matches!(resolved.runtime, JobRuntime::Native { .. }) {
+        return Err(CompareError::UnsupportedTarget(on));
+    }
+    Ok(resolved)
+}
+
 /// The child's side of a new compare: returns the local compare directory and its setup,
 /// with `child_answers.jsonl` and `hardware.json` retrieved there.
 ///
@@ -236,11 +256,7 @@ pub async fn run(
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<(PathBuf, Setup), CompareError> {
-    let on = elsewhere::side_target(settings, record, request.target.as_deref(), "compare")?;
-    let resolved = target::resolve(settings, &on)?;
-    if !matches!(resolved.runtime, JobRuntime::Native { .. }) {
-        return Err(CompareError::UnsupportedTarget(on));
-    }
+    let resolved = target_of(settings, record, request)?;
     let questions = questions(project, request.limit)?;
     let local_run = project.run_dir(&record.id);
     let yaml_path = local_run.join(AXOLOTL_YAML);

@@ -310,6 +310,8 @@ pub async fn compare(
         return judge_and_report(project, settings, context, &dir, setup, events, cancel).await;
     }
     let (record, gguf) = child::pick(project, request.run_id.as_deref())?;
+    // The target is checked before any judge request (the calibration's are paid).
+    child::target_of(settings, &record, request)?;
     // The judge must be usable before the child is asked: a missing role or key fails now,
     // and so does a judge without a price under the budget's cap (issue 20).
     let judge = make_judge(project, settings, context, events).await?;
@@ -407,7 +409,12 @@ async fn calibrate(
         .map_err(CompareError::Bad)?;
     let calibration = calibration::calibrate(&made.judge, questions, &made.key, &made.name)
         .await
-        .map_err(|source| CompareError::Bad(format!("the judge's calibration failed: {source}")))?;
+        .map_err(|source| {
+            CompareError::Bad(format!(
+                "cannot ask the judge `{}` its calibration's control pairs: {source}",
+                made.name
+            ))
+        })?;
     emit(
         events,
         CompareEvent::Calibrated {

@@ -132,7 +132,7 @@ pub enum Refusal {
     },
     /// `[export] after_training` for a run on a Runpod target (issue 34).
     #[error(
-        "`export.after_training = true` is not run on the Runpod target `{target}`: its pod is deleted once the run is retrieved; set `export.after_training = false` and run `overbrainer export RUN_ID` after the run (it exports this machine's copy on a `local` or `ssh` target)"
+        "`export.after_training = true` is not run on the Runpod target `{target}`: its pod is deleted once the run is retrieved; set it to false (in `overbrainer.toml`, or `OVERBRAINER_EXPORT__AFTER_TRAINING`) and run `overbrainer export RUN_ID [--target NAME]` after the run: it exports this machine's copy on a `local`, `ssh` or `slurm` target"
     )]
     AfterTrainingOnPod {
         /// The Runpod target.

@@ -1224,6 +1224,12 @@ fn a_pod_run_compares_on_the_local_target_or_on_the_one_named() {
         "{text}"
     );
     assert!(!case.compares().exists(), "{text}");
+    // Refused before the judge's calibration: no paid request for a bad target.
+    assert_eq!(
+        (case.judge.controls(), case.judge.count()),
+        (0, 0),
+        "{text}"
+    );
     for (args, target) in [
         (&["--limit", "2"][..], "local"),
         (&["--limit", "2", "--target", "remote"][..], "remote"),
