@@ -160,7 +160,16 @@ pub enum ApiError {
         retry_after: Option<Duration>,
     },
     /// Any other failure status, with its problem body.
-    #[error("Runpod API `{what}` answered {}: {}", problem.status, problem.reason())]
+    #[error(
+        "Runpod API `{what}` answered {}: {}{}",
+        problem.status,
+        problem.reason(),
+        if problem.status == 401 || problem.status == 403 {
+            " (the API key was refused: check or renew `OVERBRAINER_RUNPOD__API_KEY`)"
+        } else {
+            ""
+        }
+    )]
     Problem {
         /// The call.
         what: String,
@@ -283,6 +292,14 @@ mod tests {
         );
         let error = problem(401, &echoed);
         let text = format!("{error} {error:?}");
+        // A refused key says which variable to check, never its value.
+        assert!(
+            error.to_string().ends_with(
+                "(the API key was refused: check or renew `OVERBRAINER_RUNPOD__API_KEY`)"
+            ),
+            "{error}"
+        );
+        assert!(!problem(422, "{}").to_string().contains("API key"));
         assert!(!text.contains(KEY), "{text}");
         assert!(!text.contains("rpa_CANARY7Hq2"), "{text}");
         assert!(!text.contains("Wm9Xv4Kp8Tz3"), "{text}");
