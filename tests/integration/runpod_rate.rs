@@ -8,28 +8,14 @@
 
 use std::time::{Duration, Instant};
 
-use overbrainer::runpod::api::{ApiError, CreatePod, GpuRequest, RunpodClient, pod_name};
+use overbrainer::runpod::api::{ApiError, CreatePod, RunpodClient};
 
 use crate::runpod_standin::{DELETE_POD, GET_POD, LIST_PODS, Standin};
 
 const KEY: &str = "rpa_CANARY6Wd1Qs8Lv3Jx5Tn9Hb2Zk7Mf4Rc0Pg";
 
 fn body() -> CreatePod {
-    CreatePod {
-        name: pod_name("r_20261204-230000-ra34"),
-        image: "overbrainer-pod:test".into(),
-        gpu: GpuRequest {
-            id: "A".into(),
-            count: 1,
-        },
-        cloud: "SECURE".into(),
-        data_center_ids: Vec::new(),
-        disk: 20,
-        env: std::collections::BTreeMap::new(),
-        ports: vec!["22/tcp".into()],
-        mounts: None,
-        args: None,
-    }
+    crate::runpod_standin::bare_body("r_20261204-230000-ra34")
 }
 
 /// The stand-in with one pod, and a client of it.

@@ -614,3 +614,24 @@ fn create_secret(state: &mut State, body: &[u8]) -> ResponseTemplate {
         "createdAt": rfc3339(SystemTime::now()), "updatedAt": rfc3339(SystemTime::now()),
     }))
 }
+
+/// A create body for a pod of run `run` made straight on the stand-in, as a test (or
+/// another project's overbrainer) makes it: the test image, one GPU of type `A`, SSH
+/// exposed, no environment and the image's own command.
+pub(crate) fn bare_body(run: &str) -> overbrainer::runpod::api::CreatePod {
+    overbrainer::runpod::api::CreatePod {
+        name: overbrainer::runpod::api::pod_name(run),
+        image: "overbrainer-pod:test".into(),
+        gpu: overbrainer::runpod::api::GpuRequest {
+            id: "A".into(),
+            count: 1,
+        },
+        cloud: "SECURE".into(),
+        data_center_ids: Vec::new(),
+        disk: 20,
+        env: BTreeMap::new(),
+        ports: vec!["22/tcp".into()],
+        mounts: None,
+        args: None,
+    }
+}

@@ -528,17 +528,9 @@ pub(crate) async fn foreign_pod(
     deadline: u64,
     kept: bool,
 ) -> String {
-    use overbrainer::runpod::api::{CreatePod, GpuRequest, pod_name};
+    use overbrainer::runpod::api::CreatePod;
     let body = CreatePod {
-        name: pod_name(run),
         image: container_env().get("POD_IMAGE").to_owned(),
-        gpu: GpuRequest {
-            id: "A".into(),
-            count: 1,
-        },
-        cloud: "SECURE".into(),
-        data_center_ids: Vec::new(),
-        disk: 20,
         env: [
             ("OVERBRAINER_RUN_ID".to_owned(), run.to_owned()),
             ("OVERBRAINER_DEADLINE_AT".to_owned(), deadline.to_string()),
@@ -548,9 +540,8 @@ pub(crate) async fn foreign_pod(
             ),
         ]
         .into(),
-        ports: vec!["22/tcp".into()],
-        mounts: None,
         args: Some("sleep infinity".into()),
+        ..crate::runpod_standin::bare_body(run)
     };
     let client = project.standin.client(Duration::from_secs(60));
     client.create_pod(&body).await.unwrap().id

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use overbrainer::runpod::api::{CreatePod, GpuRequest, RunpodClient, pod_name};
+use overbrainer::runpod::api::RunpodClient;
 use overbrainer::runpod::driver::now;
 use overbrainer::runpod::watchdog::WATCHDOG;
 
@@ -22,21 +22,7 @@ const KEY: &str = "rpa_CANARY3Jx8Tm5Wq1Zv7Kd4Nb9Hs2Lc6Pg0Fr";
 /// A pod on the stand-in (no container: the watchdog runs here) and its client.
 async fn pod(standin: &Standin, run: &str) -> (RunpodClient, String) {
     let client = standin.client(Duration::from_secs(30));
-    let body = CreatePod {
-        name: pod_name(run),
-        image: "overbrainer-pod:test".into(),
-        gpu: GpuRequest {
-            id: "A".into(),
-            count: 1,
-        },
-        cloud: "SECURE".into(),
-        data_center_ids: Vec::new(),
-        disk: 20,
-        env: std::collections::BTreeMap::new(),
-        ports: vec!["22/tcp".into()],
-        mounts: None,
-        args: None,
-    };
+    let body = crate::runpod_standin::bare_body(run);
     let id = client.create_pod(&body).await.unwrap().id;
     (client, id)
 }
