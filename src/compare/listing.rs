@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use serde::Deserialize as _;
+
 use super::report::{COMPARE_JSON, rate_text};
 use super::stats::Rate;
 use super::{COMPARES_DIR, gate};
@@ -69,27 +71,7 @@ pub struct Listed {
 
 /// A [`Rate`] of `compare.json`, as the report writes it.
 fn rate(value: &serde_json::Value) -> String {
-    serde_json::from_value::<RateJson>(value.clone()).map_or_else(
-        |_| "n/a".to_owned(),
-        |r| {
-            rate_text(&Rate {
-                count: r.count,
-                of: r.of,
-                rate: r.rate,
-                low: r.low,
-                high: r.high,
-            })
-        },
-    )
-}
-
-#[derive(serde::Deserialize)]
-struct RateJson {
-    count: u64,
-    of: u64,
-    rate: Option<f64>,
-    low: Option<f64>,
-    high: Option<f64>,
+    Rate::deserialize(value).map_or_else(|_| "n/a".to_owned(), |r| rate_text(&r))
 }
 
 /// The compare whose `compare.json` is `report`.

@@ -12,7 +12,7 @@ const Z95: f64 = 1.959_963_984_540_054;
 
 /// A rate of `count` out of `of` with its Wilson score 95% interval; all `None` when `of`
 /// is 0.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Rate {
     /// Numerator.
     pub count: u64,
