@@ -307,7 +307,7 @@ pub async fn compare(
                 questions: setup.questions.len(),
             },
         );
-        return judge_and_report(project, settings, context, &dir, setup, events, cancel).await;
+        return judge_and_report(judge, settings, context, &dir, setup, events, cancel).await;
     }
     let (record, gguf) = child::pick(project, request.run_id.as_deref())?;
     // The target is checked before any judge request (the calibration's are paid).
@@ -324,7 +324,8 @@ pub async fn compare(
     )
     .await?;
     calibration.save(&dir).map_err(CompareError::Bad)?;
-    judge_and_report(project, settings, context, &dir, setup, events, cancel).await
+    // The same judge (its meter has the calibration's spend) judges the child.
+    judge_and_report(judge, settings, context, &dir, setup, events, cancel).await
 }
 
 /// The judge of this compare: its client under the budget, the prompt, and the key of
@@ -508,7 +509,7 @@ fn judge_role(settings: &Settings) -> (Option<&crate::config::Role>, bool) {
     reason = "judging, then the report's parts in order"
 )]
 async fn judge_and_report(
-    project: &Project,
+    made: MadeJudge,
     settings: &Settings,
     context: &Context,
     dir: &Path,
@@ -524,7 +525,7 @@ async fn judge_and_report(
         judge,
         key,
         name: judge_name,
-    } = make_judge(project, settings, context, events).await?;
+    } = made;
     let file = dir.join(verdict::file_name(&key));
     let mut lines: Vec<VerdictLine> = read_lines(&file)?;
     let done: HashSet<String> = verdict::decided_ids(&lines);
