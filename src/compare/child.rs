@@ -250,14 +250,13 @@ pub async fn run(
     project: &Project,
     settings: &Settings,
     env: &EnvSnapshot,
-    record: &RunRecord,
+    (record, resolved): (&RunRecord, target::Resolved),
     gguf: Gguf,
+    questions: Vec<setup::Question>,
     request: &Request,
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<(PathBuf, Setup), CompareError> {
-    let resolved = target_of(settings, record, request)?;
-    let questions = questions(project, request.limit)?;
     let local_run = project.run_dir(&record.id);
     let yaml_path = local_run.join(AXOLOTL_YAML);
     let yaml = std::fs::read_to_string(&yaml_path).map_err(io(&yaml_path))?;

@@ -311,7 +311,7 @@ pub async fn compare(
     }
     let (record, gguf) = child::pick(project, request.run_id.as_deref())?;
     // The target is checked before any judge request (the calibration's are paid).
-    child::target_of(settings, &record, request)?;
+    let resolved = child::target_of(settings, &record, request)?;
     // The judge must be usable before the child is asked: a missing role or key fails now,
     // and so does a judge without a price under the budget's cap (issue 20).
     let judge = make_judge(project, settings, context, events).await?;
@@ -320,7 +320,15 @@ pub async fn compare(
     let questions = child::questions(project, request.limit)?;
     let calibration = calibrate(&judge, &questions, request, context, events).await?;
     let (dir, setup) = child::run(
-        project, settings, env, &record, gguf, request, events, cancel,
+        project,
+        settings,
+        env,
+        (&record, resolved),
+        gguf,
+        questions,
+        request,
+        events,
+        cancel,
     )
     .await?;
     calibration.save(&dir).map_err(CompareError::Bad)?;
