@@ -72,6 +72,8 @@ async fn bench() {
                 protocol: Protocol::Openai,
                 base_url: Some(server.uri()),
                 api_key: None,
+                price_in: None,
+                price_out: None,
             },
         )]),
         roles: Roles {

@@ -168,6 +168,7 @@ impl Context {
             client: Arc::new(client),
             provider: role.provider.clone(),
             protocol: provider.protocol,
+            fixed_price: provider.fixed_price(),
             role,
         })
     }
@@ -182,13 +183,20 @@ pub struct RoleClient {
     pub provider: String,
     /// The provider's protocol.
     pub protocol: Protocol,
+    /// The provider's price from the configuration (`price_in`, `price_out`), which
+    /// replaces its listing.
+    pub fixed_price: Option<crate::pricing::Price>,
     /// The role's settings.
     pub role: Role,
 }
 
 impl RoleClient {
-    /// The model's price, read once per provider per command; `None` when unknown.
+    /// The model's price: the configured one, else read once per provider per command;
+    /// `None` when unknown.
     pub async fn price(&self, prices: &PriceBook) -> Option<crate::pricing::Price> {
+        if let Some(price) = self.fixed_price {
+            return Some(price);
+        }
         prices
             .price(&self.provider, &self.client, &self.role.model)
             .await

@@ -269,6 +269,46 @@ async fn an_unpriced_parent_under_a_cap_is_refused_unless_allow_unpriced() {
     assert_eq!(summary["total"]["usd"], 0.0);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parent_priced_at_zero_in_the_configuration_is_free_not_unpriced_under_a_cap() {
+    // The stand-in lists no price for the parent: without `price_in`/`price_out` the cap
+    // refuses it as unpriced (the test above).
+    let (server, bill) = stand_in(false).await;
+    let config = config("max_usd = 5.0").replace(
+        "[providers.other]\nprotocol = \"openai\"\n",
+        "[providers.other]\nprotocol = \"openai\"\nprice_in = 0\nprice_out = 0\n",
+    );
+    assert!(config.contains("price_in = 0"), "{config}");
+    let project = project(&config);
+    write_questions(&project, &IDS[..2]);
+    let output = overbrainer(&project, &server, &["answers"]).await;
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("$0.0000") && !text.contains("unknown"),
+        "{text}"
+    );
+    assert_eq!(bill.requests(), 2);
+    let ledger = lines(&project, ".overbrainer/ledger.jsonl");
+    let requests: Vec<&Value> = ledger.iter().filter(|l| l["kind"] == "request").collect();
+    assert_eq!(requests.len(), 2, "{ledger:?}");
+    assert!(requests.iter().all(|l| l["cost_usd"] == 0.0), "{ledger:?}");
+    let output = overbrainer(&project, &server, &["budget", "--json"]).await;
+    assert!(output.status.success(), "{}", output_text(&output));
+    let summary: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert_eq!(summary["total"]["unpriced"], 0, "{summary}");
+    assert_eq!(summary["total"]["usd"], 0.0, "{summary}");
+    // The configured price replaces the listing: it is not read for that provider.
+    let listings = server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.url.path() == "/models")
+        .count();
+    assert_eq!(listings, 0);
+}
+
 /// A ledger line of an `answers` request to `other/parent-model` costing `usd`.
 fn request_line(usd: f64) -> Value {
     json!({"kind": "request", "at": "2026-01-01T00:00:00Z", "stage": "answers",
