@@ -27,7 +27,8 @@ pub struct Args {
     #[arg(long, value_name = "NAME", conflicts_with = "rejudge", add = clap_complete::ArgValueCompleter::new(super::complete::targets))]
     pub target: Option<String>,
     /// Judge without first checking the judge on control pairs (the gate then refuses
-    /// the compare).
+    /// the compare). Without it, a judge that fails the check ends `compare` with exit
+    /// status 3 before any child question is asked.
     #[arg(long)]
     pub skip_calibration: bool,
     /// Judge even when the estimate with the spend passes `budget.max_usd` (the cap
@@ -113,6 +114,9 @@ fn render(event: &CompareEvent) {
     }
 }
 
+/// The exit status of a compare refused because its judge failed calibration.
+pub const UNCALIBRATED: u8 = 3;
+
 /// Runs `compare`.
 ///
 /// # Errors
@@ -151,6 +155,11 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             // Ctrl-C: what was done is kept (CMP-12, CMP-19); the status says so.
             errln!("compare: {error}");
             return Ok(ExitCode::from(130));
+        }
+        Err(error @ CompareError::Uncalibrated { .. }) => {
+            // Its own status, so a script can tell "choose another judge" from a failure.
+            errln!("error: {error}");
+            return Ok(ExitCode::from(UNCALIBRATED));
         }
         other => other?,
     };
