@@ -77,4 +77,4 @@ lint:
 # `export`, `compare`, `push --dry-run` on a fresh copy of examples/distill in demo-run/.
 # The servers are stopped at the end whatever happens.
 demo: build
-	@OVERBRAINER_BIN="$(BIN)" scripts/demo.sh
+	@DEMO_BIN="$(BIN)" scripts/demo.sh

@@ -27,7 +27,7 @@ llama_out=$(mktemp)
 trap 'rm -f "$llama_out"' EXIT
 "$root/scripts/llama-env.sh" >"$llama_out" &
 llama_pid=$!
-eval "$("$root/scripts/training-env.sh")"
+eval "$("$root/scripts/training-env.sh" --venv-only)"
 wait "$llama_pid" || { echo "demo-env: building llama.cpp failed" >&2; exit 1; }
 eval "$(cat "$llama_out")"
 

@@ -11,14 +11,14 @@
 # SIGTERM. A training run that an interruption left running is cancelled (`train cancel`),
 # so nothing stays behind.
 #
-# Environment: OVERBRAINER_BIN (default target/debug/overbrainer), OVERBRAINER_DEMO_DIR
-# (default demo-run/ in the checkout; an earlier one is kept as <dir>.previous). Any
-# OVERBRAINER_* setting passes through to the commands.
+# Environment: DEMO_BIN (default target/debug/overbrainer), DEMO_DIR (default demo-run/ in
+# the checkout; an earlier one is kept as <dir>.previous). Any OVERBRAINER_* setting passes
+# through to the commands, which read every such variable as a setting.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${OVERBRAINER_BIN:-$root/target/debug/overbrainer}
-out=${OVERBRAINER_DEMO_DIR:-$root/demo-run}
+bin=${DEMO_BIN:-$root/target/debug/overbrainer}
+out=${DEMO_DIR:-$root/demo-run}
 model_name=smollm2-135m-instruct
 started=$(date +%s)
 

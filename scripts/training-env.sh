@@ -8,6 +8,8 @@
 #     ${XDG_CACHE_HOME:-$HOME/.cache}/overbrainer/tiny-llama-<digest of the data and script>,
 #     built only when missing.
 # Prints `AXOLOTL_VENV=<dir>` and `TINY_MODEL=<dir>` on stdout; everything else goes to stderr.
+# `--venv-only` sets up and prints the venv alone (scripts/demo-env.sh: `make demo` trains
+# SmolLM2, not the tiny model).
 set -euo pipefail
 
 AXOLOTL_VERSION=0.19.0
@@ -33,6 +35,9 @@ if ! { [[ -x "$venv/bin/axolotl" ]] && "$venv/bin/python" -m pip show -q axolotl
     fi
 fi
 
+echo "AXOLOTL_VENV=$venv"
+[[ ${1:-} != --venv-only ]] || exit 0
+
 digest=$(cat "$root/scripts/build-tiny-model.py" "$root/examples/demo/data/train.jsonl" \
     "$root/examples/demo/data/eval.jsonl" | sha256sum | cut -c1-12)
 model="$cache/tiny-llama-$digest"
@@ -42,5 +47,4 @@ if [[ ! -e "$model/.complete" ]]; then
         "$model" "$root/examples/demo/data/train.jsonl" "$root/examples/demo/data/eval.jsonl" >&2
 fi
 
-echo "AXOLOTL_VENV=$venv"
 echo "TINY_MODEL=$model"

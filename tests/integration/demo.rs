@@ -38,8 +38,8 @@ impl Demo {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo.sh");
         let mut command = Command::new(&script);
         command
-            .env("OVERBRAINER_BIN", env!("CARGO_BIN_EXE_overbrainer"))
-            .env("OVERBRAINER_DEMO_DIR", &dir)
+            .env("DEMO_BIN", env!("CARGO_BIN_EXE_overbrainer"))
+            .env("DEMO_DIR", &dir)
             .env("OB_TEST_DEMO_CANARY", &canary)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
