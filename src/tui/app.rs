@@ -343,6 +343,11 @@ impl App {
                 self.spend = Some(spend);
                 Vec::new()
             }
+            FlowEvent::Dataset(listing) => {
+                self.pipeline.set_listing(listing.clone());
+                self.dataset.set_listing(listing);
+                Vec::new()
+            }
             FlowEvent::Compares(compares) => {
                 self.compare.set_compares(compares);
                 Vec::new()

@@ -186,6 +186,67 @@ fn compare_view_snapshots() {
     snapshot_both("compare_inconclusive", &app);
 }
 
+/// A dataset as `dataset::listing::list` reads it: two questions, one answered, one
+/// bad line.
+fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
+    use crate::dataset::listing::{FileCount, Listing, Row};
+    let count = |name, records| FileCount { name, records };
+    Listing {
+        files: vec![
+            count("subtopics.jsonl", Some(2)),
+            count("questions.jsonl", Some(2)),
+            count("answers.jsonl", Some(1)),
+            count("train.jsonl", None),
+            count("eval.jsonl", None),
+        ],
+        rows: vec![
+            Row {
+                id: "q-3f2a9c".into(),
+                topic: "Rust".into(),
+                subtopic: "Ownership".into(),
+                question: "What does the borrow checker prevent?".into(),
+                answer: Some(
+                    "Two mutable references to one value at once,\nand use after free.".into(),
+                ),
+                excluded: None,
+            },
+            Row {
+                id: "q-77b1e0".into(),
+                topic: "Rust".into(),
+                subtopic: "Traits".into(),
+                question: "When is a trait object needed?".into(),
+                answer: None,
+                excluded: None,
+            },
+        ],
+        errors: if errors {
+            vec!["data/answers.jsonl line 2: expected value at line 1 column 1".into()]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+#[test]
+fn dataset_view_snapshots() {
+    let mut app = app();
+    app.handle_key(ch('2'));
+    app.on_flow(FlowEvent::Dataset(crate::dataset::listing::list(
+        &crate::dataset::DataFiles::new(std::path::Path::new("/nonexistent/data")),
+    )));
+    snapshot_both("dataset_empty", &app);
+    app.handle_key(ch('3'));
+    snapshot_both("pipeline_empty", &app);
+    app.handle_key(ch('2'));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
+    snapshot_both("dataset_list", &app);
+    app.handle_key(ch('j'));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(true)));
+    snapshot_both("dataset_unreadable", &app);
+    app.handle_key(ch('3'));
+    snapshot_both("pipeline_read", &app);
+}
+
 #[test]
 fn other_views_snapshots() {
     let mut app = app();
