@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{AnswerRecord, DataFiles, QuestionRecord, SubtopicRecord, read_jsonl};
+use super::{AnswerMeta, AnswerRecord, DataFiles, QuestionRecord, SubtopicRecord, read_jsonl};
 
 /// One stage's file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +29,10 @@ pub struct Row {
     pub question: String,
     /// The assistant's answer, when `answers.jsonl` has one.
     pub answer: Option<String>,
+    /// The answer's reasoning, when it carries one.
+    pub reasoning: Option<String>,
+    /// The answer's metadata (model, tokens, finish reason), when answered.
+    pub meta: Option<AnswerMeta>,
     /// Why the answer is excluded from training, when it is.
     pub excluded: Option<&'static str>,
 }
@@ -94,14 +98,12 @@ pub fn list(files: &DataFiles) -> Listing {
         .into_iter()
         .map(|q| {
             let answer = answers_by_id.get(q.id.as_str());
+            let assistant =
+                answer.and_then(|a| a.messages.iter().rev().find(|m| m.role == "assistant"));
             Row {
-                answer: answer.and_then(|a| {
-                    a.messages
-                        .iter()
-                        .rev()
-                        .find(|m| m.role == "assistant")
-                        .map(|m| m.content.clone())
-                }),
+                answer: assistant.map(|m| m.content.clone()),
+                reasoning: assistant.and_then(|m| m.reasoning_content.clone()),
+                meta: answer.map(|a| a.meta.clone()),
                 excluded: answer.and_then(|a| a.meta.excluded.map(super::Exclusion::code)),
                 id: q.id,
                 topic: q.topic,
@@ -129,7 +131,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_empty_project_lists_no_file_and_a_bad_line_names_file_and_line() {
+    fn an_empty_project_lists_no_file_a_bad_line_names_file_and_line_and_answers_join_by_id() {
         let dir = tempfile::tempdir().unwrap();
         let files = DataFiles::new(dir.path());
         assert!(list(&files).is_empty());
@@ -144,6 +146,24 @@ mod tests {
         assert_eq!(listing.files[0].records, None);
         assert_eq!(listing.rows.len(), 1);
         assert_eq!(listing.rows[0].answer, None);
+        std::fs::write(
+            files.answers(),
+            concat!(
+                r#"{"id":"q1","topic":"t","subtopic":"s","messages":[{"role":"user","content":"Why?"},"#,
+                r#"{"role":"assistant","content":"Because.","reasoning_content":"Think."}],"#,
+                r#""meta":{"model":"m","input_tokens":1,"output_tokens":2,"finish_reason":"stop","#,
+                r#""reasoning_kind":null,"excluded":"truncated"}}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let answered = list(&files);
+        assert_eq!(answered.files[2].records, Some(1));
+        let row = &answered.rows[0];
+        assert_eq!(row.answer.as_deref(), Some("Because."));
+        assert_eq!(row.reasoning.as_deref(), Some("Think."));
+        assert_eq!(row.excluded, Some("truncated"));
+        assert_eq!(row.meta.as_ref().map(|m| m.output_tokens), Some(2));
         assert_eq!(listing.errors.len(), 1);
         assert!(
             listing.errors[0].contains("questions.jsonl line 2"),

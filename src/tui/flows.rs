@@ -114,6 +114,13 @@ impl Flows {
                     send_spend(&sender, &root, &budget);
                 });
             }
+            Work::ReadDataset => {
+                let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
+                let sender = self.sender.clone();
+                tokio::task::spawn_blocking(move || {
+                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(&data)));
+                });
+            }
             Work::ExportLogs(lines) => {
                 let dir = self.context.project.state_dir();
                 let sender = self.sender.clone();

@@ -208,6 +208,15 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
                 answer: Some(
                     "Two mutable references to one value at once,\nand use after free.".into(),
                 ),
+                reasoning: Some("The question asks what the checker rules out.".into()),
+                meta: Some(crate::dataset::AnswerMeta {
+                    model: "qwen3-235b".into(),
+                    input_tokens: 41,
+                    output_tokens: 96,
+                    finish_reason: Some("stop".into()),
+                    reasoning_kind: None,
+                    excluded: None,
+                }),
                 excluded: None,
             },
             Row {
@@ -216,6 +225,8 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
                 subtopic: "Traits".into(),
                 question: "When is a trait object needed?".into(),
                 answer: None,
+                reasoning: None,
+                meta: None,
                 excluded: None,
             },
         ],
@@ -319,4 +330,17 @@ fn the_footer_shows_the_spend_against_the_cap_once_read() {
     let shown = screen(&app, 120, 40);
     let last = shown.lines().last().unwrap_or_default();
     assert!(last.contains("! $4.2500 of $5.0000 +3 unpriced"), "{shown}");
+}
+
+#[test]
+fn the_dataset_and_pipeline_views_read_data_again_whenever_shown() {
+    let mut app = app();
+    let work = app.handle_key(ch('2'));
+    assert!(matches!(work.as_slice(), [Work::ReadDataset]), "{work:?}");
+    let work = app.handle_key(ch('2'));
+    assert!(work.is_empty(), "{work:?}");
+    let work = app.handle_key(ch('3'));
+    assert!(matches!(work.as_slice(), [Work::ReadDataset]), "{work:?}");
+    let work = app.handle_key(ch('4'));
+    assert!(work.is_empty(), "{work:?}");
 }

@@ -77,10 +77,31 @@ impl DatasetView {
             ));
         }
         lines.push(Line::raw(""));
-        lines.push(Line::styled("Question", t.dim()));
+        lines.push(Line::styled("── Question ──", t.dim()));
         lines.push(Line::styled(row.question.clone(), t.text()));
+        if let Some(meta) = &row.meta {
+            lines.push(field(
+                "Answered",
+                format!(
+                    "{} · {} in / {} out tokens · finish {}",
+                    meta.model,
+                    meta.input_tokens,
+                    meta.output_tokens,
+                    meta.finish_reason.as_deref().unwrap_or("n/a")
+                ),
+            ));
+        }
+        if let Some(reasoning) = &row.reasoning {
+            lines.push(Line::raw(""));
+            lines.push(Line::styled("── Reasoning ──", t.dim()));
+            lines.extend(
+                reasoning
+                    .lines()
+                    .map(|l| Line::styled(l.to_owned(), t.text())),
+            );
+        }
         lines.push(Line::raw(""));
-        lines.push(Line::styled("Answer", t.dim()));
+        lines.push(Line::styled("── Answer ──", t.dim()));
         match &row.answer {
             Some(answer) => {
                 lines.extend(answer.lines().map(|l| Line::styled(l.to_owned(), t.text())));
@@ -244,6 +265,8 @@ mod tests {
             subtopic: "s".into(),
             question: "q".into(),
             answer: None,
+            reasoning: None,
+            meta: None,
             excluded: None,
         }
     }
