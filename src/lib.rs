@@ -28,7 +28,8 @@
 //!     (below both `runs` and `export`).
 //!   - [`chart`]: hand-written SVG charts (the Hub card's loss curve, compare's charts).
 //!   - [`system`]: the machine probe script and its parser.
-//!   - [`dataset`]: records, IDs, JSONL, the split.
+//!   - [`dataset`]: records, IDs, JSONL, the split; `dataset::listing`, what the TUI's
+//!     Dataset and Pipeline views read.
 //!   - [`dedup`]: near-duplicate questions, lexical then by embeddings.
 //!   - [`llm`]: the openai and anthropic protocols.
 //!   - [`pricing`]: model prices and request costs.

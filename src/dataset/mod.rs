@@ -8,6 +8,7 @@ pub mod chat_check;
 pub mod delete;
 pub mod ids;
 pub mod jsonl;
+pub mod listing;
 pub mod records;
 pub mod split;
 

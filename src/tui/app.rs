@@ -70,8 +70,10 @@ pub enum Work {
         /// Cancelled on quit: a follower detaches.
         cancel: CancellationToken,
     },
-    /// Re-read `runs/`.
+    /// Re-read `runs/` (and `data/`).
     ReadRuns,
+    /// Re-read `data/` alone, for the Dataset and Pipeline views when shown (TUI-31).
+    ReadDataset,
     /// Write `lines` to a new `.overbrainer/logs-<time>.log`.
     ExportLogs(Vec<String>),
 }
@@ -173,6 +175,18 @@ impl App {
     /// Clears the footer message (10 s after it was set).
     pub fn expire_message(&mut self) {
         self.message = None;
+    }
+
+    /// Shows view `tab`; the Dataset and Pipeline views read `data/` again whenever shown
+    /// (TUI-31).
+    fn show(&mut self, tab: usize) -> Vec<Work> {
+        let shown = self.tab == tab;
+        self.tab = tab;
+        if !shown && matches!(tab, 1 | 2) {
+            vec![Work::ReadDataset]
+        } else {
+            Vec::new()
+        }
     }
 
     fn view(&self) -> &dyn View {
@@ -299,9 +313,9 @@ impl App {
                     self.say(true, "detaching: the jobs go on".to_owned());
                 }
             }
-            Action::View(n) => self.tab = n.min(5),
-            Action::NextView => self.tab = (self.tab + 1) % 6,
-            Action::PrevView => self.tab = (self.tab + 5) % 6,
+            Action::View(n) => return self.show(n.min(5)),
+            Action::NextView => return self.show((self.tab + 1) % 6),
+            Action::PrevView => return self.show((self.tab + 5) % 6),
             Action::Help => self.help = true,
             Action::Reload => return vec![Work::ReadRuns],
             Action::Ask(dialog) => self.dialog = Some(dialog),
@@ -341,6 +355,11 @@ impl App {
             }
             FlowEvent::Spend(spend) => {
                 self.spend = Some(spend);
+                Vec::new()
+            }
+            FlowEvent::Dataset(listing) => {
+                self.pipeline.set_listing(listing.clone());
+                self.dataset.set_listing(listing);
                 Vec::new()
             }
             FlowEvent::Compares(compares) => {

@@ -29,6 +29,8 @@ pub enum FlowEvent {
     Runs(Vec<RunRecord>),
     /// The compares with a report, freshly read with the runs, newest first.
     Compares(Vec<crate::compare::listing::Listed>),
+    /// The dataset under `data/`, freshly read with the runs (issue 17).
+    Dataset(crate::dataset::listing::Listing),
     /// The project's spend from its ledger against `budget.max_usd` (issue 20), freshly
     /// read with the runs.
     Spend(super::components::footer::SpendShown),

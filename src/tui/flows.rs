@@ -97,8 +97,10 @@ impl Flows {
                 let dir = self.context.project.runs_dir();
                 let root = self.context.project.root().to_path_buf();
                 let budget = self.context.settings.budget.clone();
+                let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
                 let sender = self.sender.clone();
                 tokio::task::spawn_blocking(move || {
+                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(&data)));
                     let (runs, warnings) = crate::runs::record::list(&dir);
                     for warning in warnings {
                         let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
@@ -110,6 +112,13 @@ impl Flows {
                     }
                     let _ = sender.send(FlowEvent::Compares(compares));
                     send_spend(&sender, &root, &budget);
+                });
+            }
+            Work::ReadDataset => {
+                let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
+                let sender = self.sender.clone();
+                tokio::task::spawn_blocking(move || {
+                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(&data)));
                 });
             }
             Work::ExportLogs(lines) => {

@@ -186,6 +186,78 @@ fn compare_view_snapshots() {
     snapshot_both("compare_inconclusive", &app);
 }
 
+/// A dataset as `dataset::listing::list` reads it: two questions, one answered, one
+/// bad line.
+fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
+    use crate::dataset::listing::{FileCount, Listing, Row};
+    let count = |name, records| FileCount { name, records };
+    Listing {
+        files: vec![
+            count("subtopics.jsonl", Some(2)),
+            count("questions.jsonl", Some(2)),
+            count("answers.jsonl", Some(1)),
+            count("train.jsonl", None),
+            count("eval.jsonl", None),
+        ],
+        rows: vec![
+            Row {
+                id: "q-3f2a9c".into(),
+                topic: "Rust".into(),
+                subtopic: "Ownership".into(),
+                question: "What does the borrow checker prevent?".into(),
+                answer: Some(
+                    "Two mutable references to one value at once,\nand use after free.".into(),
+                ),
+                reasoning: Some("The question asks what the checker rules out.".into()),
+                meta: Some(crate::dataset::AnswerMeta {
+                    model: "qwen3-235b".into(),
+                    input_tokens: 41,
+                    output_tokens: 96,
+                    finish_reason: Some("stop".into()),
+                    reasoning_kind: None,
+                    excluded: None,
+                }),
+                excluded: None,
+            },
+            Row {
+                id: "q-77b1e0".into(),
+                topic: "Rust".into(),
+                subtopic: "Traits".into(),
+                question: "When is a trait object needed?".into(),
+                answer: None,
+                reasoning: None,
+                meta: None,
+                excluded: None,
+            },
+        ],
+        errors: if errors {
+            vec!["data/answers.jsonl line 2: expected value at line 1 column 1".into()]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+#[test]
+fn dataset_view_snapshots() {
+    let mut app = app();
+    app.handle_key(ch('2'));
+    app.on_flow(FlowEvent::Dataset(crate::dataset::listing::list(
+        &crate::dataset::DataFiles::new(std::path::Path::new("/nonexistent/data")),
+    )));
+    snapshot_both("dataset_empty", &app);
+    app.handle_key(ch('3'));
+    snapshot_both("pipeline_empty", &app);
+    app.handle_key(ch('2'));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
+    snapshot_both("dataset_list", &app);
+    app.handle_key(ch('j'));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(true)));
+    snapshot_both("dataset_unreadable", &app);
+    app.handle_key(ch('3'));
+    snapshot_both("pipeline_read", &app);
+}
+
 #[test]
 fn other_views_snapshots() {
     let mut app = app();
@@ -258,4 +330,17 @@ fn the_footer_shows_the_spend_against_the_cap_once_read() {
     let shown = screen(&app, 120, 40);
     let last = shown.lines().last().unwrap_or_default();
     assert!(last.contains("! $4.2500 of $5.0000 +3 unpriced"), "{shown}");
+}
+
+#[test]
+fn the_dataset_and_pipeline_views_read_data_again_whenever_shown() {
+    let mut app = app();
+    let work = app.handle_key(ch('2'));
+    assert!(matches!(work.as_slice(), [Work::ReadDataset]), "{work:?}");
+    let work = app.handle_key(ch('2'));
+    assert!(work.is_empty(), "{work:?}");
+    let work = app.handle_key(ch('3'));
+    assert!(matches!(work.as_slice(), [Work::ReadDataset]), "{work:?}");
+    let work = app.handle_key(ch('4'));
+    assert!(work.is_empty(), "{work:?}");
 }

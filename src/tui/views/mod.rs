@@ -5,7 +5,6 @@
 pub mod compare;
 pub mod dataset;
 pub mod logs;
-pub mod not_built;
 pub mod pipeline;
 pub mod project;
 pub mod training;

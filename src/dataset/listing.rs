@@ -1,0 +1,174 @@
+//! The dataset on disk as the TUI's Dataset view lists it (TUI-29, issue 17): each
+//! stage's file with its record count, the questions with their topic, subtopic and
+//! answer (joined by question ID), and every line that could not be read, by file and
+//! line. Read with [`read_jsonl`], the reader the stages use.
+
+use std::path::Path;
+
+use super::{AnswerMeta, AnswerRecord, DataFiles, QuestionRecord, SubtopicRecord, read_jsonl};
+
+/// One stage's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileCount {
+    /// The file's name under `data/`.
+    pub name: &'static str,
+    /// Its records, `None` when the file does not exist.
+    pub records: Option<usize>,
+}
+
+/// One question with its answer, when it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// Question ID.
+    pub id: String,
+    /// Topic.
+    pub topic: String,
+    /// Subtopic.
+    pub subtopic: String,
+    /// The question.
+    pub question: String,
+    /// The assistant's answer, when `answers.jsonl` has one.
+    pub answer: Option<String>,
+    /// The answer's reasoning, when it carries one.
+    pub reasoning: Option<String>,
+    /// The answer's metadata (model, tokens, finish reason), when answered.
+    pub meta: Option<AnswerMeta>,
+    /// Why the answer is excluded from training, when it is.
+    pub excluded: Option<&'static str>,
+}
+
+/// What the Dataset view shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The stages' files, in stage order.
+    pub files: Vec<FileCount>,
+    /// The questions, in file order.
+    pub rows: Vec<Row>,
+    /// Lines that could not be read or files that could not be opened, in words
+    /// (`FILE line N: reason`).
+    pub errors: Vec<String>,
+}
+
+impl Listing {
+    /// Whether no stage has written a file yet.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.files.iter().all(|f| f.records.is_none()) && self.errors.is_empty()
+    }
+}
+
+fn read<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    errors: &mut Vec<String>,
+) -> (Option<usize>, Vec<T>) {
+    if !path.exists() {
+        return (None, Vec::new());
+    }
+    match read_jsonl::<T>(path) {
+        Ok((records, skipped)) => {
+            for s in skipped {
+                errors.push(format!(
+                    "{} line {}: {}",
+                    s.path.display(),
+                    s.line,
+                    s.reason
+                ));
+            }
+            (Some(records.len()), records)
+        }
+        Err(error) => {
+            errors.push(error.to_string());
+            (None, Vec::new())
+        }
+    }
+}
+
+/// Reads the dataset under `files`.
+#[must_use]
+pub fn list(files: &DataFiles) -> Listing {
+    let mut errors = Vec::new();
+    let (subtopics, _) = read::<SubtopicRecord>(&files.subtopics(), &mut errors);
+    let (questions, question_records) = read::<QuestionRecord>(&files.questions(), &mut errors);
+    let (answers, answer_records) = read::<AnswerRecord>(&files.answers(), &mut errors);
+    let (train, _) = read::<serde_json::Value>(&files.train(), &mut errors);
+    let (eval, _) = read::<serde_json::Value>(&files.eval(), &mut errors);
+    let answers_by_id: std::collections::HashMap<&str, &AnswerRecord> =
+        answer_records.iter().map(|a| (a.id.as_str(), a)).collect();
+    let rows = question_records
+        .into_iter()
+        .map(|q| {
+            let answer = answers_by_id.get(q.id.as_str());
+            let assistant =
+                answer.and_then(|a| a.messages.iter().rev().find(|m| m.role == "assistant"));
+            Row {
+                answer: assistant.map(|m| m.content.clone()),
+                reasoning: assistant.and_then(|m| m.reasoning_content.clone()),
+                meta: answer.map(|a| a.meta.clone()),
+                excluded: answer.and_then(|a| a.meta.excluded.map(super::Exclusion::code)),
+                id: q.id,
+                topic: q.topic,
+                subtopic: q.subtopic,
+                question: q.question,
+            }
+        })
+        .collect();
+    let count = |name, records| FileCount { name, records };
+    Listing {
+        files: vec![
+            count("subtopics.jsonl", subtopics),
+            count("questions.jsonl", questions),
+            count("answers.jsonl", answers),
+            count("train.jsonl", train),
+            count("eval.jsonl", eval),
+        ],
+        rows,
+        errors,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_project_lists_no_file_a_bad_line_names_file_and_line_and_answers_join_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = DataFiles::new(dir.path());
+        assert!(list(&files).is_empty());
+        std::fs::write(
+            files.questions(),
+            "{\"id\":\"q1\",\"topic\":\"t\",\"subtopic\":\"s\",\"question\":\"Why?\"}\nnot json\n",
+        )
+        .unwrap();
+        let listing = list(&files);
+        assert!(!listing.is_empty());
+        assert_eq!(listing.files[1].records, Some(1));
+        assert_eq!(listing.files[0].records, None);
+        assert_eq!(listing.rows.len(), 1);
+        assert_eq!(listing.rows[0].answer, None);
+        std::fs::write(
+            files.answers(),
+            concat!(
+                r#"{"id":"q1","topic":"t","subtopic":"s","messages":[{"role":"user","content":"Why?"},"#,
+                r#"{"role":"assistant","content":"Because.","reasoning_content":"Think."}],"#,
+                r#""meta":{"model":"m","input_tokens":1,"output_tokens":2,"finish_reason":"stop","#,
+                r#""reasoning_kind":null,"excluded":"truncated"}}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let answered = list(&files);
+        assert_eq!(answered.files[2].records, Some(1));
+        let row = &answered.rows[0];
+        assert_eq!(row.answer.as_deref(), Some("Because."));
+        assert_eq!(row.reasoning.as_deref(), Some("Think."));
+        assert_eq!(row.excluded, Some("truncated"));
+        assert_eq!(row.meta.as_ref().map(|m| m.output_tokens), Some(2));
+        assert_eq!(listing.errors.len(), 1);
+        assert!(
+            listing.errors[0].contains("questions.jsonl line 2"),
+            "{:?}",
+            listing.errors
+        );
+    }
+}
