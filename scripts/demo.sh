@@ -72,6 +72,9 @@ say "setting up (built once and cached: the Axolotl venv, llama.cpp b11434, Smol
 eval "$("$root/scripts/demo-env.sh")"
 server_bin=$LLAMA_CPP_DIR/build/bin/llama-server
 
+# A bad setting (an OVERBRAINER_* variable) is refused before anything moves or starts.
+"$bin" -C "$root/examples/distill" config check >/dev/null
+
 if [[ -e $out ]]; then
     rm -rf "$out.previous"
     mv "$out" "$out.previous"
@@ -115,9 +118,10 @@ export OVERBRAINER_PROVIDERS__LOCAL_LISTS__BASE_URL=$url
 serve judge --grammar-file "$out/grammars/verdict.gbnf"
 export OVERBRAINER_PROVIDERS__LOCAL_JUDGE__BASE_URL=$url
 
-export OVERBRAINER_TRAINING__BASE_MODEL=$SMOLLM2_MODEL
-export OVERBRAINER_TARGETS__LOCAL__VENV=$AXOLOTL_VENV
-export OVERBRAINER_TARGETS__LOCAL__LLAMA_CPP_DIR=$LLAMA_CPP_DIR
+# What the user already set wins (any OVERBRAINER_* setting passes through).
+export OVERBRAINER_TRAINING__BASE_MODEL=${OVERBRAINER_TRAINING__BASE_MODEL:-$SMOLLM2_MODEL}
+export OVERBRAINER_TARGETS__LOCAL__VENV=${OVERBRAINER_TARGETS__LOCAL__VENV:-$AXOLOTL_VENV}
+export OVERBRAINER_TARGETS__LOCAL__LLAMA_CPP_DIR=${OVERBRAINER_TARGETS__LOCAL__LLAMA_CPP_DIR:-$LLAMA_CPP_DIR}
 export CUDA_VISIBLE_DEVICES="" HF_HUB_OFFLINE=1
 
 say "1/4 run: subtopics, questions and answers from the local parent, the split, then LoRA training of the child on the CPU"

@@ -191,7 +191,12 @@ impl Drop for Demo {
 #[test]
 fn make_demo_distills_from_topics_to_a_compared_gguf_and_leaves_nothing_running() {
     let home = TestProject::empty();
-    let mut demo = Demo::start(home.path(), &[]);
+    // The demo as `make demo` runs it, but 4 training steps instead of its two epochs
+    // (about 20 steps, 6 minutes on a busy machine): the suite runs beside it.
+    let mut demo = Demo::start(
+        home.path(),
+        &[("OVERBRAINER_TRAINING__AXOLOTL_EXTRA__MAX_STEPS", "4")],
+    );
     let code = demo.wait(DEMO_DEADLINE);
     let text = demo.text();
     assert_eq!(code, Some(0), "the demo failed:\n{text}");
@@ -252,11 +257,25 @@ fn make_demo_stops_its_servers_when_a_step_fails() {
     let home = TestProject::empty();
     // An invalid setting: `run`, the first step, refuses it at once.
     let mut demo = Demo::start(home.path(), &[("OVERBRAINER_PIPELINE__CONCURRENCY", "0")]);
-    demo.wait_for("judge: llama-server", Duration::from_secs(300));
     let code = demo.wait(Duration::from_secs(300));
     let text = demo.text();
     assert!(code.is_some_and(|c| c != 0), "{code:?}:\n{text}");
     assert!(text.contains("pipeline.concurrency"), "{text}");
+    // Refused before any server starts or the previous project moves.
+    assert!(!text.contains("llama-server"), "{text}");
+    assert!(text.contains("failed (exit"), "{text}");
+    assert!(!demo.dir.exists());
+    demo.assert_nothing_left();
+    // A step that fails once the servers run: a training venv that does not exist passes
+    // the settings check and the dataset stages, and `run` fails at the training start.
+    let mut demo = Demo::start(
+        home.path(),
+        &[("OVERBRAINER_TARGETS__LOCAL__VENV", "/nonexistent/venv")],
+    );
+    let code = demo.wait(Duration::from_secs(300));
+    let text = demo.text();
+    assert!(code.is_some_and(|c| c != 0), "{code:?}:\n{text}");
+    assert!(text.contains("judge: llama-server"), "{text}");
     assert!(text.contains("local model servers stopped"), "{text}");
     assert!(text.contains("failed (exit"), "{text}");
     demo.assert_nothing_left();
