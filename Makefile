@@ -5,7 +5,7 @@
 CARGO ?= cargo
 BIN := $(or $(CARGO_TARGET_DIR),target)/debug/overbrainer
 
-.PHONY: all build test test-deps nextest training-env container-env hub-env llama-env demo-env demo lint
+.PHONY: all build test test-demo test-deps nextest training-env container-env hub-env llama-env demo-env demo lint
 
 all: build
 
@@ -64,6 +64,11 @@ test: test-deps nextest training-env container-env hub-env llama-env demo-env
 	  scripts/test-sweep.sh; \
 	  python3 scripts/slowest-tests.py $(JUNIT) 15 || status=1; \
 	  exit $$status
+
+# `make demo`'s own tests (tests/integration/demo.rs: the whole demo, a failed step,
+# Ctrl-C while training; no process left behind), alone: about 7 minutes.
+test-demo: nextest demo-env
+	$(CARGO) nextest run --profile ci --run-ignored only -E 'test(/^demo::/)' --test-threads 1
 
 # The documentation builds without a warning: no broken link, no public page linking
 # to a private item.

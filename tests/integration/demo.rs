@@ -7,6 +7,10 @@
 //!
 //! Every process the demo starts inherits a canary in its environment; after the demo
 //! ends, no process on the machine may still carry it.
+//!
+//! Ignored by `make test`, run alone by `make test-demo` (about 7 minutes): beside the
+//! rest of the suite on 2 cores the three local servers and the training slow each other
+//! past any sensible bound.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -189,6 +193,7 @@ impl Drop for Demo {
 }
 
 #[test]
+#[ignore = "the whole demo, run alone by `make test-demo`: beside the suite on 2 cores its dataset stages alone pass 10 minutes"]
 fn make_demo_distills_from_topics_to_a_compared_gguf_and_leaves_nothing_running() {
     let home = TestProject::empty();
     // The demo as `make demo` runs it, but 4 training steps instead of its two epochs
@@ -253,6 +258,7 @@ fn make_demo_distills_from_topics_to_a_compared_gguf_and_leaves_nothing_running(
 }
 
 #[test]
+#[ignore = "the whole demo, run alone by `make test-demo`: beside the suite on 2 cores its dataset stages alone pass 10 minutes"]
 fn make_demo_stops_its_servers_when_a_step_fails() {
     let home = TestProject::empty();
     // An invalid setting: `run`, the first step, refuses it at once.
@@ -282,6 +288,7 @@ fn make_demo_stops_its_servers_when_a_step_fails() {
 }
 
 #[test]
+#[ignore = "the whole demo, run alone by `make test-demo`: beside the suite on 2 cores its dataset stages alone pass 10 minutes"]
 fn make_demo_interrupted_with_ctrl_c_while_training_cancels_the_run_and_stops_everything() {
     let home = TestProject::empty();
     let mut demo = Demo::start(home.path(), &[]);
