@@ -58,7 +58,7 @@ TARGET_DIR = $(or $(CARGO_TARGET_DIR),target)
 # nextest keeps its store (the JUnit report) under the workspace's own `target/nextest`,
 # wherever CARGO_TARGET_DIR puts the build.
 JUNIT = target/nextest/ci/junit.xml
-test: test-deps nextest training-env container-env hub-env llama-env demo-env
+test: test-deps nextest training-env container-env hub-env llama-env
 	rm -rf $(TARGET_DIR)/tmp/fixtures $(JUNIT)
 	$(CARGO) nextest run --profile ci --no-fail-fast; status=$$?; \
 	  scripts/test-sweep.sh; \
