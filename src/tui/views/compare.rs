@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::super::action::Action;
 use super::super::theme::Theme;
-use super::{View, step};
+use super::{View, step, truncate};
 use crate::compare::listing::Listed;
 
 /// What the view says before any compare has a report.
@@ -140,16 +140,6 @@ impl CompareView {
         }
         lines
     }
-}
-
-/// `text` cut to `width` characters, an ellipsis last when cut.
-fn truncate(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 impl View for CompareView {

@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::super::action::Action;
 use super::super::theme::Theme;
-use super::{View, step};
+use super::{View, step, truncate};
 use crate::dataset::listing::{Listing, Row};
 
 /// What the view says when no stage has written a file.
@@ -116,16 +116,6 @@ impl DatasetView {
     pub fn selected(&self) -> usize {
         self.selected
     }
-}
-
-/// `text` cut to `width` characters, an ellipsis last when cut.
-fn truncate(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 impl View for DatasetView {

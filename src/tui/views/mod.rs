@@ -31,3 +31,14 @@ pub fn step(selected: usize, len: usize, delta: isize) -> usize {
     }
     selected.saturating_add_signed(delta).min(len - 1)
 }
+
+/// `text` cut to `width` characters, an ellipsis last when cut.
+#[must_use]
+pub fn truncate(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
