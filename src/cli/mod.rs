@@ -22,6 +22,7 @@ pub mod history;
 pub mod init;
 mod metrics;
 pub mod pod;
+pub mod pod_catalog;
 pub mod push;
 pub mod questions;
 pub mod run;

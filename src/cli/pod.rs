@@ -15,6 +15,15 @@ pub enum PodCommand {
     Ls,
     /// Delete the pods of a run and wait until Runpod no longer lists them.
     Rm(RmArgs),
+    /// List Secure Cloud GPU types for one GPU per pod: VRAM, price, most GPUs per pod
+    /// and stock, cheapest first. Needs only the Runpod API key.
+    Gpus(super::pod_catalog::GpusArgs),
+    /// List Runpod's data centers with how many GPU types each has in stock.
+    Datacenters,
+    /// List the account's network volumes.
+    Volumes,
+    /// List the account's pod templates.
+    Templates,
 }
 
 /// Arguments of `pod rm`.
@@ -53,85 +62,97 @@ pub(super) fn reconciled_text(done: &manage::Reconciled) -> String {
 /// When there is no project, the configuration is invalid, the Runpod key is missing,
 /// the API cannot be reached, or (`rm`) a refusal of POD-65.
 pub async fn run(ctx: &Context, command: &PodCommand) -> anyhow::Result<ExitCode> {
-    let (project, loaded) = ctx.load()?;
+    use super::pod_catalog::{Listing, run as list};
     match command {
-        PodCommand::Ls => {
-            let (listed, rows) = manage::list(&project, &loaded.settings, &loaded.env).await?;
-            for done in &listed.reconciled {
-                errln!("{}", reconciled_text(done));
-            }
-            for stray in &listed.strays {
-                errln!("warning: {}", manage::stray_text(stray));
-            }
-            for why in &listed.unswept {
-                errln!("warning: {why}");
-            }
-            let mut lines = vec![format!(
-                "{:<20} {:<40} {:<12} {:<24} {:>10} {:>8}",
-                "POD", "RUN", "STATE", "GPU", "USD/H", "AGE"
-            )];
-            for row in rows {
-                let run = match (&row.run_id, row.in_project) {
-                    (Some(run), true) => run.clone(),
-                    (Some(run), false) => format!("{run} (not in this project)"),
-                    (None, _) => "(no run marker: delete it in the Runpod console)".to_owned(),
-                };
-                lines.push(format!(
-                    "{:<20} {:<40} {:<12} {:<24} {:>10} {:>8}",
-                    row.pod,
-                    run,
-                    row.status,
-                    row.gpu_type.unwrap_or_else(|| "-".to_owned()),
-                    row.rate
-                        .map_or_else(|| "-".to_owned(), |r| format!("{r:.3}")),
-                    row.age
-                        .map_or_else(|| "-".to_owned(), |a| format!("{}m", a.as_secs() / 60)),
-                ));
-            }
-            for line in lines {
-                outln!("{line}");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        PodCommand::Rm(args) => {
-            let _lock = project.lock()?;
-            let removed = Box::pin(manage::remove(
-                &project,
-                &loaded.settings,
-                &loaded.env,
-                &args.run_id,
-                args.force,
-            ))
-            .await?;
-            for done in &removed.reconciled {
-                errln!("{}", reconciled_text(done));
-            }
-            for stray in &removed.strays {
-                errln!("warning: {}", manage::stray_text(stray));
-            }
-            for pod in &removed.removed {
-                outln!("removed pod {pod}");
-            }
-            if removed.removed.is_empty() && removed.left.is_empty() {
-                errln!(
-                    "no pod of run `{}` is listed; nothing was deleted",
-                    args.run_id
-                );
-            }
-            if removed.failed_run {
-                errln!("run `{}` is marked failed", args.run_id);
-            }
-            if removed.left.is_empty() {
-                Ok(ExitCode::SUCCESS)
-            } else {
-                errln!(
-                    "error: left the training pod {} of run `{}` in progress; `overbrainer pod rm {} --force` also removes it",
-                    removed.left.join(", "),
-                    args.run_id,
-                    args.run_id
-                );
-                Ok(ExitCode::FAILURE)
-            }
-        }
+        PodCommand::Gpus(args) => list(ctx, Listing::Gpus(args)).await,
+        PodCommand::Datacenters => list(ctx, Listing::DataCenters).await,
+        PodCommand::Volumes => list(ctx, Listing::Volumes).await,
+        PodCommand::Templates => list(ctx, Listing::Templates).await,
+        PodCommand::Ls => ls(ctx).await,
+        PodCommand::Rm(args) => rm(ctx, args).await,
+    }
+}
+
+/// `pod ls`.
+async fn ls(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let (project, loaded) = ctx.load()?;
+    let (listed, rows) = manage::list(&project, &loaded.settings, &loaded.env).await?;
+    for done in &listed.reconciled {
+        errln!("{}", reconciled_text(done));
+    }
+    for stray in &listed.strays {
+        errln!("warning: {}", manage::stray_text(stray));
+    }
+    for why in &listed.unswept {
+        errln!("warning: {why}");
+    }
+    let mut lines = vec![format!(
+        "{:<20} {:<40} {:<12} {:<24} {:>10} {:>8}",
+        "POD", "RUN", "STATE", "GPU", "USD/H", "AGE"
+    )];
+    for row in rows {
+        let run = match (&row.run_id, row.in_project) {
+            (Some(run), true) => run.clone(),
+            (Some(run), false) => format!("{run} (not in this project)"),
+            (None, _) => "(no run marker: delete it in the Runpod console)".to_owned(),
+        };
+        lines.push(format!(
+            "{:<20} {:<40} {:<12} {:<24} {:>10} {:>8}",
+            row.pod,
+            run,
+            row.status,
+            row.gpu_type.unwrap_or_else(|| "-".to_owned()),
+            row.rate
+                .map_or_else(|| "-".to_owned(), |r| format!("{r:.3}")),
+            row.age
+                .map_or_else(|| "-".to_owned(), |a| format!("{}m", a.as_secs() / 60)),
+        ));
+    }
+    for line in lines {
+        outln!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pod rm RUN_ID [--force]`.
+async fn rm(ctx: &Context, args: &RmArgs) -> anyhow::Result<ExitCode> {
+    let (project, loaded) = ctx.load()?;
+    let _lock = project.lock()?;
+    let removed = Box::pin(manage::remove(
+        &project,
+        &loaded.settings,
+        &loaded.env,
+        &args.run_id,
+        args.force,
+    ))
+    .await?;
+    for done in &removed.reconciled {
+        errln!("{}", reconciled_text(done));
+    }
+    for stray in &removed.strays {
+        errln!("warning: {}", manage::stray_text(stray));
+    }
+    for pod in &removed.removed {
+        outln!("removed pod {pod}");
+    }
+    if removed.removed.is_empty() && removed.left.is_empty() {
+        errln!(
+            "no pod of run `{}` is listed; nothing was deleted",
+            args.run_id
+        );
+    }
+    if removed.failed_run {
+        errln!("run `{}` is marked failed", args.run_id);
+    }
+    if removed.left.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        errln!(
+            "error: left the training pod {} of run `{}` in progress; `overbrainer pod rm {} --force` also removes it",
+            removed.left.join(", "),
+            args.run_id,
+            args.run_id
+        );
+        Ok(ExitCode::FAILURE)
     }
 }

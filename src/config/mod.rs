@@ -62,8 +62,8 @@ pub use providers::{Protocol, Provider};
 pub use roles::{ReasoningEffort, Role, Roles};
 pub use rules::{safe_path, valid_name};
 pub use runpod::{
-    DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, ListOrAuto, RUNPOD_KEY_VAR, RunpodAccount,
-    RunpodTarget, readiness_warnings,
+    DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, ListOrAuto, RUNPOD_BASE_URL_VAR, RUNPOD_KEY_VAR,
+    RunpodAccount, RunpodTarget, readiness_warnings,
 };
 pub use settings::{SECTIONS, Settings};
 pub use show::{Entry, entries};

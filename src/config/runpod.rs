@@ -105,6 +105,26 @@ pub struct RunpodAccount {
 }
 
 impl RunpodAccount {
+    /// The account from the environment alone (`OVERBRAINER_RUNPOD__API_KEY`,
+    /// `OVERBRAINER_RUNPOD__BASE_URL`; an empty value is unset), for the catalog commands,
+    /// which need no project (POD-5).
+    ///
+    /// # Errors
+    /// A message naming the variable when the key's `vault:` reference is malformed or
+    /// the base URL is refused (never the value).
+    pub fn from_env(env: &crate::env::EnvSnapshot) -> Result<Self, String> {
+        let value = |name: &str| env.get(name).filter(|v| !v.is_empty());
+        let api_key = value(RUNPOD_KEY_VAR)
+            .map(SecretRef::parse)
+            .transpose()
+            .map_err(|e| format!("`{RUNPOD_KEY_VAR}`: {e}"))?;
+        let base_url = value(RUNPOD_BASE_URL_VAR).map(str::to_owned);
+        if let Some(problem) = base_url.as_deref().and_then(|url| url_problem(url, true)) {
+            return Err(format!("`{RUNPOD_BASE_URL_VAR}`: {problem}"));
+        }
+        Ok(Self { api_key, base_url })
+    }
+
     /// The REST API base in effect: `OVERBRAINER_RUNPOD__BASE_URL`, else
     /// [`DEFAULT_RUNPOD_BASE_URL`].
     #[must_use]
@@ -232,6 +252,9 @@ fn check_volume(check: &mut Check<'_>, name: &str, runpod: &RunpodTarget) {
 
 /// The variable of the Runpod account's API key (POD-4).
 pub const RUNPOD_KEY_VAR: &str = "OVERBRAINER_RUNPOD__API_KEY";
+
+/// The variable of the Runpod REST API base (ENV-7).
+pub const RUNPOD_BASE_URL_VAR: &str = "OVERBRAINER_RUNPOD__BASE_URL";
 
 /// What `config check` notes about Runpod targets that validate but that `train` would
 /// refuse: `"auto"` in `gpu_types`/`data_center_ids` (automatic choice is not built yet)

@@ -38,6 +38,7 @@
 pub mod api;
 pub mod body;
 pub mod bootstrap;
+pub mod catalog;
 pub mod driver;
 pub mod keys;
 pub mod lifecycle;

@@ -696,6 +696,8 @@ fn a_local_compare_counts_scripted_verdicts_with_intervals_percentiles_and_costs
             ("OVERBRAINER_COMPARE__PARENT_PRICE_IN", "3"),
             ("OVERBRAINER_COMPARE__PARENT_PRICE_OUT", "15"),
             ("OVERBRAINER_COMPARE__CHILD_PRICE_PER_HOUR", "0.72"),
+            // Three tokens: the demo's answers are longer, so answers are cut (CMP-15).
+            ("OVERBRAINER_COMPARE__MAX_TOKENS", "3"),
         ],
     );
     // Question 3 is longer than the server's context (the run's sequence_len, 256): the
@@ -793,8 +795,60 @@ fn a_local_compare_counts_scripted_verdicts_with_intervals_percentiles_and_costs
     assert!(tokens > 0);
     #[allow(clippy::cast_precision_loss)]
     close(&summary["tokens_per_second"], tokens as f64 / seconds);
+    // A cut answer is one that reached the token limit, and at 3 tokens some must be.
     let cut = ok.iter().filter(|a| a["cut"] == true).count();
+    assert!(cut >= 1, "no answer cut at 3 tokens: {answers:?}");
+    for answer in &ok {
+        if answer["cut"] == true {
+            assert_eq!(answer["output_tokens"].as_u64(), Some(3), "{answer}");
+        }
+    }
     assert_eq!(summary["cut"].as_u64(), Some(cut as u64));
+    // By topic, in first-seen order, counted here from the eval records' topics:
+    // arithmetic (questions 0, 1, 2, 5, 6, 7) 3 wins, 2 losses, 1 unparsed; logic (3, 4)
+    // 2 ties. The rows differ, as a child good on one topic and bad on another shows.
+    let mut topics: Vec<(String, [u64; 4])> = Vec::new();
+    for (record, result) in eval[..8].iter().zip(expected) {
+        let topic = record["topic"].as_str().unwrap().to_owned();
+        let slot = ["win", "tie", "loss", "unparsed"]
+            .iter()
+            .position(|r| *r == result)
+            .unwrap();
+        if let Some((_, counts)) = topics.iter_mut().find(|(t, _)| *t == topic) {
+            counts[slot] += 1;
+        } else {
+            let mut counts = [0; 4];
+            counts[slot] += 1;
+            topics.push((topic, counts));
+        }
+    }
+    assert_eq!(
+        topics,
+        [
+            ("arithmetic".to_owned(), [3, 0, 2, 1]),
+            ("logic".to_owned(), [0, 2, 0, 0])
+        ]
+    );
+    let rows = summary["topics"].as_array().unwrap();
+    assert_eq!(rows.len(), topics.len(), "{rows:?}");
+    for (row, (topic, [wins, ties, losses, unparsed])) in rows.iter().zip(&topics) {
+        assert_eq!(row["topic"], topic.as_str());
+        assert_eq!(
+            row["counts"],
+            serde_json::json!({"wins": wins, "ties": ties, "losses": losses, "unparsed": unparsed})
+        );
+        assert_eq!(
+            (
+                row["win_or_tie"]["count"].as_u64(),
+                row["win_or_tie"]["of"].as_u64()
+            ),
+            (Some(wins + ties), Some(wins + ties + losses)),
+            "{row}"
+        );
+    }
+    // Wilson 95% for 3 of 5 and 2 of 2, by hand with z = 1.959964.
+    assert_rate(&rows[0]["win_or_tie"], (3, 5), (0.230_7, 0.882_4));
+    assert_rate(&rows[1]["win_or_tie"], (2, 2), (0.342_4, 1.0));
     // Costs: the parent's means over the 8 questions' meta, the child's mean seconds.
     let selected = &eval[..8];
     #[allow(clippy::cast_precision_loss)]
@@ -826,6 +880,8 @@ fn a_local_compare_counts_scripted_verdicts_with_intervals_percentiles_and_costs
         "## Wins (first 3 of 3)".to_owned(),
         "The child ran on a CPU.".to_owned(),
         "Fewer than 100 questions (8).".to_owned(),
+        "| arithmetic | 3 | 0 | 2 | 1 | 60.0% [23.1%, 88.2%] (3 of 5) |".to_owned(),
+        "| logic | 0 | 2 | 0 | 0 | 100.0% [34.2%, 100.0%] (2 of 2) |".to_owned(),
         "too few to tell the child from the parent".to_owned(),
         "![Win, tie and loss by topic](topics.svg)".to_owned(),
         "![Latency of the child and the parent](latency.svg)".to_owned(),

@@ -105,6 +105,9 @@ mod runpod_driver;
 mod runpod_watchdog;
 // Flows: `train` on a `runpod` target through the binary, its pods real (issue 12, case 1).
 mod runpod_train;
+// Flows: `pod gpus`, `pod datacenters`, `pod volumes`, `pod templates` on the stand-in's
+// canned catalog (issue 13).
+mod runpod_catalog;
 // A stand-in of the Hugging Face Hub, proven by `huggingface_hub` (issue 16).
 mod hub_standin;
 // Flows: `push` of a trained run to the Hub stand-in, read back by `huggingface_hub`.

@@ -88,6 +88,28 @@ pub struct Faults {
     pub pod_key_cannot_delete: bool,
 }
 
+/// The catalog and account listings the stand-in serves (`GET /v2/catalog/gpus`,
+/// `/v2/catalog/datacenters`, `/v2/network-volumes`, `/v2/templates`): the items of each
+/// wrapped list, as the test writes them (planted escape sequences included).
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// `{"gpus": [...]}` items: `availability` and each data center's are sent only
+    /// with `include=AVAILABILITY`; a type whose `maxCount` is below `count` is left
+    /// out.
+    pub gpus: Vec<Value>,
+    /// `{"dataCenters": [...]}` items.
+    pub data_centers: Vec<Value>,
+    /// `{"networkVolumes": [...]}` items.
+    pub volumes: Vec<Value>,
+    /// `{"templates": [...]}` items.
+    pub templates: Vec<Value>,
+    /// The GPU items that replace [`Self::gpus`] at the first capacity answer (stock
+    /// that changed while a run walked its types).
+    pub after_capacity: Option<Vec<Value>>,
+    /// GPU catalog reads still to answer 500.
+    pub gpu_failures: u32,
+}
+
 /// One pod as the stand-in keeps it.
 #[derive(Debug, Clone)]
 pub struct StandinPod {
@@ -137,6 +159,8 @@ pub struct State {
     pub ssh: (String, u16),
     /// The runner of real pods.
     pub runner: Option<PodRunner>,
+    /// What the catalog and account listings answer.
+    pub catalog: Catalog,
     next: u64,
 }
 
@@ -434,6 +458,16 @@ impl Respond for Api {
                     None => problem(404, "Not Found", "resource not found"),
                 }
             }
+            ("GET", ["v2", "catalog", "gpus"]) => {
+                let query = request.url.query_pairs().into_owned().collect();
+                catalog_gpus(&mut state.catalog, &query)
+            }
+            ("GET", ["v2", "catalog", "datacenters"]) => ResponseTemplate::new(200)
+                .set_body_json(json!({"dataCenters": state.catalog.data_centers})),
+            ("GET", ["v2", "network-volumes"]) => ResponseTemplate::new(200)
+                .set_body_json(json!({"networkVolumes": state.catalog.volumes})),
+            ("GET", ["v2", "templates"]) => ResponseTemplate::new(200)
+                .set_body_json(json!({"templates": state.catalog.templates})),
             ("POST", ["v2", "account", "secrets"]) => create_secret(&mut state, &request.body),
             ("DELETE", ["v2", "account", "secrets", id]) => match state
                 .secrets
@@ -451,6 +485,48 @@ impl Respond for Api {
                 .insert_header("Allow", "GET, POST, DELETE"),
         }
     }
+}
+
+/// `GET /v2/catalog/gpus`: `product` is required with `include`; stock only with
+/// `include=AVAILABILITY`; types that cannot have `count` GPUs in a pod left out.
+fn catalog_gpus(catalog: &mut Catalog, query: &BTreeMap<String, String>) -> ResponseTemplate {
+    if catalog.gpu_failures > 0 {
+        catalog.gpu_failures -= 1;
+        return problem(500, "Internal Server Error", "catalog unavailable");
+    }
+    if query.contains_key("include") && !query.contains_key("product") {
+        return problem_with(
+            422,
+            "Unprocessable Entity",
+            "Request validation failed.",
+            &["$: product is required with include".to_owned()],
+        );
+    }
+    let availability = query.get("include").map(String::as_str) == Some("AVAILABILITY");
+    let count: u64 = query.get("count").and_then(|c| c.parse().ok()).unwrap_or(1);
+    let gpus: Vec<Value> = catalog
+        .gpus
+        .iter()
+        .filter(|g| {
+            let most = |cloud: &str| g["maxCount"][cloud].as_u64().unwrap_or(0);
+            most("secure").max(most("community")) >= count
+        })
+        .map(|g| {
+            let mut g = g.clone();
+            if !availability {
+                if let Some(fields) = g.as_object_mut() {
+                    fields.remove("availability");
+                }
+                for dc in g["dataCenters"].as_array_mut().into_iter().flatten() {
+                    if let Some(fields) = dc.as_object_mut() {
+                        fields.remove("availability");
+                    }
+                }
+            }
+            g
+        })
+        .collect();
+    ResponseTemplate::new(200).set_body_json(json!({ "gpus": gpus }))
 }
 
 /// The 429 of [`Faults::limited`] for this request's route, while any is left.
@@ -526,6 +602,9 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
         return problem(400, "Bad Request", "gpu.id: unknown GPU type");
     }
     if faults.capacity.contains(&gpu) {
+        if let Some(gpus) = state.catalog.after_capacity.take() {
+            state.catalog.gpus = gpus;
+        }
         return problem(400, "Bad Request", CAPACITY);
     }
     state.next += 1;

@@ -7,6 +7,7 @@
 //! out a `429` here, with the same [`RateLimit`] policy as the create table, bounded by
 //! its deadline ([`super::rate`]).
 
+mod catalog;
 pub mod error;
 pub mod wire;
 

@@ -74,7 +74,18 @@ pub const KEY_VAR: &str = "OVERBRAINER_RUNPOD__API_KEY";
 /// [`Refusal::NoRunpodKey`] when the key is unset; [`RunError::RunpodKey`] when it cannot
 /// be resolved or used.
 pub async fn client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClient, RunError> {
-    let Some(reference) = &settings.runpod.api_key else {
+    account_client(&settings.runpod, env).await
+}
+
+/// A client of the Runpod API for `account`, its key resolved now (POD-4).
+///
+/// # Errors
+/// As [`client`].
+pub async fn account_client(
+    account: &crate::config::RunpodAccount,
+    env: &EnvSnapshot,
+) -> Result<RunpodClient, RunError> {
+    let Some(reference) = &account.api_key else {
         return Err(Refusal::NoRunpodKey {
             variable: KEY_VAR.to_owned(),
         }
@@ -85,14 +96,9 @@ pub async fn client(settings: &Settings, env: &EnvSnapshot) -> Result<RunpodClie
         .await
         .map_err(|e| RunError::RunpodKey(e.to_string()))?;
     let scale = TimeScale::from_env(env);
-    RunpodClient::new(
-        settings.runpod.endpoint(),
-        key,
-        Redactor::new(),
-        api_timeout(scale),
-    )
-    .map(|client| client.with_rate_limit(crate::runpod::rate::RateLimit::new(scale)))
-    .map_err(|e| RunError::RunpodKey(e.to_string()))
+    RunpodClient::new(account.endpoint(), key, Redactor::new(), api_timeout(scale))
+        .map(|client| client.with_rate_limit(crate::runpod::rate::RateLimit::new(scale)))
+        .map_err(|e| RunError::RunpodKey(e.to_string()))
 }
 
 /// The check every Runpod command that holds the project makes first: the
