@@ -361,6 +361,9 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         RunWarning::HubModelIdDeprecated => {
             "`training.hub_model_id` is deprecated; use `[hub] repo`".to_owned()
         }
+        RunWarning::NoVramFloor { target } => format!(
+            "`targets.{target}.min_vram_gb` is unset and no VRAM estimate is made: `gpu_types = \"auto\"` may pick a GPU too small for the model; set `min_vram_gb`"
+        ),
         RunWarning::HubTokenMissing => "`[hub] after_training = true` but `OVERBRAINER_HF_TOKEN` is unset: the push after training will fail".to_owned(),
         RunWarning::Unreachable {
             target,
@@ -505,6 +508,17 @@ fn pod_text(notice: &Notice) -> String {
             format!("pod: GPU type {gpu_type} refused ({reason}); trying the next one")
         }
         Notice::RateLimited(wait) => format!("pod: rate limited, waiting {}s", wait.as_secs()),
+        Notice::Picked { request, choices } => format!(
+            "pod: {request} picks, in order: {}",
+            choices.join("; ")
+        ),
+        Notice::Reordered(order) => format!(
+            "pod: the catalog read again orders the GPU types left: {}",
+            order.join(", ")
+        ),
+        Notice::OrderKept(why) => {
+            format!("warning: pod: keeping the order of the GPU types left: {why}")
+        }
         Notice::Searching(cause) => {
             format!("pod: no clear answer to the create call ({cause}); searching for the run's pod")
         }

@@ -269,30 +269,30 @@ mod tests {
     }
 
     #[test]
-    fn config_check_warns_that_runpod_auto_is_refused_by_train_until_a_later_version() {
+    fn config_check_warns_that_runpod_auto_without_min_vram_gb_has_no_floor() {
         let dir = project(RUNPOD, None);
-        let auto = load(
-            dir.path(),
-            &env(&[
+        let with = |extra: &[(&str, &str)]| {
+            let mut pairs = vec![
                 ("OVERBRAINER_TARGETS__GPU__GPU_TYPES", "auto"),
                 ("OVERBRAINER_TARGETS__GPU__DATA_CENTER_IDS", "auto"),
                 ("OVERBRAINER_RUNPOD__API_KEY", SECRET),
-            ]),
-        )
-        .unwrap();
-        let warnings =
-            crate::config::readiness_warnings(&auto.settings.targets, &auto.settings.runpod);
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
-        for key in ["targets.gpu.gpu_types", "targets.gpu.data_center_ids"] {
-            assert!(
-                warnings
-                    .iter()
-                    .any(|w| w.contains(&format!("`{key} = \"auto\"`"))
-                        && w.contains("later version")),
-                "{key}: {warnings:?}"
-            );
-        }
+            ];
+            pairs.extend_from_slice(extra);
+            let loaded = load(dir.path(), &env(&pairs)).unwrap();
+            crate::config::readiness_warnings(&loaded.settings.targets, &loaded.settings.runpod)
+        };
+        let warnings = with(&[]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("`targets.gpu.gpu_types = \"auto\"` without `min_vram_gb`"),
+            "{warnings:?}"
+        );
         assert!(!warnings.concat().contains(SECRET));
+        // A floor given: nothing to say; automatic data centers need no note.
+        assert_eq!(
+            with(&[("OVERBRAINER_TARGETS__GPU__MIN_VRAM_GB", "24")]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

@@ -256,9 +256,9 @@ pub const RUNPOD_KEY_VAR: &str = "OVERBRAINER_RUNPOD__API_KEY";
 /// The variable of the Runpod REST API base (ENV-7).
 pub const RUNPOD_BASE_URL_VAR: &str = "OVERBRAINER_RUNPOD__BASE_URL";
 
-/// What `config check` notes about Runpod targets that validate but that `train` would
-/// refuse: `"auto"` in `gpu_types`/`data_center_ids` (automatic choice is not built yet)
-/// and a missing [`RUNPOD_KEY_VAR`]. Names keys and variables, never a value.
+/// What `config check` notes about Runpod targets that validate: `gpu_types = "auto"`
+/// with no VRAM floor, and a missing [`RUNPOD_KEY_VAR`]. Names keys and variables,
+/// never a value.
 #[must_use]
 pub fn readiness_warnings(
     targets: &std::collections::BTreeMap<String, super::Target>,
@@ -273,16 +273,10 @@ pub fn readiness_warnings(
         })
         .collect();
     for (name, runpod) in &runpod {
-        let auto = [
-            ("gpu_types", Some(&runpod.gpu_types)),
-            ("data_center_ids", runpod.data_center_ids.as_ref()),
-        ];
-        for (key, value) in auto {
-            if matches!(value, Some(ListOrAuto::Auto(text)) if text == "auto") {
-                warnings.push(format!(
-                    "`targets.{name}.{key} = \"auto\"` is not supported yet (automatic choice comes in a later version): `train` refuses it; list the IDs to try, in order"
-                ));
-            }
+        if matches!(runpod.gpu_types, ListOrAuto::Auto(_)) && runpod.min_vram_gb.is_none() {
+            warnings.push(format!(
+                "`targets.{name}.gpu_types = \"auto\"` without `min_vram_gb`: no VRAM estimate is made, so any GPU type in stock may be picked, however small; set `min_vram_gb`"
+            ));
         }
     }
     if let (Some((name, _)), None) = (runpod.first(), &account.api_key) {

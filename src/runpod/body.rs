@@ -22,15 +22,25 @@ pub const HOST_KEY_VAR: &str = "OVERBRAINER_HOST_KEY";
 /// The run's client public key, for the pod's `authorized_keys`.
 pub const AUTHORIZED_KEY_VAR: &str = "OVERBRAINER_AUTHORIZED_KEY";
 
-/// A target this issue cannot create pods for yet.
+/// A body that cannot be made.
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {
-    /// `"auto"` comes with the next Runpod issue (catalog, VRAM estimate).
-    #[error("`{key} = \"auto\"` is not supported yet: list the IDs to try, in order")]
+    /// `"auto"` not resolved from the catalog first ([`PodSpec::chosen`]).
+    #[error("`{key} = \"auto\"` was not resolved from the Runpod catalog before the create body")]
     Auto {
         /// The key.
         key: &'static str,
     },
+}
+
+/// What `"auto"` resolved to for a run (POD-12, POD-14): the GPU types to try, in
+/// order, and the data centers of the first create call (the driver sets each call's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Chosen {
+    /// GPU type IDs, in order.
+    pub gpu_types: Vec<String>,
+    /// `dataCenterIds` of the first create call.
+    pub data_center_ids: Vec<String>,
 }
 
 /// Where a network volume is mounted on the pod (spec/runpod.md section 1).
@@ -47,6 +57,9 @@ pub struct PodSpec<'a> {
     pub run_dir: &'a str,
     /// The API base the watchdog calls.
     pub api_base: &'a str,
+    /// What `"auto"` resolved to, for a target with `"auto"` in `gpu_types` or
+    /// `data_center_ids`.
+    pub chosen: Option<&'a Chosen>,
     /// The run's SSH access.
     pub keys: &'a RunKeys,
     /// The pod's rules.
@@ -58,21 +71,27 @@ pub struct PodSpec<'a> {
 /// The create body and the GPU types to try, in order.
 ///
 /// # Errors
-/// [`BodyError::Auto`] for `gpu_types` or `data_center_ids` set to `"auto"`.
+/// [`BodyError::Auto`] for `gpu_types` or `data_center_ids` set to `"auto"` without
+/// [`PodSpec::chosen`].
 pub fn create_body(spec: &PodSpec<'_>) -> Result<(CreatePod, Vec<String>), BodyError> {
     let target = spec.target;
-    let ListOrAuto::List(gpu_types) = &target.gpu_types else {
-        return Err(BodyError::Auto { key: "gpu_types" });
-    };
-    let data_center_ids = match &target.data_center_ids {
-        None => Vec::new(),
-        Some(ListOrAuto::List(ids)) => ids.clone(),
-        Some(ListOrAuto::Auto(_)) => {
-            return Err(BodyError::Auto {
-                key: "data_center_ids",
-            });
-        }
-    };
+    let (gpu_types, data_center_ids) =
+        match (spec.chosen, &target.gpu_types, &target.data_center_ids) {
+            (Some(chosen), _, _) => (chosen.gpu_types.clone(), chosen.data_center_ids.clone()),
+            (None, ListOrAuto::Auto(_), _) => return Err(BodyError::Auto { key: "gpu_types" }),
+            (None, _, Some(ListOrAuto::Auto(_))) => {
+                return Err(BodyError::Auto {
+                    key: "data_center_ids",
+                });
+            }
+            (None, ListOrAuto::List(types), ids) => (
+                types.clone(),
+                match ids {
+                    Some(ListOrAuto::List(ids)) => ids.clone(),
+                    _ => Vec::new(),
+                },
+            ),
+        };
     let mut env = watchdog::bounds_env(
         spec.rules,
         spec.now + spec.rules.deadline,
@@ -108,7 +127,7 @@ pub fn create_body(spec: &PodSpec<'_>) -> Result<(CreatePod, Vec<String>), BodyE
         }),
         args: Some(bootstrap::args(spec.run_dir, spec.run_id)),
     };
-    Ok((body, gpu_types.clone()))
+    Ok((body, gpu_types))
 }
 
 #[cfg(test)]

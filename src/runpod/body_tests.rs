@@ -21,6 +21,7 @@ fn body_of(target: &RunpodTarget) -> Result<(CreatePod, Vec<String>), BodyError>
     let keys = keys();
     let rules = Rules::new(target, false, TimeScale::REAL);
     create_body(&PodSpec {
+        chosen: None,
         target,
         run_id: "r_1",
         run_dir: "/workspace/runs/r_1",
@@ -76,11 +77,14 @@ fn the_create_body_carries_the_target_the_bounds_and_the_secret_by_reference_onl
 }
 
 #[test]
-fn auto_is_refused_naming_its_key() {
+fn auto_unresolved_is_refused_naming_its_key() {
     let mut gpus = target(2.0, None);
     gpus.gpu_types = ListOrAuto::Auto("auto".into());
     let error = body_of(&gpus).unwrap_err().to_string();
-    assert!(error.contains("`gpu_types = \"auto\"`"), "{error}");
+    assert!(
+        error.contains("`gpu_types = \"auto\"` was not resolved"),
+        "{error}"
+    );
     let mut centers = target(2.0, None);
     centers.data_center_ids = Some(ListOrAuto::Auto("auto".into()));
     let error = body_of(&centers).unwrap_err().to_string();

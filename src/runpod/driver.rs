@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::api::{ApiError, CreatePod, RunpodClient};
+use super::catalog::auto::AutoState;
 use super::lifecycle::{
     Effect, Event, Handshake, Notice, Phase, PodFailure, PodState, SnapshotCause, handle,
 };
@@ -97,6 +98,9 @@ pub struct PodPlan {
     pub job_poll: Duration,
     /// The scale of the executor's job scripts (the test-only factor).
     pub time_scale: TimeScale,
+    /// `gpu_types = "auto"`: each create call's data centers and the re-reads
+    /// (POD-14, POD-15).
+    pub auto: Option<AutoState>,
 }
 
 /// How the driving ended.
@@ -177,6 +181,7 @@ pub async fn drive_on<J: PodJob, H: PodHooks>(
     let mut driver = Driver {
         client,
         plan,
+        auto: plan.auto.clone(),
         job,
         hooks,
         cancel,
@@ -198,6 +203,8 @@ pub async fn drive_on<J: PodJob, H: PodHooks>(
 struct Driver<'a, J, H> {
     client: &'a RunpodClient,
     plan: &'a PodPlan,
+    /// The `"auto"` walk, as it goes.
+    auto: Option<AutoState>,
     job: &'a mut J,
     hooks: &'a mut H,
     cancel: &'a CancellationToken,
@@ -245,6 +252,25 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
         }
     }
 
+    /// `gpu_types = "auto"`: the untried types ordered from a fresh catalog read, or why
+    /// the order is kept (POD-15).
+    async fn reorder(&mut self) -> Result<Vec<String>, String> {
+        let Some(auto) = self.auto.as_mut() else {
+            return Err("not an automatic choice".to_owned());
+        };
+        let read = self
+            .client
+            .gpu_catalog(auto.gpu_count())
+            .await
+            .map_err(|e| e.to_string());
+        let order = auto.reorder(read);
+        match &order {
+            Ok(order) => tracing::info!(order = ?order, "gpu_types = \"auto\": new order"),
+            Err(why) => tracing::warn!("gpu_types = \"auto\": order kept: {why}"),
+        }
+        order
+    }
+
     /// The machine asked for nothing: the job's part is due.
     async fn idle(&mut self, state: &PodState) -> Result<Vec<Event>, DriveError> {
         match state.phase {
@@ -259,6 +285,9 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
         let event = match effect {
             Effect::Create(gpu_type) => {
                 let mut body = self.plan.body.clone();
+                if let Some(candidate) = self.auto.as_mut().and_then(|a| a.take(&gpu_type)) {
+                    body.data_center_ids = candidate.data_centers;
+                }
                 body.gpu.id = gpu_type;
                 // Every pod carries its bound (issue 12): `max_hours` from this call, never
                 // later than from Runpod's own creation time.
@@ -277,6 +306,10 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
                     },
                 }
             }
+            Effect::Reorder => Event::Reordered {
+                order: self.reorder().await,
+                at: now(),
+            },
             Effect::Search => Event::Searched {
                 found: self
                     .client

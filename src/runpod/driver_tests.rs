@@ -76,6 +76,7 @@ async fn no_create_call_goes_out_when_pod_json_cannot_be_written() {
         host_key_secret: None,
         job_poll: Duration::from_secs(1),
         time_scale: TimeScale::REAL,
+        auto: None,
     };
     let mut hooks = Unwritable(0);
     let state = PodState::new(rules, vec!["A".into()]);

@@ -251,13 +251,14 @@ pub enum Refusal {
         /// The variable.
         variable: String,
     },
-    /// `"auto"` in a Runpod target: it comes with the catalog (the next Runpod issue).
-    #[error(
-        "`{key} = \"auto\"` is not supported yet: list the IDs to try, in order; no pod was created"
-    )]
-    RunpodAuto {
-        /// The key.
-        key: String,
+    /// `"auto"` of a Runpod target found nothing to create, or the catalog could not be
+    /// read (POD-16).
+    #[error("target `{target}`: {reason}; no pod was created")]
+    AutoChoice {
+        /// Target name.
+        target: String,
+        /// Why, naming the request.
+        reason: String,
     },
     /// POD-21: the Runpod key may not manage account secrets.
     #[error(

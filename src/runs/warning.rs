@@ -42,6 +42,12 @@ pub enum RunWarning {
     /// [`crate::train::template::decide`], names the template, how it was checked and
     /// the fix.
     TemplateDropsReasoning(String),
+    /// `gpu_types = "auto"` without `min_vram_gb` and without a VRAM estimate: any
+    /// type in stock may be chosen, however small (POD-19).
+    NoVramFloor {
+        /// Target name.
+        target: String,
+    },
     /// `training.hub_model_id` is set; it is deprecated for `[hub] repo`.
     HubModelIdDeprecated,
     /// `[hub] after_training = true` without `OVERBRAINER_HF_TOKEN`.

@@ -108,6 +108,9 @@ mod runpod_train;
 // Flows: `pod gpus`, `pod datacenters`, `pod volumes`, `pod templates` on the stand-in's
 // canned catalog (issue 13).
 mod runpod_catalog;
+// Flows: `gpu_types = "auto"` and `data_center_ids = "auto"` through `train` on the
+// stand-in: the pick, the fresh read after a capacity answer, the refusals (issue 13).
+mod runpod_auto;
 // A stand-in of the Hugging Face Hub, proven by `huggingface_hub` (issue 16).
 mod hub_standin;
 // Flows: `push` of a trained run to the Hub stand-in, read back by `huggingface_hub`.

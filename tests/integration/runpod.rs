@@ -157,6 +157,7 @@ async fn drive(state: PodState, client: &RunpodClient, secret_id: &str, interrup
         host_key_secret: Some(secret_id.to_owned()),
         job_poll: scale().scale(Duration::from_secs(5)),
         time_scale: scale(),
+        auto: None,
     };
     let cancel = CancellationToken::new();
     let mut hooks = Hooks {

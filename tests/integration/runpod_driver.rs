@@ -68,6 +68,7 @@ async fn setup(run: &str, bootstrap: bool) -> Setup {
     let run_dir = format!("/root/runs/{run}");
     let rules = rules();
     let (mut body, _) = create_body(&PodSpec {
+        chosen: None,
         target: &target(),
         run_id: run,
         run_dir: &run_dir,
@@ -88,6 +89,7 @@ async fn setup(run: &str, bootstrap: bool) -> Setup {
         host_key_secret: Some(secret.id),
         job_poll: scale().scale(Duration::from_secs(5)),
         time_scale: scale(),
+        auto: None,
     };
     Setup {
         standin,

@@ -35,6 +35,7 @@ async fn boot(standin: &Standin, client: &RunpodClient, run: &str, image: &str) 
     let rules = Rules::new(&target(), false, overbrainer::env::TimeScale::REAL);
     let run_dir = format!("/root/runs/{run}");
     let (mut body, _) = create_body(&PodSpec {
+        chosen: None,
         target: &target(),
         run_id: run,
         run_dir: &run_dir,

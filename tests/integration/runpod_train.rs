@@ -4,7 +4,8 @@
 //! the first GPU type answers the capacity 400 and the second is used; the host key is
 //! pinned; the results come back verified; the pod is deleted and confirmed gone and
 //! the host-key secret deleted; `pod.json` and `runs ls` show the rate and the spend.
-//! The refusals before any pod: no key, a key that cannot manage secrets, `"auto"`.
+//! The refusals before any pod: no key, a key that cannot manage secrets, `"auto"` with
+//! nothing in stock.
 //!
 //! The binary reaches the stand-in on 127.0.0.1 (a forwarder the test makes: the
 //! configuration accepts plain `http` on loopback only), the pods' watchdog on the
@@ -297,7 +298,7 @@ async fn runpod_train_refuses_before_any_pod_without_key_without_secrets_access_
     assert!(all.contains("cannot manage account secrets"), "{all}");
     assert!(!all.contains(&KEY[4..24]), "{all}");
     project.standin.state().faults.secrets_forbidden = false;
-    // `"auto"`, refused naming the key.
+    // `"auto"` with nothing in the catalog: refused naming the request (issue 13).
     let config = project.training.project.read("overbrainer.toml");
     project.training.project.write(
         "overbrainer.toml",
@@ -306,7 +307,12 @@ async fn runpod_train_refuses_before_any_pod_without_key_without_secrets_access_
     let output = overbrainer(&project.training, &["train", "--target", "pod"]).await;
     let all = text(&output);
     assert!(!output.status.success(), "{all}");
-    assert!(all.contains("targets.pod.gpu_types"), "{all}");
+    assert!(
+        all.contains(
+            "target `pod`: no Secure Cloud GPU type in stock matches `gpu_types = \"auto\"`"
+        ),
+        "{all}"
+    );
     // Nothing was made: no pod, no run directory.
     assert!(project.standin.state().pods.is_empty());
     assert!(

@@ -271,6 +271,96 @@ impl Walk {
     }
 }
 
+/// A run's walk with the candidates of its latest order (the driver's part of
+/// `"auto"`: each create call takes its type's data centers from here, and each re-read
+/// replaces the order, POD-15).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoState {
+    walk: Walk,
+    candidates: Vec<Candidate>,
+}
+
+impl AutoState {
+    /// The walk with its first order.
+    #[must_use]
+    pub fn new(walk: Walk, first: Vec<Candidate>) -> Self {
+        Self {
+            walk,
+            candidates: first,
+        }
+    }
+
+    /// The GPU types of the current order.
+    #[must_use]
+    pub fn order(&self) -> Vec<String> {
+        self.candidates.iter().map(|c| c.gpu_type.clone()).collect()
+    }
+
+    /// The candidates of the current order.
+    #[must_use]
+    pub fn candidates(&self) -> &[Candidate] {
+        &self.candidates
+    }
+
+    /// GPUs per pod.
+    #[must_use]
+    pub fn gpu_count(&self) -> u32 {
+        self.walk.request().gpu_count
+    }
+
+    /// The candidate of type `gpu_type`, now tried (never offered again).
+    pub fn take(&mut self, gpu_type: &str) -> Option<Candidate> {
+        let candidate = self
+            .candidates
+            .iter()
+            .find(|c| c.gpu_type == gpu_type)?
+            .clone();
+        self.walk.tried(&candidate);
+        Some(candidate)
+    }
+
+    /// The order after a fresh catalog read (`read`), or why the remaining order is kept
+    /// (the read failed, or nothing untried is in stock: POD-15).
+    ///
+    /// # Errors
+    /// The reason the order is kept.
+    pub fn reorder(
+        &mut self,
+        read: Result<Vec<CatalogGpu>, String>,
+    ) -> Result<Vec<String>, String> {
+        let gpus = read.map_err(|why| format!("the GPU catalog could not be read again: {why}"))?;
+        match self.walk.order(&gpus) {
+            Ok(order) if order.is_empty() => {
+                Err("the GPU catalog shows no untried type in stock".to_owned())
+            }
+            Ok(order) => {
+                self.candidates = order;
+                Ok(self.order())
+            }
+            Err(error) => Err(error.to_string()),
+        }
+    }
+}
+
+/// One candidate as a person reads it: `NVIDIA A40 (48 GB, USD 0.40/h)`, with `reported
+/// out of stock` for a lagging type.
+#[must_use]
+pub fn describe(candidate: &Candidate) -> String {
+    let price = candidate.price.map_or_else(
+        || "no listed price".to_owned(),
+        |p| format!("USD {}/h", super::listing::price_text(p)),
+    );
+    let stock = if candidate.in_stock {
+        ""
+    } else {
+        ", reported out of stock"
+    };
+    format!(
+        "{} ({} GB, {price}{stock})",
+        candidate.gpu_type, candidate.vram
+    )
+}
+
 /// What orders GPU types: price, VRAM, ID ([`by_price`]).
 type Key = (Option<f64>, u32, String);
 

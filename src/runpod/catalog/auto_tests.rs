@@ -186,3 +186,34 @@ fn data_centers_for_listed_types_follow_the_cheapest_type_in_stock_there() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn the_driver_state_takes_each_type_once_and_keeps_the_order_when_a_reread_fails() {
+    let walk = Walk::new(request(Floor::Set(80), None, Placement::Auto));
+    let first = walk.first(&catalog()).unwrap();
+    let mut auto = AutoState::new(walk, first);
+    assert_eq!(auto.order(), ["A100 SXM", "A100", "H100", "B200"]);
+    let taken = auto.take("A100 SXM").unwrap();
+    assert!(taken.data_centers.is_empty() && !taken.in_stock);
+    assert_eq!(
+        describe(&taken),
+        "A100 SXM (80 GB, USD 0.79/h, reported out of stock)"
+    );
+    assert_eq!(
+        auto.take("A100").unwrap().data_centers,
+        ["EU-RO-1", "US-TX-3", "US-KS-2"]
+    );
+    assert_eq!(
+        auto.reorder(Err("HTTP 500".into())).unwrap_err(),
+        "the GPU catalog could not be read again: HTTP 500"
+    );
+    let mut gone = catalog();
+    for g in &mut gone {
+        g.availability = Out;
+    }
+    assert_eq!(
+        auto.reorder(Ok(gone)).unwrap_err(),
+        "the GPU catalog shows no untried type in stock"
+    );
+    assert_eq!(auto.reorder(Ok(catalog())).unwrap(), ["H100", "B200"]);
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::attempt::{finish, next_type, send};
 use super::{
     AttemptOutcome, DeleteCause, Effect, Handshake, Notice, Phase, PodFailure, PodState, PodView,
-    Refusal, delete, rules,
+    Refusal, TypeOrder, delete, rules,
 };
 
 fn set_outcome(state: &mut PodState, outcome: AttemptOutcome) {
@@ -24,6 +24,11 @@ pub(super) fn refused(state: &mut PodState, at: Duration, refusal: Refusal, fx: 
             state.tried.push((gpu_type.clone(), reason.clone()));
             if !state.remaining.is_empty() {
                 fx.push(Effect::Notice(Notice::NextType { gpu_type, reason }));
+                if state.order == TypeOrder::Catalog {
+                    // POD-15: a fresh catalog read orders what is left.
+                    fx.push(Effect::Reorder);
+                    return;
+                }
             }
             next_type(state, at, fx);
         }
@@ -52,6 +57,28 @@ pub(super) fn refused(state: &mut PodState, at: Duration, refusal: Refusal, fx: 
             fx.push(Effect::Search);
         }
     }
+}
+
+/// A fresh catalog read ordered the untried types, or the order is kept (POD-15);
+/// then the next type is tried. A type already tried never comes back.
+pub(super) fn reordered(
+    state: &mut PodState,
+    at: Duration,
+    order: Result<Vec<String>, String>,
+    fx: &mut Vec<Effect>,
+) {
+    match order {
+        Ok(order) => {
+            let untried: Vec<String> = order
+                .into_iter()
+                .filter(|t| !state.tried.iter().any(|(tried, _)| tried == t))
+                .collect();
+            fx.push(Effect::Notice(Notice::Reordered(untried.clone())));
+            state.remaining = untried.into();
+        }
+        Err(why) => fx.push(Effect::Notice(Notice::OrderKept(why))),
+    }
+    next_type(state, at, fx);
 }
 
 /// The request itself was refused: no pod, no retry.

@@ -195,6 +195,20 @@ pub enum Notice {
     },
     /// Rate limited: waiting this long before the same create.
     RateLimited(Duration),
+    /// `"auto"` resolved before any pod (POD-12, POD-14): the request as POD-16 names it
+    /// and the choices in order (GPU types with VRAM and price, or data centers).
+    Picked {
+        /// The request.
+        request: String,
+        /// The choices, in order.
+        choices: Vec<String>,
+    },
+    /// `gpu_types = "auto"`: a fresh catalog read gave the untried types this order
+    /// (POD-15).
+    Reordered(Vec<String>),
+    /// `gpu_types = "auto"`: the catalog could not be read again or shows nothing left
+    /// in stock; the remaining order is kept (POD-15).
+    OrderKept(String),
     /// An ambiguous create outcome: searching for a pod carrying the run's name.
     Searching(String),
     /// The pod exists.
@@ -282,6 +296,14 @@ pub enum Event {
         at: Duration,
         /// What the listing found.
         found: Result<Vec<PodView>, String>,
+    },
+    /// `gpu_types = "auto"`: the untried types in their new order from a fresh catalog
+    /// read, or why the order is kept (POD-15).
+    Reordered {
+        /// When.
+        at: Duration,
+        /// The new order, or why there is none.
+        order: Result<Vec<String>, String>,
     },
     /// `GET /v2/pods/{id}`: the pod, `None` when Runpod no longer has it (404), or
     /// why it could not be read.
@@ -385,6 +407,7 @@ impl Event {
             | Self::Created { at, .. }
             | Self::CreateFailed { at, .. }
             | Self::Searched { at, .. }
+            | Self::Reordered { at, .. }
             | Self::Polled { at, .. }
             | Self::Handshook { at, .. }
             | Self::CostFilesWritten { at, .. }
@@ -416,6 +439,9 @@ pub enum Effect {
     Create(String),
     /// List the pods and keep those carrying the run's name; then [`Event::Searched`].
     Search,
+    /// `gpu_types = "auto"`: read the catalog again and order the untried types; then
+    /// [`Event::Reordered`] (POD-15).
+    Reorder,
     /// `GET /v2/pods/{id}`; then [`Event::Polled`].
     Poll,
     /// Handshake with the endpoint, accepting only the pinned host key; then

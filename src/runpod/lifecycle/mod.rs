@@ -145,6 +145,16 @@ struct Deletion {
     next_delete: Duration,
 }
 
+/// Where a run's order of GPU types comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TypeOrder {
+    /// The listed `gpu_types`, tried exactly in their order.
+    Fixed,
+    /// `gpu_types = "auto"`: a fresh catalog read after each type that cannot be placed
+    /// (POD-15).
+    Catalog,
+}
+
 /// A pod's life: its rules, where it is, what `pod.json` records and what the rules
 /// need to remember.
 #[derive(Debug, Clone)]
@@ -157,6 +167,8 @@ pub struct PodState {
     pub facts: PodFacts,
     current: Option<String>,
     remaining: VecDeque<String>,
+    /// Where the order of the types comes from.
+    order: TypeOrder,
     tried: Vec<(String, String)>,
     rate_waits: u32,
     ambiguous: u32,
@@ -191,6 +203,7 @@ impl PodState {
             facts: PodFacts::default(),
             current: None,
             remaining: gpu_types.into(),
+            order: TypeOrder::Fixed,
             tried: Vec::new(),
             rate_waits: 0,
             ambiguous: 0,
@@ -211,6 +224,14 @@ impl PodState {
             why: String::new(),
             deletion: None,
         }
+    }
+
+    /// This state with `gpu_types = "auto"`'s walk: each type that cannot be placed is
+    /// followed by [`Effect::Reorder`] before the next is tried (POD-15).
+    #[must_use]
+    pub fn with_reorder(mut self) -> Self {
+        self.order = TypeOrder::Catalog;
+        self
     }
 
     /// A pod `pod.json` recorded, taken up again by a later process (`train attach`):
@@ -272,6 +293,10 @@ impl Machine for PodState {
 
 /// Takes `event` into `state` and returns what to do, in order.
 #[must_use]
+#[allow(
+    clippy::too_many_lines,
+    reason = "the transition table: one arm per (phase, event) pair"
+)]
 pub fn handle(state: &mut PodState, event: Event) -> Vec<Effect> {
     let mut fx = Vec::new();
     let at = event.at();
@@ -282,6 +307,9 @@ pub fn handle(state: &mut PodState, event: Event) -> Vec<Effect> {
         }
         (Phase::Creating, Event::CreateFailed { refusal, .. }) => {
             create::refused(state, at, refusal, &mut fx);
+        }
+        (Phase::Creating, Event::Reordered { order, .. }) => {
+            create::reordered(state, at, order, &mut fx);
         }
         (Phase::Creating, Event::Tick { .. }) => attempt::send(state, at, &mut fx),
         (Phase::Creating, Event::Interrupted { .. }) => {

@@ -261,5 +261,6 @@ fn plan_of(
         host_key_secret: recorded.host_key_secret_id.clone(),
         job_poll: scale.poll(Duration::from_secs(5)),
         time_scale: scale,
+        auto: None,
     }
 }

@@ -13,6 +13,7 @@
 mod attach;
 mod budget;
 pub mod checkpoint;
+mod choose;
 mod drive;
 mod failure;
 mod job;
@@ -31,7 +32,7 @@ use super::lifecycle::transitions;
 use super::record::{RunRecord, TargetKind};
 use super::start::{self, StartOptions, error_chain};
 use super::{Events, Refusal, RunError, RunEvent, emit, id};
-use crate::config::{AdapterKind, EnvSnapshot, ListOrAuto, Provenance, RunpodTarget, Settings};
+use crate::config::{AdapterKind, EnvSnapshot, Provenance, Settings};
 use crate::env::TimeScale;
 use crate::llm::Redactor;
 use crate::project::Project;
@@ -136,23 +137,6 @@ pub(super) async fn check_account(
     Ok(())
 }
 
-/// `"auto"` comes with the next Runpod issue: refused naming the key, before anything.
-fn refuse_auto(name: &str, target: &RunpodTarget) -> Result<(), RunError> {
-    let auto = |key: &str| {
-        Err(Refusal::RunpodAuto {
-            key: format!("targets.{name}.{key}"),
-        }
-        .into())
-    };
-    if matches!(target.gpu_types, ListOrAuto::Auto(_)) {
-        return auto("gpu_types");
-    }
-    if matches!(target.data_center_ids, Some(ListOrAuto::Auto(_))) {
-        return auto("data_center_ids");
-    }
-    Ok(())
-}
-
 /// Starts a run of `project` on its `runpod` target and follows it until it ends or the
 /// follower detaches; the caller holds the project lock.
 ///
@@ -181,7 +165,6 @@ pub async fn train(
         }
         .into());
     };
-    refuse_auto(&target.name, runpod)?;
     if settings.export.after_training {
         // The pod is deleted after the retrieval; the export runs from this machine's
         // copy of the run instead (issue 34).
@@ -220,6 +203,8 @@ pub async fn train(
             },
             other => other,
         })?;
+    // POD-21: "auto" is resolved after the account check, before the run's keys.
+    let choice = choose::resolve(&client, &target.name, runpod, events).await?;
     let stall = Policy::of(Some(training));
     let mut rules = Rules::new(runpod, options.keep_pod, scale).with_stall(stall.bounds(scale));
     // Issue 20: the pod's cost cap is what the budget leaves, at most `max_cost_usd`.
@@ -303,6 +288,7 @@ pub async fn train(
         .and_then(|()| start::prepare(&local_dir, &inputs, &yaml));
     let body = made.and_then(|()| {
         create_body(&PodSpec {
+            chosen: choice.chosen.as_ref(),
             target: runpod,
             run_id: &run_id,
             run_dir: &pod_dir,
@@ -343,6 +329,7 @@ pub async fn train(
         host_key_secret: Some(secret.id),
         job_poll: scale.poll(Duration::from_secs(5)),
         time_scale: scale,
+        auto: choice.auto.clone(),
     };
     let part = Part {
         project,
@@ -357,7 +344,11 @@ pub async fn train(
         events,
         cancel,
     };
-    let state = PodState::new(rules, gpu_types);
+    let state = if choice.auto.is_some() {
+        PodState::new(rules, gpu_types).with_reorder()
+    } else {
+        PodState::new(rules, gpu_types)
+    };
     let first = Event::Began { at: driver::now() };
     let (driven, shared) = run_pod(
         &part,

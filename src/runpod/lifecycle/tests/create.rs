@@ -47,6 +47,74 @@ fn the_create_retry_table() {
             phase: Phase::Creating,
         },
         Row {
+            name: "auto: a refused type is followed by a fresh catalog read (POD-15)",
+            state: auto(),
+            event: refused(Refusal::Capacity(
+                "no longer any instances available".into(),
+            )),
+            effects: &[
+                "notice next after A: no longer any instances available",
+                "reorder",
+            ],
+            phase: Phase::Creating,
+        },
+        Row {
+            name: "auto: the new order is tried, a type already tried left out",
+            state: after(
+                auto(),
+                vec![refused(Refusal::Capacity(
+                    "no longer any instances available".into(),
+                ))],
+            ),
+            event: Event::Reordered {
+                at: s(2),
+                order: Ok(vec!["C".into(), "A".into(), "B".into()]),
+            },
+            effects: &[
+                "notice reordered C,B",
+                "notice creating C",
+                "record",
+                "create C",
+            ],
+            phase: Phase::Creating,
+        },
+        Row {
+            name: "auto: a failed re-read keeps the remaining order",
+            state: after(
+                auto(),
+                vec![refused(Refusal::Forbidden("access denied".into()))],
+            ),
+            event: Event::Reordered {
+                at: s(2),
+                order: Err("nothing left in stock".into()),
+            },
+            effects: &[
+                "notice order kept: nothing left in stock",
+                "notice creating B",
+                "record",
+                "create B",
+            ],
+            phase: Phase::Creating,
+        },
+        Row {
+            name: "auto: the last type refused ends without a re-read",
+            state: after(
+                auto(),
+                vec![
+                    refused(Refusal::Capacity(
+                        "no longer any instances available".into(),
+                    )),
+                    Event::Reordered {
+                        at: s(2),
+                        order: Ok(vec!["B".into()]),
+                    },
+                ],
+            ),
+            event: refused(Refusal::Forbidden("access denied".into())),
+            effects: &["record", "delete secret", NO_CAPACITY],
+            phase: Phase::Gone,
+        },
+        Row {
             name: "403 on the last type ends with every reason",
             state: creating_last(),
             event: refused(Refusal::Forbidden("access denied".into())),

@@ -75,6 +75,7 @@ pub(super) fn label(effect: &Effect) -> String {
         Effect::Record => "record".into(),
         Effect::Create(gpu) => format!("create {gpu}"),
         Effect::Search => "search".into(),
+        Effect::Reorder => "reorder".into(),
         Effect::Poll => "poll".into(),
         Effect::Handshake(ep) => format!("handshake {}:{}", ep.host, ep.port),
         Effect::WriteCostFiles {
@@ -104,6 +105,9 @@ fn notice_label(notice: &Notice) -> String {
         Notice::Creating { gpu_type } => format!("creating {gpu_type}"),
         Notice::NextType { gpu_type, reason } => format!("next after {gpu_type}: {reason}"),
         Notice::RateLimited(wait) => format!("rate limited {}", wait.as_secs_f64()),
+        Notice::Picked { request, choices } => format!("picked {request}: {}", choices.join(",")),
+        Notice::Reordered(order) => format!("reordered {}", order.join(",")),
+        Notice::OrderKept(why) => format!("order kept: {why}"),
         Notice::Searching(cause) => format!("searching: {cause}"),
         Notice::Created { pod, adopted } => {
             format!("{} {pod}", if *adopted { "adopted" } else { "created" })
@@ -154,6 +158,14 @@ pub(super) fn idle() -> PodState {
 
 pub(super) fn creating() -> PodState {
     after(idle(), vec![Event::Began { at: s(0) }])
+}
+
+/// Creating `A` of a `gpu_types = "auto"` walk.
+pub(super) fn auto() -> PodState {
+    after(
+        PodState::new(rules(), vec!["A".into(), "B".into()]).with_reorder(),
+        vec![Event::Began { at: s(0) }],
+    )
 }
 
 /// Creating the last type, `B`, after `A` answered the capacity 400.
