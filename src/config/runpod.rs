@@ -168,10 +168,10 @@ pub(super) fn check(check: &mut Check<'_>, name: &str, runpod: &RunpodTarget) {
         }
     }
     if let Some(price) = runpod.max_price_per_hour {
-        if price.is_nan() || price <= 0.0 {
+        if !price.is_finite() || price <= 0.0 {
             check.fail(
                 key("max_price_per_hour"),
-                "out of range: must be greater than 0",
+                "out of range: must be a number greater than 0",
             );
         }
         if !auto {
@@ -187,8 +187,14 @@ pub(super) fn check(check: &mut Check<'_>, name: &str, runpod: &RunpodTarget) {
             "out of range: must be greater than 0 and at most 720",
         );
     }
-    if runpod.max_cost_usd.is_some_and(|c| c.is_nan() || c <= 0.0) {
-        check.fail(key("max_cost_usd"), "out of range: must be greater than 0");
+    if runpod
+        .max_cost_usd
+        .is_some_and(|c| !c.is_finite() || c <= 0.0)
+    {
+        check.fail(
+            key("max_cost_usd"),
+            "out of range: must be a number greater than 0",
+        );
     }
     check.at_least(&key("gpu_count"), runpod.gpu_count.into(), 1);
     check.safe(&key("image"), &runpod.image);
