@@ -361,8 +361,8 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         RunWarning::HubModelIdDeprecated => {
             "`training.hub_model_id` is deprecated; use `[hub] repo`".to_owned()
         }
-        RunWarning::NoVramFloor { target } => format!(
-            "`targets.{target}.min_vram_gb` is unset and no VRAM estimate is made: `gpu_types = \"auto\"` may pick a GPU too small for the model; set `min_vram_gb`"
+        RunWarning::NoVramFloor { target, why } => format!(
+            "`targets.{target}.min_vram_gb` is unset and no VRAM estimate could be made ({why}): `gpu_types = \"auto\"` may pick a GPU too small for the model; set `min_vram_gb`"
         ),
         RunWarning::HubTokenMissing => "`[hub] after_training = true` but `OVERBRAINER_HF_TOKEN` is unset: the push after training will fail".to_owned(),
         RunWarning::Unreachable {

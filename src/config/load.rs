@@ -269,7 +269,7 @@ mod tests {
     }
 
     #[test]
-    fn config_check_warns_that_runpod_auto_without_min_vram_gb_has_no_floor() {
+    fn config_check_notes_that_runpod_auto_without_min_vram_gb_takes_the_estimate() {
         let dir = project(RUNPOD, None);
         let with = |extra: &[(&str, &str)]| {
             let mut pairs = vec![

@@ -281,7 +281,7 @@ pub fn readiness_warnings(
     for (name, runpod) in &runpod {
         if matches!(runpod.gpu_types, ListOrAuto::Auto(_)) && runpod.min_vram_gb.is_none() {
             warnings.push(format!(
-                "`targets.{name}.gpu_types = \"auto\"` without `min_vram_gb`: no VRAM estimate is made, so any GPU type in stock may be picked, however small; set `min_vram_gb`"
+                "`targets.{name}.gpu_types = \"auto\"` without `min_vram_gb`: `train` estimates the VRAM from the base model's shape, and picks with no floor when it cannot read the shape; set `min_vram_gb` to fix the floor"
             ));
         }
     }

@@ -42,11 +42,13 @@ pub enum RunWarning {
     /// [`crate::train::template::decide`], names the template, how it was checked and
     /// the fix.
     TemplateDropsReasoning(String),
-    /// `gpu_types = "auto"` without `min_vram_gb` and without a VRAM estimate: any
-    /// type in stock may be chosen, however small (POD-19).
+    /// `gpu_types = "auto"` without `min_vram_gb`, and the VRAM estimate could not be
+    /// made: any type in stock may be chosen, however small (POD-19).
     NoVramFloor {
         /// Target name.
         target: String,
+        /// Why no estimate was made.
+        why: String,
     },
     /// `training.hub_model_id` is set; it is deprecated for `[hub] repo`.
     HubModelIdDeprecated,

@@ -142,6 +142,27 @@ async fn runpod_auto_refuses_before_any_pod_when_nothing_fits_and_fails_naming_e
     assert!(creates(&project).is_empty());
     assert!(project.standin.state().secrets.is_empty(), "{all}");
 
+    // No `min_vram_gb`: the floor is the VRAM estimate from the base model's shape (the
+    // tiny model's directory here), named in the refusal.
+    let config = project.training.project.read("overbrainer.toml");
+    project.training.project.write(
+        "overbrainer.toml",
+        &config.replace(
+            "min_vram_gb = 100\nmax_price_per_hour = 2.0",
+            "max_price_per_hour = 0.3",
+        ),
+    );
+    let output = overbrainer(&project.training, &["train", "--target", "pod"]).await;
+    let all = text(&output);
+    assert!(!output.status.success(), "{all}");
+    assert!(
+        all.contains("no Secure Cloud GPU type in stock matches `gpu_types = \"auto\"`, gpu_count = 1, the VRAM estimate of ")
+            && all.contains(" GB), max_price_per_hour = 0.3; no pod was created"),
+        "{all}"
+    );
+    assert!(!all.contains("no VRAM estimate could be made"), "{all}");
+    project.training.project.write("overbrainer.toml", &config);
+
     // Listed types with automatic data centers: none has one in stock.
     let config = project.training.project.read("overbrainer.toml");
     let listed = config.replace(
@@ -183,7 +204,8 @@ async fn runpod_auto_refuses_before_any_pod_when_nothing_fits_and_fails_naming_e
         ["NVIDIA A40", "NVIDIA L40S", "NVIDIA A100 80GB PCIe"],
         "{all}"
     );
-    assert_eq!(catalog_reads(&project), 2 + 1 + 2, "{all}");
+    // One read for each earlier refusal (3), then the first read and two re-reads.
+    assert_eq!(catalog_reads(&project), 3 + 1 + 2, "{all}");
     assert!(all.contains("no pod could be created for any of"), "{all}");
     for id in ["NVIDIA A40", "NVIDIA L40S", "NVIDIA A100 80GB PCIe"] {
         assert!(all.contains(id), "{id}: {all}");

@@ -7,8 +7,12 @@
 //! - [`wire`]: the listings' bodies, read leniently and sanitized.
 //! - [`listing`]: the four tables, their sort orders, filters and empty-result lines.
 //! - [`auto`]: the order of GPU types to try and their data centers, and POD-16's errors.
+//! - [`vram`]: the GPU memory a run needs per GPU (POD-18, POD-19); [`shape`] reads the
+//!   base model's shape from a local directory or the Hub.
 
 pub mod auto;
 pub mod listing;
 pub mod sanitize;
+pub mod shape;
+pub mod vram;
 pub mod wire;

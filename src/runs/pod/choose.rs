@@ -4,14 +4,54 @@
 //! "auto"`). Nothing in stock that fits fails the run before any pod or file exists,
 //! naming the request. The choice is shown before any pod is made.
 
-use crate::config::{ListOrAuto, RunpodTarget};
+use std::time::Duration;
+
+use crate::config::{EnvSnapshot, ListOrAuto, RunpodTarget, Settings};
 use crate::runpod::api::RunpodClient;
 use crate::runpod::body::Chosen;
 use crate::runpod::catalog::auto::{
     AutoError, AutoState, Floor, Placement, Request, Walk, auto_data_centers, describe,
 };
+use crate::runpod::catalog::shape;
+use crate::runpod::catalog::vram::{Load, estimate_gb};
 use crate::runpod::lifecycle::Notice;
 use crate::runs::{Events, Refusal, RunError, RunEvent, RunWarning, emit};
+
+/// How long one Hub call of the VRAM estimate may take.
+const HUB_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The VRAM estimate of the run in GB (POD-18), or why there is none (POD-19): the base
+/// model's shape from its directory on this machine, else from the Hub.
+async fn estimate(settings: &Settings, env: &EnvSnapshot) -> Result<f64, String> {
+    let Some(training) = settings.training.as_ref() else {
+        return Err("there is no `[training]`".to_owned());
+    };
+    let load = Load::of(training).map_err(|e| e.to_string())?;
+    let base = std::path::Path::new(&training.base_model);
+    let shape = if base.is_dir() {
+        shape::local(base)?
+    } else {
+        let token = match &settings.hf_token {
+            None => None,
+            Some(reference) => Some(
+                crate::secrets::Resolver::new(env)
+                    .resolve(crate::hub::TOKEN_VAR, reference)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        shape::hub(
+            settings.hub.endpoint(),
+            &training.base_model,
+            token.as_ref(),
+            HUB_TIMEOUT,
+        )
+        .await?
+    };
+    let gb = estimate_gb(shape, &load);
+    tracing::info!(gb, ?shape, "VRAM estimate");
+    Ok(gb)
+}
 
 /// What `"auto"` resolved to: the body's choice and the driver's walk.
 #[derive(Debug, Default)]
@@ -28,8 +68,8 @@ pub(super) struct Choice {
 /// [`Refusal::AutoChoice`] when the catalog cannot be read or nothing fits (POD-16).
 pub(super) async fn resolve(
     client: &RunpodClient,
-    name: &str,
-    target: &RunpodTarget,
+    (name, target): (&str, &RunpodTarget),
+    (settings, env): (&Settings, &EnvSnapshot),
     events: &Events,
 ) -> Result<Choice, RunError> {
     let gpu_auto = matches!(target.gpu_types, ListOrAuto::Auto(_));
@@ -53,15 +93,22 @@ pub(super) async fn resolve(
         .await
         .map_err(|e| refused(format!("the Runpod GPU catalog could not be read: {e}")))?;
     let ListOrAuto::List(listed) = &target.gpu_types else {
-        let floor = target.min_vram_gb.map_or(Floor::None, Floor::Set);
-        if floor == Floor::None {
-            emit(
-                events,
-                RunEvent::Warning(RunWarning::NoVramFloor {
-                    target: name.to_owned(),
-                }),
-            );
-        }
+        let floor = match target.min_vram_gb {
+            Some(gb) => Floor::Set(gb),
+            None => match estimate(settings, env).await {
+                Ok(gb) => Floor::Estimate(gb),
+                Err(why) => {
+                    emit(
+                        events,
+                        RunEvent::Warning(RunWarning::NoVramFloor {
+                            target: name.to_owned(),
+                            why,
+                        }),
+                    );
+                    Floor::None
+                }
+            },
+        };
         let request = Request {
             gpu_count: target.gpu_count,
             floor,
