@@ -42,6 +42,7 @@ pub mod catalog;
 pub mod driver;
 pub mod keys;
 pub mod lifecycle;
+pub mod logs;
 pub mod rate;
 pub mod record;
 pub mod watchdog;

@@ -82,20 +82,7 @@ async fn runpod_auto_picks_the_cheapest_fitting_type_and_reorders_from_a_fresh_r
         after.push(gpu("NVIDIA RTX A6000", 48, Some(0.49), "MEDIUM"));
         state.catalog.after_capacity = Some(after);
     }
-    let child = tokio::task::block_in_place(|| {
-        let child = project.training.spawn(&["train", "--target", "pod"]);
-        crate::util::poll(
-            crate::training::DEADLINE,
-            "a created pod",
-            || match pod_state(&project) {
-                Some(pod) if pod["pod_id"].is_string() => Ok(()),
-                other => Err(other),
-            },
-        );
-        crate::util::signal(child.id(), "INT");
-        child
-    });
-    let output = tokio::task::block_in_place(|| crate::training::finish(child));
+    let output = crate::runpod_faults::interrupted_once_the_pod_exists(&project);
     let all = text(&output);
     // The first order, shown before any pod: the fitting types, cheapest first.
     assert!(

@@ -25,7 +25,7 @@ fn count(project: &crate::runpod_train::PodProject, method: &str, path: &str) ->
 
 /// Starts `train`, waits for `pod.json` to name a pod, interrupts it (Ctrl-C) and
 /// returns its output: the run fails before its job existed and the pod is deleted.
-fn interrupted_once_the_pod_exists(
+pub(crate) fn interrupted_once_the_pod_exists(
     project: &crate::runpod_train::PodProject,
 ) -> std::process::Output {
     let child = tokio::task::block_in_place(|| {
