@@ -3,6 +3,7 @@
 //! answer (joined by question ID), and every line that could not be read, by file and
 //! line. Read with [`read_jsonl`], the reader the stages use.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{AnswerMeta, AnswerRecord, DataFiles, QuestionRecord, SubtopicRecord, read_jsonl};
@@ -37,11 +38,24 @@ pub struct Row {
     pub excluded: Option<&'static str>,
 }
 
+/// One topic's records in `train.jsonl` and `eval.jsonl`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SplitSizes {
+    /// Records in `train.jsonl`.
+    pub train: usize,
+    /// Records in `eval.jsonl`.
+    pub eval: usize,
+}
+
 /// What the Dataset view shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
     /// The stages' files, in stage order.
     pub files: Vec<FileCount>,
+    /// The subtopics of `subtopics.jsonl`, in file order.
+    pub subtopics: Vec<SubtopicRecord>,
+    /// Each topic's train and eval sizes, by topic name (the split's files as written).
+    pub split: BTreeMap<String, SplitSizes>,
     /// The questions, in file order.
     pub rows: Vec<Row>,
     /// Lines that could not be read or files that could not be opened, in words
@@ -87,11 +101,26 @@ fn read<T: serde::de::DeserializeOwned>(
 #[must_use]
 pub fn list(files: &DataFiles) -> Listing {
     let mut errors = Vec::new();
-    let (subtopics, _) = read::<SubtopicRecord>(&files.subtopics(), &mut errors);
+    let (subtopics, subtopic_records) = read::<SubtopicRecord>(&files.subtopics(), &mut errors);
     let (questions, question_records) = read::<QuestionRecord>(&files.questions(), &mut errors);
     let (answers, answer_records) = read::<AnswerRecord>(&files.answers(), &mut errors);
-    let (train, _) = read::<serde_json::Value>(&files.train(), &mut errors);
-    let (eval, _) = read::<serde_json::Value>(&files.eval(), &mut errors);
+    let (train, train_records) = read::<serde_json::Value>(&files.train(), &mut errors);
+    let (eval, eval_records) = read::<serde_json::Value>(&files.eval(), &mut errors);
+    let mut split: BTreeMap<String, SplitSizes> = BTreeMap::new();
+    for (records, is_eval) in [(&train_records, false), (&eval_records, true)] {
+        for record in records {
+            let topic = record
+                .get("topic")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            let sizes = split.entry(topic.to_owned()).or_default();
+            if is_eval {
+                sizes.eval += 1;
+            } else {
+                sizes.train += 1;
+            }
+        }
+    }
     let answers_by_id: std::collections::HashMap<&str, &AnswerRecord> =
         answer_records.iter().map(|a| (a.id.as_str(), a)).collect();
     let rows = question_records
@@ -121,6 +150,8 @@ pub fn list(files: &DataFiles) -> Listing {
             count("train.jsonl", train),
             count("eval.jsonl", eval),
         ],
+        subtopics: subtopic_records,
+        split,
         rows,
         errors,
     }
@@ -164,6 +195,16 @@ mod tests {
         assert_eq!(row.reasoning.as_deref(), Some("Think."));
         assert_eq!(row.excluded, Some("truncated"));
         assert_eq!(row.meta.as_ref().map(|m| m.output_tokens), Some(2));
+        std::fs::write(
+            files.train(),
+            "{\"id\":\"q1\",\"topic\":\"t\"}\n{\"id\":\"q2\",\"topic\":\"t\"}\n",
+        )
+        .unwrap();
+        std::fs::write(files.eval(), "{\"id\":\"q3\",\"topic\":\"t\"}\n").unwrap();
+        std::fs::write(files.subtopics(), "{\"topic\":\"t\",\"subtopic\":\"s\"}\n").unwrap();
+        let split = list(&files);
+        assert_eq!(split.split["t"], SplitSizes { train: 2, eval: 1 });
+        assert_eq!(split.subtopics.len(), 1);
         assert_eq!(listing.errors.len(), 1);
         assert!(
             listing.errors[0].contains("questions.jsonl line 2"),

@@ -235,14 +235,10 @@ impl App {
             }
             return Vec::new();
         }
-        let global = match key.code {
-            KeyCode::Char('q') => Some(Action::Quit),
-            KeyCode::Char('?') => Some(Action::Help),
-            KeyCode::Char('R') => Some(Action::Reload),
-            KeyCode::Tab => Some(Action::NextView),
-            KeyCode::BackTab => Some(Action::PrevView),
-            KeyCode::Char(c @ '1'..='6') => Some(Action::View(usize::from(c as u8 - b'1'))),
-            _ => None,
+        let global = if self.view().typing() {
+            None
+        } else {
+            global_action(key)
         };
         match global.or_else(|| self.view_mut().handle_key(key)) {
             Some(action) => self.apply(action),
@@ -545,6 +541,19 @@ impl App {
         if let Some(dialog) = &self.dialog {
             dialog.render(body, buf, t);
         }
+    }
+}
+
+/// The app's own keys, taken in every view (TUI-5).
+fn global_action(key: KeyEvent) -> Option<Action> {
+    match key.code {
+        KeyCode::Char('q') => Some(Action::Quit),
+        KeyCode::Char('?') => Some(Action::Help),
+        KeyCode::Char('R') => Some(Action::Reload),
+        KeyCode::Tab => Some(Action::NextView),
+        KeyCode::BackTab => Some(Action::PrevView),
+        KeyCode::Char(c @ '1'..='6') => Some(Action::View(usize::from(c as u8 - b'1'))),
+        _ => None,
     }
 }
 

@@ -199,6 +199,17 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
             count("train.jsonl", None),
             count("eval.jsonl", None),
         ],
+        subtopics: vec![
+            crate::dataset::SubtopicRecord {
+                topic: "Rust".into(),
+                subtopic: "Ownership".into(),
+            },
+            crate::dataset::SubtopicRecord {
+                topic: "Rust".into(),
+                subtopic: "Traits".into(),
+            },
+        ],
+        split: std::collections::BTreeMap::new(),
         rows: vec![
             Row {
                 id: "q-3f2a9c".into(),
@@ -250,10 +261,24 @@ fn dataset_view_snapshots() {
     snapshot_both("pipeline_empty", &app);
     app.handle_key(ch('2'));
     app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
-    snapshot_both("dataset_list", &app);
+    snapshot_both("dataset_topics", &app);
+    // Open the topic and its first subtopic, select the answered question.
+    for c in ['l', 'j', 'l', 'j'] {
+        app.handle_key(ch(c));
+    }
+    snapshot_both("dataset_tree", &app);
+    app.handle_key(ch(']'));
+    app.handle_key(ch('s'));
+    snapshot_both("dataset_reasoning_and_stats", &app);
     app.handle_key(ch('j'));
     app.on_flow(FlowEvent::Dataset(dataset_listing(true)));
     snapshot_both("dataset_unreadable", &app);
+    app.handle_key(ch('/'));
+    for c in "zzz".chars() {
+        app.handle_key(ch(c));
+    }
+    snapshot_both("dataset_filter_empty", &app);
+    app.handle_key(super::tests::key(crossterm::event::KeyCode::Esc));
     app.handle_key(ch('3'));
     snapshot_both("pipeline_read", &app);
 }
