@@ -36,6 +36,8 @@ pub struct Row {
     pub meta: Option<AnswerMeta>,
     /// Why the answer is excluded from training, when it is.
     pub excluded: Option<&'static str>,
+    /// Whether the question is orphaned: its topic is no longer configured (TUI-31).
+    pub orphaned: bool,
 }
 
 /// One topic's records in `train.jsonl` and `eval.jsonl`.
@@ -97,9 +99,17 @@ fn read<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// Reads the dataset under `files`.
+/// Whether a record of `topic` is orphaned: the topic is not among the `configured`
+/// topics' names (TUI-31).
 #[must_use]
-pub fn list(files: &DataFiles) -> Listing {
+pub fn orphaned<S: AsRef<str>>(topic: &str, configured: &[S]) -> bool {
+    !configured.iter().any(|c| c.as_ref() == topic)
+}
+
+/// Reads the dataset under `files`; questions of a topic not among `configured` are
+/// marked orphaned.
+#[must_use]
+pub fn list<S: AsRef<str>>(files: &DataFiles, configured: &[S]) -> Listing {
     let mut errors = Vec::new();
     let (subtopics, subtopic_records) = read::<SubtopicRecord>(&files.subtopics(), &mut errors);
     let (questions, question_records) = read::<QuestionRecord>(&files.questions(), &mut errors);
@@ -134,6 +144,7 @@ pub fn list(files: &DataFiles) -> Listing {
                 reasoning: assistant.and_then(|m| m.reasoning_content.clone()),
                 meta: answer.map(|a| a.meta.clone()),
                 excluded: answer.and_then(|a| a.meta.excluded.map(super::Exclusion::code)),
+                orphaned: orphaned(&q.topic, configured),
                 id: q.id,
                 topic: q.topic,
                 subtopic: q.subtopic,
@@ -165,13 +176,13 @@ mod tests {
     fn an_empty_project_lists_no_file_a_bad_line_names_file_and_line_and_answers_join_by_id() {
         let dir = tempfile::tempdir().unwrap();
         let files = DataFiles::new(dir.path());
-        assert!(list(&files).is_empty());
+        assert!(list(&files, &["t"]).is_empty());
         std::fs::write(
             files.questions(),
             "{\"id\":\"q1\",\"topic\":\"t\",\"subtopic\":\"s\",\"question\":\"Why?\"}\nnot json\n",
         )
         .unwrap();
-        let listing = list(&files);
+        let listing = list(&files, &["t"]);
         assert!(!listing.is_empty());
         assert_eq!(listing.files[1].records, Some(1));
         assert_eq!(listing.files[0].records, None);
@@ -188,7 +199,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let answered = list(&files);
+        let answered = list(&files, &["t"]);
         assert_eq!(answered.files[2].records, Some(1));
         let row = &answered.rows[0];
         assert_eq!(row.answer.as_deref(), Some("Because."));
@@ -202,9 +213,12 @@ mod tests {
         .unwrap();
         std::fs::write(files.eval(), "{\"id\":\"q3\",\"topic\":\"t\"}\n").unwrap();
         std::fs::write(files.subtopics(), "{\"topic\":\"t\",\"subtopic\":\"s\"}\n").unwrap();
-        let split = list(&files);
+        let split = list(&files, &["t"]);
         assert_eq!(split.split["t"], SplitSizes { train: 2, eval: 1 });
         assert_eq!(split.subtopics.len(), 1);
+        assert!(!split.rows[0].orphaned);
+        assert!(list(&files, &["other"]).rows[0].orphaned);
+        assert!(orphaned("gone", &["t"]) && !orphaned("t", &["t"]));
         assert_eq!(listing.errors.len(), 1);
         assert!(
             listing.errors[0].contains("questions.jsonl line 2"),

@@ -154,6 +154,12 @@ impl App {
         self.tab
     }
 
+    /// Whether the current view takes every key as typed text.
+    #[must_use]
+    pub fn view_typing(&self) -> bool {
+        self.view().typing()
+    }
+
     /// Whether a dialog is open.
     #[must_use]
     pub fn dialog(&self) -> Option<&Dialog> {

@@ -90,6 +90,16 @@ impl Flows {
         }
     }
 
+    /// The configured topics' names, for the orphaned marker (TUI-31).
+    fn topics(&self) -> Vec<String> {
+        self.context
+            .settings
+            .topics
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
     /// Starts `work` in the background.
     pub fn spawn(&self, work: Work) {
         match work {
@@ -98,9 +108,12 @@ impl Flows {
                 let root = self.context.project.root().to_path_buf();
                 let budget = self.context.settings.budget.clone();
                 let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
+                let topics = self.topics();
                 let sender = self.sender.clone();
                 tokio::task::spawn_blocking(move || {
-                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(&data)));
+                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
+                        &data, &topics,
+                    )));
                     let (runs, warnings) = crate::runs::record::list(&dir);
                     for warning in warnings {
                         let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
@@ -116,9 +129,12 @@ impl Flows {
             }
             Work::ReadDataset => {
                 let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
+                let topics = self.topics();
                 let sender = self.sender.clone();
                 tokio::task::spawn_blocking(move || {
-                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(&data)));
+                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
+                        &data, &topics,
+                    )));
                 });
             }
             Work::ExportLogs(lines) => {

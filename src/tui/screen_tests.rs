@@ -186,8 +186,8 @@ fn compare_view_snapshots() {
     snapshot_both("compare_inconclusive", &app);
 }
 
-/// A dataset as `dataset::listing::list` reads it: two questions, one answered, one
-/// bad line.
+/// A dataset as `dataset::listing::list` reads it: two questions of topic Rust, one
+/// answered, one question of the topic Go no longer configured, one bad line.
 fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
     use crate::dataset::listing::{FileCount, Listing, Row};
     let count = |name, records| FileCount { name, records };
@@ -229,6 +229,7 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
                     excluded: None,
                 }),
                 excluded: None,
+                orphaned: false,
             },
             Row {
                 id: "q-77b1e0".into(),
@@ -239,6 +240,18 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
                 reasoning: None,
                 meta: None,
                 excluded: None,
+                orphaned: false,
+            },
+            Row {
+                id: "q-0c41d8".into(),
+                topic: "Go".into(),
+                subtopic: "Channels".into(),
+                question: "When does a send on a channel block?".into(),
+                answer: None,
+                reasoning: None,
+                meta: None,
+                excluded: None,
+                orphaned: true,
             },
         ],
         errors: if errors {
@@ -255,6 +268,7 @@ fn dataset_view_snapshots() {
     app.handle_key(ch('2'));
     app.on_flow(FlowEvent::Dataset(crate::dataset::listing::list(
         &crate::dataset::DataFiles::new(std::path::Path::new("/nonexistent/data")),
+        &["rust"],
     )));
     snapshot_both("dataset_empty", &app);
     app.handle_key(ch('3'));
@@ -279,8 +293,21 @@ fn dataset_view_snapshots() {
     }
     snapshot_both("dataset_filter_empty", &app);
     app.handle_key(super::tests::key(crossterm::event::KeyCode::Esc));
+    assert!(!app.view_typing(), "Esc ends the typing");
     app.handle_key(ch('3'));
     snapshot_both("pipeline_read", &app);
+}
+
+#[test]
+fn an_orphaned_question_shows_its_marker_and_why() {
+    let mut app = app();
+    app.handle_key(ch('2'));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
+    // Go is the second topic: open it and its subtopic, select its question.
+    for c in ['j', 'l', 'j', 'l', 'j'] {
+        app.handle_key(ch(c));
+    }
+    snapshot_both("dataset_orphaned", &app);
 }
 
 #[test]

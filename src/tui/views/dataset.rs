@@ -96,6 +96,7 @@ impl DatasetView {
                 .map(|l| Line::styled(l.to_owned(), t.text())),
         );
         let status = match (&row.answer, row.excluded) {
+            _ if row.orphaned => format!("orphaned: topic {} is no longer configured", row.topic),
             (_, Some(code)) => format!("answer excluded from training: {code}"),
             (Some(_), None) => "answered".to_owned(),
             (None, None) => "unanswered".to_owned(),
@@ -106,7 +107,7 @@ impl DatasetView {
             Span::styled(" · ", t.dim()),
             Span::styled(
                 status,
-                if row.excluded.is_some() {
+                if row.excluded.is_some() || row.orphaned {
                     t.warn()
                 } else {
                     t.text()
@@ -196,7 +197,7 @@ impl DatasetView {
         let excluded = rows.iter().filter(|r| r.excluded.is_some()).count();
         let split = match listing.split.get(topic) {
             Some(sizes) => format!("train {} · eval {}", sizes.train, sizes.eval),
-            None => "train/eval: not split yet (`overbrainer split`)".to_owned(),
+            None => "train/eval: not split yet".to_owned(),
         };
         vec![
             Line::styled(format!("Topic {topic}"), t.title()),
@@ -349,7 +350,7 @@ impl Widget for &DatasetView {
             .block(block(" data/ ".into()))
             .render(files, buf);
         self.render_tree(listing, tree_area, buf);
-        let stats_height = if self.stats { 6 } else { 0 };
+        let stats_height = if self.stats { 7 } else { 0 };
         let [detail, stats] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(stats_height)]).areas(right);
         if self.stats {
@@ -451,6 +452,9 @@ fn block_titled(title: String, t: Theme) -> Block<'static> {
 
 /// A question's marker (TUI-31).
 fn marker(row: &Row) -> &'static str {
+    if row.orphaned {
+        return "[o]";
+    }
     match (&row.answer, row.excluded) {
         (_, Some(_)) => "[x]",
         (Some(_), None) => "[a]",
@@ -473,6 +477,7 @@ mod tests {
             reasoning: None,
             meta: None,
             excluded: None,
+            orphaned: false,
         }
     }
 

@@ -241,6 +241,7 @@ mod tests {
             reasoning: None,
             meta: None,
             excluded: None,
+            orphaned: false,
         }
     }
 
