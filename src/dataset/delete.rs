@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use super::DataFiles;
 use super::jsonl::{JsonlError, JsonlWriter, read_jsonl, retain_lines};
+use super::listing::Listing;
 use super::records::{QuestionRecord, RejectedKind, RejectedRecord};
 
 fn text_field<'a>(line: &'a serde_json::Value, name: &str) -> Option<&'a str> {
@@ -76,9 +77,154 @@ pub fn delete_answer(files: &DataFiles, id: &str) -> Result<(), JsonlError> {
     retain_lines(&files.answers(), |line| text_field(line, "id") != Some(id))
 }
 
+/// What a deletion removes (TUI-34).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A subtopic with its questions and their answers.
+    Subtopic {
+        /// Its topic.
+        topic: String,
+        /// Its name.
+        subtopic: String,
+    },
+    /// A question with its answer.
+    Question {
+        /// Its ID.
+        id: String,
+    },
+    /// A question's answer only.
+    Answer {
+        /// The question's ID.
+        id: String,
+    },
+}
+
+/// The records a deletion removes, per file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dependents {
+    /// Lines of `subtopics.jsonl`.
+    pub subtopics: usize,
+    /// Lines of `questions.jsonl`.
+    pub questions: usize,
+    /// Lines of `answers.jsonl`.
+    pub answers: usize,
+}
+
+/// What deleting `target` removes, counted in `listing` (the files as last read).
+#[must_use]
+pub fn dependents(listing: &Listing, target: &Target) -> Dependents {
+    let answered = |r: &super::listing::Row| r.meta.is_some();
+    match target {
+        Target::Subtopic { topic, subtopic } => {
+            let rows: Vec<_> = listing
+                .rows
+                .iter()
+                .filter(|r| &r.topic == topic && &r.subtopic == subtopic)
+                .collect();
+            Dependents {
+                subtopics: listing
+                    .subtopics
+                    .iter()
+                    .filter(|s| &s.topic == topic && &s.subtopic == subtopic)
+                    .count(),
+                questions: rows.len(),
+                answers: rows.iter().filter(|r| answered(r)).count(),
+            }
+        }
+        Target::Question { id } => {
+            let rows: Vec<_> = listing.rows.iter().filter(|r| &r.id == id).collect();
+            Dependents {
+                subtopics: 0,
+                questions: rows.len(),
+                answers: rows.iter().filter(|r| answered(r)).count(),
+            }
+        }
+        Target::Answer { id } => Dependents {
+            answers: listing
+                .rows
+                .iter()
+                .filter(|r| &r.id == id && answered(r))
+                .count(),
+            ..Dependents::default()
+        },
+    }
+}
+
+/// Deletes `target` with its dependents.
+///
+/// # Errors
+///
+/// [`JsonlError`] when a file cannot be read or written.
+pub fn delete(files: &DataFiles, target: &Target) -> Result<(), JsonlError> {
+    match target {
+        Target::Subtopic { topic, subtopic } => delete_subtopic(files, topic, subtopic),
+        Target::Question { id } => delete_question(files, id).map(|_| ()),
+        Target::Answer { id } => delete_answer(files, id),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dependents_count_a_subtopics_questions_and_answers_as_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = DataFiles::new(dir.path());
+        std::fs::write(
+            files.subtopics(),
+            "{\"topic\":\"t\",\"subtopic\":\"a\"}\n{\"topic\":\"t\",\"subtopic\":\"b\"}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            files.questions(),
+            "{\"id\":\"1\",\"topic\":\"t\",\"subtopic\":\"a\",\"question\":\"q1\"}\n\
+             {\"id\":\"2\",\"topic\":\"t\",\"subtopic\":\"a\",\"question\":\"q2\"}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            files.answers(),
+            concat!(
+                r#"{"id":"1","topic":"t","subtopic":"a","messages":[],"#,
+                r#""meta":{"model":"m","input_tokens":1,"output_tokens":2,"finish_reason":"stop","#,
+                r#""reasoning_kind":null,"excluded":null}}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let listing = super::super::listing::list(&files, &["t"]);
+        let subtopic = Target::Subtopic {
+            topic: "t".into(),
+            subtopic: "a".into(),
+        };
+        assert_eq!(
+            dependents(&listing, &subtopic),
+            Dependents {
+                subtopics: 1,
+                questions: 2,
+                answers: 1
+            }
+        );
+        let question = Target::Question { id: "2".into() };
+        assert_eq!(
+            dependents(&listing, &question),
+            Dependents {
+                subtopics: 0,
+                questions: 1,
+                answers: 0
+            }
+        );
+        let answer = Target::Answer { id: "1".into() };
+        assert_eq!(dependents(&listing, &answer).answers, 1);
+        delete(&files, &answer).unwrap();
+        assert_eq!(std::fs::read_to_string(files.answers()).unwrap(), "");
+        delete(&files, &subtopic).unwrap();
+        assert_eq!(std::fs::read_to_string(files.questions()).unwrap(), "");
+        assert_eq!(
+            std::fs::read_to_string(files.subtopics()).unwrap(),
+            "{\"topic\":\"t\",\"subtopic\":\"b\"}\n"
+        );
+    }
 
     #[test]
     fn deletions_take_dependents_and_record_rejections() {

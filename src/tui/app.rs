@@ -76,6 +76,8 @@ pub enum Work {
     ReadDataset,
     /// Write `lines` to a new `.overbrainer/logs-<time>.log`.
     ExportLogs(Vec<String>),
+    /// Delete a dataset item with its dependents, split again, re-read `data/`.
+    DeleteData(crate::dataset::delete::Target),
 }
 
 #[derive(Debug)]
@@ -331,6 +333,13 @@ impl App {
             Action::Stop(id) => return self.act_on_run(Kind::Stop, id),
             Action::Cancel(id) => return self.act_on_run(Kind::Cancel, id),
             Action::ExportLogs(lines) => return vec![Work::ExportLogs(lines)],
+            Action::DeleteData(target) => {
+                self.say(
+                    true,
+                    format!("deleting {}…", super::dataset_delete::describe(&target)),
+                );
+                return vec![Work::DeleteData(target)];
+            }
         }
         Vec::new()
     }

@@ -100,6 +100,35 @@ impl Flows {
             .collect()
     }
 
+    /// Deletes `target` and splits again on the blocking pool, then reads `data/` again
+    /// (TUI-34, TUI-35).
+    fn spawn_delete(&self, target: crate::dataset::delete::Target) {
+        let context = Arc::clone(&self.context);
+        let topics = self.topics();
+        let sender = self.sender.clone();
+        tokio::task::spawn_blocking(move || {
+            let said = match super::dataset_delete::delete_then_split(
+                context.project.root(),
+                &context.settings,
+                &context.env,
+                &target,
+            ) {
+                Ok((text, warnings)) => {
+                    for warning in warnings {
+                        let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
+                    }
+                    FlowEvent::Said { ok: true, text }
+                }
+                Err(text) => FlowEvent::Said { ok: false, text },
+            };
+            let _ = sender.send(said);
+            let data = crate::dataset::DataFiles::new(&context.project.data_dir());
+            let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
+                &data, &topics,
+            )));
+        });
+    }
+
     /// Starts `work` in the background.
     pub fn spawn(&self, work: Work) {
         match work {
@@ -137,6 +166,7 @@ impl Flows {
                     )));
                 });
             }
+            Work::DeleteData(target) => self.spawn_delete(target),
             Work::ExportLogs(lines) => {
                 let dir = self.context.project.state_dir();
                 let sender = self.sender.clone();

@@ -396,3 +396,38 @@ fn the_dataset_and_pipeline_views_read_data_again_whenever_shown() {
     let work = app.handle_key(ch('4'));
     assert!(work.is_empty(), "{work:?}");
 }
+
+#[test]
+fn d_asks_with_the_dependents_per_file_and_y_deletes_through_the_blocking_pool() {
+    use crate::dataset::delete::Target;
+    let mut app = app();
+    app.handle_key(ch('2'));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
+    app.handle_key(ch('d'));
+    assert!(app.dialog().is_none(), "a topic is not deleted by `d`");
+    assert!(app.message().is_some_and(|m| !m.ok));
+    // The subtopic Ownership: one question, answered.
+    app.handle_key(ch('l'));
+    app.handle_key(ch('j'));
+    app.handle_key(ch('d'));
+    snapshot_both("dataset_delete_subtopic", &app);
+    let work = app.handle_key(ch('y'));
+    assert!(
+        matches!(work.as_slice(), [Work::DeleteData(Target::Subtopic { topic, subtopic })]
+            if topic == "Rust" && subtopic == "Ownership"),
+        "{work:?}"
+    );
+    // The unanswered question of Traits: `D` refuses, `d` asks.
+    for c in ['j', 'l', 'j'] {
+        app.handle_key(ch(c));
+    }
+    app.handle_key(ch('D'));
+    assert!(app.dialog().is_none());
+    app.handle_key(ch('d'));
+    snapshot_both("dataset_delete_question", &app);
+    let work = app.handle_key(ch('y'));
+    assert!(
+        matches!(work.as_slice(), [Work::DeleteData(Target::Question { id })] if id == "q-77b1e0"),
+        "{work:?}"
+    );
+}

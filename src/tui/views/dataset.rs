@@ -2,7 +2,8 @@
 //! their record counts, the tree of topics → subtopics → questions ([`Tree`]) with the
 //! selected node's detail, an optional stats pane for the selected topic, and every line
 //! that could not be read (by file and line), as [`crate::dataset::listing::list`] read
-//! them. Not built yet: editing and deleting (TUI-32..TUI-35).
+//! them; `d`/`D` ask to delete the selected item with its dependents (TUI-34). Not built
+//! yet: editing (TUI-32, TUI-33) and deleting a whole topic.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::buffer::Buffer;
@@ -15,6 +16,7 @@ use super::super::theme::Theme;
 use super::View;
 use super::dataset_tree::{Node, Tree};
 use super::truncate;
+use crate::dataset::delete::{Target, dependents};
 use crate::dataset::listing::{Listing, Row};
 
 /// What the view says when no stage has written a file.
@@ -33,6 +35,8 @@ const KEYS: &[(&str, &str)] = &[
     ("[/]", "section"),
     ("/", "filter"),
     ("s", "stats"),
+    ("d", "delete"),
+    ("D", "delete answer"),
     ("R", "reload"),
 ];
 
@@ -230,6 +234,60 @@ impl DatasetView {
         }
     }
 
+    /// `d` (`answer_only` false) or `D`: the confirmation listing what goes, per file
+    /// (TUI-34), or why nothing can be deleted.
+    fn ask_delete(&self, answer_only: bool) -> Action {
+        let Some(listing) = &self.listing else {
+            return Action::refuse("data/ is still being read");
+        };
+        let item = self.tree.selected_item();
+        let row = self.tree.selected_row(listing);
+        let target = match (answer_only, item.map(|i| &i.node), row) {
+            (true, _, Some(row)) if row.meta.is_some() => Target::Answer { id: row.id.clone() },
+            (true, _, _) => {
+                return Action::refuse(
+                    "`D` deletes a question's answer: select an answered question",
+                );
+            }
+            (false, Some(Node::Subtopic(topic, subtopic)), _) => Target::Subtopic {
+                topic: topic.clone(),
+                subtopic: subtopic.clone(),
+            },
+            (false, Some(Node::Question(id)), _) => Target::Question { id: id.clone() },
+            (false, _, _) => {
+                return Action::refuse("`d` deletes a subtopic or a question: select one");
+            }
+        };
+        let counts = dependents(listing, &target);
+        let mut lines = vec![format!(
+            "Delete {}?",
+            super::super::dataset_delete::describe(&target)
+        )];
+        if let Some(row) = row.filter(|_| !matches!(target, Target::Subtopic { .. })) {
+            lines.push(format!("  {}", truncate(&row.question, 60)));
+        }
+        lines.push(String::new());
+        for (file, n, what) in [
+            ("subtopics.jsonl", counts.subtopics, "subtopic"),
+            ("questions.jsonl", counts.questions, "question"),
+            ("answers.jsonl", counts.answers, "answer"),
+        ] {
+            if n > 0 || (what != "subtopic" && !answer_only) || what == "answer" {
+                let plural = if n == 1 { "" } else { "s" };
+                lines.push(format!("{file:<16} {n} {what}{plural}"));
+            }
+        }
+        if !answer_only {
+            lines.push("rejected.jsonl   records it, so no stage makes it again".to_owned());
+        }
+        lines.push("then `split` rewrites train.jsonl and eval.jsonl".to_owned());
+        Action::Ask(super::super::action::Dialog::new(
+            "Delete",
+            lines,
+            Action::DeleteData(target),
+        ))
+    }
+
     /// Whether the stats pane is shown.
     #[must_use]
     pub fn stats(&self) -> bool {
@@ -279,6 +337,8 @@ impl View for DatasetView {
             }
             KeyCode::Char('/') => self.typing = true,
             KeyCode::Char('s') => self.stats = !self.stats,
+            KeyCode::Char('d') => return Some(self.ask_delete(false)),
+            KeyCode::Char('D') => return Some(self.ask_delete(true)),
             _ => return None,
         }
         if self.tree.selected_item().map(|i| &i.node) != before.as_ref() {
