@@ -68,6 +68,41 @@ pub fn delete_subtopic(files: &DataFiles, topic: &str, subtopic: &str) -> Result
     retain_lines(&files.subtopics(), |line| !belongs(line))
 }
 
+/// Deletes every subtopic of `topic` (those of `subtopics.jsonl` and those its questions
+/// name) as [`delete_subtopic`] does, each recorded as rejected.
+///
+/// # Errors
+///
+/// [`JsonlError`] when a file cannot be read or written.
+pub fn delete_topic(files: &DataFiles, topic: &str) -> Result<(), JsonlError> {
+    let mut names: Vec<String> = Vec::new();
+    if files.subtopics().exists() {
+        let (subtopics, _) = read_jsonl::<super::SubtopicRecord>(&files.subtopics())?;
+        names.extend(
+            subtopics
+                .into_iter()
+                .filter(|s| s.topic == topic)
+                .map(|s| s.subtopic),
+        );
+    }
+    if files.questions().exists() {
+        let (questions, _) = read_jsonl::<QuestionRecord>(&files.questions())?;
+        names.extend(
+            questions
+                .into_iter()
+                .filter(|q| q.topic == topic)
+                .map(|q| q.subtopic),
+        );
+    }
+    let mut seen = HashSet::new();
+    for name in names {
+        if seen.insert(name.clone()) {
+            delete_subtopic(files, topic, &name)?;
+        }
+    }
+    Ok(())
+}
+
 /// Deletes the answer of question `id` only (the question stays, to be answered again).
 ///
 /// # Errors
@@ -80,6 +115,11 @@ pub fn delete_answer(files: &DataFiles, id: &str) -> Result<(), JsonlError> {
 /// What a deletion removes (TUI-34).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
+    /// A topic no longer configured, with its subtopics, questions and answers.
+    Topic {
+        /// Its name.
+        topic: String,
+    },
     /// A subtopic with its questions and their answers.
     Subtopic {
         /// Its topic.
@@ -115,6 +155,18 @@ pub struct Dependents {
 pub fn dependents(listing: &Listing, target: &Target) -> Dependents {
     let answered = |r: &super::listing::Row| r.meta.is_some();
     match target {
+        Target::Topic { topic } => {
+            let rows: Vec<_> = listing.rows.iter().filter(|r| &r.topic == topic).collect();
+            Dependents {
+                subtopics: listing
+                    .subtopics
+                    .iter()
+                    .filter(|s| &s.topic == topic)
+                    .count(),
+                questions: rows.len(),
+                answers: rows.iter().filter(|r| answered(r)).count(),
+            }
+        }
         Target::Subtopic { topic, subtopic } => {
             let rows: Vec<_> = listing
                 .rows
@@ -157,6 +209,7 @@ pub fn dependents(listing: &Listing, target: &Target) -> Dependents {
 /// [`JsonlError`] when a file cannot be read or written.
 pub fn delete(files: &DataFiles, target: &Target) -> Result<(), JsonlError> {
     match target {
+        Target::Topic { topic } => delete_topic(files, topic),
         Target::Subtopic { topic, subtopic } => delete_subtopic(files, topic, subtopic),
         Target::Question { id } => delete_question(files, id).map(|_| ()),
         Target::Answer { id } => delete_answer(files, id),
@@ -224,6 +277,12 @@ mod tests {
             std::fs::read_to_string(files.subtopics()).unwrap(),
             "{\"topic\":\"t\",\"subtopic\":\"b\"}\n"
         );
+        let topic = Target::Topic { topic: "t".into() };
+        assert_eq!(dependents(&listing, &topic).subtopics, 2);
+        delete(&files, &topic).unwrap();
+        assert_eq!(std::fs::read_to_string(files.subtopics()).unwrap(), "");
+        let (rejected, _) = read_jsonl::<RejectedRecord>(&files.rejected()).unwrap();
+        assert_eq!(rejected.len(), 2, "a and b, each once");
     }
 
     #[test]

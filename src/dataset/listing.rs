@@ -56,6 +56,8 @@ pub struct Listing {
     pub files: Vec<FileCount>,
     /// The subtopics of `subtopics.jsonl`, in file order.
     pub subtopics: Vec<SubtopicRecord>,
+    /// The topics of the records that are no longer configured (TUI-31).
+    pub orphaned_topics: std::collections::BTreeSet<String>,
     /// Each topic's train and eval sizes, by topic name (the split's files as written).
     pub split: BTreeMap<String, SplitSizes>,
     /// The questions, in file order.
@@ -133,7 +135,7 @@ pub fn list<S: AsRef<str>>(files: &DataFiles, configured: &[S]) -> Listing {
     }
     let answers_by_id: std::collections::HashMap<&str, &AnswerRecord> =
         answer_records.iter().map(|a| (a.id.as_str(), a)).collect();
-    let rows = question_records
+    let rows: Vec<Row> = question_records
         .into_iter()
         .map(|q| {
             let answer = answers_by_id.get(q.id.as_str());
@@ -161,6 +163,13 @@ pub fn list<S: AsRef<str>>(files: &DataFiles, configured: &[S]) -> Listing {
             count("train.jsonl", train),
             count("eval.jsonl", eval),
         ],
+        orphaned_topics: subtopic_records
+            .iter()
+            .map(|s| s.topic.as_str())
+            .chain(rows.iter().map(|r| r.topic.as_str()))
+            .filter(|t| orphaned(t, configured))
+            .map(str::to_owned)
+            .collect(),
         subtopics: subtopic_records,
         split,
         rows,
@@ -217,7 +226,10 @@ mod tests {
         assert_eq!(split.split["t"], SplitSizes { train: 2, eval: 1 });
         assert_eq!(split.subtopics.len(), 1);
         assert!(!split.rows[0].orphaned);
-        assert!(list(&files, &["other"]).rows[0].orphaned);
+        assert!(split.orphaned_topics.is_empty());
+        let elsewhere = list(&files, &["other"]);
+        assert!(elsewhere.rows[0].orphaned);
+        assert_eq!(elsewhere.orphaned_topics.len(), 1);
         assert!(orphaned("gone", &["t"]) && !orphaned("t", &["t"]));
         assert_eq!(listing.errors.len(), 1);
         assert!(

@@ -19,6 +19,7 @@ use crate::pipeline::{Context, Event};
 #[must_use]
 pub fn describe(target: &Target) -> String {
     match target {
+        Target::Topic { topic } => format!("topic `{topic}` (no longer configured)"),
         Target::Subtopic { topic, subtopic } => format!("subtopic `{subtopic}` of topic `{topic}`"),
         Target::Question { id } => format!("question {id}"),
         Target::Answer { id } => format!("the answer of question {id}"),

@@ -209,6 +209,7 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
                 subtopic: "Traits".into(),
             },
         ],
+        orphaned_topics: std::iter::once("Go".to_owned()).collect(),
         split: std::collections::BTreeMap::new(),
         rows: vec![
             Row {
@@ -308,6 +309,17 @@ fn an_orphaned_question_shows_its_marker_and_why() {
         app.handle_key(ch(c));
     }
     snapshot_both("dataset_orphaned", &app);
+    // The topic Go itself can be deleted, with all it holds.
+    app.handle_key(ch('h'));
+    app.handle_key(ch('h'));
+    app.handle_key(ch('h'));
+    app.handle_key(ch('d'));
+    snapshot_both("dataset_delete_orphaned_topic", &app);
+    let work = app.handle_key(ch('y'));
+    assert!(
+        matches!(work.as_slice(), [Work::DeleteData(crate::dataset::delete::Target::Topic { topic })] if topic == "Go"),
+        "{work:?}"
+    );
 }
 
 #[test]

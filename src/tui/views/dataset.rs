@@ -177,8 +177,8 @@ impl DatasetView {
             Line::styled(title, t.title()),
             Line::styled(
                 format!(
-                    "{} questions · {answered} answered · {excluded} excluded",
-                    rows.len()
+                    "{} · {answered} answered · {excluded} excluded",
+                    counted(rows.len(), "question")
                 ),
                 t.text(),
             ),
@@ -208,8 +208,9 @@ impl DatasetView {
             Line::styled(split, t.text()),
             Line::styled(
                 format!(
-                    "{subtopics} subtopics · {} questions · {answered} answered · {excluded} excluded",
-                    rows.len()
+                    "{} · {} · {answered} answered · {excluded} excluded",
+                    counted(subtopics, "subtopic"),
+                    counted(rows.len(), "question")
                 ),
                 t.text(),
             ),
@@ -254,8 +255,15 @@ impl DatasetView {
                 subtopic: subtopic.clone(),
             },
             (false, Some(Node::Question(id)), _) => Target::Question { id: id.clone() },
+            (false, Some(Node::Topic(topic)), _) if listing.orphaned_topics.contains(topic) => {
+                Target::Topic {
+                    topic: topic.clone(),
+                }
+            }
             (false, _, _) => {
-                return Action::refuse("`d` deletes a subtopic or a question: select one");
+                return Action::refuse(
+                    "`d` deletes a subtopic, a question or a topic no longer configured; a configured topic goes in the Project view (1)",
+                );
             }
         };
         let counts = dependents(listing, &target);
@@ -272,9 +280,13 @@ impl DatasetView {
             ("questions.jsonl", counts.questions, "question"),
             ("answers.jsonl", counts.answers, "answer"),
         ] {
-            if n > 0 || (what != "subtopic" && !answer_only) || what == "answer" {
-                let plural = if n == 1 { "" } else { "s" };
-                lines.push(format!("{file:<16} {n} {what}{plural}"));
+            let shown = match target {
+                Target::Topic { .. } | Target::Subtopic { .. } => true,
+                Target::Question { .. } => what != "subtopic",
+                Target::Answer { .. } => what == "answer",
+            };
+            if shown {
+                lines.push(format!("{file:<16} {}", counted(n, what)));
             }
         }
         if !answer_only {
@@ -475,6 +487,9 @@ impl DatasetView {
                 };
                 let fold = if item.expanded { "▾" } else { "▸" };
                 let text = match (&item.node, item.row.and_then(|r| listing.rows.get(r))) {
+                    (Node::Topic(topic), _) if listing.orphaned_topics.contains(topic) => {
+                        format!("{fold} {topic} [o] not configured")
+                    }
                     (Node::Topic(topic), _) => format!("{fold} {topic}"),
                     (Node::Subtopic(_, subtopic), _) => format!("  {fold} {subtopic}"),
                     (Node::Question(_), Some(row)) => {
@@ -508,6 +523,11 @@ fn block_titled(title: String, t: Theme) -> Block<'static> {
     Block::new()
         .borders(Borders::ALL)
         .title(Span::styled(title, t.title()))
+}
+
+/// `n` and `word`, plural unless `n` is 1.
+fn counted(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// A question's marker (TUI-31).
