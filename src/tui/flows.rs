@@ -65,6 +65,9 @@ pub struct Flows {
     context: Arc<FlowContext>,
     hooks: Hooks,
     sender: UnboundedSender<FlowEvent>,
+    /// Held by a dataset write (deletion and split) while it runs: writes run one at a
+    /// time, so two quick deletions never interleave their read-modify-write of a file.
+    data_write: Arc<std::sync::Mutex<()>>,
 }
 
 /// An error with its causes, `a: b: c`.
@@ -87,6 +90,7 @@ impl Flows {
             context: Arc::new(context),
             hooks,
             sender,
+            data_write: Arc::default(),
         }
     }
 
@@ -106,7 +110,13 @@ impl Flows {
         let context = Arc::clone(&self.context);
         let topics = self.topics();
         let sender = self.sender.clone();
+        let data_write = Arc::clone(&self.data_write);
         tokio::task::spawn_blocking(move || {
+            // A poisoned lock only means an earlier write panicked; the files are whole
+            // (each replaced atomically), so this one goes ahead.
+            let _writing = data_write
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let said = match super::dataset_delete::delete_then_split(
                 context.project.root(),
                 &context.settings,
