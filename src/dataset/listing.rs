@@ -58,6 +58,9 @@ pub struct Listing {
     pub subtopics: Vec<SubtopicRecord>,
     /// The topics of the records that are no longer configured (TUI-31).
     pub orphaned_topics: std::collections::BTreeSet<String>,
+    /// Per topic, the answers whose question is not in `questions.jsonl` (they have no
+    /// node in the tree; `split` leaves them out).
+    pub orphaned_answers: BTreeMap<String, usize>,
     /// Each topic's train and eval sizes, by topic name (the split's files as written).
     pub split: BTreeMap<String, SplitSizes>,
     /// The questions, in file order.
@@ -135,6 +138,15 @@ pub fn list<S: AsRef<str>>(files: &DataFiles, configured: &[S]) -> Listing {
     }
     let answers_by_id: std::collections::HashMap<&str, &AnswerRecord> =
         answer_records.iter().map(|a| (a.id.as_str(), a)).collect();
+    let question_ids: std::collections::HashSet<&str> =
+        question_records.iter().map(|q| q.id.as_str()).collect();
+    let mut orphaned_answers: BTreeMap<String, usize> = BTreeMap::new();
+    for answer in &answer_records {
+        if !question_ids.contains(answer.id.as_str()) {
+            *orphaned_answers.entry(answer.topic.clone()).or_default() += 1;
+        }
+    }
+    drop(question_ids);
     let rows: Vec<Row> = question_records
         .into_iter()
         .map(|q| {
@@ -171,6 +183,7 @@ pub fn list<S: AsRef<str>>(files: &DataFiles, configured: &[S]) -> Listing {
             .map(str::to_owned)
             .collect(),
         subtopics: subtopic_records,
+        orphaned_answers,
         split,
         rows,
         errors,
@@ -227,9 +240,13 @@ mod tests {
         assert_eq!(split.subtopics.len(), 1);
         assert!(!split.rows[0].orphaned);
         assert!(split.orphaned_topics.is_empty());
+        assert!(split.orphaned_answers.is_empty());
+
         let elsewhere = list(&files, &["other"]);
         assert!(elsewhere.rows[0].orphaned);
         assert_eq!(elsewhere.orphaned_topics.len(), 1);
+        std::fs::write(files.questions(), "").unwrap();
+        assert_eq!(list(&files, &["t"]).orphaned_answers["t"], 1, "q1 is gone");
         assert!(orphaned("gone", &["t"]) && !orphaned("t", &["t"]));
         assert_eq!(listing.errors.len(), 1);
         assert!(

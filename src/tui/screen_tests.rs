@@ -187,7 +187,8 @@ fn compare_view_snapshots() {
 }
 
 /// A dataset as `dataset::listing::list` reads it: two questions of topic Rust, one
-/// answered, one question of the topic Go no longer configured, one bad line.
+/// answered, one answer of Rust whose question is gone, one question of the topic Go no
+/// longer configured, one bad line.
 fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
     use crate::dataset::listing::{FileCount, Listing, Row};
     let count = |name, records| FileCount { name, records };
@@ -210,6 +211,7 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
             },
         ],
         orphaned_topics: std::iter::once("Go".to_owned()).collect(),
+        orphaned_answers: std::iter::once(("Rust".to_owned(), 1)).collect(),
         split: std::collections::BTreeMap::new(),
         rows: vec![
             Row {

@@ -203,7 +203,7 @@ impl DatasetView {
             Some(sizes) => format!("train {} · eval {}", sizes.train, sizes.eval),
             None => "train/eval: not split yet".to_owned(),
         };
-        vec![
+        let mut lines = vec![
             Line::styled(format!("Topic {topic}"), t.title()),
             Line::styled(split, t.text()),
             Line::styled(
@@ -214,7 +214,17 @@ impl DatasetView {
                 ),
                 t.text(),
             ),
-        ]
+        ];
+        if let Some(&n) = listing.orphaned_answers.get(topic) {
+            lines.push(Line::styled(
+                format!(
+                    "{} (question gone; not split)",
+                    counted(n, "orphaned answer")
+                ),
+                t.warn(),
+            ));
+        }
+        lines
     }
 
     fn filter_key(&mut self, key: KeyEvent) {
@@ -422,7 +432,7 @@ impl Widget for &DatasetView {
             .block(block(" data/ ".into()))
             .render(files, buf);
         self.render_tree(listing, tree_area, buf);
-        let stats_height = if self.stats { 7 } else { 0 };
+        let stats_height = if self.stats { 8 } else { 0 };
         let [detail, stats] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(stats_height)]).areas(right);
         if self.stats {
