@@ -241,6 +241,45 @@ pub fn retain_lines(
     replace_bytes(path, &kept)
 }
 
+/// Rewrites the lines of `path` that `change` changes: it gets each line's parsed JSON
+/// and returns whether it changed it; a changed line is written anew, every other line
+/// (and a line that is not JSON) byte for byte as it was. The file is replaced
+/// atomically; a missing file stays missing.
+///
+/// # Errors
+///
+/// [`JsonlError`] when reading, encoding or replacing fails; the old file is then intact.
+pub fn map_lines(
+    path: &Path,
+    change: impl Fn(&mut serde_json::Value) -> bool,
+) -> Result<(), JsonlError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(io("read", path)(error)),
+    };
+    let mut out = Vec::with_capacity(bytes.len());
+    for line in lines(&bytes) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let changed = serde_json::from_slice::<serde_json::Value>(line)
+            .ok()
+            .and_then(|mut value| change(&mut value).then_some(value));
+        match changed {
+            Some(value) => {
+                serde_json::to_writer(&mut out, &value).map_err(|source| JsonlError::Encode {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            }
+            None => out.extend_from_slice(line),
+        }
+        out.push(b'\n');
+    }
+    replace_bytes(path, &out)
+}
+
 /// The non-blank lines of `path` (none when it is missing), and how many of them are
 /// JSON on which `matching` holds. Lines are counted as [`retain_lines`] and
 /// [`drop_old_lines`] see them, so the count names the same lines later, once more were

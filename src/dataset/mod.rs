@@ -1,11 +1,13 @@
 //! The dataset on disk (spec/pipeline.md, section 7): typed records of each JSONL file,
-//! stable question IDs, crash-safe JSONL reading and writing, and the train/eval split.
+//! stable question IDs, crash-safe JSONL reading and writing, the train/eval split, and
+//! the TUI's deletions and edits.
 //!
 //! Files owned: `data/subtopics.jsonl`, `data/questions.jsonl`, `data/answers.jsonl`,
 //! `data/train.jsonl`, `data/eval.jsonl`, `data/rejected.jsonl`.
 
 pub mod chat_check;
 pub mod delete;
+pub mod edit;
 pub mod ids;
 pub mod jsonl;
 pub mod listing;

@@ -36,6 +36,9 @@ pub enum Action {
     Stop(String),
     /// Cancel a run's job (`c` confirmed).
     Cancel(String),
+    /// Delete a dataset item with its dependents, then split again (`d`/`D` confirmed,
+    /// TUI-34, TUI-35).
+    DeleteData(crate::dataset::delete::Target),
     /// Write these log lines (oldest first) to a new `.overbrainer/logs-<time>.log`
     /// (`x` in Logs, TUI-56).
     ExportLogs(Vec<String>),

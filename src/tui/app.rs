@@ -76,6 +76,8 @@ pub enum Work {
     ReadDataset,
     /// Write `lines` to a new `.overbrainer/logs-<time>.log`.
     ExportLogs(Vec<String>),
+    /// Delete a dataset item with its dependents, split again, re-read `data/`.
+    DeleteData(crate::dataset::delete::Target),
 }
 
 #[derive(Debug)]
@@ -152,6 +154,12 @@ impl App {
     #[must_use]
     pub fn tab(&self) -> usize {
         self.tab
+    }
+
+    /// Whether the current view takes every key as typed text.
+    #[must_use]
+    pub fn view_typing(&self) -> bool {
+        self.view().typing()
     }
 
     /// Whether a dialog is open.
@@ -235,14 +243,10 @@ impl App {
             }
             return Vec::new();
         }
-        let global = match key.code {
-            KeyCode::Char('q') => Some(Action::Quit),
-            KeyCode::Char('?') => Some(Action::Help),
-            KeyCode::Char('R') => Some(Action::Reload),
-            KeyCode::Tab => Some(Action::NextView),
-            KeyCode::BackTab => Some(Action::PrevView),
-            KeyCode::Char(c @ '1'..='6') => Some(Action::View(usize::from(c as u8 - b'1'))),
-            _ => None,
+        let global = if self.view().typing() {
+            None
+        } else {
+            global_action(key)
         };
         match global.or_else(|| self.view_mut().handle_key(key)) {
             Some(action) => self.apply(action),
@@ -329,6 +333,13 @@ impl App {
             Action::Stop(id) => return self.act_on_run(Kind::Stop, id),
             Action::Cancel(id) => return self.act_on_run(Kind::Cancel, id),
             Action::ExportLogs(lines) => return vec![Work::ExportLogs(lines)],
+            Action::DeleteData(target) => {
+                self.say(
+                    true,
+                    format!("deleting {}…", super::dataset_delete::describe(&target)),
+                );
+                return vec![Work::DeleteData(target)];
+            }
         }
         Vec::new()
     }
@@ -545,6 +556,19 @@ impl App {
         if let Some(dialog) = &self.dialog {
             dialog.render(body, buf, t);
         }
+    }
+}
+
+/// The app's own keys, taken in every view (TUI-5).
+fn global_action(key: KeyEvent) -> Option<Action> {
+    match key.code {
+        KeyCode::Char('q') => Some(Action::Quit),
+        KeyCode::Char('?') => Some(Action::Help),
+        KeyCode::Char('R') => Some(Action::Reload),
+        KeyCode::Tab => Some(Action::NextView),
+        KeyCode::BackTab => Some(Action::PrevView),
+        KeyCode::Char(c @ '1'..='6') => Some(Action::View(usize::from(c as u8 - b'1'))),
+        _ => None,
     }
 }
 

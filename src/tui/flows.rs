@@ -65,6 +65,9 @@ pub struct Flows {
     context: Arc<FlowContext>,
     hooks: Hooks,
     sender: UnboundedSender<FlowEvent>,
+    /// Held by a dataset write (deletion and split) while it runs: writes run one at a
+    /// time, so two quick deletions never interleave their read-modify-write of a file.
+    data_write: Arc<std::sync::Mutex<()>>,
 }
 
 /// An error with its causes, `a: b: c`.
@@ -87,7 +90,53 @@ impl Flows {
             context: Arc::new(context),
             hooks,
             sender,
+            data_write: Arc::default(),
         }
+    }
+
+    /// The configured topics' names, for the orphaned marker (TUI-31).
+    fn topics(&self) -> Vec<String> {
+        self.context
+            .settings
+            .topics
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// Deletes `target` and splits again on the blocking pool, then reads `data/` again
+    /// (TUI-34, TUI-35).
+    fn spawn_delete(&self, target: crate::dataset::delete::Target) {
+        let context = Arc::clone(&self.context);
+        let topics = self.topics();
+        let sender = self.sender.clone();
+        let data_write = Arc::clone(&self.data_write);
+        tokio::task::spawn_blocking(move || {
+            // A poisoned lock only means an earlier write panicked; the files are whole
+            // (each replaced atomically), so this one goes ahead.
+            let _writing = data_write
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let said = match super::dataset_delete::delete_then_split(
+                context.project.root(),
+                &context.settings,
+                &context.env,
+                &target,
+            ) {
+                Ok((text, warnings)) => {
+                    for warning in warnings {
+                        let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
+                    }
+                    FlowEvent::Said { ok: true, text }
+                }
+                Err(text) => FlowEvent::Said { ok: false, text },
+            };
+            let _ = sender.send(said);
+            let data = crate::dataset::DataFiles::new(&context.project.data_dir());
+            let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
+                &data, &topics,
+            )));
+        });
     }
 
     /// Starts `work` in the background.
@@ -98,9 +147,12 @@ impl Flows {
                 let root = self.context.project.root().to_path_buf();
                 let budget = self.context.settings.budget.clone();
                 let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
+                let topics = self.topics();
                 let sender = self.sender.clone();
                 tokio::task::spawn_blocking(move || {
-                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(&data)));
+                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
+                        &data, &topics,
+                    )));
                     let (runs, warnings) = crate::runs::record::list(&dir);
                     for warning in warnings {
                         let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
@@ -116,11 +168,15 @@ impl Flows {
             }
             Work::ReadDataset => {
                 let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
+                let topics = self.topics();
                 let sender = self.sender.clone();
                 tokio::task::spawn_blocking(move || {
-                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(&data)));
+                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
+                        &data, &topics,
+                    )));
                 });
             }
+            Work::DeleteData(target) => self.spawn_delete(target),
             Work::ExportLogs(lines) => {
                 let dir = self.context.project.state_dir();
                 let sender = self.sender.clone();

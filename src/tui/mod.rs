@@ -4,6 +4,7 @@
 //!   out), drawn from `&self`;
 //! - [`views`]: one file per view; [`components`]: dialog, help, footer, chart;
 //! - [`flows`]: the flows as spawned tasks through the command line's library calls;
+//!   [`dataset_delete`]: the Dataset view's deletion, then `split` again;
 //! - [`event`]: what flows send back; [`action`]: what keys ask for;
 //! - [`terminal`]: raw mode, the panic hook, Ctrl-Z; [`theme`]: colours and `NO_COLOR`.
 //!
@@ -13,6 +14,7 @@
 pub mod action;
 pub mod app;
 pub mod components;
+pub mod dataset_delete;
 pub mod event;
 pub mod flows;
 pub mod terminal;

@@ -186,8 +186,9 @@ fn compare_view_snapshots() {
     snapshot_both("compare_inconclusive", &app);
 }
 
-/// A dataset as `dataset::listing::list` reads it: two questions, one answered, one
-/// bad line.
+/// A dataset as `dataset::listing::list` reads it: two questions of topic Rust, one
+/// answered, one answer of Rust whose question is gone, one question of the topic Go no
+/// longer configured, one bad line.
 fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
     use crate::dataset::listing::{FileCount, Listing, Row};
     let count = |name, records| FileCount { name, records };
@@ -199,6 +200,19 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
             count("train.jsonl", None),
             count("eval.jsonl", None),
         ],
+        subtopics: vec![
+            crate::dataset::SubtopicRecord {
+                topic: "Rust".into(),
+                subtopic: "Ownership".into(),
+            },
+            crate::dataset::SubtopicRecord {
+                topic: "Rust".into(),
+                subtopic: "Traits".into(),
+            },
+        ],
+        orphaned_topics: std::iter::once("Go".to_owned()).collect(),
+        orphaned_answers: std::iter::once(("Rust".to_owned(), 1)).collect(),
+        split: std::collections::BTreeMap::new(),
         rows: vec![
             Row {
                 id: "q-3f2a9c".into(),
@@ -218,6 +232,7 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
                     excluded: None,
                 }),
                 excluded: None,
+                orphaned: false,
             },
             Row {
                 id: "q-77b1e0".into(),
@@ -228,6 +243,18 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
                 reasoning: None,
                 meta: None,
                 excluded: None,
+                orphaned: false,
+            },
+            Row {
+                id: "q-0c41d8".into(),
+                topic: "Go".into(),
+                subtopic: "Channels".into(),
+                question: "When does a send on a channel block?".into(),
+                answer: None,
+                reasoning: None,
+                meta: None,
+                excluded: None,
+                orphaned: true,
             },
         ],
         errors: if errors {
@@ -244,18 +271,57 @@ fn dataset_view_snapshots() {
     app.handle_key(ch('2'));
     app.on_flow(FlowEvent::Dataset(crate::dataset::listing::list(
         &crate::dataset::DataFiles::new(std::path::Path::new("/nonexistent/data")),
+        &["rust"],
     )));
     snapshot_both("dataset_empty", &app);
     app.handle_key(ch('3'));
     snapshot_both("pipeline_empty", &app);
     app.handle_key(ch('2'));
     app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
-    snapshot_both("dataset_list", &app);
+    snapshot_both("dataset_topics", &app);
+    // Open the topic and its first subtopic, select the answered question.
+    for c in ['l', 'j', 'l', 'j'] {
+        app.handle_key(ch(c));
+    }
+    snapshot_both("dataset_tree", &app);
+    app.handle_key(ch(']'));
+    app.handle_key(ch('s'));
+    snapshot_both("dataset_reasoning_and_stats", &app);
     app.handle_key(ch('j'));
     app.on_flow(FlowEvent::Dataset(dataset_listing(true)));
     snapshot_both("dataset_unreadable", &app);
+    app.handle_key(ch('/'));
+    for c in "zzz".chars() {
+        app.handle_key(ch(c));
+    }
+    snapshot_both("dataset_filter_empty", &app);
+    app.handle_key(super::tests::key(crossterm::event::KeyCode::Esc));
+    assert!(!app.view_typing(), "Esc ends the typing");
     app.handle_key(ch('3'));
     snapshot_both("pipeline_read", &app);
+}
+
+#[test]
+fn an_orphaned_question_shows_its_marker_and_why() {
+    let mut app = app();
+    app.handle_key(ch('2'));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
+    // Go is the second topic: open it and its subtopic, select its question.
+    for c in ['j', 'l', 'j', 'l', 'j'] {
+        app.handle_key(ch(c));
+    }
+    snapshot_both("dataset_orphaned", &app);
+    // The topic Go itself can be deleted, with all it holds.
+    app.handle_key(ch('h'));
+    app.handle_key(ch('h'));
+    app.handle_key(ch('h'));
+    app.handle_key(ch('d'));
+    snapshot_both("dataset_delete_orphaned_topic", &app);
+    let work = app.handle_key(ch('y'));
+    assert!(
+        matches!(work.as_slice(), [Work::DeleteData(crate::dataset::delete::Target::Topic { topic })] if topic == "Go"),
+        "{work:?}"
+    );
 }
 
 #[test]
@@ -343,4 +409,39 @@ fn the_dataset_and_pipeline_views_read_data_again_whenever_shown() {
     assert!(matches!(work.as_slice(), [Work::ReadDataset]), "{work:?}");
     let work = app.handle_key(ch('4'));
     assert!(work.is_empty(), "{work:?}");
+}
+
+#[test]
+fn d_asks_with_the_dependents_per_file_and_y_deletes_through_the_blocking_pool() {
+    use crate::dataset::delete::Target;
+    let mut app = app();
+    app.handle_key(ch('2'));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
+    app.handle_key(ch('d'));
+    assert!(app.dialog().is_none(), "a topic is not deleted by `d`");
+    assert!(app.message().is_some_and(|m| !m.ok));
+    // The subtopic Ownership: one question, answered.
+    app.handle_key(ch('l'));
+    app.handle_key(ch('j'));
+    app.handle_key(ch('d'));
+    snapshot_both("dataset_delete_subtopic", &app);
+    let work = app.handle_key(ch('y'));
+    assert!(
+        matches!(work.as_slice(), [Work::DeleteData(Target::Subtopic { topic, subtopic })]
+            if topic == "Rust" && subtopic == "Ownership"),
+        "{work:?}"
+    );
+    // The unanswered question of Traits: `D` refuses, `d` asks.
+    for c in ['j', 'l', 'j'] {
+        app.handle_key(ch(c));
+    }
+    app.handle_key(ch('D'));
+    assert!(app.dialog().is_none());
+    app.handle_key(ch('d'));
+    snapshot_both("dataset_delete_question", &app);
+    let work = app.handle_key(ch('y'));
+    assert!(
+        matches!(work.as_slice(), [Work::DeleteData(Target::Question { id })] if id == "q-77b1e0"),
+        "{work:?}"
+    );
 }

@@ -1,7 +1,9 @@
-//! The Dataset view (`2`, TUI-29, issue 17): the stages' files under `data/` with their
-//! record counts, the questions with their topic, subtopic and answer, and every line
-//! that could not be read (by file and line), as [`crate::dataset::listing::list`]
-//! read them. Not built yet: search, filters and delete (TUI-30..TUI-35).
+//! The Dataset view (`2`, TUI-29..TUI-31, issue 17): the stages' files under `data/` with
+//! their record counts, the tree of topics → subtopics → questions ([`Tree`]) with the
+//! selected node's detail, an optional stats pane for the selected topic, and every line
+//! that could not be read (by file and line), as [`crate::dataset::listing::list`] read
+//! them; `d`/`D` ask to delete the selected item with its dependents (TUI-34). Not built
+//! yet: editing (TUI-32, TUI-33) and deleting a whole topic.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::buffer::Buffer;
@@ -11,7 +13,10 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::super::action::Action;
 use super::super::theme::Theme;
-use super::{View, step, truncate};
+use super::View;
+use super::dataset_tree::{Node, Tree};
+use super::truncate;
+use crate::dataset::delete::{Target, dependents};
 use crate::dataset::listing::{Listing, Row};
 
 /// What the view says when no stage has written a file.
@@ -22,14 +27,38 @@ const EMPTY: &[&str] = &[
     "or `overbrainer run` for all of them.",
 ];
 
-const KEYS: &[(&str, &str)] = &[("j/k", "select"), ("R", "reload")];
+const KEYS: &[(&str, &str)] = &[
+    ("j/k", "move"),
+    ("l/h", "open/close"),
+    ("Enter", "toggle"),
+    ("PgUp/PgDn", "scroll"),
+    ("[/]", "section"),
+    ("/", "filter"),
+    ("s", "stats"),
+    ("d", "delete"),
+    ("D", "delete answer"),
+    ("R", "reload"),
+];
+
+/// Lines PgUp/PgDn scroll the detail by.
+const PAGE: u16 = 10;
+
+/// The detail's sections `[` and `]` jump between (TUI-30).
+const SECTIONS: [&str; 3] = ["── Question ──", "── Reasoning ──", "── Answer ──"];
 
 /// The Dataset view.
 #[derive(Debug, Clone)]
 pub struct DatasetView {
     theme: Theme,
     listing: Option<Listing>,
-    selected: usize,
+    tree: Tree,
+    /// The filter as typed, and whether it is being typed.
+    filter: String,
+    typing: bool,
+    stats: bool,
+    /// The detail's section shown first (index into [`SECTIONS`]) and its scroll.
+    section: usize,
+    scroll: u16,
 }
 
 /// The view.
@@ -38,50 +67,59 @@ pub fn new(theme: Theme) -> DatasetView {
     DatasetView {
         theme,
         listing: None,
-        selected: 0,
+        tree: Tree::default(),
+        filter: String::new(),
+        typing: false,
+        stats: false,
+        section: 0,
+        scroll: 0,
     }
 }
 
 impl DatasetView {
-    /// Replaces what was read, keeping the selected question where it still is.
+    /// Replaces what was read, keeping the selected node and the expanded ones.
     pub fn set_listing(&mut self, listing: Listing) {
-        let kept = self
-            .listing
-            .as_ref()
-            .and_then(|old| old.rows.get(self.selected))
-            .and_then(|old| listing.rows.iter().position(|r| r.id == old.id))
-            .unwrap_or(0);
+        self.tree.rebuild(&listing);
         self.listing = Some(listing);
-        self.selected = kept;
     }
 
-    /// The selected question's detail: topic, subtopic, ID, whether its answer is excluded,
-    /// the question and the answer.
-    fn detail(&self, row: &Row) -> Vec<Line<'static>> {
+    /// The tree.
+    #[must_use]
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The selected question's detail: its text, a line with its ID and status, the
+    /// answer's metadata, then the reasoning and the answer, each under a heading.
+    fn question_detail(&self, row: &Row) -> Vec<Line<'static>> {
         let t = self.theme;
-        let field = |key: &str, value: String| {
-            Line::from(vec![
-                Span::styled(format!("{key:<10}"), t.dim()),
-                Span::styled(value, t.text()),
-            ])
+        let mut lines = vec![Line::styled(SECTIONS[0], t.dim())];
+        lines.extend(
+            row.question
+                .lines()
+                .map(|l| Line::styled(l.to_owned(), t.text())),
+        );
+        let status = match (&row.answer, row.excluded) {
+            _ if row.orphaned => format!("orphaned: topic {} is no longer configured", row.topic),
+            (_, Some(code)) => format!("answer excluded from training: {code}"),
+            (Some(_), None) => "answered".to_owned(),
+            (None, None) => "unanswered".to_owned(),
         };
-        let mut lines = vec![
-            field("Topic", row.topic.clone()),
-            field("Subtopic", row.subtopic.clone()),
-            field("ID", row.id.clone()),
-        ];
-        if let Some(code) = row.excluded {
-            lines.push(Line::styled(
-                format!("Excluded from training: {code}"),
-                t.warn(),
-            ));
-        }
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("── Question ──", t.dim()));
-        lines.push(Line::styled(row.question.clone(), t.text()));
+        lines.push(Line::from(vec![
+            Span::styled("ID ", t.dim()),
+            Span::styled(row.id.clone(), t.text()),
+            Span::styled(" · ", t.dim()),
+            Span::styled(
+                status,
+                if row.excluded.is_some() || row.orphaned {
+                    t.warn()
+                } else {
+                    t.text()
+                },
+            ),
+        ]));
         if let Some(meta) = &row.meta {
-            lines.push(field(
-                "Answered",
+            lines.push(Line::styled(
                 format!(
                     "{} · {} in / {} out tokens · finish {}",
                     meta.model,
@@ -89,11 +127,12 @@ impl DatasetView {
                     meta.output_tokens,
                     meta.finish_reason.as_deref().unwrap_or("n/a")
                 ),
+                t.dim(),
             ));
         }
         if let Some(reasoning) = &row.reasoning {
             lines.push(Line::raw(""));
-            lines.push(Line::styled("── Reasoning ──", t.dim()));
+            lines.push(Line::styled(SECTIONS[1], t.dim()));
             lines.extend(
                 reasoning
                     .lines()
@@ -101,20 +140,180 @@ impl DatasetView {
             );
         }
         lines.push(Line::raw(""));
-        lines.push(Line::styled("── Answer ──", t.dim()));
+        lines.push(Line::styled(SECTIONS[2], t.dim()));
         match &row.answer {
             Some(answer) => {
                 lines.extend(answer.lines().map(|l| Line::styled(l.to_owned(), t.text())));
             }
-            None => lines.push(Line::styled("No answer yet.", t.dim())),
+            None => lines.push(Line::styled(
+                "No answer yet: `overbrainer answers` writes it.",
+                t.dim(),
+            )),
         }
         lines
     }
 
-    /// The selected question's index.
+    /// A topic's or subtopic's detail: its name and counts.
+    fn group_detail(&self, listing: &Listing, node: &Node) -> Vec<Line<'static>> {
+        let t = self.theme;
+        let (title, rows): (String, Vec<&Row>) = match node {
+            Node::Topic(topic) => (
+                format!("Topic {topic}"),
+                listing.rows.iter().filter(|r| &r.topic == topic).collect(),
+            ),
+            Node::Subtopic(topic, subtopic) => (
+                format!("Subtopic {subtopic} of topic {topic}"),
+                listing
+                    .rows
+                    .iter()
+                    .filter(|r| &r.topic == topic && &r.subtopic == subtopic)
+                    .collect(),
+            ),
+            Node::Question(_) => return Vec::new(),
+        };
+        let answered = rows.iter().filter(|r| r.answer.is_some()).count();
+        let excluded = rows.iter().filter(|r| r.excluded.is_some()).count();
+        vec![
+            Line::styled(title, t.title()),
+            Line::styled(
+                format!(
+                    "{} · {answered} answered · {excluded} excluded",
+                    counted(rows.len(), "question")
+                ),
+                t.text(),
+            ),
+        ]
+    }
+
+    /// The stats pane's lines for the selected topic (TUI-30).
+    fn stats_lines(&self, listing: &Listing) -> Vec<Line<'static>> {
+        let t = self.theme;
+        let Some(topic) = self.tree.selected_topic(listing) else {
+            return vec![Line::styled("No topic selected.", t.dim())];
+        };
+        let rows: Vec<&Row> = listing.rows.iter().filter(|r| r.topic == topic).collect();
+        let subtopics = listing
+            .subtopics
+            .iter()
+            .filter(|s| s.topic == topic)
+            .count();
+        let answered = rows.iter().filter(|r| r.answer.is_some()).count();
+        let excluded = rows.iter().filter(|r| r.excluded.is_some()).count();
+        let split = match listing.split.get(topic) {
+            Some(sizes) => format!("train {} · eval {}", sizes.train, sizes.eval),
+            None => "train/eval: not split yet".to_owned(),
+        };
+        let mut lines = vec![
+            Line::styled(format!("Topic {topic}"), t.title()),
+            Line::styled(split, t.text()),
+            Line::styled(
+                format!(
+                    "{} · {} · {answered} answered · {excluded} excluded",
+                    counted(subtopics, "subtopic"),
+                    counted(rows.len(), "question")
+                ),
+                t.text(),
+            ),
+        ];
+        if let Some(&n) = listing.orphaned_answers.get(topic) {
+            lines.push(Line::styled(
+                format!(
+                    "{} (question gone; not split)",
+                    counted(n, "orphaned answer")
+                ),
+                t.warn(),
+            ));
+        }
+        lines
+    }
+
+    fn filter_key(&mut self, key: KeyEvent) {
+        match key.code {
+            KeyCode::Esc => {
+                self.typing = false;
+                self.filter.clear();
+            }
+            KeyCode::Enter => self.typing = false,
+            KeyCode::Backspace => {
+                self.filter.pop();
+            }
+            KeyCode::Char(c) => self.filter.push(c),
+            _ => return,
+        }
+        if let Some(listing) = &self.listing {
+            self.tree.set_filter(&self.filter, listing);
+        }
+    }
+
+    /// `d` (`answer_only` false) or `D`: the confirmation listing what goes, per file
+    /// (TUI-34), or why nothing can be deleted.
+    fn ask_delete(&self, answer_only: bool) -> Action {
+        let Some(listing) = &self.listing else {
+            return Action::refuse("data/ is still being read");
+        };
+        let item = self.tree.selected_item();
+        let row = self.tree.selected_row(listing);
+        let target = match (answer_only, item.map(|i| &i.node), row) {
+            (true, _, Some(row)) if row.meta.is_some() => Target::Answer { id: row.id.clone() },
+            (true, _, _) => {
+                return Action::refuse(
+                    "`D` deletes a question's answer: select an answered question",
+                );
+            }
+            (false, Some(Node::Subtopic(topic, subtopic)), _) => Target::Subtopic {
+                topic: topic.clone(),
+                subtopic: subtopic.clone(),
+            },
+            (false, Some(Node::Question(id)), _) => Target::Question { id: id.clone() },
+            (false, Some(Node::Topic(topic)), _) if listing.orphaned_topics.contains(topic) => {
+                Target::Topic {
+                    topic: topic.clone(),
+                }
+            }
+            (false, _, _) => {
+                return Action::refuse(
+                    "`d` deletes a subtopic, a question or a topic no longer configured; a configured topic goes in the Project view (1)",
+                );
+            }
+        };
+        let counts = dependents(listing, &target);
+        let mut lines = vec![format!(
+            "Delete {}?",
+            super::super::dataset_delete::describe(&target)
+        )];
+        if let Some(row) = row.filter(|_| !matches!(target, Target::Subtopic { .. })) {
+            lines.push(format!("  {}", truncate(&row.question, 60)));
+        }
+        lines.push(String::new());
+        for (file, n, what) in [
+            ("subtopics.jsonl", counts.subtopics, "subtopic"),
+            ("questions.jsonl", counts.questions, "question"),
+            ("answers.jsonl", counts.answers, "answer"),
+        ] {
+            let shown = match target {
+                Target::Topic { .. } | Target::Subtopic { .. } => true,
+                Target::Question { .. } => what != "subtopic",
+                Target::Answer { .. } => what == "answer",
+            };
+            if shown {
+                lines.push(format!("{file:<16} {}", counted(n, what)));
+            }
+        }
+        if !answer_only {
+            lines.push("rejected.jsonl   records it, so no stage makes it again".to_owned());
+        }
+        lines.push("then `split` rewrites train.jsonl and eval.jsonl".to_owned());
+        Action::Ask(super::super::action::Dialog::new(
+            "Delete",
+            lines,
+            Action::DeleteData(target),
+        ))
+    }
+
+    /// Whether the stats pane is shown.
     #[must_use]
-    pub fn selected(&self) -> usize {
-        self.selected
+    pub fn stats(&self) -> bool {
+        self.stats
     }
 }
 
@@ -127,14 +326,47 @@ impl View for DatasetView {
         KEYS
     }
 
+    fn typing(&self) -> bool {
+        self.typing
+    }
+
     fn handle_key(&mut self, key: KeyEvent) -> Option<Action> {
-        let delta = match key.code {
-            KeyCode::Char('j') | KeyCode::Down => 1,
-            KeyCode::Char('k') | KeyCode::Up => -1,
+        if self.typing {
+            self.filter_key(key);
+            return None;
+        }
+        if key.code == KeyCode::Esc && !self.filter.is_empty() {
+            self.filter_key(key);
+            return None;
+        }
+        let before = self.tree.selected_item().map(|i| i.node.clone());
+        let listing = self.listing.as_ref()?;
+        match key.code {
+            KeyCode::Char('j') | KeyCode::Down => self.tree.step(1),
+            KeyCode::Char('k') | KeyCode::Up => self.tree.step(-1),
+            KeyCode::Char('l') | KeyCode::Right => self.tree.expand(true, listing),
+            KeyCode::Char('h') | KeyCode::Left => self.tree.expand(false, listing),
+            KeyCode::Enter => self.tree.toggle(listing),
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_add(PAGE),
+            KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(PAGE),
+            KeyCode::Char(']') => {
+                self.section = (self.section + 1).min(SECTIONS.len() - 1);
+                self.scroll = 0;
+            }
+            KeyCode::Char('[') => {
+                self.section = self.section.saturating_sub(1);
+                self.scroll = 0;
+            }
+            KeyCode::Char('/') => self.typing = true,
+            KeyCode::Char('s') => self.stats = !self.stats,
+            KeyCode::Char('d') => return Some(self.ask_delete(false)),
+            KeyCode::Char('D') => return Some(self.ask_delete(true)),
             _ => return None,
-        };
-        let len = self.listing.as_ref().map_or(0, |l| l.rows.len());
-        self.selected = step(self.selected, len, delta);
+        }
+        if self.tree.selected_item().map(|i| &i.node) != before.as_ref() {
+            self.section = 0;
+            self.scroll = 0;
+        }
         None
     }
 }
@@ -142,14 +374,14 @@ impl View for DatasetView {
 impl Widget for &DatasetView {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let t = self.theme;
-        let block = |title: &'static str| {
+        let block = |title: String| {
             Block::new()
                 .borders(Borders::ALL)
                 .title(Span::styled(title, t.title()))
         };
         let Some(listing) = &self.listing else {
             Paragraph::new(Line::styled("Reading data/…", t.dim()))
-                .block(block(" dataset "))
+                .block(block(" dataset ".into()))
                 .render(area, buf);
             return;
         };
@@ -168,7 +400,7 @@ impl Widget for &DatasetView {
                 .collect();
             Paragraph::new(lines)
                 .wrap(Wrap { trim: false })
-                .block(block(" unreadable "))
+                .block(block(" unreadable ".into()))
                 .render(errors, buf);
         }
         if listing.is_empty() {
@@ -179,14 +411,14 @@ impl Widget for &DatasetView {
                 .collect();
             Paragraph::new(lines)
                 .wrap(Wrap { trim: false })
-                .block(block(" dataset "))
+                .block(block(" dataset ".into()))
                 .render(main, buf);
             return;
         }
-        let [left, detail] =
-            Layout::horizontal([Constraint::Length(32), Constraint::Min(20)]).areas(main);
+        let [left, right] =
+            Layout::horizontal([Constraint::Length(36), Constraint::Min(20)]).areas(main);
         let files_height = u16::try_from(listing.files.len() + 2).unwrap_or(7);
-        let [files, questions] =
+        let [files, tree_area] =
             Layout::vertical([Constraint::Length(files_height), Constraint::Min(3)]).areas(left);
         let file_lines: Vec<Line<'_>> = listing
             .files
@@ -197,49 +429,126 @@ impl Widget for &DatasetView {
             })
             .collect();
         Paragraph::new(file_lines)
-            .block(block(" data/ "))
+            .block(block(" data/ ".into()))
             .render(files, buf);
-        let visible = usize::from(questions.height.saturating_sub(2)).max(1);
-        let first = self.selected.saturating_sub(visible - 1);
-        let items: Vec<Line<'_>> = listing
-            .rows
+        self.render_tree(listing, tree_area, buf);
+        let stats_height = if self.stats { 8 } else { 0 };
+        let [detail, stats] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(stats_height)]).areas(right);
+        if self.stats {
+            Paragraph::new(self.stats_lines(listing))
+                .wrap(Wrap { trim: false })
+                .block(block(" stats ".into()))
+                .render(stats, buf);
+        }
+        let lines = match (self.tree.selected_item(), self.tree.selected_row(listing)) {
+            (_, Some(row)) => {
+                let lines = self.question_detail(row);
+                // `[`/`]` start the detail at a section; a missing one (no reasoning)
+                // starts it at the next.
+                let from = SECTIONS[self.section..]
+                    .iter()
+                    .find_map(|h| lines.iter().position(|l| line_text(l) == *h))
+                    .unwrap_or(0);
+                lines.into_iter().skip(from).collect()
+            }
+            (Some(item), None) => self.group_detail(listing, &item.node),
+            (None, None) => vec![Line::styled(
+                "Nothing matches the filter; Esc clears it.",
+                t.dim(),
+            )],
+        };
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((self.scroll, 0))
+            .block(block(" record ".into()))
+            .render(detail, buf);
+    }
+}
+
+fn line_text(line: &Line<'_>) -> String {
+    line.spans.iter().map(|s| s.content.as_ref()).collect()
+}
+
+impl DatasetView {
+    fn render_tree(&self, listing: &Listing, area: Rect, buf: &mut Buffer) {
+        let t = self.theme;
+        let title = match (self.typing, self.filter.is_empty()) {
+            (true, _) => format!(" /{}▏ ", self.filter),
+            (false, false) => format!(" topics /{} ", self.filter),
+            (false, true) => " topics ".to_owned(),
+        };
+        let width = usize::from(area.width.saturating_sub(2));
+        let visible = usize::from(area.height.saturating_sub(2)).max(1);
+        let selected = self.tree.selected();
+        let first = selected.saturating_sub(visible - 1);
+        let items: Vec<Line<'_>> = self
+            .tree
+            .items()
             .iter()
             .enumerate()
             .skip(first)
             .take(visible)
-            .map(|(i, r)| {
-                let style = if i == self.selected {
+            .map(|(i, item)| {
+                let style = if i == selected {
                     t.selected()
                 } else {
                     t.text()
                 };
-                // TUI-31's markers, less `[o]` (the configured topics are not read here).
-                let marker = match (&r.answer, r.excluded) {
-                    (_, Some(_)) => "[x]",
-                    (Some(_), None) => "[a]",
-                    (None, None) => "[ ]",
+                let fold = if item.expanded { "▾" } else { "▸" };
+                let text = match (&item.node, item.row.and_then(|r| listing.rows.get(r))) {
+                    (Node::Topic(topic), _) if listing.orphaned_topics.contains(topic) => {
+                        format!("{fold} {topic} [o] not configured")
+                    }
+                    (Node::Topic(topic), _) => format!("{fold} {topic}"),
+                    (Node::Subtopic(_, subtopic), _) => format!("  {fold} {subtopic}"),
+                    (Node::Question(_), Some(row)) => {
+                        format!("    {} {}", marker(row), row.question)
+                    }
+                    (Node::Question(id), None) => format!("    {id}"),
                 };
-                Line::styled(format!("{marker} {}", truncate(&r.question, 26)), style)
+                Line::styled(truncate(&text, width), style)
             })
             .collect();
-        Paragraph::new(items)
-            .block(block(" questions "))
-            .render(questions, buf);
-        let Some(row) = listing.rows.get(self.selected) else {
-            Paragraph::new(Line::styled(
-                "No questions yet: `overbrainer questions` writes them.",
+        let lines = if items.is_empty() {
+            vec![Line::styled(
+                if self.filter.is_empty() {
+                    "No questions yet: `overbrainer questions` writes them."
+                } else {
+                    "Nothing matches."
+                },
                 t.dim(),
-            ))
-            .wrap(Wrap { trim: false })
-            .block(block(" record "))
-            .render(detail, buf);
-            return;
+            )]
+        } else {
+            items
         };
-        let lines = self.detail(row);
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
-            .block(block(" record "))
-            .render(detail, buf);
+            .block(block_titled(title, t))
+            .render(area, buf);
+    }
+}
+
+fn block_titled(title: String, t: Theme) -> Block<'static> {
+    Block::new()
+        .borders(Borders::ALL)
+        .title(Span::styled(title, t.title()))
+}
+
+/// `n` and `word`, plural unless `n` is 1.
+fn counted(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// A question's marker (TUI-31).
+fn marker(row: &Row) -> &'static str {
+    if row.orphaned {
+        return "[o]";
+    }
+    match (&row.answer, row.excluded) {
+        (_, Some(_)) => "[x]",
+        (Some(_), None) => "[a]",
+        (None, None) => "[ ]",
     }
 }
 
@@ -248,38 +557,87 @@ mod tests {
     use super::*;
     use crossterm::event::KeyModifiers;
 
-    fn row(id: &str) -> Row {
+    fn row(id: &str, subtopic: &str) -> Row {
         Row {
             id: id.into(),
             topic: "t".into(),
-            subtopic: "s".into(),
-            question: "q".into(),
+            subtopic: subtopic.into(),
+            question: format!("question {id}"),
             answer: None,
             reasoning: None,
             meta: None,
             excluded: None,
+            orphaned: false,
         }
     }
 
+    fn code(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn key(c: char) -> KeyEvent {
+        code(KeyCode::Char(c))
+    }
+
+    fn selected(view: &DatasetView) -> Option<Node> {
+        view.tree().selected_item().map(|i| i.node.clone())
+    }
+
     #[test]
-    fn j_and_k_move_within_the_questions_and_a_reload_keeps_the_selected_one() {
-        let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    fn keys_move_open_and_close_the_tree_and_a_reload_keeps_the_selected_node() {
         let mut view = new(Theme::new(false));
         assert_eq!(view.handle_key(key('j')), None);
-        assert_eq!(view.selected(), 0);
         view.set_listing(Listing {
-            rows: vec![row("a"), row("b")],
+            rows: vec![row("a", "s"), row("b", "s")],
             ..Listing::default()
         });
+        assert_eq!(selected(&view), Some(Node::Topic("t".into())));
+        view.handle_key(code(KeyCode::Right));
+        view.handle_key(code(KeyCode::Down));
+        view.handle_key(code(KeyCode::Enter));
         view.handle_key(key('j'));
         view.handle_key(key('j'));
-        assert_eq!(view.selected(), 1);
+        assert_eq!(selected(&view), Some(Node::Question("b".into())));
         view.set_listing(Listing {
-            rows: vec![row("z"), row("a"), row("b")],
+            rows: vec![row("z", "s"), row("a", "s"), row("b", "s")],
             ..Listing::default()
         });
-        assert_eq!(view.selected(), 2);
+        assert_eq!(selected(&view), Some(Node::Question("b".into())));
         view.handle_key(key('k'));
-        assert_eq!(view.selected(), 1);
+        assert_eq!(selected(&view), Some(Node::Question("a".into())));
+        view.handle_key(key('h'));
+        assert_eq!(
+            selected(&view),
+            Some(Node::Subtopic("t".into(), "s".into()))
+        );
+        view.handle_key(code(KeyCode::Left));
+        assert_eq!(view.tree().items().len(), 2);
+        view.handle_key(key('s'));
+        assert!(view.stats());
+    }
+
+    #[test]
+    fn a_filter_takes_every_key_while_typed_enter_keeps_it_and_esc_clears_it() {
+        let mut view = new(Theme::new(false));
+        view.set_listing(Listing {
+            rows: vec![row("a", "one"), row("b", "two")],
+            ..Listing::default()
+        });
+        view.handle_key(key('/'));
+        assert!(view.typing());
+        for c in "TWO".chars() {
+            assert_eq!(view.handle_key(key(c)), None);
+        }
+        assert_eq!(view.tree().items().len(), 3, "topic, subtopic, question");
+        view.handle_key(code(KeyCode::Enter));
+        assert!(!view.typing());
+        assert_eq!(view.tree().items().len(), 3, "Enter keeps the filter");
+        view.handle_key(code(KeyCode::Esc));
+        assert_eq!(view.tree().items().len(), 1, "Esc clears it");
+        view.handle_key(key('/'));
+        view.handle_key(key('x'));
+        view.handle_key(code(KeyCode::Esc));
+        assert!(!view.typing());
+        assert_eq!(view.tree().items().len(), 1);
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod dataset;
+pub mod dataset_tree;
 pub mod logs;
 pub mod pipeline;
 pub mod project;
@@ -21,6 +22,11 @@ pub trait View {
     fn keys(&self) -> &'static [(&'static str, &'static str)];
     /// What `key` asks for; `None` when the view used it itself (or ignores it).
     fn handle_key(&mut self, key: KeyEvent) -> Option<Action>;
+    /// Whether the view takes every key as typed text (a filter being typed), so the
+    /// app's own keys (`q`, `1`…`6`, `?`, `R`, Tab) go to it instead.
+    fn typing(&self) -> bool {
+        false
+    }
 }
 
 /// Moves `selected` within `len` items by `delta`, clamped.
