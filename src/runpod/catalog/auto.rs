@@ -189,19 +189,14 @@ impl Walk {
     /// [`AutoError::NoDataCenter`] when types are in stock but, under
     /// `data_center_ids = "auto"`, no data center has one.
     pub fn order(&self, gpus: &[CatalogGpu]) -> Result<Vec<Candidate>, AutoError> {
-        let key = |g: &&CatalogGpu| (g.secure_price(), g.memory, g.id.clone());
         let mut stocked: Vec<&CatalogGpu> = gpus
             .iter()
             .filter(|g| self.fits(g) && self.in_stock(g))
             .collect();
-        stocked.sort_by(|a, b| {
-            let (a, b) = (key(a), key(b));
-            by_price((a.0, a.1, &a.2), (b.0, b.1, &b.2))
-        });
-        let Some(cheapest) = stocked.first() else {
+        stocked.sort_by(|a, b| cheaper(a, b));
+        let Some(cheapest) = stocked.first().map(|g| g.secure_price()) else {
             return Ok(Vec::new());
         };
-        let cheapest = key(cheapest);
         let mut lagging: Vec<&CatalogGpu> = gpus
             .iter()
             .filter(|g| self.fits(g) && !self.in_stock(g))
@@ -214,16 +209,13 @@ impl Walk {
                 Placement::Any | Placement::Auto => true,
             })
             // Strictly cheaper: a priced type is cheaper than an unpriced one.
-            .filter(|g| match (g.secure_price(), cheapest.0) {
+            .filter(|g| match (g.secure_price(), cheapest) {
                 (Some(price), Some(least)) => price < least,
                 (Some(_), None) => true,
                 (None, _) => false,
             })
             .collect();
-        lagging.sort_by(|a, b| {
-            let (a, b) = (key(a), key(b));
-            by_price((a.0, a.1, &a.2), (b.0, b.1, &b.2))
-        });
+        lagging.sort_by(|a, b| cheaper(a, b));
         lagging.truncate(OUT_OF_STOCK_TRIES.saturating_sub(self.out_of_stock_tried));
         let auto_centers = match &self.request.placement {
             Placement::Auto => {
@@ -361,35 +353,37 @@ pub fn describe(candidate: &Candidate) -> String {
     )
 }
 
-/// What orders GPU types: price, VRAM, ID ([`by_price`]).
-type Key = (Option<f64>, u32, String);
+/// Cheapest first, ties by more VRAM, then by ID ([`by_price`]).
+fn cheaper(a: &CatalogGpu, b: &CatalogGpu) -> std::cmp::Ordering {
+    by_price(
+        (a.secure_price(), a.memory, &a.id),
+        (b.secure_price(), b.memory, &b.id),
+    )
+}
 
 /// `data_center_ids = "auto"` for the `chosen` types (POD-14): every data center where
 /// one of them is in stock, ordered by the cheapest such type it has, then by ID.
 #[must_use]
 pub fn auto_data_centers(gpus: &[CatalogGpu], chosen: &[&str]) -> Vec<String> {
-    let mut best: Vec<(String, Key)> = Vec::new();
+    let mut best: Vec<(&str, &CatalogGpu)> = Vec::new();
     for gpu in gpus.iter().filter(|g| chosen.contains(&g.id.as_str())) {
         for dc in gpu
             .data_centers
             .iter()
             .filter(|d| d.availability.in_stock())
         {
-            let key = (gpu.secure_price(), gpu.memory, gpu.id.clone());
             match best.iter_mut().find(|(id, _)| *id == dc.id) {
                 Some((_, held)) => {
-                    if by_price((key.0, key.1, &key.2), (held.0, held.1, &held.2)).is_lt() {
-                        *held = key;
+                    if cheaper(gpu, held).is_lt() {
+                        *held = gpu;
                     }
                 }
-                None => best.push((dc.id.clone(), key)),
+                None => best.push((&dc.id, gpu)),
             }
         }
     }
-    best.sort_by(|(a, ka), (b, kb)| {
-        by_price((ka.0, ka.1, &ka.2), (kb.0, kb.1, &kb.2)).then_with(|| a.cmp(b))
-    });
-    best.into_iter().map(|(id, _)| id).collect()
+    best.sort_by(|(a, ga), (b, gb)| cheaper(ga, gb).then_with(|| a.cmp(b)));
+    best.into_iter().map(|(id, _)| id.to_owned()).collect()
 }
 
 #[cfg(test)]

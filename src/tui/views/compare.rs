@@ -171,12 +171,7 @@ impl Widget for &CompareView {
                 .title(Span::styled(title, t.title()))
         };
         let Some(compare) = self.compares.get(self.selected) else {
-            let lines: Vec<Line<'_>> = EMPTY
-                .iter()
-                .enumerate()
-                .map(|(i, l)| Line::styled(*l, if i == 0 { t.title() } else { t.dim() }))
-                .collect();
-            Paragraph::new(lines)
+            Paragraph::new(super::empty_state(EMPTY, t))
                 .wrap(Wrap { trim: false })
                 .block(block(" compare "))
                 .render(area, buf);

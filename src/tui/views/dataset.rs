@@ -404,12 +404,7 @@ impl Widget for &DatasetView {
                 .render(errors, buf);
         }
         if listing.is_empty() {
-            let lines: Vec<Line<'_>> = EMPTY
-                .iter()
-                .enumerate()
-                .map(|(i, l)| Line::styled(*l, if i == 0 { t.title() } else { t.dim() }))
-                .collect();
-            Paragraph::new(lines)
+            Paragraph::new(super::empty_state(EMPTY, t))
                 .wrap(Wrap { trim: false })
                 .block(block(" dataset ".into()))
                 .render(main, buf);

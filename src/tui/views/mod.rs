@@ -48,3 +48,19 @@ pub fn truncate(text: &str, width: usize) -> String {
     cut.push('…');
     cut
 }
+
+/// An empty state's lines: the first as a title, the rest dimmed (the words say which
+/// commands fill the view).
+#[must_use]
+pub fn empty_state(
+    lines: &[&'static str],
+    theme: super::theme::Theme,
+) -> Vec<ratatui::text::Line<'static>> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            ratatui::text::Line::styled(*l, if i == 0 { theme.title() } else { theme.dim() })
+        })
+        .collect()
+}
