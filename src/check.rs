@@ -29,6 +29,10 @@ pub fn load(root: &Path, env: &EnvSnapshot) -> Result<Loaded, ConfigError> {
     crate::config::load(root, env, rules)
 }
 
+/// The rules [`load`] applies, for an edit checked before it is written
+/// (`config::edit::save`).
+pub const RULES: crate::config::Rules = rules;
+
 /// The rules of the layers above the configuration: what Axolotl accepts
 /// (`train::rules::check`), and the pre-tokenizer names the pinned llama.cpp knows, so
 /// that `config check` refuses a misspelt `export.pre_tokenizer` as `export` would. The

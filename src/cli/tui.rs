@@ -26,8 +26,14 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
             "`overbrainer tui` needs a terminal on stdout; use the other commands in scripts"
         );
     }
-    let (project, loaded) = ctx.load()?;
+    let (project, _) = ctx.load()?;
     let _lock = project.lock()?;
+    // The text shown is the text loaded: later writes are checked against it (TUI-16).
+    let file = project.root().join(crate::config::FILE_NAME);
+    let text = std::fs::read_to_string(&file)
+        .map_err(|error| anyhow::anyhow!("cannot read `{}`: {error}", file.display()))?;
+    let dotenv = crate::tui::config_write::read_dotenv(project.root());
+    let loaded = crate::config::load_text(project.root(), &text, &ctx.env, crate::check::RULES)?;
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
@@ -66,6 +72,9 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
         settings: loaded.settings,
         provenance: loaded.provenance,
         env: loaded.env,
+        process_env: ctx.env.clone(),
+        text,
+        dotenv,
     };
     let exit = crate::tui::run(app, context, hooks, crate::logging::take_captured()).await?;
     for id in &exit.detached {

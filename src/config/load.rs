@@ -69,7 +69,24 @@ pub fn load(project_dir: &Path, env: &EnvSnapshot, rules: Rules) -> Result<Loade
         }
         Err(source) => return Err(ConfigError::Read { path, source }),
     };
-    let file = layers::parse_file(&path, &text)?;
+    load_text(project_dir, &text, env, rules)
+}
+
+/// Loads and validates the configuration of the project in `project_dir` as [`load`]
+/// does, with `text` in place of its `overbrainer.toml` (an edit checked before it is
+/// written, TUI-14); `.env` and `env` are read as [`load`] reads them.
+///
+/// # Errors
+///
+/// As [`load`], except [`ConfigError::NotFound`].
+pub fn load_text(
+    project_dir: &Path,
+    text: &str,
+    env: &EnvSnapshot,
+    rules: Rules,
+) -> Result<Loaded, ConfigError> {
+    let path = project_dir.join(FILE_NAME);
+    let file = layers::parse_file(&path, text)?;
     let dotenv = layers::read_dotenv(&project_dir.join(DOTENV_NAME))?;
 
     let mut problems = Vec::new();

@@ -13,6 +13,8 @@
 //!   the sections' own and those of the [`Rules`] a layer above hands it (what Axolotl
 //!   accepts, `train::rules`); `typer`: the typing of the tree, section by section;
 //!   `describe`: its messages.
+//! - `edit`: one change to `overbrainer.toml`, validated whole, written atomically with
+//!   its comments kept (the TUI's Project view), and its undo.
 //! - `show`: the lines of `config check`; `exposure`: whether `.env` holds a secret that
 //!   other users can read.
 //!
@@ -22,6 +24,7 @@
 mod budget;
 mod compare;
 mod describe;
+pub mod edit;
 mod error;
 mod export;
 mod exposure;
@@ -53,7 +56,7 @@ pub use export::{Export, QUANTIZE_TYPES};
 pub use exposure::{DotenvExposed, dotenv_exposed, is_secret_variable};
 pub use hub::{DEFAULT_HUB_BASE_URL, Hub, MAX_REPO_NAME, repo_problem};
 pub use layers::{PREFIX, extra_value, var_name};
-pub use load::{DOTENV_NAME, FILE_NAME, Loaded, Rules, dotenv_pairs, load};
+pub use load::{DOTENV_NAME, FILE_NAME, Loaded, Rules, dotenv_pairs, load, load_text};
 pub use metrics::Metrics;
 pub use pipeline::Pipeline;
 pub use project::{ProjectSettings, Topic};

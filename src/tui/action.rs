@@ -39,6 +39,10 @@ pub enum Action {
     /// Delete a dataset item with its dependents, then split again (`d`/`D` confirmed,
     /// TUI-34, TUI-35).
     DeleteData(crate::dataset::delete::Target),
+    /// Write a change to `overbrainer.toml` (TUI-13).
+    EditConfig(Vec<crate::config::edit::Change>),
+    /// Write back `overbrainer.toml` as it was before the TUI's last write (`u`, TUI-17).
+    UndoConfig,
     /// Write these log lines (oldest first) to a new `.overbrainer/logs-<time>.log`
     /// (`x` in Logs, TUI-56).
     ExportLogs(Vec<String>),

@@ -18,6 +18,7 @@ use super::action::Action;
 use super::components::dialog::{Answer, Dialog};
 use super::components::footer::{Footer, Message, SpendShown};
 use super::components::help;
+use super::config_write::{ConfigNews, UndoPoint};
 use super::event::{FlowEvent, TaskEnd};
 use super::theme::Theme;
 use super::views::View;
@@ -78,6 +79,12 @@ pub enum Work {
     ExportLogs(Vec<String>),
     /// Delete a dataset item with its dependents, split again, re-read `data/`.
     DeleteData(crate::dataset::delete::Target),
+    /// Write a change to `overbrainer.toml` (TUI-13).
+    SaveConfig(Vec<crate::config::edit::Change>),
+    /// Write back `overbrainer.toml` as it was before the last write (TUI-17).
+    UndoConfig(UndoPoint),
+    /// Read `overbrainer.toml` and `.env` again if they changed (every 2 s, TUI-20).
+    RereadConfig,
 }
 
 #[derive(Debug)]
@@ -116,6 +123,17 @@ pub struct App {
     /// Runs detached on quit, for the attach hint.
     pub detached: Vec<String>,
     done: bool,
+    /// The writes of `overbrainer.toml`.
+    config: ConfigWrites,
+}
+
+/// The writes of `overbrainer.toml` from the Project view.
+#[derive(Debug, Default)]
+struct ConfigWrites {
+    /// A write runs (one at a time, TUI-16).
+    saving: bool,
+    /// What `u` writes back (TUI-17).
+    undo: Option<UndoPoint>,
 }
 
 impl App {
@@ -141,6 +159,7 @@ impl App {
             quitting: false,
             detached: Vec::new(),
             done: false,
+            config: ConfigWrites::default(),
         }
     }
 
@@ -221,6 +240,37 @@ impl App {
 
     /// Takes in a key; returns the work it starts.
     pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Work> {
+        let work = self.key_work(key);
+        self.sync_used();
+        work
+    }
+
+    /// Marks the `training` table and its target used while a run starts or is followed
+    /// (TUI-19).
+    fn sync_used(&mut self) {
+        let user = if self.training.starting {
+            Some("the run starting".to_owned())
+        } else {
+            self.training
+                .followed
+                .iter()
+                .next()
+                .map(|id| format!("run {id}"))
+        };
+        self.project.used = match user {
+            None => Vec::new(),
+            Some(user) => {
+                let mut marked = vec![("training.".to_owned(), user.clone())];
+                if let Some(target) = self.project.training_target() {
+                    marked.push((format!("targets.{target}."), user));
+                }
+                marked
+            }
+        };
+    }
+
+    /// A key's work, before the used keys are marked again.
+    fn key_work(&mut self, key: KeyEvent) -> Vec<Work> {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             return self.apply(Action::Quit);
         }
@@ -333,6 +383,8 @@ impl App {
             Action::Stop(id) => return self.act_on_run(Kind::Stop, id),
             Action::Cancel(id) => return self.act_on_run(Kind::Cancel, id),
             Action::ExportLogs(lines) => return vec![Work::ExportLogs(lines)],
+            Action::EditConfig(changes) => return self.edit_config(changes),
+            Action::UndoConfig => return self.undo_config(),
             Action::DeleteData(target) => {
                 self.say(
                     true,
@@ -342,6 +394,101 @@ impl App {
             }
         }
         Vec::new()
+    }
+
+    /// Why a write touching `keys` must wait, if it must: another write runs, or a run
+    /// uses one of them (TUI-16, TUI-19).
+    fn write_refused<'k>(&self, mut keys: impl Iterator<Item = &'k str>) -> Option<String> {
+        if self.config.saving {
+            return Some("a change to overbrainer.toml is being written; try again".into());
+        }
+        keys.find_map(|key| {
+            self.project
+                .used_by(key)
+                .map(|user| format!("`{key}` is used by {user}; it can change once that ends"))
+        })
+    }
+
+    fn edit_config(&mut self, changes: Vec<crate::config::edit::Change>) -> Vec<Work> {
+        self.sync_used();
+        if let Some(why) = self.write_refused(changes.iter().map(crate::config::edit::Change::key))
+        {
+            self.project.saved(Some(why.clone()));
+            self.say(false, why);
+            return Vec::new();
+        }
+        self.config.saving = true;
+        vec![Work::SaveConfig(changes)]
+    }
+
+    fn undo_config(&mut self) -> Vec<Work> {
+        self.sync_used();
+        let Some(point) = self.config.undo.clone() else {
+            self.say(
+                false,
+                "nothing to undo: the TUI wrote no change since overbrainer.toml was read".into(),
+            );
+            return Vec::new();
+        };
+        if let Some(why) = self.write_refused(point.keys.iter().map(String::as_str)) {
+            self.say(false, format!("not undone: {why}"));
+            return Vec::new();
+        }
+        self.config.saving = true;
+        vec![Work::UndoConfig(point)]
+    }
+
+    /// A write or re-read of the configuration ended (TUI-13..TUI-20).
+    fn on_config(&mut self, news: ConfigNews) {
+        let show = |app: &mut Self, shown: super::config_write::Shown| {
+            app.project.set_entries(shown.entries);
+            app.training.start = shown.start;
+            app.project.problems.clear();
+        };
+        match news {
+            ConfigNews::Written { shown, undo, said } => {
+                self.config.saving = false;
+                show(self, *shown);
+                self.project.saved(None);
+                self.config.undo = undo;
+                self.say(true, said);
+            }
+            ConfigNews::Refused { error, reread } => {
+                self.config.saving = false;
+                if let Some(shown) = reread {
+                    show(self, *shown);
+                    self.config.undo = None;
+                }
+                if self.project.form.is_some() {
+                    self.project.saved(Some(error));
+                } else {
+                    self.say(false, error);
+                }
+            }
+            ConfigNews::Reread(shown) => {
+                show(self, *shown);
+                // A reload forgets the undo point (TUI-17).
+                self.config.undo = None;
+                self.say(
+                    true,
+                    "overbrainer.toml or .env changed on disk: read again".into(),
+                );
+            }
+            ConfigNews::Invalid { problems } => {
+                let first = problems
+                    .first()
+                    .map(|(key, message)| format!("`{key}`: {message}"))
+                    .unwrap_or_default();
+                self.project.problems = problems.into_iter().collect();
+                self.say(
+                    false,
+                    format!(
+                        "overbrainer.toml or .env changed on disk and is not valid ({first}); \
+                         the configuration shown stays in use"
+                    ),
+                );
+            }
+        }
     }
 
     fn say(&mut self, ok: bool, text: String) {
@@ -355,7 +502,17 @@ impl App {
 
     /// Takes in a flow event; returns the work it starts.
     pub fn on_flow(&mut self, event: FlowEvent) -> Vec<Work> {
+        let work = self.flow_work(event);
+        self.sync_used();
+        work
+    }
+
+    fn flow_work(&mut self, event: FlowEvent) -> Vec<Work> {
         match event {
+            FlowEvent::Config(news) => {
+                self.on_config(news);
+                Vec::new()
+            }
             FlowEvent::Log(level, text) => {
                 self.logs.push(level, text);
                 Vec::new()

@@ -34,6 +34,8 @@ pub enum FlowEvent {
     /// The project's spend from its ledger against `budget.max_usd` (issue 20), freshly
     /// read with the runs.
     Spend(super::components::footer::SpendShown),
+    /// A write or re-read of `overbrainer.toml` ended (TUI-13..TUI-20).
+    Config(super::config_write::ConfigNews),
     /// A line for the Logs view (a flow's warning, in words).
     Log(Level, String),
     /// A message for the status line (a log export's file, or why none was written).

@@ -28,8 +28,14 @@ pub struct FlowContext {
     pub settings: Settings,
     /// Where each setting came from.
     pub provenance: Provenance,
-    /// The environment, read once.
+    /// The environment with `.env`'s names added, for the runs.
     pub env: EnvSnapshot,
+    /// The process environment alone, which the configuration is loaded against.
+    pub process_env: EnvSnapshot,
+    /// The text of `overbrainer.toml` that `settings` was loaded from.
+    pub text: String,
+    /// The text of `.env` when `settings` was loaded (empty without one).
+    pub dotenv: String,
 }
 
 /// What a task's life looks like to an observer (the Prometheus endpoint, MET-3).
@@ -62,7 +68,7 @@ impl std::fmt::Debug for Hooks {
 /// Spawns [`Work`].
 #[derive(Debug, Clone)]
 pub struct Flows {
-    context: Arc<FlowContext>,
+    config: Arc<super::config_write::Current>,
     hooks: Hooks,
     sender: UnboundedSender<FlowEvent>,
     /// Held by a dataset write (deletion and split) while it runs: writes run one at a
@@ -87,7 +93,7 @@ impl Flows {
     #[must_use]
     pub fn new(context: FlowContext, hooks: Hooks, sender: UnboundedSender<FlowEvent>) -> Self {
         Self {
-            context: Arc::new(context),
+            config: Arc::new(super::config_write::Current::new(context)),
             hooks,
             sender,
             data_write: Arc::default(),
@@ -96,7 +102,8 @@ impl Flows {
 
     /// The configured topics' names, for the orphaned marker (TUI-31).
     fn topics(&self) -> Vec<String> {
-        self.context
+        self.config
+            .get()
             .settings
             .topics
             .iter()
@@ -107,7 +114,7 @@ impl Flows {
     /// Deletes `target` and splits again on the blocking pool, then reads `data/` again
     /// (TUI-34, TUI-35).
     fn spawn_delete(&self, target: crate::dataset::delete::Target) {
-        let context = Arc::clone(&self.context);
+        let context = self.config.get();
         let topics = self.topics();
         let sender = self.sender.clone();
         let data_write = Arc::clone(&self.data_write);
@@ -139,14 +146,58 @@ impl Flows {
         });
     }
 
+    /// Writes or re-reads `overbrainer.toml` on the blocking pool (TUI-13..TUI-20).
+    fn spawn_config(&self, work: Work) {
+        let config = Arc::clone(&self.config);
+        let sender = self.sender.clone();
+        tokio::task::spawn_blocking(move || {
+            let news = match work {
+                Work::SaveConfig(changes) => Some(config.save(&changes)),
+                Work::UndoConfig(point) => Some(config.undo(&point)),
+                _ => config.reread(),
+            };
+            if let Some(news) = news {
+                let _ = sender.send(FlowEvent::Config(news));
+            }
+        });
+    }
+
+    /// Writes `lines` to a new `.overbrainer/logs-<time>.log` on the blocking pool
+    /// (TUI-56).
+    fn spawn_export(&self, lines: Vec<String>) {
+        let dir = self.config.get().project.state_dir();
+        let sender = self.sender.clone();
+        tokio::task::spawn_blocking(move || {
+            let stamp = jiff::Timestamp::now()
+                .strftime("%Y%m%dT%H%M%SZ")
+                .to_string();
+            let path = dir.join(format!("logs-{stamp}.log"));
+            let said = match export_logs(&path, &lines) {
+                Ok(()) => FlowEvent::Said {
+                    ok: true,
+                    text: format!("{} lines written to {}", lines.len(), path.display()),
+                },
+                Err(error) => FlowEvent::Said {
+                    ok: false,
+                    text: format!(
+                        "no log file written: cannot create `{}`: {error}",
+                        path.display()
+                    ),
+                },
+            };
+            let _ = sender.send(said);
+        });
+    }
+
     /// Starts `work` in the background.
     pub fn spawn(&self, work: Work) {
         match work {
             Work::ReadRuns => {
-                let dir = self.context.project.runs_dir();
-                let root = self.context.project.root().to_path_buf();
-                let budget = self.context.settings.budget.clone();
-                let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
+                let context = self.config.get();
+                let dir = context.project.runs_dir();
+                let root = context.project.root().to_path_buf();
+                let budget = context.settings.budget.clone();
+                let data = crate::dataset::DataFiles::new(&context.project.data_dir());
                 let topics = self.topics();
                 let sender = self.sender.clone();
                 tokio::task::spawn_blocking(move || {
@@ -167,7 +218,7 @@ impl Flows {
                 });
             }
             Work::ReadDataset => {
-                let data = crate::dataset::DataFiles::new(&self.context.project.data_dir());
+                let data = crate::dataset::DataFiles::new(&self.config.get().project.data_dir());
                 let topics = self.topics();
                 let sender = self.sender.clone();
                 tokio::task::spawn_blocking(move || {
@@ -177,37 +228,17 @@ impl Flows {
                 });
             }
             Work::DeleteData(target) => self.spawn_delete(target),
-            Work::ExportLogs(lines) => {
-                let dir = self.context.project.state_dir();
-                let sender = self.sender.clone();
-                tokio::task::spawn_blocking(move || {
-                    let stamp = jiff::Timestamp::now()
-                        .strftime("%Y%m%dT%H%M%SZ")
-                        .to_string();
-                    let path = dir.join(format!("logs-{stamp}.log"));
-                    let said = match export_logs(&path, &lines) {
-                        Ok(()) => FlowEvent::Said {
-                            ok: true,
-                            text: format!("{} lines written to {}", lines.len(), path.display()),
-                        },
-                        Err(error) => FlowEvent::Said {
-                            ok: false,
-                            text: format!(
-                                "no log file written: cannot create `{}`: {error}",
-                                path.display()
-                            ),
-                        },
-                    };
-                    let _ = sender.send(said);
-                });
+            work @ (Work::SaveConfig(_) | Work::UndoConfig(_) | Work::RereadConfig) => {
+                self.spawn_config(work);
             }
+            Work::ExportLogs(lines) => self.spawn_export(lines),
             Work::Task {
                 task,
                 kind,
                 run,
                 cancel,
             } => {
-                let context = Arc::clone(&self.context);
+                let context = self.config.get();
                 let hooks = self.hooks.clone();
                 let sender = self.sender.clone();
                 tokio::spawn(async move {
@@ -279,6 +310,7 @@ async fn run_task(
         settings,
         provenance,
         env,
+        ..
     } = context;
     let id = run.clone().unwrap_or_default();
     match kind {

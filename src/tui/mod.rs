@@ -5,6 +5,7 @@
 //! - [`views`]: one file per view; [`components`]: dialog, help, footer, chart;
 //! - [`flows`]: the flows as spawned tasks through the command line's library calls;
 //!   [`dataset_delete`]: the Dataset view's deletion, then `split` again;
+//!   [`config_write`]: the Project view's writes of `overbrainer.toml` and its re-reads;
 //! - [`event`]: what flows send back; [`action`]: what keys ask for;
 //! - [`terminal`]: raw mode, the panic hook, Ctrl-Z; [`theme`]: colours and `NO_COLOR`.
 //!
@@ -14,6 +15,7 @@
 pub mod action;
 pub mod app;
 pub mod components;
+pub mod config_write;
 pub mod dataset_delete;
 pub mod event;
 pub mod flows;
@@ -42,6 +44,8 @@ use views::training::TrainingView;
 /// Redraw tick while work runs; a message expires after 40 ticks (10 s).
 const TICK: Duration = Duration::from_millis(250);
 const MESSAGE_TICKS: u32 = 40;
+/// How often `overbrainer.toml` and `.env` are compared with what is shown (TUI-20).
+const REREAD: Duration = Duration::from_secs(2);
 
 /// How the TUI ended.
 #[derive(Debug, Default)]
@@ -131,6 +135,8 @@ async fn event_loop(
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut reread = tokio::time::interval(REREAD);
+    reread.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut message_ticks = 0;
     let mut dirty = true;
     loop {
@@ -166,6 +172,7 @@ async fn event_loop(
                 app.log(level, text);
                 dirty = app.tab() == 4;
             }
+            _ = reread.tick() => spawn(vec![Work::RereadConfig]),
             _ = tick.tick() => {
                 dirty = app.busy();
                 if app.message().is_some() {

@@ -5,11 +5,15 @@
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
+use crossterm::event::KeyCode;
+
 use super::action::Action;
 use super::app::Work;
+use super::config_write::ConfigNews;
 use super::event::FlowEvent;
 use super::tests::{
-    app, ch, entries, follow_run, pending, screen, snapshot_both, start_lines, stopped, with_runs,
+    app, ch, entries, follow_run, key, pending, screen, snapshot_both, start_lines, stopped,
+    with_runs,
 };
 use super::views::View as _;
 use crate::runs::RunEvent;
@@ -82,6 +86,30 @@ fn project_view_snapshots() {
     let mut app = app();
     with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
     snapshot_both("project", &app);
+}
+
+#[test]
+fn project_form_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, Vec::new());
+    // `training.epochs`, the last row: a form with the error of its last submission.
+    app.handle_key(key(KeyCode::End));
+    app.handle_key(key(KeyCode::Enter));
+    app.handle_key(ch('x'));
+    app.handle_key(key(KeyCode::Enter));
+    snapshot_both("project_form_error", &app);
+}
+
+#[test]
+fn project_used_and_invalid_on_disk_snapshots() {
+    let mut app = app();
+    with_runs(&mut app, Vec::new());
+    app.apply(Action::Start { resume_from: None });
+    app.handle_key(ch('1'));
+    app.on_flow(FlowEvent::Config(ConfigNews::Invalid {
+        problems: vec![("pipeline.concurrency".into(), "must be at least 1".into())],
+    }));
+    snapshot_both("project_used_invalid", &app);
 }
 
 #[test]

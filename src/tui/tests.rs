@@ -492,3 +492,91 @@ fn a_terminal_below_80x24_shows_only_the_notice() {
     insta::assert_snapshot!("too_small_79x24", screen(&app, 79, 24));
     insta::assert_snapshot!("too_small_100x23", screen(&app, 100, 23));
 }
+
+#[test]
+fn a_config_change_is_written_once_at_a_time_then_undone_and_runs_lock_training() {
+    use super::config_write::{ConfigNews, Shown, UndoPoint};
+    use crate::config::edit::Change;
+    let mut app = app();
+    let change = vec![Change::Unset("training.epochs".into())];
+    let work = app.apply(Action::EditConfig(change.clone()));
+    assert!(
+        matches!(work.as_slice(), [Work::SaveConfig(c)] if *c == change),
+        "{work:?}"
+    );
+    assert!(app.apply(Action::EditConfig(change.clone())).is_empty());
+    assert!(
+        app.message()
+            .is_some_and(|m| !m.ok && m.text.contains("being written")),
+        "{:?}",
+        app.message()
+    );
+    assert!(
+        app.apply(Action::UndoConfig).is_empty(),
+        "nothing to undo yet"
+    );
+    let point = UndoPoint {
+        before: "a".into(),
+        after: "b".into(),
+        keys: vec!["training.epochs".into()],
+    };
+    let mut shown = entries();
+    shown.pop();
+    app.on_flow(FlowEvent::Config(ConfigNews::Written {
+        shown: Box::new(Shown {
+            entries: shown,
+            start: Err("no `[training]`".into()),
+        }),
+        undo: Some(point.clone()),
+        said: "unset `training.epochs`; `u` undoes it".into(),
+    }));
+    assert_eq!(app.training.start, Err("no `[training]`".into()));
+    assert!(
+        app.message()
+            .is_some_and(|m| m.ok && m.text.starts_with("unset `training.epochs`"))
+    );
+    let work = app.handle_key(ch('u'));
+    assert!(
+        matches!(work.as_slice(), [Work::UndoConfig(p)] if *p == point),
+        "{work:?}"
+    );
+    // A run followed: the training table and its target are read-only, undo included.
+    app.on_flow(FlowEvent::Config(ConfigNews::Refused {
+        error: "not saved: x".into(),
+        reread: None,
+    }));
+    app.on_flow(FlowEvent::Config(ConfigNews::Written {
+        shown: Box::new(Shown {
+            entries: entries(),
+            start: Ok(start_lines()),
+        }),
+        undo: Some(point),
+        said: "saved".into(),
+    }));
+    app.training.followed.insert("20260101T000000Z-a1b2".into());
+    assert!(app.apply(Action::UndoConfig).is_empty());
+    assert_eq!(
+        app.message().map(|m| m.text.as_str()),
+        Some(
+            "not undone: `training.epochs` is used by run 20260101T000000Z-a1b2; \
+             it can change once that ends"
+        )
+    );
+    assert!(
+        app.apply(Action::EditConfig(vec![Change::Unset(
+            "targets.local.runtime".into()
+        )]))
+        .is_empty(),
+        "the training target is used too"
+    );
+    assert!(
+        matches!(
+            app.apply(Action::EditConfig(vec![Change::Unset(
+                "pipeline.concurrency".into()
+            )]))
+            .as_slice(),
+            [Work::SaveConfig(_)]
+        ),
+        "other sections stay editable"
+    );
+}

@@ -1,13 +1,18 @@
-//! The Project view (`1`, TUI-7, TUI-8, TUI-26): the effective configuration by section,
-//! each row with where its value came from (`(toml)` for `overbrainer.toml`, `(env)`, or
-//! `(default)`, drawn dim), then the value; secrets show only `set`, `unset` or `vault ref`. On the right, the
-//! project's runs by state.
+//! The Project view (`1`, TUI-7..TUI-20, TUI-26): the effective configuration by
+//! section, each row with where its value came from (`(toml)` for `overbrainer.toml`,
+//! `(env)`, or `(default)`, drawn dim), then the value; secrets show only `set`, `unset` or
+//! `vault ref`. On the right, the project's runs by state.
 //!
-//! Not built yet: editing (TUI-9..TUI-25); Enter says so and names the file to edit.
+//! Editing (TUI-9..TUI-17): Enter toggles a boolean, cycles a choice, or opens a one-line
+//! form (validated on Enter); every change is one write through `config::edit`, `u`
+//! undoes the last. Fields the environment sets, or that only it may set, are read-only;
+//! the `training` table and its target are while a run starts or is followed (TUI-19).
+//! Not built yet: adding and deleting tables (TUI-11, TUI-12), the Runpod pickers
+//! (TUI-21..TUI-25), the `E` editor hand-off (TUI-18).
 
 use std::collections::BTreeMap;
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -18,6 +23,7 @@ use ratatui::widgets::{
 use super::super::action::Action;
 use super::super::theme::Theme;
 use super::View;
+use crate::config::edit::{self, Change};
 use crate::config::{Entry, Source};
 
 /// One row of the list: a section heading or a field.
@@ -25,6 +31,21 @@ use crate::config::{Entry, Source};
 enum Row {
     Section(String),
     Field(Entry),
+}
+
+/// A field being typed (TUI-10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Form {
+    /// The dotted key.
+    pub key: String,
+    /// The value shown when the form opened (its kind decides how input reads).
+    shown: String,
+    /// What is typed.
+    pub input: String,
+    /// Why the last submission was refused.
+    pub error: Option<String>,
+    /// Whether a submission is being written.
+    pub saving: bool,
 }
 
 /// The Project view.
@@ -35,9 +56,47 @@ pub struct ProjectView {
     selected: usize,
     /// Runs by state name, once read.
     pub runs_by_state: Option<BTreeMap<&'static str, usize>>,
+    /// The form open on a field.
+    pub form: Option<Form>,
+    /// The problems of an invalid change on disk, by key (TUI-20).
+    pub problems: BTreeMap<String, String>,
+    /// Who uses the keys under each prefix, read-only meanwhile (TUI-19):
+    /// `("training.", "run 20260101-…")`.
+    pub used: Vec<(String, String)>,
 }
 
-const KEYS: &[(&str, &str)] = &[("j/k PgUp/PgDn Home/End", "select")];
+const KEYS: &[(&str, &str)] = &[
+    ("j/k PgUp/PgDn Home/End", "select"),
+    ("Enter", "edit"),
+    ("u", "undo"),
+];
+const FORM_KEYS: &[(&str, &str)] = &[("Enter", "save"), ("Esc", "cancel")];
+
+/// The rows of `entries`, a heading before each section.
+fn rows_of(entries: Vec<Entry>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut current = None;
+    for entry in entries {
+        let section = section(&entry.key);
+        if current.as_ref() != Some(&section) {
+            rows.push(Row::Section(section.clone()));
+            current = Some(section);
+        }
+        rows.push(Row::Field(entry));
+    }
+    rows
+}
+
+/// What a form opens with for a field showing `shown`: text unquoted, nothing for unset.
+fn form_text(shown: &str) -> String {
+    if shown == "(unset)" {
+        return String::new();
+    }
+    match shown.parse::<toml_edit::Value>() {
+        Ok(toml_edit::Value::String(text)) => text.value().clone(),
+        _ => shown.to_owned(),
+    }
+}
 
 /// The section of a dotted key: `topics.0`, `providers.x`, `targets.x`, else its first part.
 fn section(key: &str) -> String {
@@ -53,16 +112,7 @@ impl ProjectView {
     /// The view of `entries` (as `config check` lists them).
     #[must_use]
     pub fn new(theme: Theme, entries: Vec<Entry>) -> Self {
-        let mut rows = Vec::new();
-        let mut current = None;
-        for entry in entries {
-            let section = section(&entry.key);
-            if current.as_ref() != Some(&section) {
-                rows.push(Row::Section(section.clone()));
-                current = Some(section);
-            }
-            rows.push(Row::Field(entry));
-        }
+        let rows = rows_of(entries);
         let selected = rows
             .iter()
             .position(|r| matches!(r, Row::Field(_)))
@@ -72,7 +122,137 @@ impl ProjectView {
             rows,
             selected,
             runs_by_state: None,
+            form: None,
+            problems: BTreeMap::new(),
+            used: Vec::new(),
         }
+    }
+
+    /// Shows `entries` (a configuration written or read again), keeping the selected key
+    /// when it is still there.
+    pub fn set_entries(&mut self, entries: Vec<Entry>) {
+        let key = self.selected_entry().map(|e| e.key.clone());
+        self.rows = rows_of(entries);
+        let fields = || {
+            self.rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| matches!(r, Row::Field(_)))
+        };
+        self.selected = fields()
+            .find(|(_, r)| matches!(r, Row::Field(e) if Some(&e.key) == key.as_ref()))
+            .or_else(|| fields().take_while(|(i, _)| *i <= self.selected).last())
+            .or_else(|| fields().next())
+            .map_or(0, |(i, _)| i);
+    }
+
+    /// Who uses `key`, when it is read-only for that (TUI-19).
+    #[must_use]
+    pub fn used_by(&self, key: &str) -> Option<&str> {
+        self.used
+            .iter()
+            .find(|(prefix, _)| key.starts_with(prefix.as_str()))
+            .map(|(_, user)| user.as_str())
+    }
+
+    /// The `training.target` shown, unquoted.
+    #[must_use]
+    pub fn training_target(&self) -> Option<String> {
+        self.rows.iter().find_map(|r| match r {
+            Row::Field(e) if e.key == "training.target" && e.value != "(unset)" => {
+                Some(form_text(&e.value))
+            }
+            _ => None,
+        })
+    }
+
+    /// A save ended: the form closes, or shows why it was refused.
+    pub fn saved(&mut self, refused: Option<String>) {
+        match (refused, self.form.as_mut()) {
+            (None, _) => self.form = None,
+            (Some(error), Some(form)) => {
+                form.error = Some(error);
+                form.saving = false;
+            }
+            (Some(_), None) => {}
+        }
+    }
+
+    /// What Enter on the selected field does (TUI-9, TUI-10, TUI-19).
+    fn edit(&mut self) -> Option<Action> {
+        let entry = self.selected_entry()?.clone();
+        let key = entry.key.as_str();
+        if let Source::DotEnv { var } | Source::Env { var } = &entry.source {
+            return Some(Action::refuse(format!(
+                "`{key}` is set by `{var}`; change it in `.env`"
+            )));
+        }
+        if let Some(var) = edit::env_only_var(key) {
+            return Some(Action::refuse(format!(
+                "`{key}` may only be set in the environment; set `{var}` in `.env`"
+            )));
+        }
+        if let Some(user) = self.used_by(key) {
+            return Some(Action::refuse(format!(
+                "`{key}` is used by {user}; it can change once that ends"
+            )));
+        }
+        if key == "training.axolotl_extra" || key.starts_with("training.axolotl_extra.") {
+            return Some(Action::refuse(
+                "`training.axolotl_extra` is edited in overbrainer.toml itself",
+            ));
+        }
+        if let Some(next) = edit::next_choice(key, &entry.value) {
+            return Some(Action::EditConfig(vec![match next {
+                Some(value) => Change::Set(entry.key.clone(), value),
+                None => Change::Unset(entry.key.clone()),
+            }]));
+        }
+        if let "true" | "false" = entry.value.as_str() {
+            let flipped = entry.value == "false";
+            return Some(Action::EditConfig(vec![Change::Set(
+                entry.key.clone(),
+                toml_edit::Value::from(flipped),
+            )]));
+        }
+        self.form = Some(Form {
+            key: entry.key.clone(),
+            input: form_text(&entry.value),
+            shown: entry.value,
+            error: None,
+            saving: false,
+        });
+        None
+    }
+
+    /// A key while the form is open: typing, Enter submits, Esc closes.
+    fn form_key(&mut self, key: KeyEvent) -> Option<Action> {
+        let form = self.form.as_mut()?;
+        match key.code {
+            KeyCode::Esc => self.form = None,
+            KeyCode::Enter if !form.saving => match edit::parse_input(&form.shown, &form.input) {
+                Ok(value) => {
+                    form.error = None;
+                    form.saving = true;
+                    return Some(Action::EditConfig(vec![match value {
+                        Some(value) => Change::Set(form.key.clone(), value),
+                        None => Change::Unset(form.key.clone()),
+                    }]));
+                }
+                Err(error) => form.error = Some(error),
+            },
+            KeyCode::Backspace => {
+                form.input.pop();
+            }
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                form.input.clear();
+            }
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                form.input.push(c);
+            }
+            _ => {}
+        }
+        None
     }
 
     /// The selected field.
@@ -126,6 +306,12 @@ impl ProjectView {
                 if let Some(ignored) = &entry.ignored {
                     spans.push(Span::styled(format!("  ({ignored})"), t.dim()));
                 }
+                if let Some(user) = self.used_by(&entry.key) {
+                    spans.push(Span::styled(format!("  (used by {user})"), t.dim()));
+                }
+                if let Some(problem) = self.problems.get(&entry.key) {
+                    spans.push(Span::styled(format!("  ✗ {problem}"), t.error()));
+                }
                 Line::from(spans)
             }
         }
@@ -138,10 +324,17 @@ impl View for ProjectView {
     }
 
     fn keys(&self) -> &'static [(&'static str, &'static str)] {
-        KEYS
+        if self.form.is_some() { FORM_KEYS } else { KEYS }
+    }
+
+    fn typing(&self) -> bool {
+        self.form.is_some()
     }
 
     fn handle_key(&mut self, key: KeyEvent) -> Option<Action> {
+        if self.form.is_some() {
+            return self.form_key(key);
+        }
         match key.code {
             KeyCode::Char('j') | KeyCode::Down => self.move_by(1),
             KeyCode::Char('k') | KeyCode::Up => self.move_by(-1),
@@ -149,18 +342,8 @@ impl View for ProjectView {
             KeyCode::PageUp => self.move_by(-10),
             KeyCode::Home => self.move_by(isize::MIN / 2),
             KeyCode::End => self.move_by(isize::MAX / 2),
-            KeyCode::Enter => {
-                let entry = self.selected_entry()?;
-                return Some(Action::refuse(match &entry.source {
-                    Source::DotEnv { var } | Source::Env { var } => {
-                        format!("`{}` is set by `{var}`; change it in `.env`", entry.key)
-                    }
-                    _ => format!(
-                        "editing in the TUI is not built yet; edit `{}` in overbrainer.toml",
-                        entry.key
-                    ),
-                }));
-            }
+            KeyCode::Enter => return self.edit(),
+            KeyCode::Char('u') => return Some(Action::UndoConfig),
             _ => {}
         }
         None
@@ -173,8 +356,16 @@ impl Widget for &ProjectView {
         let right_width = if area.width >= 120 { 40 } else { 26 };
         let [left, right] =
             Layout::horizontal([Constraint::Min(40), Constraint::Length(right_width)]).areas(area);
-        let [list, detail] =
-            Layout::vertical([Constraint::Min(3), Constraint::Length(1)]).areas(left);
+        let form_height = if self.form.is_some() { 4 } else { 0 };
+        let [list, form, detail] = Layout::vertical([
+            Constraint::Min(3),
+            Constraint::Length(form_height),
+            Constraint::Length(1),
+        ])
+        .areas(left);
+        if let Some(open) = &self.form {
+            self.render_form(open, form, buf);
+        }
         let items: Vec<ListItem<'_>> = self
             .rows
             .iter()
@@ -228,3 +419,34 @@ impl Widget for &ProjectView {
             .render(right, buf);
     }
 }
+
+impl ProjectView {
+    /// The form below the list: what is typed, then what the field accepts or why the
+    /// last submission was refused.
+    fn render_form(&self, form: &Form, area: Rect, buf: &mut Buffer) {
+        let t = self.theme;
+        let cursor = if form.saving { " saving…" } else { "▏" };
+        let second = match &form.error {
+            Some(error) => Line::styled(error.clone(), t.error()),
+            None => Line::styled(format!("accepts {}", edit::accepts(&form.shown)), t.dim()),
+        };
+        Paragraph::new(vec![
+            Line::from(vec![
+                Span::styled(form.input.clone(), t.text()),
+                Span::styled(cursor, t.dim()),
+            ]),
+            second,
+        ])
+        .wrap(ratatui::widgets::Wrap { trim: false })
+        .block(
+            Block::new()
+                .borders(Borders::ALL)
+                .title(Span::styled(format!(" {} ", form.key), t.title())),
+        )
+        .render(area, buf);
+    }
+}
+
+#[cfg(test)]
+#[path = "project_tests.rs"]
+mod tests;
