@@ -205,6 +205,44 @@ fn ctrl_z_suspends_the_tui_and_fg_resumes_it() {
     });
 }
 
+// TUI-10, TUI-13, TUI-14, TUI-16, TUI-17, TUI-20: the Project view edits
+// `overbrainer.toml` as a person would: an invalid value is refused in the form and
+// nothing is written; a valid one is written with every comment and untouched byte kept;
+// `u` writes the file back; a change made on disk shows within the 2 s re-read.
+#[test]
+fn the_project_view_edits_the_file_keeping_comments_undoes_and_reads_changes_on_disk() {
+    let training = Training::new(&Setup::default());
+    let original = training.project.read("overbrainer.toml");
+    assert!(original.contains("# A data set"), "a comment to keep");
+    let (tmux, prompt) = start_tui(&training);
+    tmux.wait_for("the Project view", "training.base_model");
+    tmux.key("Enter");
+    tmux.wait_for("the form on project.name", "accepts text");
+    tmux.key("C-u");
+    tmux.key("Enter");
+    tmux.wait_for("the refusal in the form", "not saved: `project.name`");
+    assert_eq!(training.project.read("overbrainer.toml"), original);
+    tmux.type_text("renamed q1");
+    tmux.key("Enter");
+    tmux.wait_for("the save", "saved `project.name` = \"renamed q1\"");
+    assert_eq!(
+        training.project.read("overbrainer.toml"),
+        original.replace("name = \"tiny test\"", "name = \"renamed q1\"")
+    );
+    tmux.key("u");
+    tmux.wait_for("the undo", "undone: project.name");
+    assert_eq!(training.project.read("overbrainer.toml"), original);
+    training.project.write(
+        "overbrainer.toml",
+        &original.replace("\"tiny test\"", "\"from disk\""),
+    );
+    tmux.wait_for("the change on disk", "project.name = \"from disk\"");
+    tmux.key("q");
+    tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 2)
+    });
+}
+
 /// TUI-3: resized below 80x24 the TUI shows only the notice; resized back, the view.
 fn too_small_and_back(tmux: &Tmux) {
     let resize = |x: &str, y: &str| {
