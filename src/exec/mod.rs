@@ -35,6 +35,7 @@
 
 mod any;
 mod digest;
+mod editor;
 mod engine;
 mod error;
 mod keygen;
@@ -59,6 +60,7 @@ pub use any::{AnyExecutor, JobHandle};
 pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
+pub use editor::run_editor;
 pub use engine::{ENGINE_ENV, ENGINE_ENV_DIR, container_stop};
 pub(crate) use error::or_empty;
 pub use error::{ExecError, pid_list};

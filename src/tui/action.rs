@@ -43,6 +43,8 @@ pub enum Action {
     EditConfig(Vec<crate::config::edit::Change>),
     /// Write back `overbrainer.toml` as it was before the TUI's last write (`u`, TUI-17).
     UndoConfig,
+    /// Hand `overbrainer.toml` to `$VISUAL`/`$EDITOR` (`E`, TUI-18).
+    EditFile,
     /// Write these log lines (oldest first) to a new `.overbrainer/logs-<time>.log`
     /// (`x` in Logs, TUI-56).
     ExportLogs(Vec<String>),

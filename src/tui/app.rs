@@ -85,6 +85,9 @@ pub enum Work {
     UndoConfig(UndoPoint),
     /// Read `overbrainer.toml` and `.env` again if they changed (every 2 s, TUI-20).
     RereadConfig,
+    /// Hand `overbrainer.toml` to the user's editor; the event loop does it, as it owns
+    /// the terminal (TUI-18).
+    EditFile,
 }
 
 #[derive(Debug)]
@@ -385,6 +388,7 @@ impl App {
             Action::ExportLogs(lines) => return vec![Work::ExportLogs(lines)],
             Action::EditConfig(changes) => return self.edit_config(changes),
             Action::UndoConfig => return self.undo_config(),
+            Action::EditFile => return self.edit_file(),
             Action::DeleteData(target) => {
                 self.say(
                     true,
@@ -419,6 +423,28 @@ impl App {
         }
         self.config.saving = true;
         vec![Work::SaveConfig(changes)]
+    }
+
+    /// `E`: refused while a write runs or a training run starts or is followed (TUI-18);
+    /// the undo point is forgotten.
+    fn edit_file(&mut self) -> Vec<Work> {
+        let why = if self.config.saving {
+            Some("a change to overbrainer.toml is being written".to_owned())
+        } else if self.training.starting {
+            Some("a training run is starting".to_owned())
+        } else {
+            self.training
+                .followed
+                .iter()
+                .next()
+                .map(|id| format!("run {id} is followed"))
+        };
+        if let Some(why) = why {
+            self.say(false, format!("`E` must wait: {why}"));
+            return Vec::new();
+        }
+        self.config.undo = None;
+        vec![Work::EditFile]
     }
 
     fn undo_config(&mut self) -> Vec<Work> {

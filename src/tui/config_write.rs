@@ -82,6 +82,8 @@ pub struct Current {
     write: Mutex<()>,
     /// The invalid texts (file, `.env`) last reported, not reported again.
     invalid_seen: Mutex<Option<(String, String)>>,
+    /// The file is in the user's editor (`E`): no re-read meanwhile (TUI-20).
+    editing: std::sync::atomic::AtomicBool,
 }
 
 impl Current {
@@ -92,6 +94,7 @@ impl Current {
             context: Mutex::new(Arc::new(context)),
             write: Mutex::new(()),
             invalid_seen: Mutex::new(None),
+            editing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -199,7 +202,42 @@ impl Current {
     /// runs.
     #[must_use]
     pub fn reread(&self) -> Option<ConfigNews> {
+        if self.editing.load(std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
         let _writing = self.write.try_lock().ok()?;
+        let root = self.get().project.root().to_owned();
+        self.read_again(&root, false)
+    }
+
+    /// The editor `E` runs and the file it edits: `$VISUAL`, else `$EDITOR`, else `vi`.
+    #[must_use]
+    pub fn editor(&self) -> (String, std::path::PathBuf) {
+        let context = self.get();
+        let editor = ["VISUAL", "EDITOR"]
+            .iter()
+            .find_map(|name| {
+                context
+                    .process_env
+                    .get(name)
+                    .filter(|v| !v.trim().is_empty())
+            })
+            .unwrap_or("vi")
+            .to_owned();
+        (editor, context.project.root().join(FILE_NAME))
+    }
+
+    /// Marks the file as held by the user's editor (no re-read meanwhile), or released.
+    pub fn set_editing(&self, editing: bool) {
+        self.editing
+            .store(editing, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// After `E`: the file read again when the editor changed it (or `.env` changed).
+    #[must_use]
+    pub fn after_editor(&self) -> Option<ConfigNews> {
+        self.set_editing(false);
+        let _writing = self.write.lock().unwrap_or_else(PoisonError::into_inner);
         let root = self.get().project.root().to_owned();
         self.read_again(&root, false)
     }

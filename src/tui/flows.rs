@@ -146,6 +146,12 @@ impl Flows {
         });
     }
 
+    /// The configuration the flows use, for the editor hand-off (TUI-18).
+    #[must_use]
+    pub fn config(&self) -> Arc<super::config_write::Current> {
+        Arc::clone(&self.config)
+    }
+
     /// Writes or re-reads `overbrainer.toml` on the blocking pool (TUI-13..TUI-20).
     fn spawn_config(&self, work: Work) {
         let config = Arc::clone(&self.config);
@@ -231,6 +237,8 @@ impl Flows {
             work @ (Work::SaveConfig(_) | Work::UndoConfig(_) | Work::RereadConfig) => {
                 self.spawn_config(work);
             }
+            // The event loop hands the terminal over itself.
+            Work::EditFile => {}
             Work::ExportLogs(lines) => self.spawn_export(lines),
             Work::Task {
                 task,

@@ -154,7 +154,16 @@ async fn event_loop(
                     if key.code == KeyCode::Char('z') && key.modifiers.contains(KeyModifiers::CONTROL) {
                         terminal::suspend(terminal)?;
                     } else {
-                        spawn(app.handle_key(key));
+                        let (edit, work): (Vec<Work>, Vec<Work>) = app
+                            .handle_key(key)
+                            .into_iter()
+                            .partition(|w| matches!(w, Work::EditFile));
+                        spawn(work);
+                        if !edit.is_empty() {
+                            // Keys are read only while `keys` is polled, and it is not
+                            // while the editor runs: the editor gets every key.
+                            spawn(edit_file(app, terminal, &flows).await?);
+                        }
                     }
                     dirty = true;
                 }
@@ -188,4 +197,34 @@ async fn event_loop(
             message_ticks = 0;
         }
     }
+}
+
+/// `E` (TUI-18): the file in the user's editor, then read again; the result goes to the
+/// Project view as a change on disk would.
+async fn edit_file(
+    app: &mut App,
+    terminal: &mut terminal::Term,
+    flows: &Flows,
+) -> Result<Vec<Work>, TuiError> {
+    let config = flows.config();
+    let (editor, path) = config.editor();
+    config.set_editing(true);
+    let status = terminal::hand_over(terminal, &editor, &path).await;
+    let news = config.after_editor();
+    let status = status?;
+    let failed = match &status {
+        Ok(status) if status.success() => None,
+        Ok(status) => Some(format!("the editor `{editor}` ended with {status}")),
+        Err(error) => Some(format!("the editor `{editor}` did not start: {error}")),
+    };
+    Ok(match (news, failed) {
+        (Some(news), _) => app.on_flow(event::FlowEvent::Config(news)),
+        (None, failed) => app.on_flow(event::FlowEvent::Said {
+            ok: failed.is_none(),
+            text: failed.map_or_else(
+                || "overbrainer.toml unchanged".to_owned(),
+                |why| format!("{why}; overbrainer.toml unchanged"),
+            ),
+        }),
+    })
 }

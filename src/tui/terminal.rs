@@ -57,3 +57,21 @@ pub fn suspend(terminal: &mut Term) -> std::io::Result<()> {
     raw()?;
     terminal.clear()
 }
+
+/// `E` (TUI-18): hands the terminal to the user's `editor` on `path`
+/// ([`crate::exec::run_editor`]), then takes it back and clears it for a full redraw. The caller stops reading keys first, so the editor gets them all.
+///
+/// # Errors
+///
+/// When the terminal cannot be set up again; the editor's own failure is its status.
+pub async fn hand_over(
+    terminal: &mut Term,
+    editor: &str,
+    path: &std::path::Path,
+) -> std::io::Result<std::io::Result<std::process::ExitStatus>> {
+    restore();
+    let status = crate::exec::run_editor(editor, path).await;
+    raw()?;
+    terminal.clear()?;
+    Ok(status)
+}

@@ -580,3 +580,27 @@ fn a_config_change_is_written_once_at_a_time_then_undone_and_runs_lock_training(
         "other sections stay editable"
     );
 }
+
+#[test]
+fn e_hands_the_file_over_unless_a_run_is_followed_or_a_write_runs() {
+    let mut app = app();
+    assert!(matches!(
+        app.handle_key(ch('E')).as_slice(),
+        [Work::EditFile]
+    ));
+    app.apply(Action::EditConfig(vec![
+        crate::config::edit::Change::Unset("pipeline.concurrency".into()),
+    ]));
+    assert!(app.handle_key(ch('E')).is_empty());
+    assert_eq!(
+        app.message().map(|m| m.text.as_str()),
+        Some("`E` must wait: a change to overbrainer.toml is being written")
+    );
+    let mut app = super::tests::app();
+    app.training.followed.insert("20260101T000000Z-a1b2".into());
+    assert!(app.handle_key(ch('E')).is_empty());
+    assert_eq!(
+        app.message().map(|m| m.text.as_str()),
+        Some("`E` must wait: run 20260101T000000Z-a1b2 is followed")
+    );
+}

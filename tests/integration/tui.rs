@@ -139,8 +139,13 @@ fn row_state<'a>(screen: &'a str, id: &str) -> Option<&'a str> {
 
 /// The TUI on `training`'s project in a fresh tmux session, its shell prompt a canary.
 pub(crate) fn start_tui(training: &Training) -> (Tmux, String) {
+    start_tui_with(training, Vec::new())
+}
+
+/// [`start_tui`] with `extra` variables in the shell's environment.
+fn start_tui_with(training: &Training, extra: Vec<(String, String)>) -> (Tmux, String) {
     let prompt = format!("obprompt-{}$ ", random_token());
-    let env = vec![
+    let mut env = vec![
         ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
         (
             "HOME".to_owned(),
@@ -149,6 +154,7 @@ pub(crate) fn start_tui(training: &Training) -> (Tmux, String) {
         ("CUDA_VISIBLE_DEVICES".to_owned(), String::new()),
         ("HF_HUB_OFFLINE".to_owned(), "1".to_owned()),
     ];
+    env.extend(extra);
     let tmux = Tmux::start(&env, &prompt);
     tmux.wait_for("the shell prompt", prompt.trim_end());
     launch(&tmux, training);
@@ -237,6 +243,64 @@ fn the_project_view_edits_the_file_keeping_comments_undoes_and_reads_changes_on_
         &original.replace("\"tiny test\"", "\"from disk\""),
     );
     tmux.wait_for("the change on disk", "project.name = \"from disk\"");
+    tmux.key("q");
+    tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 2)
+    });
+}
+
+// TUI-18: `E` hands the file to `$EDITOR`, which gets every key (the TUI stops reading
+// them), then the TUI takes the terminal back and shows what the editor wrote; an
+// invalid result is kept on disk, named, and the configuration shown stays in use.
+#[test]
+fn e_hands_the_file_to_the_editor_which_gets_every_key() {
+    let training = Training::new(&Setup::default());
+    let original = training.project.read("overbrainer.toml");
+    let editor = training.project.path().join("editor.sh");
+    // A line typed into the editor replaces the name; an empty one breaks the file. Each
+    // run says its number, so a wait never sees the last run's line.
+    std::fs::write(
+        &editor,
+        r#"#!/bin/sh
+n=$(cat "$0.runs" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$0.runs"
+printf 'editor-ready %s\n' "$n"
+read line
+if [ -n "$line" ]; then sed -i "s/\"tiny test\"/$line/" "$1"; else printf '[broken\n' >> "$1"; fi
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let extra = vec![
+        ("EDITOR".to_owned(), editor.to_string_lossy().into_owned()),
+        ("VISUAL".to_owned(), String::new()),
+    ];
+    let (tmux, prompt) = start_tui_with(&training, extra);
+    tmux.wait_for("the Project view", "training.base_model");
+    tmux.key("E");
+    tmux.wait_for("the editor", "editor-ready 1");
+    tmux.type_text("\"typed in the editor\"");
+    tmux.key("Enter");
+    tmux.wait_for("the edited value", "project.name = \"typed in the editor\"");
+    assert_eq!(
+        training.project.read("overbrainer.toml"),
+        original.replace("\"tiny test\"", "\"typed in the editor\"")
+    );
+    // An edit that leaves the file invalid: named, kept on disk, the shown one in use.
+    tmux.key("E");
+    tmux.wait_for("the editor again", "editor-ready 2");
+    tmux.key("Enter");
+    tmux.wait_for("the invalid file", "is not valid");
+    tmux.wait_for(
+        "the value still shown",
+        "project.name = \"typed in the editor\"",
+    );
+    assert!(
+        training
+            .project
+            .read("overbrainer.toml")
+            .ends_with("[broken\n"),
+        "the file is as the editor left it"
+    );
     tmux.key("q");
     tmux.wait("the shell prompt after quitting", |s| {
         back_at_the_prompt(s, &prompt, 2)

@@ -7,8 +7,8 @@
 //! form (validated on Enter); every change is one write through `config::edit`, `u`
 //! undoes the last. Fields the environment sets, or that only it may set, are read-only;
 //! the `training` table and its target are while a run starts or is followed (TUI-19).
-//! Not built yet: adding and deleting tables (TUI-11, TUI-12), the Runpod pickers
-//! (TUI-21..TUI-25), the `E` editor hand-off (TUI-18).
+//! `E` hands the whole file to `$VISUAL`/`$EDITOR` (TUI-18). Not built yet: adding and
+//! deleting tables (TUI-11, TUI-12), the Runpod pickers (TUI-21..TUI-25).
 
 use std::collections::BTreeMap;
 
@@ -69,6 +69,7 @@ const KEYS: &[(&str, &str)] = &[
     ("j/k PgUp/PgDn Home/End", "select"),
     ("Enter", "edit"),
     ("u", "undo"),
+    ("E", "$EDITOR"),
 ];
 const FORM_KEYS: &[(&str, &str)] = &[("Enter", "save"), ("Esc", "cancel")];
 
@@ -199,7 +200,7 @@ impl ProjectView {
         }
         if key == "training.axolotl_extra" || key.starts_with("training.axolotl_extra.") {
             return Some(Action::refuse(
-                "`training.axolotl_extra` is edited in overbrainer.toml itself",
+                "`training.axolotl_extra` is edited in the file: `E` opens it in $EDITOR",
             ));
         }
         if let Some(next) = edit::next_choice(key, &entry.value) {
@@ -344,6 +345,7 @@ impl View for ProjectView {
             KeyCode::End => self.move_by(isize::MAX / 2),
             KeyCode::Enter => return self.edit(),
             KeyCode::Char('u') => return Some(Action::UndoConfig),
+            KeyCode::Char('E') => return Some(Action::EditFile),
             _ => {}
         }
         None
