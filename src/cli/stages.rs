@@ -3,7 +3,6 @@
 //! indicatif bar per stage on stderr, warnings and item failures as log lines), the one
 //! summary line on stdout, and rendering the `run` sequence's events.
 
-use std::fmt::Write as _;
 use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -187,39 +186,10 @@ fn progress_text(p: &Progress) -> String {
     )
 }
 
-/// The summary line of a provider stage (PIPE-13).
-#[must_use]
-pub(crate) fn summary_line(report: &StageReport) -> String {
-    let p = &report.progress;
-    let mut line = format!(
-        "{}: {} done, {} skipped, {} failed",
-        report.stage.name(),
-        p.done,
-        report.skipped,
-        p.failed
-    );
-    if report.stage == crate::pipeline::Stage::Answers {
-        let _ = write!(line, ", {} excluded", p.excluded);
-    } else {
-        let _ = write!(line, ", {} added", p.added);
-    }
-    let _ = write!(
-        line,
-        ", {} input tokens, {} output tokens, {}",
-        p.input_tokens, p.output_tokens, p.cost
-    );
-    match report.status {
-        Status::Ok => {}
-        Status::Failed => line.push_str(" [failed]"),
-        Status::Interrupted => line.push_str(" [interrupted]"),
-    }
-    line
-}
-
 /// Prints a stage's summary line and its errors; returns its exit status.
 pub(crate) fn conclude(report: &StageReport) -> ExitCode {
     super::metrics::stage_ended(report.stage);
-    outln!("{}", summary_line(report));
+    outln!("{}", report.summary_line());
     if let Some(error) = &report.error {
         errln!("error: {}", chain(error));
     }
@@ -238,39 +208,10 @@ pub(crate) fn exit_status(report: &StageReport) -> ExitCode {
     }
 }
 
-/// The summary line of `split` (SPL-8).
-#[must_use]
-pub(crate) fn split_line(report: &SplitReport) -> String {
-    let counts = report.shown();
-    let codes: Vec<String> = counts
-        .excluded
-        .iter()
-        .map(|(code, n)| format!("{} {n}", code.code()))
-        .collect();
-    let excluded = if codes.is_empty() {
-        format!("{} excluded", counts.excluded_total())
-    } else {
-        format!(
-            "{} excluded ({})",
-            counts.excluded_total(),
-            codes.join(", ")
-        )
-    };
-    let scope = report
-        .topic
-        .as_ref()
-        .map(|(name, _)| format!(" (topic `{name}`)"))
-        .unwrap_or_default();
-    format!(
-        "split: {} train, {} eval, {excluded}, {} orphaned{scope}",
-        counts.train, counts.eval, counts.orphaned
-    )
-}
-
 /// Prints `split`'s line and errors; returns its exit status.
 pub(crate) fn conclude_split(report: &SplitReport) -> ExitCode {
     super::metrics::split_ended(report);
-    outln!("{}", split_line(report));
+    outln!("{}", report.summary_line());
     if let Some(error) = &report.error {
         errln!("error: {}", chain(error));
     }

@@ -25,6 +25,35 @@ pub struct SplitReport {
 }
 
 impl SplitReport {
+    /// The summary line `split` prints (SPL-8).
+    #[must_use]
+    pub fn summary_line(&self) -> String {
+        let counts = self.shown();
+        let codes: Vec<String> = counts
+            .excluded
+            .iter()
+            .map(|(code, n)| format!("{} {n}", code.code()))
+            .collect();
+        let excluded = if codes.is_empty() {
+            format!("{} excluded", counts.excluded_total())
+        } else {
+            format!(
+                "{} excluded ({})",
+                counts.excluded_total(),
+                codes.join(", ")
+            )
+        };
+        let scope = self
+            .topic
+            .as_ref()
+            .map(|(name, _)| format!(" (topic `{name}`)"))
+            .unwrap_or_default();
+        format!(
+            "split: {} train, {} eval, {excluded}, {} orphaned{scope}",
+            counts.train, counts.eval, counts.orphaned
+        )
+    }
+
     /// Whether the command should exit 0.
     #[must_use]
     pub fn succeeded(&self) -> bool {

@@ -421,6 +421,36 @@ pub struct StageReport {
 }
 
 impl StageReport {
+    /// The summary line the stage's command prints (PIPE-13).
+    #[must_use]
+    pub fn summary_line(&self) -> String {
+        use std::fmt::Write as _;
+        let p = &self.progress;
+        let mut line = format!(
+            "{}: {} done, {} skipped, {} failed",
+            self.stage.name(),
+            p.done,
+            self.skipped,
+            p.failed
+        );
+        if self.stage == super::Stage::Answers {
+            let _ = write!(line, ", {} excluded", p.excluded);
+        } else {
+            let _ = write!(line, ", {} added", p.added);
+        }
+        let _ = write!(
+            line,
+            ", {} input tokens, {} output tokens, {}",
+            p.input_tokens, p.output_tokens, p.cost
+        );
+        match self.status {
+            Status::Ok => {}
+            Status::Failed => line.push_str(" [failed]"),
+            Status::Interrupted => line.push_str(" [interrupted]"),
+        }
+        line
+    }
+
     /// Whether the command should exit 0.
     #[must_use]
     pub fn succeeded(&self) -> bool {
