@@ -45,6 +45,16 @@ pub enum Action {
     UndoConfig,
     /// Hand `overbrainer.toml` to `$VISUAL`/`$EDITOR` (`E`, TUI-18).
     EditFile,
+    /// Open the `r` menu: auto, each stage, run (TUI-5).
+    Menu,
+    /// Ask before auto mode (`A`, TUI-38).
+    AskAuto,
+    /// Run dataset stages (the `r` menu's pick, or auto mode confirmed).
+    RunChain(super::stages::Chain),
+    /// Cancel the running stage and the rest of its chain (`c` confirmed, TUI-37).
+    CancelStages,
+    /// Quit without asking (a quit confirmed, TUI-65).
+    QuitNow,
     /// Write these log lines (oldest first) to a new `.overbrainer/logs-<time>.log`
     /// (`x` in Logs, TUI-56).
     ExportLogs(Vec<String>),

@@ -20,6 +20,7 @@ use super::components::footer::{Footer, Message, SpendShown};
 use super::components::help;
 use super::config_write::{ConfigNews, UndoPoint};
 use super::event::{FlowEvent, TaskEnd};
+use super::stages::{Chain, StageNews};
 use super::theme::Theme;
 use super::views::View;
 use super::views::compare::CompareView;
@@ -28,6 +29,7 @@ use super::views::logs::LogsView;
 use super::views::pipeline::PipelineView;
 use super::views::project::ProjectView;
 use super::views::training::TrainingView;
+use crate::pipeline::Stage;
 use crate::runs::RunRecord;
 
 /// The smallest terminal the layout is made for (TUI-3).
@@ -88,6 +90,33 @@ pub enum Work {
     /// Hand `overbrainer.toml` to the user's editor; the event loop does it, as it owns
     /// the terminal (TUI-18).
     EditFile,
+    /// Run the dataset stages of `chain` as task `task`, cancelled by `cancel`.
+    Stages {
+        /// Task number, echoed in its news.
+        task: u64,
+        /// What it runs.
+        chain: Chain,
+        /// Interrupts the running stage and ends the chain.
+        cancel: CancellationToken,
+    },
+}
+
+/// The `r` menu's entries, in order (TUI-5).
+pub const MENU: [Chain; 6] = [
+    Chain::Auto,
+    Chain::One(Stage::Subtopics),
+    Chain::One(Stage::Questions),
+    Chain::One(Stage::Answers),
+    Chain::One(Stage::Split),
+    Chain::Run,
+];
+
+/// The dataset stages running (one chain at a time).
+#[derive(Debug)]
+struct StageTask {
+    task: u64,
+    chain: Chain,
+    cancel: CancellationToken,
 }
 
 #[derive(Debug)]
@@ -128,6 +157,10 @@ pub struct App {
     done: bool,
     /// The writes of `overbrainer.toml`.
     config: ConfigWrites,
+    /// The dataset stages running.
+    stages: Option<StageTask>,
+    /// The `r` menu, open on this entry.
+    menu: Option<usize>,
 }
 
 /// The writes of `overbrainer.toml` from the Project view.
@@ -163,6 +196,8 @@ impl App {
             detached: Vec::new(),
             done: false,
             config: ConfigWrites::default(),
+            stages: None,
+            menu: None,
         }
     }
 
@@ -199,7 +234,13 @@ impl App {
     /// Whether anything shown moves by itself (a task runs), so the tick redraws.
     #[must_use]
     pub fn busy(&self) -> bool {
-        !self.tasks.is_empty()
+        !self.tasks.is_empty() || self.stages.is_some()
+    }
+
+    /// The `r` menu's selected entry, when open.
+    #[must_use]
+    pub fn menu(&self) -> Option<usize> {
+        self.menu
     }
 
     /// Clears the footer message (10 s after it was set).
@@ -260,22 +301,193 @@ impl App {
                 .next()
                 .map(|id| format!("run {id}"))
         };
-        self.project.used = match user {
-            None => Vec::new(),
-            Some(user) => {
-                let mut marked = vec![("training.".to_owned(), user.clone())];
-                if let Some(target) = self.project.training_target() {
-                    marked.push((format!("targets.{target}."), user));
-                }
-                marked
+        let mut marked = Vec::new();
+        if let Some(user) = user {
+            marked.push(("training.".to_owned(), user.clone()));
+            if let Some(target) = self.project.value("training.target") {
+                marked.push((format!("targets.{target}."), user));
             }
+        }
+        // TUI-19: a stage's roles and their providers.
+        if let Some(running) = &self.stages {
+            let roles: &[&str] = match running.chain {
+                Chain::One(Stage::Subtopics | Stage::Questions) => &["generator", "embedder"],
+                Chain::One(Stage::Answers) => &["parent"],
+                Chain::One(Stage::Split) => &[],
+                Chain::Run | Chain::Auto => &["generator", "embedder", "parent"],
+            };
+            let user = format!("stage `{}`", running.chain.name());
+            for role in roles {
+                marked.push((format!("roles.{role}."), user.clone()));
+                if let Some(provider) = self.project.value(&format!("roles.{role}.provider")) {
+                    marked.push((format!("providers.{provider}."), user.clone()));
+                }
+            }
+        }
+        self.project.used = marked;
+    }
+
+    /// The `r` menu's keys: move, Enter picks, Esc closes.
+    fn menu_key(&mut self, key: KeyEvent, at: usize) -> Vec<Work> {
+        match key.code {
+            KeyCode::Char('j') | KeyCode::Down => self.menu = Some((at + 1).min(MENU.len() - 1)),
+            KeyCode::Char('k') | KeyCode::Up => self.menu = Some(at.saturating_sub(1)),
+            KeyCode::Enter => {
+                self.menu = None;
+                let action = match MENU[at] {
+                    Chain::Auto => Action::AskAuto,
+                    chain => Action::RunChain(chain),
+                };
+                let work = self.apply(action);
+                self.sync_used();
+                return work;
+            }
+            KeyCode::Esc | KeyCode::Char('q' | 'r') => self.menu = None,
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Why `r`, `A`, `t` and `d` must wait (TUI-64): a stage runs, a training run starts,
+    /// or the TUI quits.
+    fn data_locked(&self) -> Option<String> {
+        if self.quitting {
+            Some("the TUI is quitting".into())
+        } else if let Some(running) = &self.stages {
+            Some(format!(
+                "`{}` runs; `c` in the Pipeline view cancels it",
+                running.chain.name()
+            ))
+        } else if self.training.starting {
+            Some("a training run is starting".into())
+        } else {
+            None
+        }
+    }
+
+    /// The auto mode question (TUI-38).
+    fn ask_auto(&self) -> Action {
+        let mut lines = vec![
+            "Runs subtopics → questions → answers → split on every topic, each only after"
+                .to_owned(),
+            "the previous one ended without failed items, then:".to_owned(),
+        ];
+        match &self.training.start {
+            Ok(start) => {
+                lines.push("starts a training run as `t` does:".to_owned());
+                lines.extend(start.iter().map(|l| format!("  {l}")));
+            }
+            Err(why) => lines.push(format!("ends after split ({why})")),
+        }
+        Action::Ask(super::action::Dialog::new(
+            "Auto mode?",
+            lines,
+            Action::RunChain(Chain::Auto),
+        ))
+    }
+
+    /// Starts `chain` (TUI-6, TUI-39).
+    fn run_chain(&mut self, chain: Chain) -> Vec<Work> {
+        let task = self.next_task;
+        self.next_task += 1;
+        let cancel = CancellationToken::new();
+        self.stages = Some(StageTask {
+            task,
+            chain,
+            cancel: cancel.clone(),
+        });
+        self.pipeline.begin(chain);
+        self.tab = 2;
+        vec![Work::Stages {
+            task,
+            chain,
+            cancel,
+        }]
+    }
+
+    /// News of the stage chain of `task`.
+    fn on_stage(&mut self, task: u64, news: &StageNews) -> Vec<Work> {
+        if self.stages.as_ref().is_none_or(|s| s.task != task) {
+            return Vec::new();
+        }
+        self.pipeline.apply(news);
+        match news {
+            StageNews::Event(crate::pipeline::Event::Warning(text)) => {
+                self.logs.push(Level::WARN, text.clone());
+                Vec::new()
+            }
+            StageNews::Event(crate::pipeline::Event::ItemFailed {
+                stage,
+                item,
+                reason,
+            }) => {
+                self.logs.push(
+                    Level::WARN,
+                    format!("{}: {item} failed: {reason}", stage.name()),
+                );
+                Vec::new()
+            }
+            StageNews::Ended { line, .. } => {
+                self.logs.push(Level::INFO, line.clone());
+                vec![Work::ReadDataset]
+            }
+            StageNews::Finished { ok } => self.chain_finished(*ok),
+            StageNews::Began(_) | StageNews::Event(_) => Vec::new(),
+        }
+    }
+
+    fn chain_finished(&mut self, ok: bool) -> Vec<Work> {
+        let Some(ended) = self.stages.take() else {
+            return Vec::new();
         };
+        let mut work = vec![Work::ReadDataset];
+        if self.quitting {
+            self.done = self.tasks.is_empty();
+            return work;
+        }
+        if !ok {
+            let (stage, why) = self
+                .pipeline
+                .failure()
+                .unwrap_or_else(|| (ended.chain.name().to_owned(), "interrupted".to_owned()));
+            self.say(
+                false,
+                format!(
+                    "`{stage}` stopped: {why}; `r` runs it again and picks up where it stopped"
+                ),
+            );
+            return work;
+        }
+        match ended.chain {
+            Chain::Auto => match &self.training.start {
+                Ok(_) => {
+                    self.say(
+                        true,
+                        "auto: the dataset is ready; the training run starts".into(),
+                    );
+                    work.extend(self.apply(Action::Start { resume_from: None }));
+                }
+                Err(why) => self.say(
+                    true,
+                    format!("auto: the dataset is ready; the chain ends after split ({why})"),
+                ),
+            },
+            Chain::Run => self.say(
+                true,
+                "`run` done: data/train.jsonl and data/eval.jsonl are ready; `t` trains".into(),
+            ),
+            Chain::One(stage) => self.say(true, format!("`{}` done", stage.name())),
+        }
+        work
     }
 
     /// A key's work, before the used keys are marked again.
     fn key_work(&mut self, key: KeyEvent) -> Vec<Work> {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            return self.apply(Action::Quit);
+            return self.apply(Action::QuitNow);
+        }
+        if let Some(at) = self.menu {
+            return self.menu_key(key, at);
         }
         if let Some(dialog) = &self.dialog {
             return match dialog.handle_key(key) {
@@ -359,16 +571,54 @@ impl App {
             return Vec::new();
         }
         match action {
-            Action::Quit => {
+            Action::Quit if self.stages.is_some() => {
+                let stage = self.pipeline.current().map_or("the stage", Stage::name);
+                self.dialog = Some(Dialog::new(
+                    "Quit?",
+                    vec![
+                        format!(
+                            "`{stage}` stops and picks up where it left off next time; the requests"
+                        ),
+                        "it has in flight are paid for but lost. Followed runs go on on their target.".into(),
+                    ],
+                    Action::QuitNow,
+                ));
+            }
+            Action::Quit | Action::QuitNow => {
                 self.quitting = true;
                 self.after_detach.clear();
                 for task in self.tasks.values() {
                     task.cancel.cancel();
                 }
-                self.done = self.tasks.is_empty();
+                if let Some(running) = &self.stages {
+                    running.cancel.cancel();
+                }
+                self.done = self.tasks.is_empty() && self.stages.is_none();
                 if !self.done {
                     self.say(true, "detaching: the jobs go on".to_owned());
                 }
+            }
+            Action::Menu => match self.data_locked() {
+                Some(why) => self.say(false, format!("`r` must wait: {why}")),
+                None => self.menu = Some(0),
+            },
+            Action::AskAuto => match self.data_locked() {
+                Some(why) => self.say(false, format!("auto mode must wait: {why}")),
+                None => return self.apply(self.ask_auto()),
+            },
+            Action::RunChain(chain) => match self.data_locked() {
+                Some(why) => self.say(false, format!("`{}` must wait: {why}", chain.name())),
+                None => return self.run_chain(chain),
+            },
+            Action::CancelStages => {
+                if let Some(running) = &self.stages {
+                    running.cancel.cancel();
+                    self.say(true, format!("cancelling `{}`…", running.chain.name()));
+                }
+            }
+            Action::Start { .. } | Action::DeleteData(_) if self.stages.is_some() => {
+                let why = self.data_locked().unwrap_or_default();
+                self.say(false, format!("must wait: {why}"));
             }
             Action::View(n) => return self.show(n.min(5)),
             Action::NextView => return self.show((self.tab + 1) % 6),
@@ -430,6 +680,8 @@ impl App {
     fn edit_file(&mut self) -> Vec<Work> {
         let why = if self.config.saving {
             Some("a change to overbrainer.toml is being written".to_owned())
+        } else if let Some(running) = &self.stages {
+            Some(format!("`{}` runs", running.chain.name()))
         } else if self.training.starting {
             Some("a training run is starting".to_owned())
         } else {
@@ -539,6 +791,7 @@ impl App {
                 self.on_config(news);
                 Vec::new()
             }
+            FlowEvent::Stage { task, news } => self.on_stage(task, &news),
             FlowEvent::Log(level, text) => {
                 self.logs.push(level, text);
                 Vec::new()
@@ -648,7 +901,7 @@ impl App {
                 self.say(false, format!("{}: {error}", ended.kind.label()));
             }
         }
-        if self.quitting && self.tasks.is_empty() {
+        if self.quitting && self.tasks.is_empty() && self.stages.is_none() {
             self.done = true;
         }
         work
@@ -656,12 +909,20 @@ impl App {
 
     /// The labels of the running work, for the footer.
     fn work_labels(&self) -> Vec<String> {
-        self.tasks
-            .values()
-            .map(|t| match &t.run {
+        let stage =
+            self.stages
+                .as_ref()
+                .map(|running| match (running.chain, self.pipeline.current()) {
+                    (Chain::One(stage), _) => stage.name().to_owned(),
+                    (chain, Some(stage)) => format!("{}: {}", chain.name(), stage.name()),
+                    (chain, None) => chain.name().to_owned(),
+                });
+        stage
+            .into_iter()
+            .chain(self.tasks.values().map(|t| match &t.run {
                 Some(run) => format!("{} {run}", t.kind.label()),
                 None => t.kind.label().to_owned(),
-            })
+            }))
             .collect()
     }
 
@@ -718,7 +979,9 @@ impl App {
             4 => self.logs.render(body, buf),
             _ => self.compare.render(body, buf),
         }
-        let keys: &[(&str, &str)] = if self.dialog.is_some() {
+        let keys: &[(&str, &str)] = if self.menu.is_some() {
+            &[("j/k", "move"), ("Enter", "run"), ("Esc", "close")]
+        } else if self.dialog.is_some() {
             &[("y", "yes"), ("n Esc Enter", "no")]
         } else if self.help {
             &[("Esc ? q", "close")]
@@ -730,11 +993,14 @@ impl App {
             message: self.message.as_ref(),
             work: self.work_labels(),
             spend: self.spend,
-            covered: self.dialog.is_some() || self.help,
+            covered: self.dialog.is_some() || self.help || self.menu.is_some(),
         }
         .render(footer, buf, t);
         if self.help {
             help::render(self.view().title(), self.view().keys(), body, buf, t);
+        }
+        if let Some(at) = self.menu {
+            super::components::menu::render(&MENU.map(Chain::name), at, body, buf, t);
         }
         if let Some(dialog) = &self.dialog {
             dialog.render(body, buf, t);
@@ -748,6 +1014,7 @@ fn global_action(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('q') => Some(Action::Quit),
         KeyCode::Char('?') => Some(Action::Help),
         KeyCode::Char('R') => Some(Action::Reload),
+        KeyCode::Char('r') => Some(Action::Menu),
         KeyCode::Tab => Some(Action::NextView),
         KeyCode::BackTab => Some(Action::PrevView),
         KeyCode::Char(c @ '1'..='6') => Some(Action::View(usize::from(c as u8 - b'1'))),

@@ -5,7 +5,6 @@
 //! project lock (LCK-1, TUI-1) the whole time, the lock every writing command takes.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::unbounded_channel;
@@ -13,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{EnvSnapshot, Settings};
 use crate::dataset::delete::{Target, delete};
-use crate::pipeline::{Context, Event};
+use crate::pipeline::Event;
 
 /// What `target` names, in words.
 #[must_use]
@@ -39,17 +38,13 @@ pub fn delete_then_split(
     target: &Target,
 ) -> Result<(String, Vec<String>), String> {
     let (events, mut received) = unbounded_channel();
-    let context = Context {
-        settings: Arc::new(settings.clone()),
-        root: root.to_path_buf(),
-        secrets: Arc::new(crate::secrets::Resolver::new(env)),
-        prices: crate::pricing::PriceBook::new(),
+    let context = super::stages::pipeline_context(
+        root,
+        settings,
+        env,
         events,
-        cancel: CancellationToken::new(),
-        backoff_base: Duration::from_secs(1),
-        redactor: crate::llm::Redactor::new(),
-        over_budget: false,
-    };
+        (CancellationToken::new(), Duration::from_secs(1)),
+    );
     let what = describe(target);
     delete(&context.data(), target).map_err(|error| format!("{what} not deleted: {error}"))?;
     let report = crate::pipeline::split::run(&context, None);

@@ -34,6 +34,13 @@ pub enum FlowEvent {
     /// The project's spend from its ledger against `budget.max_usd` (issue 20), freshly
     /// read with the runs.
     Spend(super::components::footer::SpendShown),
+    /// News of the stage chain of task `task` (TUI-36..TUI-40).
+    Stage {
+        /// The task.
+        task: u64,
+        /// What happened.
+        news: super::stages::StageNews,
+    },
     /// A write or re-read of `overbrainer.toml` ended (TUI-13..TUI-20).
     Config(super::config_write::ConfigNews),
     /// A line for the Logs view (a flow's warning, in words).

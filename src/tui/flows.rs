@@ -239,6 +239,19 @@ impl Flows {
             }
             // The event loop hands the terminal over itself.
             Work::EditFile => {}
+            Work::Stages {
+                task,
+                chain,
+                cancel,
+            } => {
+                tokio::spawn(super::stages::run_chain(
+                    Arc::clone(&self.config),
+                    chain,
+                    task,
+                    self.sender.clone(),
+                    cancel,
+                ));
+            }
             Work::ExportLogs(lines) => self.spawn_export(lines),
             Work::Task {
                 task,

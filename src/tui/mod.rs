@@ -6,6 +6,7 @@
 //! - [`flows`]: the flows as spawned tasks through the command line's library calls;
 //!   [`dataset_delete`]: the Dataset view's deletion, then `split` again;
 //!   [`config_write`]: the Project view's writes of `overbrainer.toml` and its re-reads;
+//!   [`stages`]: the dataset stages, `run` and auto mode as the TUI starts them;
 //! - [`event`]: what flows send back; [`action`]: what keys ask for;
 //! - [`terminal`]: raw mode, the panic hook, Ctrl-Z; [`theme`]: colours and `NO_COLOR`.
 //!
@@ -19,6 +20,7 @@ pub mod config_write;
 pub mod dataset_delete;
 pub mod event;
 pub mod flows;
+pub mod stages;
 pub mod terminal;
 pub mod theme;
 pub mod views;

@@ -330,6 +330,58 @@ fn dataset_view_snapshots() {
 }
 
 #[test]
+fn pipeline_chain_and_menu_snapshots() {
+    use super::stages::{Chain, StageNews};
+    use crate::pipeline::{Event, Progress, Stage};
+    let mut app = app();
+    app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
+    app.handle_key(ch('r'));
+    snapshot_both("menu", &app);
+    app.handle_key(key(KeyCode::Esc));
+    let work = app.apply(Action::RunChain(Chain::Auto));
+    let [Work::Stages { task, .. }] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    let task = *task;
+    let news = [
+        StageNews::Began(Stage::Subtopics),
+        StageNews::Ended {
+            stage: Stage::Subtopics,
+            ok: true,
+            line: "subtopics: 2 done, 0 skipped, 0 failed, 6 added, 120 input tokens, 300 output tokens, $0.0012".into(),
+            error: None,
+        },
+        StageNews::Began(Stage::Questions),
+        StageNews::Event(Event::Started {
+            stage: Stage::Questions,
+            total: 6,
+            skipped: 2,
+        }),
+        StageNews::Event(Event::Progress {
+            stage: Stage::Questions,
+            progress: Progress {
+                done: 3,
+                failed: 1,
+                in_flight: 2,
+                retrying: 1,
+                input_tokens: 900,
+                output_tokens: 1500,
+                ..Progress::default()
+            },
+        }),
+        StageNews::Event(Event::ItemFailed {
+            stage: Stage::Questions,
+            item: "rust/ownership".into(),
+            reason: "HTTP 500 after 3 retries".into(),
+        }),
+    ];
+    for news in news {
+        app.on_flow(FlowEvent::Stage { task, news });
+    }
+    snapshot_both("pipeline_auto_running", &app);
+}
+
+#[test]
 fn an_orphaned_question_shows_its_marker_and_why() {
     let mut app = app();
     app.handle_key(ch('2'));

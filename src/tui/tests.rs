@@ -604,3 +604,115 @@ fn e_hands_the_file_over_unless_a_run_is_followed_or_a_write_runs() {
         Some("`E` must wait: run 20260101T000000Z-a1b2 is followed")
     );
 }
+
+#[test]
+fn r_opens_the_menu_whose_pick_runs_stages_one_chain_at_a_time() {
+    use super::stages::{Chain, StageNews};
+    use crate::pipeline::Stage;
+    let mut app = app();
+    assert!(app.handle_key(ch('r')).is_empty());
+    assert_eq!(app.menu(), Some(0), "opens on auto");
+    app.handle_key(ch('j'));
+    let work = app.handle_key(key(KeyCode::Enter));
+    let [Work::Stages { task, chain, .. }] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    assert_eq!(*chain, Chain::One(Stage::Subtopics));
+    let task = *task;
+    assert_eq!(app.menu(), None);
+    assert_eq!(app.tab(), 2, "the Pipeline view shows it");
+    // TUI-64: `r`, `A`, `t` and `d` wait while it runs; TUI-18: so does `E`.
+    assert!(app.handle_key(ch('r')).is_empty());
+    assert!(
+        app.message()
+            .is_some_and(|m| m.text.contains("`subtopics` runs"))
+    );
+    assert!(app.apply(Action::Start { resume_from: None }).is_empty());
+    assert!(app.apply(Action::EditFile).is_empty());
+    // TUI-19: its roles and their providers are read-only meanwhile.
+    app.handle_key(ch('1'));
+    assert!(
+        app.apply(Action::EditConfig(vec![
+            crate::config::edit::Change::Unset("roles.generator.model".into())
+        ]))
+        .is_empty()
+    );
+    assert!(
+        app.message()
+            .is_some_and(|m| m.text.contains("stage `subtopics`"))
+    );
+    let work = app.on_flow(FlowEvent::Stage {
+        task,
+        news: StageNews::Finished { ok: true },
+    });
+    assert!(matches!(work.as_slice(), [Work::ReadDataset]), "{work:?}");
+    assert_eq!(
+        app.message().map(|m| m.text.as_str()),
+        Some("`subtopics` done")
+    );
+    assert!(matches!(
+        app.handle_key(ch('r')).as_slice(),
+        [] if app.menu() == Some(0)
+    ));
+}
+
+#[test]
+fn auto_mode_asks_then_trains_once_every_stage_succeeded() {
+    use super::stages::{Chain, StageNews};
+    let mut app = app();
+    assert!(app.apply(Action::AskAuto).is_empty());
+    let dialog = app.dialog().cloned().expect("A asks");
+    assert_eq!(*dialog.yes, Action::RunChain(Chain::Auto));
+    assert!(
+        dialog
+            .lines
+            .iter()
+            .any(|l| l.contains("starts a training run"))
+    );
+    let work = app.handle_key(ch('y'));
+    let [Work::Stages { task, .. }] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    let task = *task;
+    let work = app.on_flow(FlowEvent::Stage {
+        task,
+        news: StageNews::Finished { ok: true },
+    });
+    assert!(
+        matches!(
+            work.as_slice(),
+            [
+                Work::ReadDataset,
+                Work::Task {
+                    kind: Kind::Train,
+                    run: None,
+                    ..
+                }
+            ]
+        ),
+        "{work:?}"
+    );
+    assert_eq!(app.tab(), 3, "the Training view follows the run");
+}
+
+#[test]
+fn q_asks_while_a_stage_runs_and_the_tui_ends_once_it_stopped() {
+    use super::stages::{Chain, StageNews};
+    let mut app = app();
+    let work = app.apply(Action::RunChain(Chain::Run));
+    let [Work::Stages { task, cancel, .. }] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    let (task, cancel) = (*task, cancel.clone());
+    app.handle_key(ch('q'));
+    assert!(app.dialog().is_some_and(|d| *d.yes == Action::QuitNow));
+    assert!(!app.done());
+    app.handle_key(ch('y'));
+    assert!(cancel.is_cancelled(), "the stage is interrupted");
+    assert!(!app.done(), "it ends first");
+    app.on_flow(FlowEvent::Stage {
+        task,
+        news: StageNews::Finished { ok: false },
+    });
+    assert!(app.done());
+}

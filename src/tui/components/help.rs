@@ -14,6 +14,7 @@ pub const GLOBAL_KEYS: &[(&str, &str)] = &[
     ("q Ctrl-C", "quit (a followed run is detached)"),
     ("Ctrl-Z", "suspend"),
     ("R", "re-read the runs from disk"),
+    ("r", "menu: auto, each stage, run"),
 ];
 
 /// Draws the overlay for a view titled `view` with keys `keys`.

@@ -1,10 +1,11 @@
-//! Pieces the views share: the confirmation dialog, the help overlay, the footer and the
-//! downsampled loss chart.
+//! Pieces the views share: the confirmation dialog, the help overlay, the `r` menu, the
+//! footer and the downsampled loss chart.
 
 pub mod chart;
 pub mod dialog;
 pub mod footer;
 pub mod help;
+pub mod menu;
 
 use ratatui::layout::Rect;
 

@@ -70,6 +70,7 @@ const KEYS: &[(&str, &str)] = &[
     ("Enter", "edit"),
     ("u", "undo"),
     ("E", "$EDITOR"),
+    ("A", "auto"),
 ];
 const FORM_KEYS: &[(&str, &str)] = &[("Enter", "save"), ("Esc", "cancel")];
 
@@ -156,13 +157,11 @@ impl ProjectView {
             .map(|(_, user)| user.as_str())
     }
 
-    /// The `training.target` shown, unquoted.
+    /// The value shown for `key`, unquoted; `None` when unset or not shown.
     #[must_use]
-    pub fn training_target(&self) -> Option<String> {
+    pub fn value(&self, key: &str) -> Option<String> {
         self.rows.iter().find_map(|r| match r {
-            Row::Field(e) if e.key == "training.target" && e.value != "(unset)" => {
-                Some(form_text(&e.value))
-            }
+            Row::Field(e) if e.key == key && e.value != "(unset)" => Some(form_text(&e.value)),
             _ => None,
         })
     }
@@ -346,6 +345,7 @@ impl View for ProjectView {
             KeyCode::Enter => return self.edit(),
             KeyCode::Char('u') => return Some(Action::UndoConfig),
             KeyCode::Char('E') => return Some(Action::EditFile),
+            KeyCode::Char('A') => return Some(Action::AskAuto),
             _ => {}
         }
         None

@@ -164,7 +164,7 @@ fn env_only_and_used_fields_refuse_enter_naming_why() {
         "`providers.local.api_key` may only be set in the environment; \
          set `OVERBRAINER_PROVIDERS__LOCAL__API_KEY` in `.env`"
     );
-    assert_eq!(view.training_target().as_deref(), Some("box"));
+    assert_eq!(view.value("training.target").as_deref(), Some("box"));
     view.used = vec![
         ("training.".into(), "run 20260101-000000-abcd".into()),
         ("targets.box.".into(), "run 20260101-000000-abcd".into()),
