@@ -307,6 +307,83 @@ if [ -n "$line" ]; then sed -i "s/\"tiny test\"/$line/" "$1"; else printf '[brok
     });
 }
 
+// TUI-5, TUI-6, TUI-36: the `r` menu's `run` builds the dataset against stand-in
+// providers as `overbrainer run` does (stopping after `split`), with its summary lines on
+// the Pipeline view and the key never on the screen.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_r_menu_runs_the_dataset_stages_against_stand_in_providers() {
+    use crate::pipeline::{KEY, config, lines, mount_generator, mount_parent, project};
+    let server = wiremock::MockServer::start().await;
+    mount_generator(&server, std::time::Duration::ZERO).await;
+    mount_parent(&server).await;
+    let project = project(&config("openai", "parent-model", true, ""));
+    let uri = server.uri();
+    let project = tokio::task::spawn_blocking(move || {
+        let prompt = format!("obprompt-{}$ ", random_token());
+        let mut env = vec![
+            ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
+            (
+                "HOME".to_owned(),
+                project.home().to_string_lossy().into_owned(),
+            ),
+            ("OVERBRAINER_TEST_SECOND_MS".to_owned(), "10".to_owned()),
+        ];
+        for provider in ["STAND", "OTHER"] {
+            env.push((
+                format!("OVERBRAINER_PROVIDERS__{provider}__BASE_URL"),
+                uri.clone(),
+            ));
+            env.push((
+                format!("OVERBRAINER_PROVIDERS__{provider}__API_KEY"),
+                KEY.to_owned(),
+            ));
+        }
+        let tmux = Tmux::start(&env, &prompt);
+        tmux.wait_for("the shell prompt", prompt.trim_end());
+        tmux.type_text(&format!(
+            "'{}' -C '{}' tui",
+            env!("CARGO_BIN_EXE_overbrainer"),
+            project.path().display()
+        ));
+        tmux.key("Enter");
+        tmux.wait_for("the Project view", "1 Project");
+        tmux.key("r");
+        tmux.wait_for("the menu", "Enter run  Esc close");
+        for _ in 0..5 {
+            tmux.key("j");
+        }
+        tmux.key("Enter");
+        let screen = tmux.wait_for("the end of `run`", "`run` done");
+        assert!(
+            screen.contains("split: 5 train, 1 eval, 0 excluded, 0 orphaned"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("subtopics ✓ → questions ✓ → answers ✓ → split ✓"),
+            "{screen}"
+        );
+        assert!(!screen.contains(KEY), "{screen}");
+        tmux.key("q");
+        tmux.wait("the shell prompt after quitting", |s| {
+            back_at_the_prompt(s, &prompt, 2)
+        });
+        project
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        lines(&project, "data/train.jsonl").len() + lines(&project, "data/eval.jsonl").len(),
+        6
+    );
+    let history = lines(&project, ".overbrainer/history.jsonl");
+    let stages: Vec<&str> = history
+        .iter()
+        .map(|h| h["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["subtopics", "questions", "answers", "split"]);
+    assert!(history.iter().all(|h| h["status"] == "ok"), "{history:?}");
+}
+
 /// TUI-3: resized below 80x24 the TUI shows only the notice; resized back, the view.
 fn too_small_and_back(tmux: &Tmux) {
     let resize = |x: &str, y: &str| {
