@@ -47,9 +47,9 @@ tmux -L "$socket" new-session -d -x 120 -y 40 -s bench env -i PATH="$PATH" HOME=
     OVERBRAINER_TRAINING__BASE_MODEL="$TINY_MODEL" OVERBRAINER_TARGETS__LOCAL__VENV="$AXOLOTL_VENV" \
     "$bin" -C "$project" tui
 screen() { tmux -L "$socket" capture-pane -p -t bench; }
-wait_for() { # TEXT SECONDS
+wait_for() { # PATTERN SECONDS (an extended regular expression)
     local deadline=$((SECONDS + $2))
-    until screen | grep -qF -- "$1"; do
+    until screen | grep -qE -- "$1"; do
         ((SECONDS < deadline)) || { echo "bench: no '$1' on screen after $2 s:" >&2; screen >&2; exit 1; }
         sleep 0.05
     done
@@ -60,7 +60,8 @@ wait_for "t start" 10
 tmux -L "$socket" send-keys -t bench t
 wait_for "y yes" 10
 tmux -L "$socket" send-keys -t bench y
-wait_for "step " 600
+# A step counter past 1: the job runs and the TUI follows it.
+wait_for "step ([2-9]|[1-9][0-9]+)/" 600
 pid=$(tmux -L "$socket" list-panes -t bench -F '#{pane_pid}')
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
@@ -71,7 +72,9 @@ after=$(cpu)
 elapsed=$(echo "$(date +%s.%N) - $start" | bc)
 idle=$(echo "scale=3; 100 * ($after - $before) / $ticks / $elapsed" | bc)
 echo "idle CPU of the TUI following a run: ${idle}% of one core over ${elapsed%.*} s (target < 1%)"
-screen | grep -q "step " || { echo "bench: the run is no longer followed" >&2; exit 1; }
+last=$(screen | grep -oE "step [0-9]+/" | head -1)
+echo "the run was followed to ${last%/}"
+screen | grep -q "running" || { echo "bench: the run is no longer running" >&2; exit 1; }
 
 times=()
 for n in $(seq 1 "$keys"); do

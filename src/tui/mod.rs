@@ -46,6 +46,8 @@ use views::training::TrainingView;
 /// Redraw tick while work runs; a message expires after 40 ticks (10 s).
 const TICK: Duration = Duration::from_millis(250);
 const MESSAGE_TICKS: u32 = 40;
+/// The shortest time between two redraws for what flows send (keys redraw at once).
+const FRAME: Duration = Duration::from_millis(100);
 /// How often `overbrainer.toml` and `.env` are compared with what is shown (TUI-20).
 const REREAD: Duration = Duration::from_secs(2);
 
@@ -140,11 +142,17 @@ async fn event_loop(
     let mut reread = tokio::time::interval(REREAD);
     reread.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut message_ticks = 0;
+    // Keys draw at once; what flows send is drawn at most once per FRAME (a fast run sends
+    // many steps a second), the tick drawing what is left.
     let mut dirty = true;
+    let mut pending = false;
+    let mut drawn = std::time::Instant::now();
     loop {
-        if dirty {
+        if dirty || (pending && drawn.elapsed() >= FRAME) {
             terminal.draw(|frame| app.render(frame))?;
+            drawn = std::time::Instant::now();
             dirty = false;
+            pending = false;
         }
         if app.done() {
             return Ok(());
@@ -177,15 +185,15 @@ async fn event_loop(
             },
             Some(event) = flow_events.recv() => {
                 spawn(app.on_flow(event));
-                dirty = true;
+                pending = true;
             }
             Some((level, text)) = logs.recv() => {
                 app.log(level, text);
-                dirty = app.tab() == 4;
+                pending |= app.tab() == 4;
             }
             _ = reread.tick() => spawn(vec![Work::RereadConfig]),
             _ = tick.tick() => {
-                dirty = app.busy();
+                dirty = app.busy() || pending;
                 if app.message().is_some() {
                     message_ticks += 1;
                     if message_ticks >= MESSAGE_TICKS {
