@@ -804,7 +804,12 @@ impl App {
                 self.spend = Some(spend);
                 Vec::new()
             }
+            FlowEvent::Ledger(summary) => {
+                self.project.spend = Some(*summary);
+                Vec::new()
+            }
             FlowEvent::Dataset(listing) => {
+                self.project.dataset = Some(super::views::project::Counts::of(&listing));
                 self.pipeline.set_listing(listing.clone());
                 self.dataset.set_listing(listing);
                 Vec::new()

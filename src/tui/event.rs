@@ -34,6 +34,8 @@ pub enum FlowEvent {
     /// The project's spend from its ledger against `budget.max_usd` (issue 20), freshly
     /// read with the runs.
     Spend(super::components::footer::SpendShown),
+    /// The ledger summed by stage, run and model, read with the spend (TUI-26).
+    Ledger(Box<crate::budget::Summary>),
     /// News of the stage chain of task `task` (TUI-36..TUI-40).
     Stage {
         /// The task.

@@ -383,6 +383,7 @@ fn send_spend(
             for line in skipped {
                 let _ = sender.send(FlowEvent::Log(Level::WARN, line.to_string()));
             }
+            let _ = sender.send(FlowEvent::Ledger(Box::new(report.summary.clone())));
             let _ = sender.send(FlowEvent::Spend(super::components::footer::SpendShown {
                 total: report.summary.total,
                 max_usd: report.max_usd,

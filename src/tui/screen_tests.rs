@@ -89,6 +89,38 @@ fn project_view_snapshots() {
 }
 
 #[test]
+fn project_stats_snapshots() {
+    use crate::budget::{Spend, Summary};
+    let mut app = app();
+    with_runs(&mut app, vec![stopped("20260101T000000Z-a1b2")]);
+    let spend = |usd, unpriced, input_tokens, output_tokens| Spend {
+        usd,
+        events: 3,
+        unpriced,
+        input_tokens,
+        output_tokens,
+    };
+    let mut summary = Summary {
+        total: spend(1.4231, 1, 12_000, 30_500),
+        ..Summary::default()
+    };
+    summary
+        .by_stage
+        .insert("answers".into(), spend(1.2, 1, 9_000, 25_000));
+    summary
+        .by_stage
+        .insert("questions".into(), spend(0.0231, 0, 3_000, 5_500));
+    summary.by_stage.insert("train".into(), spend(0.2, 0, 0, 0));
+    summary.by_model.insert(
+        "claude/claude-sonnet-4-5".into(),
+        spend(1.2, 1, 9_000, 25_000),
+    );
+    app.on_flow(FlowEvent::Ledger(Box::new(summary)));
+    app.on_flow(FlowEvent::Dataset(dataset_listing(false)));
+    snapshot_both("project_stats", &app);
+}
+
+#[test]
 fn project_form_snapshots() {
     let mut app = app();
     with_runs(&mut app, Vec::new());

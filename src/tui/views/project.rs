@@ -63,6 +63,35 @@ pub struct ProjectView {
     /// Who uses the keys under each prefix, read-only meanwhile (TUI-19):
     /// `("training.", "run 20260101-…")`.
     pub used: Vec<(String, String)>,
+    /// The ledger's spend, once read (TUI-26).
+    pub spend: Option<crate::budget::Summary>,
+    /// The dataset's counts, once read (TUI-26).
+    pub dataset: Option<Counts>,
+}
+
+/// The dataset's counts (TUI-26): topics with records, then each file's records (`None`
+/// when the file does not exist).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counts {
+    topics: usize,
+    files: Vec<(&'static str, Option<usize>)>,
+}
+
+impl Counts {
+    /// The counts of `listing`.
+    #[must_use]
+    pub fn of(listing: &crate::dataset::listing::Listing) -> Self {
+        let topics: std::collections::BTreeSet<&str> = listing
+            .subtopics
+            .iter()
+            .map(|s| s.topic.as_str())
+            .chain(listing.rows.iter().map(|r| r.topic.as_str()))
+            .collect();
+        Self {
+            topics: topics.len(),
+            files: listing.files.iter().map(|f| (f.name, f.records)).collect(),
+        }
+    }
 }
 
 const KEYS: &[(&str, &str)] = &[
@@ -127,6 +156,8 @@ impl ProjectView {
             form: None,
             problems: BTreeMap::new(),
             used: Vec::new(),
+            spend: None,
+            dataset: None,
         }
     }
 
@@ -396,22 +427,7 @@ impl Widget for &ProjectView {
             Paragraph::new(Line::styled(format!(" {} from {from}", entry.key), t.dim()))
                 .render(detail, buf);
         }
-        let mut lines = vec![Line::styled("runs", t.title())];
-        match &self.runs_by_state {
-            None => lines.push(Line::styled("not read yet", t.dim())),
-            Some(states) if states.is_empty() => lines.push(Line::styled("no runs", t.dim())),
-            Some(states) => {
-                for (state, count) in states {
-                    lines.push(Line::raw(format!("{state:>12} {count}")));
-                }
-            }
-        }
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("cost and dataset counts", t.title()));
-        lines.push(Line::styled(
-            "not shown yet: `overbrainer history`",
-            t.dim(),
-        ));
+        let lines = self.stats_lines();
         Paragraph::new(lines)
             .block(
                 Block::new()
@@ -423,6 +439,90 @@ impl Widget for &ProjectView {
 }
 
 impl ProjectView {
+    /// The right pane (TUI-26): runs by state, the spend by stage with tokens, the pods'
+    /// estimated spend, the spend by model, then the dataset's counts; a group not known
+    /// yet says so instead of zeros.
+    fn stats_lines(&self) -> Vec<Line<'static>> {
+        let t = self.theme;
+        let usd = crate::budget::usd;
+        let mut lines = vec![Line::styled("runs", t.title())];
+        match &self.runs_by_state {
+            None => lines.push(Line::styled("not read yet", t.dim())),
+            Some(states) if states.is_empty() => lines.push(Line::styled("no runs", t.dim())),
+            Some(states) => {
+                for (state, count) in states {
+                    lines.push(Line::raw(format!("{state:>12} {count}")));
+                }
+            }
+        }
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("spend", t.title()));
+        let unpriced = |spend: &crate::budget::Spend| {
+            if spend.unpriced > 0 { "+" } else { "" }
+        };
+        match &self.spend {
+            None => lines.push(Line::styled("ledger not read yet", t.dim())),
+            Some(spend) if spend.total.events == 0 => {
+                lines.push(Line::styled("nothing spent", t.dim()));
+            }
+            Some(spend) => {
+                for (stage, group) in &spend.by_stage {
+                    let name = if stage == "train" {
+                        "pods (est.)"
+                    } else {
+                        stage
+                    };
+                    lines.push(Line::raw(format!(
+                        "{name:>12} {}{}",
+                        usd(group.usd),
+                        unpriced(group)
+                    )));
+                }
+                lines.push(Line::raw(format!(
+                    "{:>12} {}{}",
+                    "total",
+                    usd(spend.total.usd),
+                    unpriced(&spend.total)
+                )));
+                for (name, tokens) in [
+                    ("tokens in", spend.total.input_tokens),
+                    ("out", spend.total.output_tokens),
+                ] {
+                    lines.push(Line::styled(format!("{name:>12} {tokens}"), t.dim()));
+                }
+                if !spend.by_model.is_empty() {
+                    lines.push(Line::styled("by model", t.title()));
+                    for (model, group) in &spend.by_model {
+                        lines.push(Line::raw(format!(" {}", super::truncate(model, 36))));
+                        lines.push(Line::raw(format!(
+                            "{:>12} {}{}",
+                            "",
+                            usd(group.usd),
+                            unpriced(group)
+                        )));
+                    }
+                }
+            }
+        }
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("dataset", t.title()));
+        match &self.dataset {
+            None => lines.push(Line::styled("data/ not read yet", t.dim())),
+            Some(counts) if counts.files.iter().all(|(_, n)| n.is_none()) => {
+                lines.push(Line::styled("nothing generated yet", t.dim()));
+            }
+            Some(counts) => {
+                lines.push(Line::raw(format!("{:>12} {}", "topics", counts.topics)));
+                for (file, records) in &counts.files {
+                    let name = file.trim_end_matches(".jsonl");
+                    let value = records.map_or_else(|| "-".to_owned(), |n| n.to_string());
+                    lines.push(Line::raw(format!("{name:>12} {value}")));
+                }
+            }
+        }
+        lines
+    }
+
     /// The form below the list: what is typed, then what the field accepts or why the
     /// last submission was refused.
     fn render_form(&self, form: &Form, area: Rect, buf: &mut Buffer) {
