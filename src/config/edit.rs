@@ -25,8 +25,13 @@ use crate::env::EnvSnapshot;
 pub enum Change {
     /// Set the key to a value, creating the tables on its way.
     Set(String, Value),
-    /// Remove the key from the file (its default applies again).
+    /// Remove the key from the file (its default applies again): a value, a whole table
+    /// (`providers.local`), or an item of a list of tables (`topics.1`).
     Unset(String),
+    /// Add the table `[key]` with these values (`targets.gpu`); refused when it exists.
+    Table(String, Vec<(String, Value)>),
+    /// Append a table with these values to the list of tables `[[key]]` (`topics`).
+    Push(String, Vec<(String, Value)>),
 }
 
 /// Two changes are the same when they change the same key to the same TOML text.
@@ -35,6 +40,13 @@ impl PartialEq for Change {
         match (self, other) {
             (Self::Set(a, x), Self::Set(b, y)) => a == b && x.to_string() == y.to_string(),
             (Self::Unset(a), Self::Unset(b)) => a == b,
+            (Self::Table(a, x), Self::Table(b, y)) | (Self::Push(a, x), Self::Push(b, y)) => {
+                a == b
+                    && x.len() == y.len()
+                    && x.iter()
+                        .zip(y)
+                        .all(|((k, v), (l, w))| k == l && v.to_string() == w.to_string())
+            }
             _ => false,
         }
     }
@@ -47,7 +59,7 @@ impl Change {
     #[must_use]
     pub fn key(&self) -> &str {
         match self {
-            Self::Set(key, _) | Self::Unset(key) => key,
+            Self::Set(key, _) | Self::Unset(key) | Self::Table(key, _) | Self::Push(key, _) => key,
         }
     }
 }
@@ -154,10 +166,40 @@ pub fn apply(path: &Path, text: &str, changes: &[Change]) -> Result<String, Edit
             message: message.to_owned(),
         };
         let (last, through) = parts.split_last().ok_or_else(|| shape("empty key"))?;
-        let create = matches!(change, Change::Set(..));
+        let create = !matches!(change, Change::Unset(..));
         let mut item = document.as_item_mut();
         for part in through {
             item = step(item, part, create).map_err(|message| shape(&message))?;
+        }
+        if let (Change::Unset(_), Ok(index)) = (change, last.parse::<usize>()) {
+            let removed = match item {
+                Item::ArrayOfTables(tables) if index < tables.len() => {
+                    tables.remove(index);
+                    true
+                }
+                Item::Value(Value::Array(values)) if index < values.len() => {
+                    values.remove(index);
+                    true
+                }
+                _ => false,
+            };
+            if removed {
+                continue;
+            }
+            return Err(shape(&format!("there is no item {index}")));
+        }
+        if let Change::Push(_, values) = change {
+            let table = item
+                .as_table_like_mut()
+                .ok_or_else(|| shape(&format!("`{last}` is under a value that is not a table")))?;
+            let list = table
+                .entry(last)
+                .or_insert(Item::ArrayOfTables(toml_edit::ArrayOfTables::new()));
+            let Item::ArrayOfTables(list) = list else {
+                return Err(shape("it is not a list of tables"));
+            };
+            list.push(table_of(values));
+            continue;
         }
         let Some(table) = item.as_table_like_mut() else {
             return Err(shape(&format!(
@@ -178,9 +220,25 @@ pub fn apply(path: &Path, text: &str, changes: &[Change]) -> Result<String, Edit
             Change::Unset(_) => {
                 table.remove(last);
             }
+            Change::Table(_, values) => {
+                if table.contains_key(last) {
+                    return Err(shape("it exists already"));
+                }
+                table.insert(last, Item::Table(table_of(values)));
+            }
+            Change::Push(..) => {}
         }
     }
     Ok(document.to_string())
+}
+
+/// A standard table holding `values`, in order.
+fn table_of(values: &[(String, Value)]) -> toml_edit::Table {
+    let mut table = toml_edit::Table::new();
+    for (key, value) in values {
+        table.insert(key, Item::Value(value.clone()));
+    }
+    table
 }
 
 /// The item under `part` of `item`: an index into an array of tables (or an array), else a

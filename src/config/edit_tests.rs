@@ -231,3 +231,59 @@ fn a_choice_cycles_through_its_values_and_unset_when_optional() {
     );
     assert_eq!(next("training.epochs", "1"), None);
 }
+
+#[test]
+fn tables_are_added_and_removed_whole_and_topics_by_index() {
+    let after = edited(&[
+        Change::Table(
+            "targets.gpu".into(),
+            vec![
+                ("kind".into(), Value::from("runpod")),
+                ("gpu_types".into(), Value::from("auto")),
+            ],
+        ),
+        Change::Push(
+            "topics".into(),
+            vec![
+                ("name".into(), Value::from("go")),
+                ("subtopics".into(), Value::from(5)),
+            ],
+        ),
+        Change::Unset("providers.local".into()),
+    ]);
+    assert!(
+        after.contains("[targets.gpu]\nkind = \"runpod\"\ngpu_types = \"auto\"\n"),
+        "{after}"
+    );
+    assert!(
+        after.contains("[[topics]]\nname = \"go\"\nsubtopics = 5\n"),
+        "{after}"
+    );
+    assert!(!after.contains("providers"), "{after}");
+    assert!(
+        after.contains("# Three of them."),
+        "the first topic is kept: {after}"
+    );
+    let after = apply(
+        Path::new("overbrainer.toml"),
+        &after,
+        &[Change::Unset("topics.0".into())],
+    )
+    .unwrap();
+    assert!(!after.contains("rust"), "{after}");
+    assert!(after.contains("name = \"go\""), "{after}");
+    let exists = apply(
+        Path::new("overbrainer.toml"),
+        TEXT,
+        &[Change::Table("providers.local".into(), Vec::new())],
+    )
+    .unwrap_err();
+    assert_eq!(exists.to_string(), "`providers.local`: it exists already");
+    let missing = apply(
+        Path::new("overbrainer.toml"),
+        TEXT,
+        &[Change::Unset("topics.4".into())],
+    )
+    .unwrap_err();
+    assert_eq!(missing.to_string(), "`topics.4`: there is no item 4");
+}

@@ -737,7 +737,7 @@ impl App {
                     show(self, *shown);
                     self.config.undo = None;
                 }
-                if self.project.form.is_some() {
+                if self.project.form.is_some() || self.project.adding.is_some() {
                     self.project.saved(Some(error));
                 } else {
                     self.say(false, error);

@@ -306,6 +306,8 @@ fn said(changes: &[Change]) -> String {
     match changes {
         [Change::Set(key, value)] => format!("saved `{key}` = {}", value.to_string().trim()),
         [Change::Unset(key)] => format!("unset `{key}`"),
+        [Change::Table(key, _)] => format!("added `{key}`"),
+        [Change::Push(key, _)] => format!("added a table to `{key}`"),
         _ => format!(
             "saved {}",
             changes

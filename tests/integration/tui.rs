@@ -243,6 +243,30 @@ fn the_project_view_edits_the_file_keeping_comments_undoes_and_reads_changes_on_
         &original.replace("\"tiny test\"", "\"from disk\""),
     );
     tmux.wait_for("the change on disk", "project.name = \"from disk\"");
+    // TUI-11: `a` adds a Runpod target as one table that validates as added.
+    let before_add = training.project.read("overbrainer.toml");
+    tmux.key("a");
+    tmux.wait_for("the add flow", "add: what?");
+    tmux.key("j");
+    tmux.key("j");
+    tmux.key("Enter");
+    tmux.type_text("cloud_gpu");
+    tmux.key("Enter");
+    tmux.wait_for("the kinds", "add target `cloud_gpu`: kind");
+    for _ in 0..3 {
+        tmux.key("j");
+    }
+    tmux.key("Enter");
+    tmux.wait_for("the new target", "added `targets.cloud_gpu`");
+    assert_eq!(
+        training.project.read("overbrainer.toml"),
+        format!(
+            "{before_add}\n[targets.cloud_gpu]\nkind = \"runpod\"\ngpu_types = \"auto\"\nmax_hours = 4\n"
+        )
+    );
+    tmux.key("u");
+    tmux.wait_for("the add undone", "undone: targets.cloud_gpu");
+    assert_eq!(training.project.read("overbrainer.toml"), before_add);
     tmux.key("q");
     tmux.wait("the shell prompt after quitting", |s| {
         back_at_the_prompt(s, &prompt, 2)

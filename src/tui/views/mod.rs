@@ -8,6 +8,7 @@ pub mod dataset_tree;
 pub mod logs;
 pub mod pipeline;
 pub mod project;
+pub mod project_add;
 pub mod training;
 
 use crossterm::event::KeyEvent;

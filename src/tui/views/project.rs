@@ -7,8 +7,9 @@
 //! form (validated on Enter); every change is one write through `config::edit`, `u`
 //! undoes the last. Fields the environment sets, or that only it may set, are read-only;
 //! the `training` table and its target are while a run starts or is followed (TUI-19).
-//! `E` hands the whole file to `$VISUAL`/`$EDITOR` (TUI-18). Not built yet: adding and
-//! deleting tables (TUI-11, TUI-12), the Runpod pickers (TUI-21..TUI-25).
+//! `E` hands the whole file to `$VISUAL`/`$EDITOR` (TUI-18); `a` adds a topic, provider or
+//! target (`project_add`), `d` deletes one after a question (TUI-11, TUI-12). Not built
+//! yet: the Runpod pickers and hints (TUI-21..TUI-25).
 
 use std::collections::BTreeMap;
 
@@ -67,6 +68,8 @@ pub struct ProjectView {
     pub spend: Option<crate::budget::Summary>,
     /// The dataset's counts, once read (TUI-26).
     pub dataset: Option<Counts>,
+    /// The add flow, when open (TUI-11).
+    pub adding: Option<super::project_add::Adding>,
 }
 
 /// The dataset's counts (TUI-26): topics with records, then each file's records (`None`
@@ -99,6 +102,8 @@ const KEYS: &[(&str, &str)] = &[
     ("Enter", "edit"),
     ("u", "undo"),
     ("E", "$EDITOR"),
+    ("a", "add"),
+    ("d", "delete"),
     ("A", "auto"),
 ];
 const FORM_KEYS: &[(&str, &str)] = &[("Enter", "save"), ("Esc", "cancel")];
@@ -158,6 +163,7 @@ impl ProjectView {
             used: Vec::new(),
             spend: None,
             dataset: None,
+            adding: None,
         }
     }
 
@@ -199,6 +205,13 @@ impl ProjectView {
 
     /// A save ended: the form closes, or shows why it was refused.
     pub fn saved(&mut self, refused: Option<String>) {
+        if let Some(adding) = self.adding.as_mut() {
+            match refused {
+                None => self.adding = None,
+                Some(error) => adding.refused(error),
+            }
+            return;
+        }
         match (refused, self.form.as_mut()) {
             (None, _) => self.form = None,
             (Some(error), Some(form)) => {
@@ -207,6 +220,66 @@ impl ProjectView {
             }
             (Some(_), None) => {}
         }
+    }
+
+    /// Whether a `what` (topic, provider, target) named `name` is configured.
+    fn taken(&self, what: &str, name: &str) -> bool {
+        self.rows.iter().any(|r| match r {
+            Row::Field(e) => match what {
+                "topic" => {
+                    e.key.starts_with("topics.")
+                        && e.key.ends_with(".name")
+                        && form_text(&e.value) == name
+                }
+                "provider" => e.key.starts_with(&format!("providers.{name}.")),
+                _ => e.key.starts_with(&format!("targets.{name}.")),
+            },
+            Row::Section(_) => false,
+        })
+    }
+
+    /// `d` (TUI-12): asks before deleting the selected topic, provider or target; a
+    /// configuration that still names it is refused on save, naming the key.
+    fn delete(&self) -> Action {
+        let Some(entry) = self.selected_entry() else {
+            return Action::refuse("nothing selected");
+        };
+        let table = section(&entry.key);
+        let (what, name) = match table.split_once('.') {
+            Some(("topics", _)) => (
+                "topic",
+                self.value(&format!("{table}.name")).unwrap_or_default(),
+            ),
+            Some(("providers", name)) => ("provider", name.to_owned()),
+            Some(("targets", name)) => ("target", name.to_owned()),
+            _ => {
+                return Action::refuse(format!(
+                    "only a topic, provider or target can be deleted; `{}` is in [{table}]",
+                    entry.key
+                ));
+            }
+        };
+        if let Some(user) = self
+            .used
+            .iter()
+            .find(|(prefix, _)| prefix.starts_with(&format!("{table}.")))
+            .map(|(_, user)| user)
+        {
+            return Action::refuse(format!("{what} `{name}` is used by {user}"));
+        }
+        let mut lines = vec![format!(
+            "Removes the {what} from overbrainer.toml (`u` undoes it)."
+        )];
+        if what == "topic" {
+            lines.push("What data/ holds of it stays; the Dataset view marks it [o].".into());
+        } else {
+            lines.push("Refused if a role or `training.target` still names it.".into());
+        }
+        Action::Ask(super::super::action::Dialog::new(
+            format!("Delete {what} `{name}`?"),
+            lines,
+            Action::EditConfig(vec![Change::Unset(table)]),
+        ))
     }
 
     /// What Enter on the selected field does (TUI-9, TUI-10, TUI-19).
@@ -355,16 +428,30 @@ impl View for ProjectView {
     }
 
     fn keys(&self) -> &'static [(&'static str, &'static str)] {
-        if self.form.is_some() { FORM_KEYS } else { KEYS }
+        if self.form.is_some() || self.adding.is_some() {
+            FORM_KEYS
+        } else {
+            KEYS
+        }
     }
 
     fn typing(&self) -> bool {
-        self.form.is_some()
+        self.form.is_some() || self.adding.is_some()
     }
 
     fn handle_key(&mut self, key: KeyEvent) -> Option<Action> {
         if self.form.is_some() {
             return self.form_key(key);
+        }
+        if let Some(mut adding) = self.adding.take() {
+            let done = adding.key(key, |what, name| self.taken(what, name));
+            return match done {
+                Err(()) => None,
+                Ok(action) => {
+                    self.adding = Some(adding);
+                    action
+                }
+            };
         }
         match key.code {
             KeyCode::Char('j') | KeyCode::Down => self.move_by(1),
@@ -377,6 +464,8 @@ impl View for ProjectView {
             KeyCode::Char('u') => return Some(Action::UndoConfig),
             KeyCode::Char('E') => return Some(Action::EditFile),
             KeyCode::Char('A') => return Some(Action::AskAuto),
+            KeyCode::Char('a') => self.adding = Some(super::project_add::Adding::new()),
+            KeyCode::Char('d') => return Some(self.delete()),
             _ => {}
         }
         None
@@ -389,7 +478,11 @@ impl Widget for &ProjectView {
         let right_width = if area.width >= 120 { 40 } else { 26 };
         let [left, right] =
             Layout::horizontal([Constraint::Min(40), Constraint::Length(right_width)]).areas(area);
-        let form_height = if self.form.is_some() { 4 } else { 0 };
+        let form_height = if self.form.is_some() || self.adding.is_some() {
+            4
+        } else {
+            0
+        };
         let [list, form, detail] = Layout::vertical([
             Constraint::Min(3),
             Constraint::Length(form_height),
@@ -398,6 +491,9 @@ impl Widget for &ProjectView {
         .areas(left);
         if let Some(open) = &self.form {
             self.render_form(open, form, buf);
+        }
+        if let Some(adding) = &self.adding {
+            adding.render(form, buf, t);
         }
         let items: Vec<ListItem<'_>> = self
             .rows

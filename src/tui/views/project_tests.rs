@@ -200,3 +200,124 @@ fn new_entries_keep_the_selected_key() {
         "a key gone: the nearest field"
     );
 }
+
+#[test]
+fn a_adds_a_provider_target_or_topic_by_name_refusing_bad_and_taken_names() {
+    let mut view = view();
+    let down = || key(KeyCode::Down);
+    view.handle_key(key(KeyCode::Char('a')));
+    assert!(view.typing(), "the app's keys go to the flow");
+    view.handle_key(down());
+    view.handle_key(key(KeyCode::Enter));
+    typed(&mut view, "Bad name");
+    assert_eq!(view.handle_key(key(KeyCode::Enter)), None);
+    assert_eq!(
+        view.adding
+            .as_ref()
+            .and_then(|a| a.error.clone())
+            .as_deref(),
+        Some("`Bad name` is not a name: lowercase letters, digits and `_` only")
+    );
+    for _ in 0.."Bad name".len() {
+        view.handle_key(key(KeyCode::Backspace));
+    }
+    typed(&mut view, "local");
+    view.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        view.adding
+            .as_ref()
+            .and_then(|a| a.error.clone())
+            .as_deref(),
+        Some("a provider `local` exists already")
+    );
+    typed(&mut view, "2");
+    assert_eq!(
+        view.handle_key(key(KeyCode::Enter)),
+        None,
+        "then its protocol"
+    );
+    view.handle_key(down());
+    assert_eq!(
+        view.handle_key(key(KeyCode::Enter)),
+        Some(Action::EditConfig(vec![Change::Table(
+            "providers.local2".into(),
+            vec![("protocol".into(), Value::from("anthropic"))]
+        )]))
+    );
+    view.saved(Some("not saved: x".into()));
+    assert_eq!(
+        view.adding
+            .as_ref()
+            .and_then(|a| a.error.clone())
+            .as_deref(),
+        Some("not saved: x")
+    );
+    assert_eq!(view.handle_key(key(KeyCode::Esc)), None);
+    assert!(view.adding.is_none() && !view.typing());
+
+    view.handle_key(key(KeyCode::Char('a')));
+    view.handle_key(down());
+    view.handle_key(down());
+    view.handle_key(key(KeyCode::Enter));
+    typed(&mut view, "gpu");
+    view.handle_key(key(KeyCode::Enter));
+    for _ in 0..3 {
+        view.handle_key(down());
+    }
+    assert_eq!(
+        view.handle_key(key(KeyCode::Enter)),
+        Some(Action::EditConfig(vec![Change::Table(
+            "targets.gpu".into(),
+            vec![
+                ("kind".into(), Value::from("runpod")),
+                ("gpu_types".into(), Value::from("auto")),
+                ("max_hours".into(), Value::from(4))
+            ]
+        )]))
+    );
+    view.saved(None);
+    assert!(view.adding.is_none());
+
+    view.handle_key(key(KeyCode::Char('a')));
+    view.handle_key(key(KeyCode::Enter));
+    typed(&mut view, "go");
+    assert_eq!(
+        view.handle_key(key(KeyCode::Enter)),
+        Some(Action::EditConfig(vec![Change::Push(
+            "topics".into(),
+            vec![
+                ("name".into(), Value::from("go")),
+                ("subtopics".into(), Value::from(5)),
+                ("questions_per_subtopic".into(), Value::from(10)),
+            ]
+        )]))
+    );
+}
+
+#[test]
+fn d_asks_before_deleting_a_provider_and_refuses_other_sections() {
+    let mut view = view();
+    select(&mut view, "providers.local.protocol");
+    let Some(Action::Ask(dialog)) = view.handle_key(key(KeyCode::Char('d'))) else {
+        panic!("d asks");
+    };
+    assert_eq!(dialog.title, "Delete provider `local`?");
+    assert_eq!(
+        *dialog.yes,
+        Action::EditConfig(vec![Change::Unset("providers.local".into())])
+    );
+    select(&mut view, "pipeline.concurrency");
+    let Some(Action::Say { ok: false, text }) = view.handle_key(key(KeyCode::Char('d'))) else {
+        panic!("refused");
+    };
+    assert_eq!(
+        text,
+        "only a topic, provider or target can be deleted; `pipeline.concurrency` is in [pipeline]"
+    );
+    view.used = vec![("targets.box.".into(), "run 20260101-000000-abcd".into())];
+    select(&mut view, "targets.box.kind");
+    let Some(Action::Say { ok: false, text }) = view.handle_key(key(KeyCode::Char('d'))) else {
+        panic!("refused");
+    };
+    assert_eq!(text, "target `box` is used by run 20260101-000000-abcd");
+}
