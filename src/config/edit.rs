@@ -192,13 +192,13 @@ pub fn apply(path: &Path, text: &str, changes: &[Change]) -> Result<String, Edit
             let table = item
                 .as_table_like_mut()
                 .ok_or_else(|| shape(&format!("`{last}` is under a value that is not a table")))?;
-            let list = table
+            let slot = table
                 .entry(last)
                 .or_insert(Item::ArrayOfTables(toml_edit::ArrayOfTables::new()));
-            let Item::ArrayOfTables(list) = list else {
+            let Item::ArrayOfTables(tables) = slot else {
                 return Err(shape("it is not a list of tables"));
             };
-            list.push(table_of(values));
+            tables.push(table_of(values));
             continue;
         }
         let Some(table) = item.as_table_like_mut() else {

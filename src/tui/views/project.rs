@@ -227,9 +227,8 @@ impl ProjectView {
         self.rows.iter().any(|r| match r {
             Row::Field(e) => match what {
                 "topic" => {
-                    e.key.starts_with("topics.")
-                        && e.key.ends_with(".name")
-                        && form_text(&e.value) == name
+                    let parts: Vec<&str> = e.key.split('.').collect();
+                    matches!(parts.as_slice(), ["topics", _, "name"]) && form_text(&e.value) == name
                 }
                 "provider" => e.key.starts_with(&format!("providers.{name}.")),
                 _ => e.key.starts_with(&format!("targets.{name}.")),

@@ -66,7 +66,11 @@ impl Adding {
     }
 
     /// A key; `taken` says whether `name` is in use for `what`. Returns the change to write
-    /// once the last step is done, or `Err(())` when Esc cancels the flow.
+    /// once the last step is done.
+    ///
+    /// # Errors
+    ///
+    /// `Err(())` when Esc cancels the flow.
     pub fn key(
         &mut self,
         key: KeyEvent,
