@@ -443,12 +443,16 @@ impl View for ProjectView {
             return self.form_key(key);
         }
         if let Some(mut adding) = self.adding.take() {
-            let done = adding.key(key, |what, name| self.taken(what, name));
-            return match done {
-                Err(()) => None,
-                Ok(action) => {
+            let step = adding.key(key, |what, name| self.taken(what, name));
+            return match step {
+                super::project_add::Step::Cancelled => None,
+                super::project_add::Step::Stay => {
                     self.adding = Some(adding);
-                    action
+                    None
+                }
+                super::project_add::Step::Write(action) => {
+                    self.adding = Some(adding);
+                    Some(action)
                 }
             };
         }

@@ -24,6 +24,17 @@ const PROTOCOLS: [&str; 2] = ["openai", "anthropic"];
 /// A target's kinds.
 const KINDS: [&str; 4] = ["local", "ssh", "slurm", "runpod"];
 
+/// What a key did to the add flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// The flow goes on.
+    Stay,
+    /// The last step is done: write this change.
+    Write(Action),
+    /// Esc: the flow closes, nothing is written.
+    Cancelled,
+}
+
 /// The add flow, step by step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Adding {
@@ -65,22 +76,13 @@ impl Adding {
         }
     }
 
-    /// A key; `taken` says whether `name` is in use for `what`. Returns the change to write
-    /// once the last step is done.
-    ///
-    /// # Errors
-    ///
-    /// `Err(())` when Esc cancels the flow.
-    pub fn key(
-        &mut self,
-        key: KeyEvent,
-        taken: impl Fn(&str, &str) -> bool,
-    ) -> Result<Option<Action>, ()> {
+    /// A key; `taken` says whether `name` is in use for `what`.
+    pub fn key(&mut self, key: KeyEvent, taken: impl Fn(&str, &str) -> bool) -> Step {
         if self.saving {
-            return Ok(None);
+            return Step::Stay;
         }
         if key.code == KeyCode::Esc {
-            return Err(());
+            return Step::Cancelled;
         }
         if let Some(choices) = self.choices() {
             match key.code {
@@ -94,12 +96,12 @@ impl Adding {
                     if self.what.is_none() {
                         self.what = Some(picked);
                     } else {
-                        return Ok(Some(self.finish(Some(picked))));
+                        return Step::Write(self.finish(Some(picked)));
                     }
                 }
                 _ => {}
             }
-            return Ok(None);
+            return Step::Stay;
         }
         match key.code {
             KeyCode::Enter => {
@@ -115,7 +117,7 @@ impl Adding {
                     self.error = None;
                     self.name = Some(name);
                     if what == "topic" {
-                        return Ok(Some(self.finish(None)));
+                        return Step::Write(self.finish(None));
                     }
                 }
             }
@@ -127,7 +129,7 @@ impl Adding {
             }
             _ => {}
         }
-        Ok(None)
+        Step::Stay
     }
 
     /// The change that adds the table, with `picked` the protocol or kind.
