@@ -161,6 +161,8 @@ pub struct App {
     stages: Option<StageTask>,
     /// The `r` menu, open on this entry.
     menu: Option<usize>,
+    /// The training task auto mode started, whose end names the output (TUI-39).
+    auto_train: Option<u64>,
 }
 
 /// The writes of `overbrainer.toml` from the Project view.
@@ -198,6 +200,7 @@ impl App {
             config: ConfigWrites::default(),
             stages: None,
             menu: None,
+            auto_train: None,
         }
     }
 
@@ -465,7 +468,12 @@ impl App {
                         true,
                         "auto: the dataset is ready; the training run starts".into(),
                     );
-                    work.extend(self.apply(Action::Start { resume_from: None }));
+                    let start = self.apply(Action::Start { resume_from: None });
+                    self.auto_train = start.iter().find_map(|w| match w {
+                        Work::Task { task, .. } => Some(*task),
+                        _ => None,
+                    });
+                    work.extend(start);
                 }
                 Err(why) => self.say(
                     true,
@@ -876,7 +884,26 @@ impl App {
                 self.training.busy.remove(id);
             }
         }
+        let auto = self.auto_train == Some(task);
+        if auto {
+            self.auto_train = None;
+        }
         match end {
+            TaskEnd::Ended(record) if auto && record.state == crate::runs::State::Succeeded => {
+                let output = format!("runs/{}/output", record.id);
+                let merged = if record.merge {
+                    format!(" (merged model in {output}/merged)")
+                } else {
+                    String::new()
+                };
+                self.say(
+                    true,
+                    format!(
+                        "auto: run {} succeeded; its output is in {output}{merged}",
+                        record.id
+                    ),
+                );
+            }
             TaskEnd::Ended(record) => self.say(
                 !matches!(
                     record.state,

@@ -693,6 +693,29 @@ fn auto_mode_asks_then_trains_once_every_stage_succeeded() {
         "{work:?}"
     );
     assert_eq!(app.tab(), 3, "the Training view follows the run");
+    // TUI-39: at its end, the status line names the output.
+    let train = work
+        .iter()
+        .find_map(|w| match w {
+            Work::Task { task, .. } => Some(*task),
+            _ => None,
+        })
+        .unwrap();
+    let mut record = stopped("20260101T000000Z-a1b2");
+    record.state = State::Succeeded;
+    record.merge = true;
+    app.on_flow(FlowEvent::Ended {
+        task: train,
+        end: TaskEnd::Ended(record),
+    });
+    assert_eq!(
+        app.message().map(|m| m.text.as_str()),
+        Some(
+            "auto: run 20260101T000000Z-a1b2 succeeded; its output is in \
+             runs/20260101T000000Z-a1b2/output (merged model in \
+             runs/20260101T000000Z-a1b2/output/merged)"
+        )
+    );
 }
 
 #[test]
