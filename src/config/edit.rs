@@ -456,6 +456,26 @@ pub fn parse_input(shown: &str, input: &str) -> Result<Option<Value>, String> {
     Ok(Some(value))
 }
 
+/// The value `input` (typed into the field `key` showing `shown`) stands for: as
+/// [`parse_input`], except that a Runpod target's `gpu_types` and `data_center_ids` take
+/// `auto` or a list (`ListOrAuto`).
+///
+/// # Errors
+///
+/// As [`parse_input`].
+pub fn parse_field(key: &str, shown: &str, input: &str) -> Result<Option<Value>, String> {
+    let list_or_auto = matches!(
+        key.split('.').collect::<Vec<_>>().as_slice(),
+        ["targets", _, "gpu_types" | "data_center_ids"]
+    );
+    match input.trim() {
+        "" => Ok(None),
+        "auto" | "\"auto\"" if list_or_auto => Ok(Some(Value::from("auto"))),
+        typed if list_or_auto => Ok(Some(list(typed))),
+        _ => parse_input(shown, input),
+    }
+}
+
 /// `input` as a finite number, as typed (`1e-5` stays so); a whole number stays one
 /// unless `float`.
 fn number(input: &str, float: bool) -> Option<Value> {

@@ -287,3 +287,22 @@ fn tables_are_added_and_removed_whole_and_topics_by_index() {
     .unwrap_err();
     assert_eq!(missing.to_string(), "`topics.4`: there is no item 4");
 }
+
+#[test]
+fn gpu_types_and_data_centers_take_auto_or_a_list() {
+    let parsed = |key: &str, input: &str| {
+        parse_field(key, "\"auto\"", input).map(|v| v.map(|v| v.to_string().trim().to_owned()))
+    };
+    let gpu = "targets.gpu.gpu_types";
+    assert_eq!(parsed(gpu, "auto"), Ok(Some("\"auto\"".into())));
+    assert_eq!(
+        parsed(gpu, "NVIDIA A40"),
+        Ok(Some("[\"NVIDIA A40\"]".into()))
+    );
+    assert_eq!(
+        parsed("targets.gpu.data_center_ids", "EU-RO-1, US-TX-3"),
+        Ok(Some("[\"EU-RO-1\", \"US-TX-3\"]".into()))
+    );
+    assert_eq!(parsed(gpu, ""), Ok(None));
+    assert_eq!(parsed("project.name", "auto"), Ok(Some("\"auto\"".into())));
+}

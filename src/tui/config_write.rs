@@ -308,14 +308,15 @@ fn said(changes: &[Change]) -> String {
         [Change::Unset(key)] => format!("unset `{key}`"),
         [Change::Table(key, _)] => format!("added `{key}`"),
         [Change::Push(key, _)] => format!("added a table to `{key}`"),
-        _ => format!(
-            "saved {}",
-            changes
-                .iter()
-                .map(|c| format!("`{}`", c.key()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        _ => changes
+            .iter()
+            .map(|c| match c {
+                Change::Set(key, value) => format!("saved `{key}` = {}", value.to_string().trim()),
+                Change::Unset(key) => format!("unset `{key}`"),
+                Change::Table(key, _) | Change::Push(key, _) => format!("added `{key}`"),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
     }
 }
 

@@ -330,20 +330,41 @@ impl ProjectView {
 
     /// A key while the form is open: typing, Enter submits, Esc closes.
     fn form_key(&mut self, key: KeyEvent) -> Option<Action> {
+        // TUI-15, TUI-25: a list of GPU types unsets the `auto`-only limits set beside it,
+        // in the same write.
+        let limits: Vec<String> = self
+            .form
+            .as_ref()
+            .and_then(|f| f.key.strip_suffix(".gpu_types"))
+            .map(|target| {
+                ["min_vram_gb", "max_price_per_hour"]
+                    .iter()
+                    .map(|limit| format!("{target}.{limit}"))
+                    .filter(|key| self.value(key).is_some())
+                    .collect()
+            })
+            .unwrap_or_default();
         let form = self.form.as_mut()?;
         match key.code {
             KeyCode::Esc => self.form = None,
-            KeyCode::Enter if !form.saving => match edit::parse_input(&form.shown, &form.input) {
-                Ok(value) => {
-                    form.error = None;
-                    form.saving = true;
-                    return Some(Action::EditConfig(vec![match value {
-                        Some(value) => Change::Set(form.key.clone(), value),
-                        None => Change::Unset(form.key.clone()),
-                    }]));
+            KeyCode::Enter if !form.saving => {
+                match edit::parse_field(&form.key, &form.shown, &form.input) {
+                    Ok(value) => {
+                        form.error = None;
+                        form.saving = true;
+                        let list = matches!(value, Some(toml_edit::Value::Array(_)));
+                        let mut changes = vec![match value {
+                            Some(value) => Change::Set(form.key.clone(), value),
+                            None => Change::Unset(form.key.clone()),
+                        }];
+                        if list {
+                            changes.extend(limits.into_iter().map(Change::Unset));
+                        }
+                        return Some(Action::EditConfig(changes));
+                    }
+                    Err(error) => form.error = Some(error),
                 }
-                Err(error) => form.error = Some(error),
-            },
+            }
             KeyCode::Backspace => {
                 form.input.pop();
             }

@@ -321,3 +321,28 @@ fn d_asks_before_deleting_a_provider_and_refuses_other_sections() {
     };
     assert_eq!(text, "target `box` is used by run 20260101-000000-abcd");
 }
+
+#[test]
+fn a_list_of_gpu_types_unsets_the_auto_limits_in_the_same_write() {
+    let mut view = ProjectView::new(
+        Theme::new(true),
+        vec![
+            entry("targets.gpu.gpu_types", "\"auto\"", Source::File),
+            entry("targets.gpu.max_price_per_hour", "2.0", Source::File),
+            entry("targets.gpu.min_vram_gb", "(unset)", Source::Default),
+        ],
+    );
+    view.handle_key(key(KeyCode::Enter));
+    view.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    typed(&mut view, "NVIDIA A40, NVIDIA L40S");
+    assert_eq!(
+        view.handle_key(key(KeyCode::Enter)),
+        Some(Action::EditConfig(vec![
+            Change::Set(
+                "targets.gpu.gpu_types".into(),
+                Value::Array(["NVIDIA A40", "NVIDIA L40S"].into_iter().collect())
+            ),
+            Change::Unset("targets.gpu.max_price_per_hour".into()),
+        ]))
+    );
+}
