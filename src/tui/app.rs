@@ -240,6 +240,17 @@ impl App {
         !self.tasks.is_empty() || self.stages.is_some()
     }
 
+    /// The work of the 2 s re-read (TUI-20, TUI-31): the configuration, and `data/` while a
+    /// stage the TUI started runs and the Dataset or Pipeline view is shown.
+    #[must_use]
+    pub fn every_two_seconds(&self) -> Vec<Work> {
+        let mut work = vec![Work::RereadConfig];
+        if self.stages.is_some() && matches!(self.tab, 1 | 2) {
+            work.push(Work::ReadDataset);
+        }
+        work
+    }
+
     /// The `r` menu's selected entry, when open.
     #[must_use]
     pub fn menu(&self) -> Option<usize> {

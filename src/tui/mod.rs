@@ -191,7 +191,7 @@ async fn event_loop(
                 app.log(level, text);
                 pending |= app.tab() == 4;
             }
-            _ = reread.tick() => spawn(vec![Work::RereadConfig]),
+            _ = reread.tick() => spawn(app.every_two_seconds()),
             _ = tick.tick() => {
                 dirty = app.busy() || pending;
                 if app.message().is_some() {

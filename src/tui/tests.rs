@@ -657,6 +657,26 @@ fn r_opens_the_menu_whose_pick_runs_stages_one_chain_at_a_time() {
 }
 
 #[test]
+fn data_is_read_every_two_seconds_while_a_stage_runs_and_its_view_is_shown() {
+    let mut app = app();
+    assert!(matches!(
+        app.every_two_seconds().as_slice(),
+        [Work::RereadConfig]
+    ));
+    app.apply(Action::RunChain(super::stages::Chain::Run));
+    assert_eq!(app.tab(), 2);
+    assert!(matches!(
+        app.every_two_seconds().as_slice(),
+        [Work::RereadConfig, Work::ReadDataset]
+    ));
+    app.handle_key(ch('4'));
+    assert!(matches!(
+        app.every_two_seconds().as_slice(),
+        [Work::RereadConfig]
+    ));
+}
+
+#[test]
 fn auto_mode_asks_then_trains_once_every_stage_succeeded() {
     use super::stages::{Chain, StageNews};
     let mut app = app();
