@@ -45,6 +45,8 @@ pub enum Action {
     UndoConfig,
     /// Hand `overbrainer.toml` to `$VISUAL`/`$EDITOR` (`E`, TUI-18).
     EditFile,
+    /// Edit a question's text or a subtopic's name in the user's editor (`e`, TUI-32).
+    EditData(super::dataset_edit::DataEdit),
     /// Open the `r` menu: auto, each stage, run (TUI-5).
     Menu,
     /// Ask before auto mode (`A`, TUI-38).

@@ -90,6 +90,16 @@ pub enum Work {
     /// Hand `overbrainer.toml` to the user's editor; the event loop does it, as it owns
     /// the terminal (TUI-18).
     EditFile,
+    /// Edit a dataset item in the user's editor; the event loop does it (TUI-32).
+    EditData(super::dataset_edit::DataEdit),
+    /// Apply what the editor left in `path` to the edited item, split again, re-read
+    /// `data/` (TUI-33, TUI-35).
+    ApplyDataEdit {
+        /// What was edited, as shown.
+        edit: super::dataset_edit::DataEdit,
+        /// The edited file.
+        path: std::path::PathBuf,
+    },
     /// Run the dataset stages of `chain` as task `task`, cancelled by `cancel`.
     Stages {
         /// Task number, echoed in its news.
@@ -628,6 +638,10 @@ impl App {
             Action::RunChain(chain) => match self.data_locked() {
                 Some(why) => self.say(false, format!("`{}` must wait: {why}", chain.name())),
                 None => return self.run_chain(chain),
+            },
+            Action::EditData(edit) => match self.data_locked() {
+                Some(why) => self.say(false, format!("`e` must wait: {why}")),
+                None => return vec![Work::EditData(edit)],
             },
             Action::CancelStages => {
                 if let Some(running) = &self.stages {

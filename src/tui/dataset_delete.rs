@@ -37,6 +37,26 @@ pub fn delete_then_split(
     env: &EnvSnapshot,
     target: &Target,
 ) -> Result<(String, Vec<String>), String> {
+    let what = describe(target);
+    delete(&crate::dataset::DataFiles::new(&root.join("data")), target)
+        .map_err(|error| format!("{what} not deleted: {error}"))?;
+    let (split, warnings) = split_again(root, settings, env).map_err(|error| {
+        format!("deleted {what}; `split` failed: {error}; run `overbrainer split`")
+    })?;
+    Ok((format!("deleted {what}; {split}"), warnings))
+}
+
+/// Runs `split` again as `overbrainer split` does, after a dataset edit or deletion (TUI-35).
+/// Returns `split again: train N · eval M` and the split's warnings.
+///
+/// # Errors
+///
+/// The split's error, in words.
+pub fn split_again(
+    root: &Path,
+    settings: &Settings,
+    env: &EnvSnapshot,
+) -> Result<(String, Vec<String>), String> {
     let (events, mut received) = unbounded_channel();
     let context = super::stages::pipeline_context(
         root,
@@ -45,8 +65,6 @@ pub fn delete_then_split(
         events,
         (CancellationToken::new(), Duration::from_secs(1)),
     );
-    let what = describe(target);
-    delete(&context.data(), target).map_err(|error| format!("{what} not deleted: {error}"))?;
     let report = crate::pipeline::split::run(&context, None);
     let mut warnings = Vec::new();
     while let Ok(event) = received.try_recv() {
@@ -55,13 +73,11 @@ pub fn delete_then_split(
         }
     }
     if let Some(error) = report.error {
-        return Err(format!(
-            "deleted {what}; `split` failed: {error}; run `overbrainer split`"
-        ));
+        return Err(error.to_string());
     }
     Ok((
         format!(
-            "deleted {what}; split again: train {} · eval {}",
+            "split again: train {} · eval {}",
             report.total.train, report.total.eval
         ),
         warnings,

@@ -146,6 +146,40 @@ impl Flows {
         });
     }
 
+    /// Applies an edited dataset item and splits again on the blocking pool, one dataset
+    /// write at a time, then reads `data/` again (TUI-33, TUI-35).
+    fn spawn_data_edit(&self, edit: super::dataset_edit::DataEdit, path: std::path::PathBuf) {
+        let context = self.config.get();
+        let topics = self.topics();
+        let sender = self.sender.clone();
+        let data_write = Arc::clone(&self.data_write);
+        tokio::task::spawn_blocking(move || {
+            let _writing = data_write
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let said = match super::dataset_edit::apply(
+                context.project.root(),
+                &context.settings,
+                &context.env,
+                &edit,
+                &path,
+            ) {
+                Ok((text, warnings)) => {
+                    for warning in warnings {
+                        let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
+                    }
+                    FlowEvent::Said { ok: true, text }
+                }
+                Err(text) => FlowEvent::Said { ok: false, text },
+            };
+            let _ = sender.send(said);
+            let data = crate::dataset::DataFiles::new(&context.project.data_dir());
+            let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
+                &data, &topics,
+            )));
+        });
+    }
+
     /// The configuration the flows use, for the editor hand-off (TUI-18).
     #[must_use]
     pub fn config(&self) -> Arc<super::config_write::Current> {
@@ -238,7 +272,8 @@ impl Flows {
                 self.spawn_config(work);
             }
             // The event loop hands the terminal over itself.
-            Work::EditFile => {}
+            Work::EditFile | Work::EditData(_) => {}
+            Work::ApplyDataEdit { edit, path } => self.spawn_data_edit(edit, path),
             Work::Stages {
                 task,
                 chain,

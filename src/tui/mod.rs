@@ -4,7 +4,8 @@
 //!   out), drawn from `&self`;
 //! - [`views`]: one file per view; [`components`]: dialog, help, footer, chart;
 //! - [`flows`]: the flows as spawned tasks through the command line's library calls;
-//!   [`dataset_delete`]: the Dataset view's deletion, then `split` again;
+//!   [`dataset_delete`]: the Dataset view's deletion, then `split` again; [`dataset_edit`]:
+//!   its `e` edit through the user's editor;
 //!   [`config_write`]: the Project view's writes of `overbrainer.toml` and its re-reads;
 //!   [`stages`]: the dataset stages, `run` and auto mode as the TUI starts them;
 //! - [`event`]: what flows send back; [`action`]: what keys ask for;
@@ -18,6 +19,7 @@ pub mod app;
 pub mod components;
 pub mod config_write;
 pub mod dataset_delete;
+pub mod dataset_edit;
 pub mod event;
 pub mod flows;
 pub mod stages;
@@ -167,12 +169,15 @@ async fn event_loop(
                         let (edit, work): (Vec<Work>, Vec<Work>) = app
                             .handle_key(key)
                             .into_iter()
-                            .partition(|w| matches!(w, Work::EditFile));
+                            .partition(|w| matches!(w, Work::EditFile | Work::EditData(_)));
                         spawn(work);
-                        if !edit.is_empty() {
-                            // Keys are read only while `keys` is polled, and it is not
-                            // while the editor runs: the editor gets every key.
-                            spawn(edit_file(app, terminal, &flows).await?);
+                        // Keys are read only while `keys` is polled, and it is not while
+                        // the editor runs: the editor gets every key.
+                        for edit in edit {
+                            spawn(match edit {
+                                Work::EditData(data) => edit_data(app, terminal, &flows, data).await?,
+                                _ => edit_file(app, terminal, &flows).await?,
+                            });
                         }
                     }
                     dirty = true;
@@ -237,4 +242,43 @@ async fn edit_file(
             ),
         }),
     })
+}
+
+/// `e` in the Dataset view (TUI-32): the text in a file under `data/` in the user's
+/// editor, then applied on the blocking pool.
+async fn edit_data(
+    app: &mut App,
+    terminal: &mut terminal::Term,
+    flows: &Flows,
+    edit: dataset_edit::DataEdit,
+) -> Result<Vec<Work>, TuiError> {
+    let config = flows.config();
+    let (editor, _) = config.editor();
+    let data = config.get().project.data_dir();
+    let path = match dataset_edit::prepare(&data, &edit) {
+        Ok(path) => path,
+        Err(error) => {
+            return Ok(app.on_flow(event::FlowEvent::Said {
+                ok: false,
+                text: format!(
+                    "cannot write the file to edit under `{}`: {error}",
+                    data.display()
+                ),
+            }));
+        }
+    };
+    match terminal::hand_over(terminal, &editor, &path).await? {
+        Ok(status) if status.success() => Ok(vec![Work::ApplyDataEdit { edit, path }]),
+        Ok(status) => Ok(app.on_flow(event::FlowEvent::Said {
+            ok: false,
+            text: format!(
+                "the editor `{editor}` ended with {status}; nothing changed; your text is in `{}`",
+                path.display()
+            ),
+        })),
+        Err(error) => Ok(app.on_flow(event::FlowEvent::Said {
+            ok: false,
+            text: format!("the editor `{editor}` did not start: {error}"),
+        })),
+    }
 }

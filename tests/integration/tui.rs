@@ -408,6 +408,73 @@ async fn the_r_menu_runs_the_dataset_stages_against_stand_in_providers() {
     assert!(history.iter().all(|h| h["status"] == "ok"), "{history:?}");
 }
 
+// TUI-32, TUI-33, TUI-35: `e` on a question opens its text in the editor; the new text
+// gives it a new ID, its old answer goes, and `split` runs again.
+#[test]
+fn e_in_the_dataset_view_edits_a_question_through_the_editor() {
+    let project = crate::pipeline::project(&crate::pipeline::config("openai", "m", false, ""));
+    project.write(
+        "data/subtopics.jsonl",
+        "{\"topic\":\"rust\",\"subtopic\":\"borrowing\"}\n",
+    );
+    project.write(
+        "data/questions.jsonl",
+        "{\"id\":\"q-one\",\"topic\":\"rust\",\"subtopic\":\"borrowing\",\"question\":\"What is a borrow?\"}\n",
+    );
+    let editor = project.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nprintf 'editor-ready\\n'\nread line\nprintf '%s\\n' \"$line\" > \"$1\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let prompt = format!("obprompt-{}$ ", random_token());
+    let env = vec![
+        ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
+        (
+            "HOME".to_owned(),
+            project.home().to_string_lossy().into_owned(),
+        ),
+        ("EDITOR".to_owned(), editor.to_string_lossy().into_owned()),
+    ];
+    let tmux = Tmux::start(&env, &prompt);
+    tmux.wait_for("the shell prompt", prompt.trim_end());
+    tmux.type_text(&format!(
+        "'{}' -C '{}' tui",
+        env!("CARGO_BIN_EXE_overbrainer"),
+        project.path().display()
+    ));
+    tmux.key("Enter");
+    tmux.wait_for("the Project view", "1 Project");
+    tmux.key("2");
+    tmux.wait_for("the tree", "rust");
+    for key in ["l", "j", "l", "j"] {
+        tmux.key(key);
+    }
+    tmux.wait_for("the question selected", "What is a borrow?");
+    tmux.key("e");
+    tmux.wait_for("the editor", "editor-ready");
+    tmux.type_text("What does borrowing lend?");
+    tmux.key("Enter");
+    tmux.wait_for("the edit applied", "question q-one is now");
+    let questions = project.read("data/questions.jsonl");
+    assert!(
+        questions.contains("\"question\":\"What does borrowing lend?\""),
+        "{questions}"
+    );
+    assert!(!questions.contains("q-one"), "a new ID: {questions}");
+    let leftovers: Vec<String> = std::fs::read_dir(project.path().join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".edit-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    tmux.key("q");
+    tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 2)
+    });
+}
+
 /// TUI-3: resized below 80x24 the TUI shows only the notice; resized back, the view.
 fn too_small_and_back(tmux: &Tmux) {
     let resize = |x: &str, y: &str| {

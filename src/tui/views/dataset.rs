@@ -35,6 +35,7 @@ const KEYS: &[(&str, &str)] = &[
     ("[/]", "section"),
     ("/", "filter"),
     ("s", "stats"),
+    ("e", "edit"),
     ("d", "delete"),
     ("D", "delete answer"),
     ("R", "reload"),
@@ -247,6 +248,31 @@ impl DatasetView {
 
     /// `d` (`answer_only` false) or `D`: the confirmation listing what goes, per file
     /// (TUI-34), or why nothing can be deleted.
+    /// `e` (TUI-32): the selected question's text or subtopic's name, in the editor.
+    fn edit(&self) -> Action {
+        let Some(listing) = &self.listing else {
+            return Action::refuse("data/ is still being read");
+        };
+        match (
+            self.tree.selected_item().map(|i| &i.node),
+            self.tree.selected_row(listing),
+        ) {
+            (Some(Node::Question(id)), Some(row)) => {
+                Action::EditData(super::super::dataset_edit::DataEdit::Question {
+                    id: id.clone(),
+                    shown: row.question.clone(),
+                })
+            }
+            (Some(Node::Subtopic(topic, name)), _) => {
+                Action::EditData(super::super::dataset_edit::DataEdit::Subtopic {
+                    topic: topic.clone(),
+                    name: name.clone(),
+                })
+            }
+            _ => Action::refuse("`e` edits a question's text or a subtopic's name: select one"),
+        }
+    }
+
     fn ask_delete(&self, answer_only: bool) -> Action {
         let Some(listing) = &self.listing else {
             return Action::refuse("data/ is still being read");
@@ -359,6 +385,7 @@ impl View for DatasetView {
             }
             KeyCode::Char('/') => self.typing = true,
             KeyCode::Char('s') => self.stats = !self.stats,
+            KeyCode::Char('e') => return Some(self.edit()),
             KeyCode::Char('d') => return Some(self.ask_delete(false)),
             KeyCode::Char('D') => return Some(self.ask_delete(true)),
             _ => return None,
