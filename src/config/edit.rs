@@ -171,7 +171,8 @@ pub fn apply(path: &Path, text: &str, changes: &[Change]) -> Result<String, Edit
         for part in through {
             item = step(item, part, create).map_err(|message| shape(&message))?;
         }
-        if let (Change::Unset(_), Ok(index)) = (change, last.parse::<usize>()) {
+        if let (Change::Unset(_), Ok(index), true) = (change, last.parse::<usize>(), is_list(item))
+        {
             let removed = match item {
                 Item::ArrayOfTables(tables) if index < tables.len() => {
                     tables.remove(index);
@@ -232,6 +233,11 @@ pub fn apply(path: &Path, text: &str, changes: &[Change]) -> Result<String, Edit
     Ok(document.to_string())
 }
 
+/// Whether `item` is a list (of tables, or of values).
+fn is_list(item: &Item) -> bool {
+    matches!(item, Item::ArrayOfTables(_) | Item::Value(Value::Array(_)))
+}
+
 /// A standard table holding `values`, in order.
 fn table_of(values: &[(String, Value)]) -> toml_edit::Table {
     let mut table = toml_edit::Table::new();
@@ -244,13 +250,11 @@ fn table_of(values: &[(String, Value)]) -> toml_edit::Table {
 /// The item under `part` of `item`: an index into an array of tables (or an array), else a
 /// key of a table; a missing table is created when `create`.
 fn step<'a>(item: &'a mut Item, part: &str, create: bool) -> Result<&'a mut Item, String> {
-    if let Ok(index) = part.parse::<usize>() {
-        return match item {
-            Item::ArrayOfTables(_) | Item::Value(Value::Array(_)) => item
-                .get_mut(index)
-                .ok_or_else(|| format!("there is no item {index}")),
-            _ => Err(format!("`{part}` indexes something that is not a list")),
-        };
+    // A number indexes a list; under a table it is a key (a target named `4090`).
+    if let (Ok(index), true) = (part.parse::<usize>(), is_list(item)) {
+        return item
+            .get_mut(index)
+            .ok_or_else(|| format!("there is no item {index}"));
     }
     let inline = matches!(item, Item::Value(_));
     let Some(table) = item.as_table_like_mut() else {
@@ -355,6 +359,8 @@ fn write_keeping_mode(
         .file_name()
         .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
     let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    // One left by a process of this PID that was killed before its rename.
+    let _ = std::fs::remove_file(&temporary);
     let written = (|| {
         let mut file = std::fs::OpenOptions::new()
             .write(true)

@@ -90,6 +90,22 @@ fn env_only_keys_and_keys_through_values_are_refused_by_name() {
     );
     let error = fail(Change::Set("topics.3.name".into(), Value::from("x")));
     assert_eq!(error.to_string(), "`topics.3.name`: there is no item 3");
+    // A number under a table is a key: a target may be named `4090`.
+    let after = edited(&[Change::Set(
+        "targets.4090.kind".into(),
+        Value::from("local"),
+    )]);
+    assert!(
+        after.contains("[targets.4090]\nkind = \"local\"\n"),
+        "{after}"
+    );
+    let after = apply(
+        Path::new("overbrainer.toml"),
+        &after,
+        &[Change::Unset("targets.4090".into())],
+    )
+    .unwrap();
+    assert!(!after.contains("kind"), "{after}");
     let error = fail(Change::Set("pipeline.concurrency.x".into(), Value::from(1)));
     assert_eq!(
         error.to_string(),

@@ -81,8 +81,13 @@ pub enum Work {
     ExportLogs(Vec<String>),
     /// Delete a dataset item with its dependents, split again, re-read `data/`.
     DeleteData(crate::dataset::delete::Target),
-    /// Write a change to `overbrainer.toml` (TUI-13).
-    SaveConfig(Vec<crate::config::edit::Change>),
+    /// Write a change made on the configuration of `generation` (TUI-13).
+    SaveConfig {
+        /// The change.
+        changes: Vec<crate::config::edit::Change>,
+        /// The configuration it was made on.
+        generation: u64,
+    },
     /// Write back `overbrainer.toml` as it was before the last write (TUI-17).
     UndoConfig(UndoPoint),
     /// Read `overbrainer.toml` and `.env` again if they changed (every 2 s, TUI-20).
@@ -173,6 +178,8 @@ pub struct App {
     menu: Option<usize>,
     /// The training task auto mode started, whose end names the output (TUI-39).
     auto_train: Option<u64>,
+    /// Dataset deletions and edits being written (the data lock, TUI-64).
+    data_writes: usize,
 }
 
 /// The writes of `overbrainer.toml` from the Project view.
@@ -182,6 +189,8 @@ struct ConfigWrites {
     saving: bool,
     /// What `u` writes back (TUI-17).
     undo: Option<UndoPoint>,
+    /// The generation of the configuration shown.
+    generation: u64,
 }
 
 impl App {
@@ -211,6 +220,7 @@ impl App {
             stages: None,
             menu: None,
             auto_train: None,
+            data_writes: 0,
         }
     }
 
@@ -341,6 +351,8 @@ impl App {
                 Chain::Run | Chain::Auto => &["generator", "embedder", "parent"],
             };
             let user = format!("stage `{}`", running.chain.name());
+            // Every stage runs on every topic.
+            marked.push(("topics.".to_owned(), user.clone()));
             for role in roles {
                 marked.push((format!("roles.{role}."), user.clone()));
                 if let Some(provider) = self.project.value(&format!("roles.{role}.provider")) {
@@ -372,11 +384,30 @@ impl App {
         Vec::new()
     }
 
-    /// Why `r`, `A`, `t` and `d` must wait (TUI-64): a stage runs, a training run starts,
-    /// or the TUI quits.
+    /// Once quitting: done when nothing the TUI waits for runs any more (TUI-65): tasks
+    /// (followers detach), the stage chain, dataset writes and a configuration write.
+    fn settle_quit(&mut self) {
+        self.done = self.quitting
+            && self.tasks.is_empty()
+            && self.stages.is_none()
+            && self.data_writes == 0
+            && !self.config.saving;
+    }
+
+    /// A dataset deletion or edit starts: `work` runs it, holding the data lock until
+    /// [`FlowEvent::DataWritten`].
+    pub fn data_write(&mut self, work: Work) -> Vec<Work> {
+        self.data_writes += 1;
+        vec![work]
+    }
+
+    /// Why `r`, `A`, `t`, `d` and `e` must wait (TUI-64): a stage runs, a dataset edit is
+    /// written, a training run starts, or the TUI quits.
     fn data_locked(&self) -> Option<String> {
         if self.quitting {
             Some("the TUI is quitting".into())
+        } else if self.data_writes > 0 {
+            Some("a dataset edit is being written".into())
         } else if let Some(running) = &self.stages {
             Some(format!(
                 "`{}` runs; `c` in the Pipeline view cancels it",
@@ -466,7 +497,7 @@ impl App {
         };
         let mut work = vec![Work::ReadDataset];
         if self.quitting {
-            self.done = self.tasks.is_empty();
+            self.settle_quit();
             return work;
         }
         if !ok {
@@ -513,7 +544,15 @@ impl App {
     /// A key's work, before the used keys are marked again.
     fn key_work(&mut self, key: KeyEvent) -> Vec<Work> {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            return self.apply(Action::QuitNow);
+            // TUI-66: like `q` from any context, leaving it first; a second Ctrl-C answers
+            // the quit question.
+            let asked = self
+                .dialog
+                .take()
+                .is_some_and(|d| *d.yes == Action::QuitNow);
+            self.menu = None;
+            self.help = false;
+            return self.apply(if asked { Action::QuitNow } else { Action::Quit });
         }
         if let Some(at) = self.menu {
             return self.menu_key(key, at);
@@ -622,7 +661,7 @@ impl App {
                 if let Some(running) = &self.stages {
                     running.cancel.cancel();
                 }
-                self.done = self.tasks.is_empty() && self.stages.is_none();
+                self.settle_quit();
                 if !self.done {
                     self.say(true, "detaching: the jobs go on".to_owned());
                 }
@@ -649,7 +688,9 @@ impl App {
                     self.say(true, format!("cancelling `{}`…", running.chain.name()));
                 }
             }
-            Action::Start { .. } | Action::DeleteData(_) if self.stages.is_some() => {
+            Action::Start { .. } | Action::DeleteData(_)
+                if self.stages.is_some() || self.data_writes > 0 =>
+            {
                 let why = self.data_locked().unwrap_or_default();
                 self.say(false, format!("must wait: {why}"));
             }
@@ -677,7 +718,7 @@ impl App {
                     true,
                     format!("deleting {}…", super::dataset_delete::describe(&target)),
                 );
-                return vec![Work::DeleteData(target)];
+                return self.data_write(Work::DeleteData(target));
             }
         }
         Vec::new()
@@ -705,7 +746,10 @@ impl App {
             return Vec::new();
         }
         self.config.saving = true;
-        vec![Work::SaveConfig(changes)]
+        vec![Work::SaveConfig {
+            changes,
+            generation: self.config.generation,
+        }]
     }
 
     /// `E`: refused while a write runs or a training run starts or is followed (TUI-18);
@@ -715,6 +759,8 @@ impl App {
             Some("a change to overbrainer.toml is being written".to_owned())
         } else if let Some(running) = &self.stages {
             Some(format!("`{}` runs", running.chain.name()))
+        } else if self.data_writes > 0 {
+            Some("a dataset edit is being written".to_owned())
         } else if self.training.starting {
             Some("a training run is starting".to_owned())
         } else {
@@ -751,7 +797,13 @@ impl App {
 
     /// A write or re-read of the configuration ended (TUI-13..TUI-20).
     fn on_config(&mut self, news: ConfigNews) {
+        self.config_news(news);
+        self.settle_quit();
+    }
+
+    fn config_news(&mut self, news: ConfigNews) {
         let show = |app: &mut Self, shown: super::config_write::Shown| {
+            app.config.generation = shown.generation;
             app.project.set_entries(shown.entries);
             app.training.start = shown.start;
             app.project.problems.clear();
@@ -825,6 +877,11 @@ impl App {
                 Vec::new()
             }
             FlowEvent::Stage { task, news } => self.on_stage(task, &news),
+            FlowEvent::DataWritten => {
+                self.data_writes = self.data_writes.saturating_sub(1);
+                self.settle_quit();
+                Vec::new()
+            }
             FlowEvent::Log(level, text) => {
                 self.logs.push(level, text);
                 Vec::new()
@@ -958,9 +1015,7 @@ impl App {
                 self.say(false, format!("{}: {error}", ended.kind.label()));
             }
         }
-        if self.quitting && self.tasks.is_empty() && self.stages.is_none() {
-            self.done = true;
-        }
+        self.settle_quit();
         work
     }
 

@@ -21,13 +21,17 @@ pub struct Shown {
     pub entries: Vec<Entry>,
     /// The start confirmation's lines, or why `t` is refused.
     pub start: Result<Vec<String>, String>,
+    /// Which configuration this is: a write names the one it was made on, and is refused
+    /// when another replaced it meanwhile (a re-read shifted a topic's index).
+    pub generation: u64,
 }
 
 impl Shown {
-    fn of(loaded: &Loaded) -> Self {
+    fn of(loaded: &Loaded, generation: u64) -> Self {
         Self {
             entries: crate::config::entries(loaded),
             start: super::start_lines(&loaded.settings),
+            generation,
         }
     }
 }
@@ -84,6 +88,8 @@ pub struct Current {
     invalid_seen: Mutex<Option<(String, String)>>,
     /// The file is in the user's editor (`E`): no re-read meanwhile (TUI-20).
     editing: std::sync::atomic::AtomicBool,
+    /// The generation of the configuration in use, 0 for the one loaded at start.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Current {
@@ -95,6 +101,7 @@ impl Current {
             write: Mutex::new(()),
             invalid_seen: Mutex::new(None),
             editing: std::sync::atomic::AtomicBool::new(false),
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -105,7 +112,11 @@ impl Current {
     }
 
     fn adopt(&self, loaded: Loaded, text: String, dotenv: String) -> Shown {
-        let shown = Shown::of(&loaded);
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let shown = Shown::of(&loaded, generation);
         let mut context = self.context.lock().unwrap_or_else(PoisonError::into_inner);
         *context = Arc::new(FlowContext {
             project: context.project.clone(),
@@ -119,10 +130,19 @@ impl Current {
         shown
     }
 
-    /// Writes `changes` to the file shown (TUI-13..TUI-16).
+    /// Writes `changes`, made on the configuration of `generation`, to the file shown
+    /// (TUI-13..TUI-16).
     #[must_use]
-    pub fn save(&self, changes: &[Change]) -> ConfigNews {
+    pub fn save(&self, changes: &[Change], generation: u64) -> ConfigNews {
         let _writing = self.write.lock().unwrap_or_else(PoisonError::into_inner);
+        if generation != self.generation.load(std::sync::atomic::Ordering::SeqCst) {
+            return ConfigNews::Refused {
+                error: "not saved: overbrainer.toml was read again since this change was made; \
+                        check what is shown and make it again"
+                    .to_owned(),
+                reread: None,
+            };
+        }
         let context = self.get();
         let root = context.project.root();
         match edit::save(
@@ -254,7 +274,13 @@ impl Current {
             }
         };
         let dotenv = read_dotenv(root);
-        if !always && text == context.text && dotenv == context.dotenv {
+        let was_invalid = self
+            .invalid_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        // Back to what is shown after an invalid change: read again, so its marks go.
+        if !always && !was_invalid && text == context.text && dotenv == context.dotenv {
             return None;
         }
         match crate::config::load_text(root, &text, &context.process_env, crate::check::RULES) {
@@ -356,7 +382,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let current = current(dir.path());
         let change = Change::Set("pipeline.concurrency".into(), toml_edit::Value::from(3));
-        let ConfigNews::Written { shown, undo, said } = current.save(&[change]) else {
+        let ConfigNews::Written { shown, undo, said } = current.save(&[change], 0) else {
             panic!("saved");
         };
         assert_eq!(said, "saved `pipeline.concurrency` = 3; `u` undoes it");
@@ -407,7 +433,7 @@ mod tests {
         );
         // A write started meanwhile is refused: the file is not what is shown.
         let change = Change::Set("project.name".into(), toml_edit::Value::from("x"));
-        let ConfigNews::Refused { error, reread } = current.save(&[change]) else {
+        let ConfigNews::Refused { error, reread } = current.save(&[change], 1) else {
             panic!("refused");
         };
         assert!(
@@ -431,5 +457,44 @@ mod tests {
             panic!("read again");
         };
         assert_eq!(value(&shown, "pipeline.concurrency"), "2", ".env read too");
+    }
+}
+
+#[cfg(test)]
+mod generation_tests {
+    use super::*;
+    use crate::config::EnvSnapshot;
+
+    #[test]
+    fn a_change_made_before_a_re_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "[project]\nname = \"demo\"\n";
+        std::fs::write(dir.path().join(FILE_NAME), text).unwrap();
+        let env = EnvSnapshot::default();
+        let loaded = crate::config::load_text(dir.path(), text, &env, crate::check::RULES).unwrap();
+        let current = Current::new(FlowContext {
+            project: crate::project::Project::open(dir.path()).unwrap(),
+            settings: loaded.settings,
+            provenance: loaded.provenance,
+            env: loaded.env,
+            process_env: env,
+            text: text.to_owned(),
+            dotenv: String::new(),
+        });
+        std::fs::write(dir.path().join(FILE_NAME), text.replace("demo", "other")).unwrap();
+        let Some(ConfigNews::Reread(shown)) = current.reread() else {
+            panic!("read again");
+        };
+        assert_eq!(shown.generation, 1);
+        let change = Change::Set("project.name".into(), toml_edit::Value::from("x"));
+        let ConfigNews::Refused { error, .. } = current.save(std::slice::from_ref(&change), 0)
+        else {
+            panic!("refused");
+        };
+        assert!(error.contains("was read again since"), "{error}");
+        assert!(matches!(
+            current.save(&[change], 1),
+            ConfigNews::Written { .. }
+        ));
     }
 }

@@ -43,6 +43,8 @@ pub enum FlowEvent {
         /// What happened.
         news: super::stages::StageNews,
     },
+    /// A dataset deletion or edit ended (its status line follows): the data lock is free.
+    DataWritten,
     /// A write or re-read of `overbrainer.toml` ended (TUI-13..TUI-20).
     Config(super::config_write::ConfigNews),
     /// A line for the Logs view (a flow's warning, in words).

@@ -138,6 +138,7 @@ impl Flows {
                 }
                 Err(text) => FlowEvent::Said { ok: false, text },
             };
+            let _ = sender.send(FlowEvent::DataWritten);
             let _ = sender.send(said);
             let data = crate::dataset::DataFiles::new(&context.project.data_dir());
             let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
@@ -172,6 +173,7 @@ impl Flows {
                 }
                 Err(text) => FlowEvent::Said { ok: false, text },
             };
+            let _ = sender.send(FlowEvent::DataWritten);
             let _ = sender.send(said);
             let data = crate::dataset::DataFiles::new(&context.project.data_dir());
             let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
@@ -192,7 +194,10 @@ impl Flows {
         let sender = self.sender.clone();
         tokio::task::spawn_blocking(move || {
             let news = match work {
-                Work::SaveConfig(changes) => Some(config.save(&changes)),
+                Work::SaveConfig {
+                    changes,
+                    generation,
+                } => Some(config.save(&changes, generation)),
                 Work::UndoConfig(point) => Some(config.undo(&point)),
                 _ => config.reread(),
             };
@@ -226,6 +231,36 @@ impl Flows {
                 },
             };
             let _ = sender.send(said);
+        });
+    }
+
+    /// Runs a stage chain; one that panics still ends, so the TUI can quit and start
+    /// another.
+    fn spawn_chain(
+        &self,
+        task: u64,
+        chain: super::stages::Chain,
+        cancel: tokio_util::sync::CancellationToken,
+    ) {
+        let chain = tokio::spawn(super::stages::run_chain(
+            Arc::clone(&self.config),
+            chain,
+            task,
+            self.sender.clone(),
+            cancel,
+        ));
+        let sender = self.sender.clone();
+        tokio::spawn(async move {
+            if let Err(error) = chain.await {
+                let _ = sender.send(FlowEvent::Log(
+                    Level::ERROR,
+                    format!("the stage chain stopped: {error}"),
+                ));
+                let _ = sender.send(FlowEvent::Stage {
+                    task,
+                    news: super::stages::StageNews::Finished { ok: false },
+                });
+            }
         });
     }
 
@@ -268,7 +303,7 @@ impl Flows {
                 });
             }
             Work::DeleteData(target) => self.spawn_delete(target),
-            work @ (Work::SaveConfig(_) | Work::UndoConfig(_) | Work::RereadConfig) => {
+            work @ (Work::SaveConfig { .. } | Work::UndoConfig(_) | Work::RereadConfig) => {
                 self.spawn_config(work);
             }
             // The event loop hands the terminal over itself.
@@ -278,15 +313,7 @@ impl Flows {
                 task,
                 chain,
                 cancel,
-            } => {
-                tokio::spawn(super::stages::run_chain(
-                    Arc::clone(&self.config),
-                    chain,
-                    task,
-                    self.sender.clone(),
-                    cancel,
-                ));
-            }
+            } => self.spawn_chain(task, chain, cancel),
             Work::ExportLogs(lines) => self.spawn_export(lines),
             Work::Task {
                 task,

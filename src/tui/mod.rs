@@ -268,7 +268,7 @@ async fn edit_data(
         }
     };
     match terminal::hand_over(terminal, &editor, &path).await? {
-        Ok(status) if status.success() => Ok(vec![Work::ApplyDataEdit { edit, path }]),
+        Ok(status) if status.success() => Ok(app.data_write(Work::ApplyDataEdit { edit, path })),
         Ok(status) => Ok(app.on_flow(event::FlowEvent::Said {
             ok: false,
             text: format!(

@@ -543,6 +543,10 @@ fn d_asks_with_the_dependents_per_file_and_y_deletes_through_the_blocking_pool()
             if topic == "Rust" && subtopic == "Ownership"),
         "{work:?}"
     );
+    // The deletion holds the data lock until it is written.
+    assert!(app.handle_key(ch('d')).is_empty());
+    assert!(app.dialog().is_none() || app.handle_key(ch('y')).is_empty());
+    app.on_flow(FlowEvent::DataWritten);
     // The unanswered question of Traits: `D` refuses, `d` asks.
     for c in ['j', 'l', 'j'] {
         app.handle_key(ch(c));

@@ -501,7 +501,7 @@ fn a_config_change_is_written_once_at_a_time_then_undone_and_runs_lock_training(
     let change = vec![Change::Unset("training.epochs".into())];
     let work = app.apply(Action::EditConfig(change.clone()));
     assert!(
-        matches!(work.as_slice(), [Work::SaveConfig(c)] if *c == change),
+        matches!(work.as_slice(), [Work::SaveConfig { changes, generation: 0 }] if *changes == change),
         "{work:?}"
     );
     assert!(app.apply(Action::EditConfig(change.clone())).is_empty());
@@ -526,6 +526,7 @@ fn a_config_change_is_written_once_at_a_time_then_undone_and_runs_lock_training(
         shown: Box::new(Shown {
             entries: shown,
             start: Err("no `[training]`".into()),
+            generation: 1,
         }),
         undo: Some(point.clone()),
         said: "unset `training.epochs`; `u` undoes it".into(),
@@ -549,6 +550,7 @@ fn a_config_change_is_written_once_at_a_time_then_undone_and_runs_lock_training(
         shown: Box::new(Shown {
             entries: entries(),
             start: Ok(start_lines()),
+            generation: 2,
         }),
         undo: Some(point),
         said: "saved".into(),
@@ -575,7 +577,7 @@ fn a_config_change_is_written_once_at_a_time_then_undone_and_runs_lock_training(
                 "pipeline.concurrency".into()
             )]))
             .as_slice(),
-            [Work::SaveConfig(_)]
+            [Work::SaveConfig { .. }]
         ),
         "other sections stay editable"
     );
@@ -757,5 +759,46 @@ fn q_asks_while_a_stage_runs_and_the_tui_ends_once_it_stopped() {
         task,
         news: StageNews::Finished { ok: false },
     });
+    assert!(app.done());
+}
+
+#[test]
+fn ctrl_c_asks_like_q_while_a_stage_runs_and_a_second_one_quits() {
+    use super::stages::StageNews;
+    let mut app = app();
+    let work = app.apply(Action::RunChain(super::stages::Chain::Run));
+    let [Work::Stages { task, cancel, .. }] = work.as_slice() else {
+        panic!("{work:?}");
+    };
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    app.handle_key(ctrl_c);
+    assert!(app.dialog().is_some_and(|d| *d.yes == Action::QuitNow));
+    assert!(!cancel.is_cancelled());
+    app.handle_key(ctrl_c);
+    assert!(cancel.is_cancelled());
+    app.on_flow(FlowEvent::Stage {
+        task: *task,
+        news: StageNews::Finished { ok: false },
+    });
+    assert!(app.done());
+}
+
+#[test]
+fn a_dataset_write_holds_the_data_lock_and_quitting_waits_for_it() {
+    let mut app = app();
+    let work = app.apply(Action::DeleteData(
+        crate::dataset::delete::Target::Question { id: "q1".into() },
+    ));
+    assert!(matches!(work.as_slice(), [Work::DeleteData(_)]));
+    assert!(app.handle_key(ch('r')).is_empty());
+    assert_eq!(app.menu(), None, "r waits");
+    assert!(
+        app.apply(Action::RunChain(super::stages::Chain::Run))
+            .is_empty()
+    );
+    assert!(app.apply(Action::EditFile).is_empty());
+    app.apply(Action::Quit);
+    assert!(!app.done(), "the write is waited for");
+    app.on_flow(FlowEvent::DataWritten);
     assert!(app.done());
 }

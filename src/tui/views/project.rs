@@ -261,7 +261,10 @@ impl ProjectView {
         if let Some(user) = self
             .used
             .iter()
-            .find(|(prefix, _)| prefix.starts_with(&format!("{table}.")))
+            .find(|(prefix, _)| {
+                let table = format!("{table}.");
+                prefix.starts_with(&table) || table.starts_with(prefix.as_str())
+            })
             .map(|(_, user)| user)
         {
             return Action::refuse(format!("{what} `{name}` is used by {user}"));
