@@ -3,7 +3,8 @@
 //! `.pod/pod.log` with its cursor, the 20 MiB cut and the refusal of links, POD-54,
 //! POD-55, POD-58). Not yet: reading the stream (`GET /v2/pods/{id}/logs`, server-sent
 //! events) while following, the copies of the watchdog and bootstrap logs, and `runs
-//! logs RUN_ID --pod`.
+//! logs RUN_ID --pod`. [`read`] reads the stream into the copy.
 
 pub mod copy;
+pub mod read;
 pub mod redact;
