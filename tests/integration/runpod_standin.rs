@@ -170,6 +170,8 @@ pub struct State {
     pub catalog: Catalog,
     /// Each pod's log (`GET /v2/pods/{id}/logs`), oldest first.
     pub logs: BTreeMap<String, Vec<LogLine>>,
+    /// The lines (source, line) every new pod's log starts with.
+    pub canned_log: Vec<(String, String)>,
     /// Every read of a log: its query and its `Last-Event-ID`.
     pub log_reads: Vec<(String, Option<String>)>,
     next: u64,
@@ -199,6 +201,14 @@ impl State {
             source: source.to_owned(),
             line: line.to_owned(),
         });
+    }
+
+    /// A new pod's log starts with [`Self::canned_log`].
+    fn seed_log(&mut self, pod: &StandinPod) {
+        let at = rfc3339(pod.created);
+        for (source, line) in self.canned_log.clone() {
+            self.log(&pod.id, &at, &source, &line);
+        }
     }
 
     fn live(&self) -> impl Iterator<Item = &StandinPod> {
@@ -750,6 +760,7 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
         }
     }
     let answer = pod_json(&pod, &state.ssh, pod.ssh_after == 0);
+    state.seed_log(&pod);
     state.pods.push(pod);
     let faults = &mut state.faults;
     if faults.error_after_create > 0 {

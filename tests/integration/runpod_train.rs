@@ -19,6 +19,22 @@ use crate::engines::container_env;
 use crate::runpod_standin::Standin;
 use crate::training::{Setup, Training, training_env};
 
+/// A secret the stand-in's pods print in their log (POD-59): it must reach no file and no
+/// output.
+const LOG_CANARY: &str = "hf_CANARYx7Qm2Wz9Kt4Vb8Lr3Np6Hd1Gs";
+
+/// The lines every stand-in pod's log starts with: one of each source, one a secret.
+fn canned_log(project: &PodProject) {
+    project.standin.state().canned_log = vec![
+        ("system".into(), "Pod is starting".into()),
+        ("container".into(), format!("export HF_TOKEN={LOG_CANARY}")),
+        (
+            "container".into(),
+            "\u{1b}]0;title\u{7}bootstrap: ready".into(),
+        ),
+    ];
+}
+
 pub(crate) const KEY: &str = "rpa_CANARY3Zr8Kw5Tq1Vm7Hx4Lb9Nd2Jf6Ps0Gc";
 
 /// One rule second lasts 50 ms: `max_hours = 10` is 30 minutes, readiness 45 s.
@@ -324,6 +340,67 @@ async fn runpod_train_refuses_before_any_pod_without_key_without_secrets_access_
 }
 
 /// The pod's state in `pod.json` of the only run, once there is one.
+/// POD-54, POD-59, POD-60: the copy of the kept pod's log, and `runs logs --pod`.
+async fn pod_logs_while_the_pod_exists(project: &PodProject, id: &str, pod_id: &str) {
+    let copy = std::fs::read_to_string(
+        project
+            .training
+            .runs()
+            .join(id)
+            .join(overbrainer::runpod::logs::copy::LOG_FILE),
+    )
+    .expect("the pod's log copied while followed");
+    assert!(copy.contains("Pod is starting"), "{copy}");
+    assert!(copy.contains("HF_TOKEN=***"), "{copy}");
+    assert!(!copy.contains(&LOG_CANARY[8..24]), "{copy}");
+    project.standin.state().log(
+        pod_id,
+        "2100-01-01T00:00:00Z",
+        "container",
+        &format!("a live line, token {LOG_CANARY}"),
+    );
+    let all = overbrainer(&project.training, &["runs", "logs", id, "--pod"]).await;
+    let out = text(&all);
+    assert!(all.status.success(), "{out}");
+    assert_eq!(out.matches("Pod is starting").count(), 1, "{out}");
+    assert_eq!(out.matches("a live line, token ***").count(), 1, "{out}");
+    assert!(
+        out.contains("bootstrap: ready") && !out.contains('\u{1b}'),
+        "{out}"
+    );
+    assert!(!out.contains(&LOG_CANARY[8..24]), "{out}");
+    let one = overbrainer(
+        &project.training,
+        &[
+            "runs",
+            "logs",
+            id,
+            "--pod",
+            "--source",
+            "container",
+            "--tail",
+            "1",
+        ],
+    )
+    .await;
+    let out = text(&one);
+    assert!(one.status.success(), "{out}");
+    assert!(!out.contains("Pod is starting"), "{out}");
+    assert!(!out.contains("HF_TOKEN"), "{out}");
+    assert!(out.contains("bootstrap: ready"), "{out}");
+    assert!(out.contains("a live line"), "{out}");
+    let bad = overbrainer(
+        &project.training,
+        &["runs", "logs", id, "--pod", "--source", "disk"],
+    )
+    .await;
+    assert!(!bad.status.success());
+    assert!(text(&bad).contains("--source"), "{}", text(&bad));
+    let none = overbrainer(&project.training, &["runs", "logs", "r_nope", "--pod"]).await;
+    assert!(!none.status.success());
+    assert!(text(&none).contains("r_nope"), "{}", text(&none));
+}
+
 pub(crate) fn pod_state(project: &PodProject) -> Option<serde_json::Value> {
     let id = project.training.run_ids().into_iter().next()?;
     let text = std::fs::read_to_string(project.training.runs().join(&id).join("pod.json")).ok()?;
@@ -407,6 +484,7 @@ async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_coll
 async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_rm_find_and_remove_it()
  {
     let project = unmerged_pod_project(r#"["A"]"#).await;
+    canned_log(&project);
     let output = overbrainer(
         &project.training,
         &["train", "--target", "pod", "--keep-pod"],
@@ -454,6 +532,7 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
         ls_text.contains(&pod_id) && ls_text.contains(&id),
         "{ls_text}"
     );
+    pod_logs_while_the_pod_exists(&project, &id, &pod_id).await;
     // `pod rm` deletes it, confirms it gone, deletes the secret, records the deletion.
     let rm = overbrainer(&project.training, &["pod", "rm", &id]).await;
     let rm_text = text(&rm);

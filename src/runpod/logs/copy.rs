@@ -96,7 +96,7 @@ pub fn read_checked(path: &Path) -> Result<Option<String>, CopyError> {
 }
 
 /// An event ID's order: its time, then its sequence number.
-fn order(id: &str) -> (String, u64) {
+pub(crate) fn order(id: &str) -> (String, u64) {
     let (ts, seq) = id.rsplit_once('/').unwrap_or((id, "0"));
     (ts.to_owned(), seq.parse().unwrap_or(0))
 }

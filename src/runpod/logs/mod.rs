@@ -8,3 +8,4 @@
 pub mod copy;
 pub mod read;
 pub mod redact;
+pub mod show;
