@@ -448,6 +448,7 @@ async fn runpod_train_ctrl_c_before_the_job_exists_deletes_the_pod_and_fails_the
 async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_collects_and_deletes_the_pod()
  {
     let project = unmerged_pod_project(r#"["A"]"#).await;
+    canned_log(&project);
     let id = tokio::task::block_in_place(|| {
         let mut child = project.training.spawn(&["train", "--target", "pod"]);
         let id = project.training.wait_running(&mut child);
@@ -470,10 +471,43 @@ async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_coll
             .count(),
         1
     );
+    // The log copied until the detach; a line written meanwhile comes with the attach,
+    // which goes on from the cursor: no line twice (POD-55).
+    let copy_path = project
+        .training
+        .runs()
+        .join(&id)
+        .join(overbrainer::runpod::logs::copy::LOG_FILE);
+    let copy = std::fs::read_to_string(&copy_path).expect("the copy made while followed");
+    assert_eq!(copy.matches("Pod is starting").count(), 1, "{copy}");
+    let pod_id = pod_state(&project).unwrap()["pod_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let reads_before = project.standin.state().log_reads.len();
+    project.standin.state().log(
+        &pod_id,
+        "2100-01-01T00:00:00Z",
+        "container",
+        "written while nobody followed",
+    );
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
     crate::training::assert_trained_run(&project.training, &id);
+    let copy = std::fs::read_to_string(&copy_path).unwrap();
+    assert_eq!(copy.matches("Pod is starting").count(), 1, "{copy}");
+    assert_eq!(
+        copy.matches("written while nobody followed").count(),
+        1,
+        "{copy}"
+    );
+    assert!(!copy.contains(&LOG_CANARY[8..24]), "{copy}");
+    let reads = project.standin.state().log_reads.clone();
+    assert!(
+        reads[reads_before..].iter().all(|(_, last)| last.is_some()),
+        "{reads:?}"
+    );
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert_eq!(pod["retrieved"], true, "{pod}");
@@ -719,6 +753,7 @@ async fn runpod_kill_9_during_readiness_leaves_the_pod_to_the_next_command_which
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_kill_9_while_the_job_runs_and_train_attach_recovers_the_run_and_deletes_the_pod() {
     let project = unmerged_pod_project(r#"["A"]"#).await;
+    canned_log(&project);
     let id = tokio::task::block_in_place(|| {
         let mut child = project.training.spawn(&["train", "--target", "pod"]);
         let id = project.training.wait_running(&mut child);
@@ -726,10 +761,43 @@ async fn runpod_kill_9_while_the_job_runs_and_train_attach_recovers_the_run_and_
         let _ = crate::training::finish(child);
         id
     });
+    // The log copied until the detach; a line written meanwhile comes with the attach,
+    // which goes on from the cursor: no line twice (POD-55).
+    let copy_path = project
+        .training
+        .runs()
+        .join(&id)
+        .join(overbrainer::runpod::logs::copy::LOG_FILE);
+    let copy = std::fs::read_to_string(&copy_path).expect("the copy made while followed");
+    assert_eq!(copy.matches("Pod is starting").count(), 1, "{copy}");
+    let pod_id = pod_state(&project).unwrap()["pod_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let reads_before = project.standin.state().log_reads.len();
+    project.standin.state().log(
+        &pod_id,
+        "2100-01-01T00:00:00Z",
+        "container",
+        "written while nobody followed",
+    );
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
     crate::training::assert_trained_run(&project.training, &id);
+    let copy = std::fs::read_to_string(&copy_path).unwrap();
+    assert_eq!(copy.matches("Pod is starting").count(), 1, "{copy}");
+    assert_eq!(
+        copy.matches("written while nobody followed").count(),
+        1,
+        "{copy}"
+    );
+    assert!(!copy.contains(&LOG_CANARY[8..24]), "{copy}");
+    let reads = project.standin.state().log_reads.clone();
+    assert!(
+        reads[reads_before..].iter().all(|(_, last)| last.is_some()),
+        "{reads:?}"
+    );
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert_clean(&project);

@@ -160,3 +160,73 @@ pub async fn live(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runpod::logs::copy::CURSOR_FILE;
+
+    fn run_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".pod")).unwrap();
+        std::fs::write(
+            dir.path().join(BOOTSTRAP_LOG),
+            "boot 1\nboot 2 HF_TOKEN=CANARY-Qz7Wk2Xp9\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(WATCHDOG_LOG), "dog 1\n\u{1b}[31mdog 2\n").unwrap();
+        let line = |ts: &str, source: &str, line: &str| {
+            serde_json::json!({"ts": ts, "source": source, "line": line}).to_string() + "\n"
+        };
+        let copy = [
+            line("t1", "system", "pod up"),
+            line("t2", "container", "step 1"),
+            line("t3", "container", "step 2"),
+        ]
+        .concat();
+        std::fs::write(dir.path().join(LOG_FILE), copy).unwrap();
+        std::fs::write(dir.path().join(CURSOR_FILE), "t3/9\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_kept_logs_come_in_order_redacted_without_controls_and_cut_per_log() {
+        let dir = run_dir();
+        let known = Redactor::new();
+        let (lines, cursor) = kept(dir.path(), &ShowOptions::default(), &known).unwrap();
+        assert_eq!(
+            lines,
+            [
+                "boot 1",
+                "boot 2 HF_TOKEN=***",
+                "dog 1",
+                "dog 2",
+                "t1 system pod up",
+                "t2 container step 1",
+                "t3 container step 2",
+            ]
+        );
+        assert_eq!(cursor.as_deref(), Some("t3/9"));
+        let options = ShowOptions {
+            source: Some(LogSource::Container),
+            tail: Some(1),
+            follow: false,
+        };
+        let (lines, _) = kept(dir.path(), &options, &known).unwrap();
+        assert_eq!(
+            lines,
+            ["boot 2 HF_TOKEN=***", "dog 2", "t3 container step 2"]
+        );
+    }
+
+    #[test]
+    fn a_link_among_the_kept_logs_is_refused() {
+        let dir = run_dir();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "not a pod log").unwrap();
+        std::fs::remove_file(dir.path().join(WATCHDOG_LOG)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.path().join(WATCHDOG_LOG)).unwrap();
+        let error = kept(dir.path(), &ShowOptions::default(), &Redactor::new()).unwrap_err();
+        assert!(matches!(error, CopyError::Link(_)), "{error}");
+    }
+}
