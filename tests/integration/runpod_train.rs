@@ -369,6 +369,16 @@ async fn pod_logs_while_the_pod_exists(project: &PodProject, id: &str, pod_id: &
         "{out}"
     );
     assert!(!out.contains(&LOG_CANARY[8..24]), "{out}");
+    // It only reads: the copy is the following process's.
+    let copy_now = std::fs::read_to_string(
+        project
+            .training
+            .runs()
+            .join(id)
+            .join(overbrainer::runpod::logs::copy::LOG_FILE),
+    )
+    .unwrap();
+    assert_eq!(copy_now, copy);
     let one = overbrainer(
         &project.training,
         &[
@@ -578,6 +588,17 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert!(pod["deleted"]["cost_usd"].as_f64().is_some(), "{pod}");
+    // POD-57: `pod rm` read the rest of the stream into the copy before deleting.
+    let copy = std::fs::read_to_string(
+        project
+            .training
+            .runs()
+            .join(&id)
+            .join(overbrainer::runpod::logs::copy::LOG_FILE),
+    )
+    .unwrap();
+    assert_eq!(copy.matches("a live line, token ***").count(), 1, "{copy}");
+    assert!(!copy.contains(&LOG_CANARY[8..24]), "{copy}");
     assert_clean(&project);
 }
 
