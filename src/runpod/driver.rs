@@ -572,7 +572,28 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
             Some(pod) => self.job.retrieve(pod).await,
             None => Err("no connection to the pod".into()),
         };
+        self.copy_side_logs().await;
         Event::Retrieved { at: now(), result }
+    }
+
+    /// POD-56: the job ended: the pod's watchdog and bootstrap logs are copied next to
+    /// the copy of its log stream (at most 4 MiB each); a failure is only told.
+    async fn copy_side_logs(&self) {
+        let (Some(pod), Some(dir)) = (self.pod.as_ref(), self.plan.log_dir.as_deref()) else {
+            return;
+        };
+        for name in [logs::show::BOOTSTRAP_LOG, logs::show::WATCHDOG_LOG] {
+            let remote = format!("{}/{name}", self.plan.run_dir);
+            let copied = match pod.read_from(&remote, 0, logs::copy::SIDE_LIMIT + 1).await {
+                Ok(bytes) if bytes.is_empty() => Ok(()),
+                Ok(bytes) => logs::copy::write_side_log(dir, name, &bytes, self.client.redactor())
+                    .map_err(|e| e.to_string()),
+                Err(error) => Err(chain(&error)),
+            };
+            if let Err(cause) = copied {
+                tracing::warn!("cannot copy `{name}` from the pod: {cause}");
+            }
+        }
     }
 
     /// `--keep-pod`: the job is followed until it ends, then its results retrieved.

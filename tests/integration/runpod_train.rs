@@ -260,6 +260,13 @@ async fn runpod_train_runs_the_demo_on_the_next_gpu_type_verifies_it_and_confirm
     let run_dir = project.training.runs().join(&ids[0]);
     crate::training::assert_file(&run_dir.join("output/adapter_model.safetensors"));
     crate::training::assert_file(&run_dir.join("output/merged/config.json"));
+    // POD-56: the pod's bootstrap log was copied at the end, mode 600.
+    let boot = run_dir.join(".pod/bootstrap.log");
+    let boot_text = std::fs::read_to_string(&boot).expect("the bootstrap log copied");
+    assert!(!boot_text.is_empty());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&boot).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
     let pod: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("pod.json")).unwrap()).unwrap();
     assert_eq!(pod["gpu_type"], "B", "{pod}");
