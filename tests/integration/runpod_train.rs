@@ -413,9 +413,61 @@ async fn pod_logs_while_the_pod_exists(project: &PodProject, id: &str, pod_id: &
     .await;
     assert!(!bad.status.success());
     assert!(text(&bad).contains("--source"), "{}", text(&bad));
+    tokio::task::block_in_place(|| follow_prints_new_lines(project, id, pod_id));
     let none = overbrainer(&project.training, &["runs", "logs", "r_nope", "--pod"]).await;
     assert!(!none.status.success());
     assert!(text(&none).contains("r_nope"), "{}", text(&none));
+}
+
+/// `runs logs --pod --follow` prints a line Runpod has later, once, until Ctrl-C.
+fn follow_prints_new_lines(project: &PodProject, id: &str, pod_id: &str) {
+    use std::io::BufRead as _;
+    let mut child = project
+        .training
+        .spawn(&["runs", "logs", id, "--pod", "--follow"]);
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_for = |want: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(want);
+                    seen.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                Err(error) => panic!("no `{want}` within 30 s ({error}): {seen:?}"),
+            }
+        }
+    };
+    wait_for("a live line");
+    project
+        .standin
+        .state()
+        .log(pod_id, "2100-01-01T00:00:01Z", "system", "a followed line");
+    wait_for("a followed line");
+    crate::util::signal(child.id(), "INT");
+    let output = crate::training::finish(child);
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        seen.iter().filter(|l| l.contains("a live line")).count(),
+        1,
+        "{seen:?}"
+    );
 }
 
 pub(crate) fn pod_state(project: &PodProject) -> Option<serde_json::Value> {
@@ -543,6 +595,7 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
     .await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
+    assert!(!all.contains(&LOG_CANARY[8..24]), "{all}");
     let id = project.training.run_ids().remove(0);
     crate::training::assert_trained_run(&project.training, &id);
     let pod = pod_state(&project).unwrap();
