@@ -114,6 +114,8 @@ async fn runpod_logs_first_read_backfills_then_a_later_attach_goes_on_from_the_c
     );
     assert_eq!(copied(dir.path()), numbered(0..130));
     let reads = standin.state().log_reads.clone();
+    // The key travels in the Authorization header only, never in the query.
+    assert!(reads.iter().all(|(query, _)| !query.contains(&KEY[8..20])));
     let last_first = standin.state().logs[&pod][119].id.clone();
     assert_eq!(reads[0], ("tail=5000".to_owned(), None));
     assert_eq!(reads[1], (String::new(), Some(last_first)));
