@@ -218,7 +218,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::History(args) => history::run(ctx, &args),
         Command::Budget(args) => budget::run(ctx, &args),
         Command::Train(args) => Box::pin(train::run(ctx, args)).await,
-        Command::Runs(command) => runs::run(ctx, &command),
+        Command::Runs(command) => runs::run(ctx, &command).await,
         Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,
         Command::Push(args) => push::run(ctx, &args).await,
         Command::Export(args) => export::run(ctx, &args).await,

@@ -55,7 +55,7 @@ pub enum Listing<'a> {
 
 /// The account's client from the environment and the directory's `.env` (ENV-3), with
 /// no project needed.
-async fn client(ctx: &Context) -> anyhow::Result<RunpodClient> {
+pub(crate) async fn client(ctx: &Context) -> anyhow::Result<RunpodClient> {
     let dotenv = crate::config::dotenv_pairs(&ctx.dir).context("reading `.env`")?;
     let env = ctx
         .env

@@ -3,7 +3,11 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use super::Context;
+use crate::runpod::api::logs::LogSource;
+use crate::runpod::logs::show::{self, ShowOptions};
 use crate::runpod::record::PodRecord;
 use crate::runs::record::{RunRecord, Stalled, State, TargetKind, list};
 
@@ -22,9 +26,19 @@ pub struct LogsArgs {
     /// The run.
     #[arg(value_name = "RUN_ID", add = clap_complete::ArgValueCompleter::new(super::complete::run_ids))]
     pub run_id: String,
-    /// Print only the last N lines.
+    /// Print only the last N lines (of each log, with `--pod`).
     #[arg(long, value_name = "N")]
     pub tail: Option<usize>,
+    /// Print the logs of the run's pod (POD-60): the kept bootstrap, watchdog and pod
+    /// logs, then the lines Runpod has after them while the pod exists.
+    #[arg(long)]
+    pub pod: bool,
+    /// Only this source of the pod's log.
+    #[arg(long, value_name = "SOURCE", requires = "pod")]
+    pub source: Option<LogSource>,
+    /// Keep printing the pod's new lines until Ctrl-C.
+    #[arg(long, requires = "pod")]
+    pub follow: bool,
 }
 
 /// Runs `runs ls` or `runs logs`.
@@ -33,7 +47,7 @@ pub struct LogsArgs {
 ///
 /// When there is no project; for `logs`, an invalid or unknown run, or a log not
 /// retrieved yet.
-pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
+pub async fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
     let project = ctx.project()?;
     match command {
         RunsCommand::Ls => {
@@ -56,6 +70,7 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
             out!("{}", table(&records, &pods));
             Ok(ExitCode::SUCCESS)
         }
+        RunsCommand::Logs(args) if args.pod => pod_logs(ctx, &project, args).await,
         RunsCommand::Logs(args) => {
             let log = crate::runs::job_log::retrieved_lines(&project, &args.run_id, args.tail)?;
             if let Some(problem) = &log.bad_record {
@@ -67,6 +82,49 @@ pub fn run(ctx: &Context, command: &RunsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `runs logs RUN_ID --pod` (POD-60): reads only, takes no lock.
+async fn pod_logs(
+    ctx: &Context,
+    project: &crate::project::Project,
+    args: &LogsArgs,
+) -> anyhow::Result<ExitCode> {
+    let record = RunRecord::load(&project.runs_dir(), &args.run_id)?;
+    let run_dir = project.run_dir(&record.id);
+    let options = ShowOptions {
+        source: args.source,
+        tail: args.tail,
+        follow: args.follow,
+    };
+    let known = crate::llm::Redactor::new();
+    let (kept, cursor) = show::kept(&run_dir, &options, &known)
+        .with_context(|| format!("cannot read the pod logs of run `{}`", record.id))?;
+    for line in &kept {
+        outln!("{line}");
+    }
+    let pod = PodRecord::read(&run_dir).map_err(|e| anyhow::anyhow!("run `{}`: {e}", record.id))?;
+    let Some(pod_id) = pod
+        .filter(|p| p.deleted.is_none() && p.state != "deleted")
+        .and_then(|p| p.pod_id)
+    else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let client = super::pod_catalog::client(ctx).await?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopper = stop.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stopper.cancel();
+        }
+    });
+    let result = show::live(&client, &pod_id, cursor, &options, &stop, |line| {
+        outln!("{line}");
+    })
+    .await;
+    ctrl_c.abort();
+    result.with_context(|| format!("cannot read the log of run `{}`'s pod", record.id))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// POD-68: a Runpod run's pod as `pod.json` last recorded it, with its rate while alive

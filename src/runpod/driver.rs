@@ -24,6 +24,7 @@ use super::catalog::auto::AutoState;
 use super::lifecycle::{
     Effect, Event, Handshake, Notice, Phase, PodFailure, PodState, SnapshotCause, handle,
 };
+use super::logs;
 use crate::env::TimeScale;
 use crate::exec::{ExecError, Executor as _, PodEndpoint, SshExecutor};
 use crate::train::plugin::SNAPSHOT_REQUEST;
@@ -101,6 +102,9 @@ pub struct PodPlan {
     /// `gpu_types = "auto"`: each create call's data centers and the re-reads
     /// (POD-14, POD-15).
     pub auto: Option<AutoState>,
+    /// The run directory on this machine, where the pod's log is copied while the pod
+    /// is followed (`.pod/pod.log`, POD-54, POD-55); `None` keeps no copy.
+    pub log_dir: Option<PathBuf>,
 }
 
 /// How the driving ended.
@@ -188,8 +192,10 @@ pub async fn drive_on<J: PodJob, H: PodHooks>(
         pod,
         interrupted: false,
         secret_left: None,
+        logs: None,
     };
     let result = Box::pin(driver.run(state, first)).await;
+    driver.stop_logs().await;
     if let Some(pod) = driver.pod.take() {
         pod.disconnect().await;
     }
@@ -213,6 +219,8 @@ struct Driver<'a, J, H> {
     /// A Ctrl-C was handed to the machine (it is handed over once).
     interrupted: bool,
     secret_left: Option<String>,
+    /// The reading of the pod's log stream into its copy, while it goes on.
+    logs: Option<(CancellationToken, tokio::task::JoinHandle<()>)>,
 }
 
 impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
@@ -280,8 +288,69 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
         }
     }
 
+    /// Starts reading pod `pod`'s log stream into the run's copy, unless it is read
+    /// already or no copy is kept (POD-55).
+    fn follow_logs(&mut self, pod: &str) {
+        let Some(dir) = self.plan.log_dir.clone() else {
+            return;
+        };
+        if self.logs.is_some() || pod.is_empty() {
+            return;
+        }
+        let stop = CancellationToken::new();
+        let client = self.client.clone();
+        let known = client.redactor().clone();
+        let pod = pod.to_owned();
+        let pause = self.plan.time_scale.poll(Duration::from_secs(2));
+        let stopped = stop.clone();
+        let task = tokio::spawn(async move {
+            if let Err(error) =
+                logs::read::follow(&client, &pod, &dir, &known, pause, &stopped).await
+            {
+                let cause = std::error::Error::source(&error).map(ToString::to_string);
+                tracing::warn!("{error}: {}", cause.unwrap_or_default());
+            }
+        });
+        self.logs = Some((stop, task));
+    }
+
+    /// Stops reading the log stream, once what was read is written.
+    async fn stop_logs(&mut self) {
+        if let Some((stop, task)) = self.logs.take() {
+            stop.cancel();
+            let _ = task.await;
+        }
+    }
+
+    /// POD-57: before pod `pod` is deleted, what is left of its stream is read for up to
+    /// 5 seconds (on the run's time scale).
+    async fn drain_logs(&mut self, pod: &str) {
+        self.stop_logs().await;
+        let Some(dir) = self.plan.log_dir.as_deref() else {
+            return;
+        };
+        let limit = self.plan.time_scale.scale(logs::read::DRAIN);
+        let known = self.client.redactor().clone();
+        if let Err(error) = logs::read::drain(self.client, pod, dir, &known, limit).await {
+            let cause = std::error::Error::source(&error).map(ToString::to_string);
+            tracing::warn!("{error}: {}", cause.unwrap_or_default());
+        }
+    }
+
+    /// Deletes pod `id`, once the rest of its log stream is read (POD-57).
+    async fn delete(&mut self, id: &str) -> Event {
+        self.drain_logs(id).await;
+        Event::DeleteAnswered {
+            result: self.client.delete_pod(id).await.map_err(|e| e.to_string()),
+            at: now(),
+        }
+    }
+
     async fn perform(&mut self, effect: Effect, state: &PodState) -> Vec<Event> {
         let pod_id = state.facts.pod.clone().unwrap_or_default();
+        if !matches!(effect, Effect::Delete(_) | Effect::CheckGone(_)) {
+            self.follow_logs(&pod_id);
+        }
         let event = match effect {
             Effect::Create(gpu_type) => {
                 let mut body = self.plan.body.clone();
@@ -356,10 +425,7 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
                 }
                 return Vec::new();
             }
-            Effect::Delete(id) => Event::DeleteAnswered {
-                result: self.client.delete_pod(&id).await.map_err(|e| e.to_string()),
-                at: now(),
-            },
+            Effect::Delete(id) => self.delete(&id).await,
             Effect::CheckGone(id) => Event::GoneChecked {
                 seen: self.client.gone(&id).await.map_err(|e| e.to_string()),
                 at: now(),
@@ -506,7 +572,28 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
             Some(pod) => self.job.retrieve(pod).await,
             None => Err("no connection to the pod".into()),
         };
+        self.copy_side_logs().await;
         Event::Retrieved { at: now(), result }
+    }
+
+    /// POD-56: the job ended: the pod's watchdog and bootstrap logs are copied next to
+    /// the copy of its log stream (at most 4 MiB each); a failure is only told.
+    async fn copy_side_logs(&self) {
+        let (Some(pod), Some(dir)) = (self.pod.as_ref(), self.plan.log_dir.as_deref()) else {
+            return;
+        };
+        for name in [logs::show::BOOTSTRAP_LOG, logs::show::WATCHDOG_LOG] {
+            let remote = format!("{}/{name}", self.plan.run_dir);
+            let copied = match pod.read_from(&remote, 0, logs::copy::SIDE_LIMIT + 1).await {
+                Ok(bytes) if bytes.is_empty() => Ok(()),
+                Ok(bytes) => logs::copy::write_side_log(dir, name, &bytes, self.client.redactor())
+                    .map_err(|e| e.to_string()),
+                Err(error) => Err(chain(&error)),
+            };
+            if let Err(cause) = copied {
+                tracing::warn!("cannot copy `{name}` from the pod: {cause}");
+            }
+        }
     }
 
     /// `--keep-pod`: the job is followed until it ends, then its results retrieved.

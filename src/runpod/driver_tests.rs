@@ -77,6 +77,7 @@ async fn no_create_call_goes_out_when_pod_json_cannot_be_written() {
         job_poll: Duration::from_secs(1),
         time_scale: TimeScale::REAL,
         auto: None,
+        log_dir: None,
     };
     let mut hooks = Unwritable(0);
     let state = PodState::new(rules, vec!["A".into()]);

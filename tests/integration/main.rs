@@ -124,6 +124,9 @@ mod runpod_pod_rm;
 mod runpod_rules;
 // Flows: `kill -9` of `train` on a pod during the upload and the retrieval (issue 12, case 2).
 mod runpod_kill;
+// Flows: a pod's log stream read into `.pod/pod.log` from the stand-in: backfill, cursor,
+// drops, a refused event ID, redaction (issue 13, POD-55, POD-57, POD-59).
+mod runpod_logs;
 // Flows: `overbrainer tui` as a person drives it, the real binary in `tmux`: the Project
 // view, a real training run started, stopped with a snapshot and resumed (issue 17).
 mod tui;

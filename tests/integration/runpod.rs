@@ -158,6 +158,7 @@ async fn drive(state: PodState, client: &RunpodClient, secret_id: &str, interrup
         job_poll: scale().scale(Duration::from_secs(5)),
         time_scale: scale(),
         auto: None,
+        log_dir: None,
     };
     let cancel = CancellationToken::new();
     let mut hooks = Hooks {

@@ -90,6 +90,7 @@ async fn setup(run: &str, bootstrap: bool) -> Setup {
         job_poll: scale().scale(Duration::from_secs(5)),
         time_scale: scale(),
         auto: None,
+        log_dir: None,
     };
     Setup {
         standin,

@@ -12,6 +12,7 @@
 //! or real Podman containers ([`Standin::with_pods`], `runpod_pods`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -83,6 +84,12 @@ pub struct Faults {
     pub ssh_after_polls: u32,
     /// The key may not manage account secrets: their create answers 403.
     pub secrets_forbidden: bool,
+    /// Reads of a pod's log that resume from an event ID (`Last-Event-ID`) and are
+    /// refused with a 400, as for an ID Runpod no longer keeps.
+    pub refused_event_ids: u32,
+    /// Reads of a pod's log whose connection drops after this many events, in the
+    /// middle of the next one.
+    pub log_drops: Vec<usize>,
     /// The pods' own key ([`POD_KEY`]) may read its pod but not delete it: its
     /// `DELETE`s answer 403 (the watchdog's self-check passes, its deletions fail).
     pub pod_key_cannot_delete: bool,
@@ -161,10 +168,49 @@ pub struct State {
     pub runner: Option<PodRunner>,
     /// What the catalog and account listings answer.
     pub catalog: Catalog,
+    /// Each pod's log (`GET /v2/pods/{id}/logs`), oldest first.
+    pub logs: BTreeMap<String, Vec<LogLine>>,
+    /// The lines (source, line) every new pod's log starts with.
+    pub canned_log: Vec<(String, String)>,
+    /// Every read of a log: its query and its `Last-Event-ID`.
+    pub log_reads: Vec<(String, Option<String>)>,
     next: u64,
 }
 
+/// One line of a pod's log as the stand-in serves it.
+#[derive(Debug, Clone)]
+pub struct LogLine {
+    /// The event ID, `<ts>/<seq>`.
+    pub id: String,
+    /// RFC 3339 time.
+    pub ts: String,
+    /// `container` or `system`.
+    pub source: String,
+    /// The line.
+    pub line: String,
+}
+
 impl State {
+    /// Adds `line` from `source` to pod `pod`'s log, at `ts` (RFC 3339).
+    pub fn log(&mut self, pod: &str, ts: &str, source: &str, line: &str) {
+        self.next += 1;
+        let id = format!("{ts}/{}", self.next);
+        self.logs.entry(pod.to_owned()).or_default().push(LogLine {
+            id,
+            ts: ts.to_owned(),
+            source: source.to_owned(),
+            line: line.to_owned(),
+        });
+    }
+
+    /// A new pod's log starts with [`Self::canned_log`].
+    fn seed_log(&mut self, pod: &StandinPod) {
+        let at = rfc3339(pod.created);
+        for (source, line) in self.canned_log.clone() {
+            self.log(&pod.id, &at, &source, &line);
+        }
+    }
+
     fn live(&self) -> impl Iterator<Item = &StandinPod> {
         self.pods.iter().filter(|p| p.deleted.is_none())
     }
@@ -383,6 +429,7 @@ fn pod_json(pod: &StandinPod, ssh: &(String, u16), with_ssh: bool) -> Value {
 }
 
 impl Respond for Api {
+    #[allow(clippy::too_many_lines, reason = "one arm per route of the API")]
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let mut state = self
             .state
@@ -458,6 +505,7 @@ impl Respond for Api {
                     None => problem(404, "Not Found", "resource not found"),
                 }
             }
+            ("GET", ["v2", "pods", id, "logs"]) => pod_logs(&mut state, id, request),
             ("GET", ["v2", "catalog", "gpus"]) => {
                 let query = request.url.query_pairs().into_owned().collect();
                 catalog_gpus(&mut state.catalog, &query)
@@ -485,6 +533,85 @@ impl Respond for Api {
                 .insert_header("Allow", "GET, POST, DELETE"),
         }
     }
+}
+
+/// `GET /v2/pods/{id}/logs` (wire-facts A.4): server-sent events, `id: <ts>/<seq>` and
+/// `data: {"ts","source","line"}`; `source` keeps one source, `tail` (0 to 5000, 100
+/// when left out) the last lines, `since` those at or after a time, `Last-Event-ID`
+/// those after an event (a 400 for an ID it does not hold, or while
+/// [`Faults::refused_event_ids`] lasts). The whole log is sent and the answer ends: a
+/// reader reconnects for more. [`Faults::log_drops`] cuts one answer inside an event.
+fn pod_logs(state: &mut State, id: &str, request: &Request) -> ResponseTemplate {
+    let query: BTreeMap<String, String> = request.url.query_pairs().into_owned().collect();
+    let last = request
+        .headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    state.log_reads.push((
+        request.url.query().unwrap_or_default().to_owned(),
+        last.clone(),
+    ));
+    if !state.live().any(|p| p.id == id) {
+        return problem(404, "Not Found", "resource not found");
+    }
+    let source = query.get("source").cloned();
+    if source
+        .as_deref()
+        .is_some_and(|s| s != "container" && s != "system")
+    {
+        return problem(400, "Bad Request", "source must be container or system");
+    }
+    let tail: usize = match query.get("tail").map(|t| t.parse::<usize>()) {
+        None => 100,
+        Some(Ok(tail)) if tail <= 5000 => tail,
+        Some(_) => return problem(400, "Bad Request", "tail must be between 0 and 5000"),
+    };
+    let all = state.logs.get(id).cloned().unwrap_or_default();
+    let mut lines: Vec<LogLine> = all
+        .into_iter()
+        .filter(|l| source.as_ref().is_none_or(|s| *s == l.source))
+        .collect();
+    if let Some(last) = &last {
+        let known = state
+            .logs
+            .get(id)
+            .is_some_and(|all| all.iter().any(|l| l.id == *last));
+        if state.faults.refused_event_ids > 0 || !known {
+            state.faults.refused_event_ids = state.faults.refused_event_ids.saturating_sub(1);
+            return problem(400, "Bad Request", "unknown or expired Last-Event-ID");
+        }
+        let seq = |id: &str| -> u64 {
+            id.rsplit_once('/')
+                .and_then(|(_, n)| n.parse().ok())
+                .unwrap_or(0)
+        };
+        lines.retain(|l| seq(&l.id) > seq(last));
+    } else if let Some(since) = query.get("since") {
+        lines.retain(|l| l.ts.as_str() >= since.as_str());
+    } else {
+        let skip = lines.len().saturating_sub(tail);
+        lines.drain(..skip);
+    }
+    let drop_after = if state.faults.log_drops.is_empty() {
+        None
+    } else {
+        Some(state.faults.log_drops.remove(0))
+    };
+    let mut body = String::new();
+    for (n, line) in lines.iter().enumerate() {
+        let data = json!({"ts": line.ts, "source": line.source, "line": line.line}).to_string();
+        if drop_after == Some(n) {
+            // The connection breaks inside this event: no blank line ends it.
+            let _ = write!(body, "id: {}\ndata: {}", line.id, &data[..data.len() / 2]);
+            break;
+        }
+        let _ = write!(body, "id: {}\ndata: {data}\n\n", line.id);
+    }
+    ResponseTemplate::new(200)
+        .insert_header("Cache-Control", "no-cache")
+        .insert_header("X-Accel-Buffering", "no")
+        .set_body_raw(body, "text/event-stream")
 }
 
 /// `GET /v2/catalog/gpus`: `product` is required with `include`; stock only with
@@ -633,6 +760,7 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
         }
     }
     let answer = pod_json(&pod, &state.ssh, pod.ssh_after == 0);
+    state.seed_log(&pod);
     state.pods.push(pod);
     let faults = &mut state.faults;
     if faults.error_after_create > 0 {

@@ -19,6 +19,22 @@ use crate::engines::container_env;
 use crate::runpod_standin::Standin;
 use crate::training::{Setup, Training, training_env};
 
+/// A secret the stand-in's pods print in their log (POD-59): it must reach no file and no
+/// output.
+const LOG_CANARY: &str = "hf_CANARYx7Qm2Wz9Kt4Vb8Lr3Np6Hd1Gs";
+
+/// The lines every stand-in pod's log starts with: one of each source, one a secret.
+fn canned_log(project: &PodProject) {
+    project.standin.state().canned_log = vec![
+        ("system".into(), "Pod is starting".into()),
+        ("container".into(), format!("export HF_TOKEN={LOG_CANARY}")),
+        (
+            "container".into(),
+            "\u{1b}]0;title\u{7}bootstrap: ready".into(),
+        ),
+    ];
+}
+
 pub(crate) const KEY: &str = "rpa_CANARY3Zr8Kw5Tq1Vm7Hx4Lb9Nd2Jf6Ps0Gc";
 
 /// One rule second lasts 50 ms: `max_hours = 10` is 30 minutes, readiness 45 s.
@@ -244,6 +260,13 @@ async fn runpod_train_runs_the_demo_on_the_next_gpu_type_verifies_it_and_confirm
     let run_dir = project.training.runs().join(&ids[0]);
     crate::training::assert_file(&run_dir.join("output/adapter_model.safetensors"));
     crate::training::assert_file(&run_dir.join("output/merged/config.json"));
+    // POD-56: the pod's bootstrap log was copied at the end, mode 600.
+    let boot = run_dir.join(".pod/bootstrap.log");
+    let boot_text = std::fs::read_to_string(&boot).expect("the bootstrap log copied");
+    assert!(!boot_text.is_empty());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&boot).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
     let pod: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("pod.json")).unwrap()).unwrap();
     assert_eq!(pod["gpu_type"], "B", "{pod}");
@@ -324,6 +347,129 @@ async fn runpod_train_refuses_before_any_pod_without_key_without_secrets_access_
 }
 
 /// The pod's state in `pod.json` of the only run, once there is one.
+/// POD-54, POD-59, POD-60: the copy of the kept pod's log, and `runs logs --pod`.
+async fn pod_logs_while_the_pod_exists(project: &PodProject, id: &str, pod_id: &str) {
+    let copy = std::fs::read_to_string(
+        project
+            .training
+            .runs()
+            .join(id)
+            .join(overbrainer::runpod::logs::copy::LOG_FILE),
+    )
+    .expect("the pod's log copied while followed");
+    assert!(copy.contains("Pod is starting"), "{copy}");
+    assert!(copy.contains("HF_TOKEN=***"), "{copy}");
+    assert!(!copy.contains(&LOG_CANARY[8..24]), "{copy}");
+    project.standin.state().log(
+        pod_id,
+        "2100-01-01T00:00:00Z",
+        "container",
+        &format!("a live line, token {LOG_CANARY}"),
+    );
+    let all = overbrainer(&project.training, &["runs", "logs", id, "--pod"]).await;
+    let out = text(&all);
+    assert!(all.status.success(), "{out}");
+    assert_eq!(out.matches("Pod is starting").count(), 1, "{out}");
+    assert_eq!(out.matches("a live line, token ***").count(), 1, "{out}");
+    assert!(
+        out.contains("bootstrap: ready") && !out.contains('\u{1b}'),
+        "{out}"
+    );
+    assert!(!out.contains(&LOG_CANARY[8..24]), "{out}");
+    // It only reads: the copy is the following process's.
+    let copy_now = std::fs::read_to_string(
+        project
+            .training
+            .runs()
+            .join(id)
+            .join(overbrainer::runpod::logs::copy::LOG_FILE),
+    )
+    .unwrap();
+    assert_eq!(copy_now, copy);
+    let one = overbrainer(
+        &project.training,
+        &[
+            "runs",
+            "logs",
+            id,
+            "--pod",
+            "--source",
+            "container",
+            "--tail",
+            "1",
+        ],
+    )
+    .await;
+    let out = text(&one);
+    assert!(one.status.success(), "{out}");
+    assert!(!out.contains("Pod is starting"), "{out}");
+    assert!(!out.contains("HF_TOKEN"), "{out}");
+    assert!(out.contains("bootstrap: ready"), "{out}");
+    assert!(out.contains("a live line"), "{out}");
+    let bad = overbrainer(
+        &project.training,
+        &["runs", "logs", id, "--pod", "--source", "disk"],
+    )
+    .await;
+    assert!(!bad.status.success());
+    assert!(text(&bad).contains("--source"), "{}", text(&bad));
+    tokio::task::block_in_place(|| follow_prints_new_lines(project, id, pod_id));
+    let none = overbrainer(&project.training, &["runs", "logs", "r_nope", "--pod"]).await;
+    assert!(!none.status.success());
+    assert!(text(&none).contains("r_nope"), "{}", text(&none));
+}
+
+/// `runs logs --pod --follow` prints a line Runpod has later, once, until Ctrl-C.
+fn follow_prints_new_lines(project: &PodProject, id: &str, pod_id: &str) {
+    use std::io::BufRead as _;
+    let mut child = project
+        .training
+        .spawn(&["runs", "logs", id, "--pod", "--follow"]);
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_for = |want: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(want);
+                    seen.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                Err(error) => panic!("no `{want}` within 30 s ({error}): {seen:?}"),
+            }
+        }
+    };
+    wait_for("a live line");
+    project
+        .standin
+        .state()
+        .log(pod_id, "2100-01-01T00:00:01Z", "system", "a followed line");
+    wait_for("a followed line");
+    crate::util::signal(child.id(), "INT");
+    let output = crate::training::finish(child);
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        seen.iter().filter(|l| l.contains("a live line")).count(),
+        1,
+        "{seen:?}"
+    );
+}
+
 pub(crate) fn pod_state(project: &PodProject) -> Option<serde_json::Value> {
     let id = project.training.run_ids().into_iter().next()?;
     let text = std::fs::read_to_string(project.training.runs().join(&id).join("pod.json")).ok()?;
@@ -371,6 +517,7 @@ async fn runpod_train_ctrl_c_before_the_job_exists_deletes_the_pod_and_fails_the
 async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_collects_and_deletes_the_pod()
  {
     let project = unmerged_pod_project(r#"["A"]"#).await;
+    canned_log(&project);
     let id = tokio::task::block_in_place(|| {
         let mut child = project.training.spawn(&["train", "--target", "pod"]);
         let id = project.training.wait_running(&mut child);
@@ -393,10 +540,43 @@ async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_coll
             .count(),
         1
     );
+    // The log copied until the detach; a line written meanwhile comes with the attach,
+    // which goes on from the cursor: no line twice (POD-55).
+    let copy_path = project
+        .training
+        .runs()
+        .join(&id)
+        .join(overbrainer::runpod::logs::copy::LOG_FILE);
+    let copy = std::fs::read_to_string(&copy_path).expect("the copy made while followed");
+    assert_eq!(copy.matches("Pod is starting").count(), 1, "{copy}");
+    let pod_id = pod_state(&project).unwrap()["pod_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let reads_before = project.standin.state().log_reads.len();
+    project.standin.state().log(
+        &pod_id,
+        "2100-01-01T00:00:00Z",
+        "container",
+        "written while nobody followed",
+    );
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
     crate::training::assert_trained_run(&project.training, &id);
+    let copy = std::fs::read_to_string(&copy_path).unwrap();
+    assert_eq!(copy.matches("Pod is starting").count(), 1, "{copy}");
+    assert_eq!(
+        copy.matches("written while nobody followed").count(),
+        1,
+        "{copy}"
+    );
+    assert!(!copy.contains(&LOG_CANARY[8..24]), "{copy}");
+    let reads = project.standin.state().log_reads.clone();
+    assert!(
+        reads[reads_before..].iter().all(|(_, last)| last.is_some()),
+        "{reads:?}"
+    );
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert_eq!(pod["retrieved"], true, "{pod}");
@@ -407,6 +587,7 @@ async fn runpod_train_ctrl_c_after_the_job_exists_detaches_and_train_attach_coll
 async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_rm_find_and_remove_it()
  {
     let project = unmerged_pod_project(r#"["A"]"#).await;
+    canned_log(&project);
     let output = overbrainer(
         &project.training,
         &["train", "--target", "pod", "--keep-pod"],
@@ -414,6 +595,7 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
     .await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
+    assert!(!all.contains(&LOG_CANARY[8..24]), "{all}");
     let id = project.training.run_ids().remove(0);
     crate::training::assert_trained_run(&project.training, &id);
     let pod = pod_state(&project).unwrap();
@@ -454,6 +636,7 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
         ls_text.contains(&pod_id) && ls_text.contains(&id),
         "{ls_text}"
     );
+    pod_logs_while_the_pod_exists(&project, &id, &pod_id).await;
     // `pod rm` deletes it, confirms it gone, deletes the secret, records the deletion.
     let rm = overbrainer(&project.training, &["pod", "rm", &id]).await;
     let rm_text = text(&rm);
@@ -465,6 +648,17 @@ async fn runpod_train_keep_pod_prints_a_working_ssh_command_and_pod_ls_and_pod_r
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert!(pod["deleted"]["cost_usd"].as_f64().is_some(), "{pod}");
+    // POD-57: `pod rm` read the rest of the stream into the copy before deleting.
+    let copy = std::fs::read_to_string(
+        project
+            .training
+            .runs()
+            .join(&id)
+            .join(overbrainer::runpod::logs::copy::LOG_FILE),
+    )
+    .unwrap();
+    assert_eq!(copy.matches("a live line, token ***").count(), 1, "{copy}");
+    assert!(!copy.contains(&LOG_CANARY[8..24]), "{copy}");
     assert_clean(&project);
 }
 
@@ -640,6 +834,7 @@ async fn runpod_kill_9_during_readiness_leaves_the_pod_to_the_next_command_which
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runpod_kill_9_while_the_job_runs_and_train_attach_recovers_the_run_and_deletes_the_pod() {
     let project = unmerged_pod_project(r#"["A"]"#).await;
+    canned_log(&project);
     let id = tokio::task::block_in_place(|| {
         let mut child = project.training.spawn(&["train", "--target", "pod"]);
         let id = project.training.wait_running(&mut child);
@@ -647,10 +842,43 @@ async fn runpod_kill_9_while_the_job_runs_and_train_attach_recovers_the_run_and_
         let _ = crate::training::finish(child);
         id
     });
+    // The log copied until the detach; a line written meanwhile comes with the attach,
+    // which goes on from the cursor: no line twice (POD-55).
+    let copy_path = project
+        .training
+        .runs()
+        .join(&id)
+        .join(overbrainer::runpod::logs::copy::LOG_FILE);
+    let copy = std::fs::read_to_string(&copy_path).expect("the copy made while followed");
+    assert_eq!(copy.matches("Pod is starting").count(), 1, "{copy}");
+    let pod_id = pod_state(&project).unwrap()["pod_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let reads_before = project.standin.state().log_reads.len();
+    project.standin.state().log(
+        &pod_id,
+        "2100-01-01T00:00:00Z",
+        "container",
+        "written while nobody followed",
+    );
     let output = overbrainer(&project.training, &["train", "attach", &id]).await;
     let all = text(&output);
     assert!(output.status.success(), "{all}");
     crate::training::assert_trained_run(&project.training, &id);
+    let copy = std::fs::read_to_string(&copy_path).unwrap();
+    assert_eq!(copy.matches("Pod is starting").count(), 1, "{copy}");
+    assert_eq!(
+        copy.matches("written while nobody followed").count(),
+        1,
+        "{copy}"
+    );
+    assert!(!copy.contains(&LOG_CANARY[8..24]), "{copy}");
+    let reads = project.standin.state().log_reads.clone();
+    assert!(
+        reads[reads_before..].iter().all(|(_, last)| last.is_some()),
+        "{reads:?}"
+    );
     let pod = pod_state(&project).unwrap();
     assert_eq!(pod["state"], "deleted", "{pod}");
     assert_clean(&project);

@@ -9,6 +9,7 @@
 
 mod catalog;
 pub mod error;
+pub mod logs;
 pub mod wire;
 
 use std::time::Duration;

@@ -95,8 +95,42 @@ pub fn read_checked(path: &Path) -> Result<Option<String>, CopyError> {
     Ok(Some(text))
 }
 
+/// The most kept of the watchdog and bootstrap logs copied from the pod (POD-56).
+pub const SIDE_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// Writes `bytes`, a log copied from the pod (`.pod/watchdog.log`, `.pod/bootstrap.log`,
+/// POD-56), as `name` under `run_dir`: at most [`SIDE_LIMIT`] of it with a last line
+/// saying it was cut, every line redacted, mode 600, links refused (POD-58).
+///
+/// # Errors
+/// A link, or the file system's refusal.
+pub fn write_side_log(
+    run_dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    known: &Redactor,
+) -> Result<(), CopyError> {
+    let pod_dir = run_dir.join(".pod");
+    std::fs::create_dir_all(&pod_dir).map_err(io(&pod_dir))?;
+    let limit = usize::try_from(SIDE_LIMIT).unwrap_or(usize::MAX);
+    let cut = bytes.len() > limit;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(limit)]);
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(&redact(line, known));
+        out.push('\n');
+    }
+    if cut {
+        out.push_str("overbrainer: the copy of this log stops here: it reached 4 MiB\n");
+    }
+    let path = run_dir.join(name);
+    let mut file = open(&path, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC)?
+        .ok_or_else(|| io(&path)(std::io::ErrorKind::NotFound.into()))?;
+    file.write_all(out.as_bytes()).map_err(io(&path))
+}
+
 /// An event ID's order: its time, then its sequence number.
-fn order(id: &str) -> (String, u64) {
+pub(crate) fn order(id: &str) -> (String, u64) {
     let (ts, seq) = id.rsplit_once('/').unwrap_or((id, "0"));
     (ts.to_owned(), seq.parse().unwrap_or(0))
 }
@@ -275,6 +309,31 @@ mod tests {
         ));
         assert!(matches!(
             PodLogCopy::open(dir.path()),
+            Err(CopyError::Link(_))
+        ));
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "x");
+    }
+
+    #[test]
+    fn a_side_log_is_redacted_cut_at_its_limit_and_never_written_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let known = Redactor::new();
+        let mut big = b"HF_TOKEN=abc\n".to_vec();
+        big.extend(std::iter::repeat_n(b'x', 5 * 1024 * 1024));
+        write_side_log(dir.path(), ".pod/watchdog.log", &big, &known).unwrap();
+        let path = dir.path().join(".pod/watchdog.log");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("HF_TOKEN=***\n"), "{}", &text[..40]);
+        assert!(text.ends_with("it reached 4 MiB\n"));
+        assert!(text.len() as u64 <= SIDE_LIMIT + 100);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "x").unwrap();
+        let link = dir.path().join(".pod/bootstrap.log");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        assert!(matches!(
+            write_side_log(dir.path(), ".pod/bootstrap.log", b"y", &known),
             Err(CopyError::Link(_))
         ));
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "x");

@@ -262,5 +262,6 @@ fn plan_of(
         job_poll: scale.poll(Duration::from_secs(5)),
         time_scale: scale,
         auto: None,
+        log_dir: Some(local_dir.to_path_buf()),
     }
 }

@@ -469,6 +469,9 @@ pub async fn remove(
             outcome.left.push(pod.id.clone());
             continue;
         }
+        if record.is_some() && Some(&pod.id) == training_pod.as_ref() {
+            drain_log(&client, &pod.id, &local_dir, scale).await;
+        }
         delete_until_gone(&client, &pod.id, scale)
             .await
             .map_err(|reason| RunError::Pod {
@@ -553,6 +556,23 @@ pub async fn abandon_start(
     ));
     record.save(&project.runs_dir())?;
     Ok(record)
+}
+
+/// POD-57: what is left of the run's log stream is read into its copy before its pod
+/// is deleted; a failure is only told.
+async fn drain_log(
+    client: &RunpodClient,
+    pod: &str,
+    local_dir: &std::path::Path,
+    scale: TimeScale,
+) {
+    let limit = scale.scale(crate::runpod::logs::read::DRAIN);
+    let drained =
+        crate::runpod::logs::read::drain(client, pod, local_dir, client.redactor(), limit).await;
+    if let Err(error) = drained {
+        let cause = std::error::Error::source(&error).map(ToString::to_string);
+        tracing::warn!("{error}: {}", cause.unwrap_or_default());
+    }
 }
 
 /// Records in `pod.json` that its pod was deleted by this process now (POD-67), with

@@ -330,6 +330,7 @@ pub async fn train(
         job_poll: scale.poll(Duration::from_secs(5)),
         time_scale: scale,
         auto: choice.auto.clone(),
+        log_dir: Some(local_dir.clone()),
     };
     let part = Part {
         project,
