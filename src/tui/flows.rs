@@ -76,18 +76,6 @@ pub struct Flows {
     data_write: Arc<std::sync::Mutex<()>>,
 }
 
-/// An error with its causes, `a: b: c`.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 impl Flows {
     /// Flows on `context`, reporting on `sender`.
     #[must_use]
@@ -114,6 +102,37 @@ impl Flows {
     /// Deletes `target` and splits again on the blocking pool, then reads `data/` again
     /// (TUI-34, TUI-35).
     fn spawn_delete(&self, target: crate::dataset::delete::Target) {
+        self.spawn_data_write(move |context| {
+            super::dataset_delete::delete_then_split(
+                context.project.root(),
+                &context.settings,
+                &context.env,
+                &target,
+            )
+        });
+    }
+
+    /// Applies an edited dataset item and splits again on the blocking pool, then reads
+    /// `data/` again (TUI-33, TUI-35).
+    fn spawn_data_edit(&self, edit: super::dataset_edit::DataEdit, path: std::path::PathBuf) {
+        self.spawn_data_write(move |context| {
+            super::dataset_edit::apply(
+                context.project.root(),
+                &context.settings,
+                &context.env,
+                &edit,
+                &path,
+            )
+        });
+    }
+
+    /// Runs a dataset write (`write` gives the status line and warnings, or why it
+    /// failed) on the blocking pool, one at a time, then frees the data lock, says how it
+    /// went and reads `data/` again.
+    fn spawn_data_write(
+        &self,
+        write: impl FnOnce(&FlowContext) -> Result<(String, Vec<String>), String> + Send + 'static,
+    ) {
         let context = self.config.get();
         let topics = self.topics();
         let sender = self.sender.clone();
@@ -124,47 +143,7 @@ impl Flows {
             let _writing = data_write
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let said = match super::dataset_delete::delete_then_split(
-                context.project.root(),
-                &context.settings,
-                &context.env,
-                &target,
-            ) {
-                Ok((text, warnings)) => {
-                    for warning in warnings {
-                        let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
-                    }
-                    FlowEvent::Said { ok: true, text }
-                }
-                Err(text) => FlowEvent::Said { ok: false, text },
-            };
-            let _ = sender.send(FlowEvent::DataWritten);
-            let _ = sender.send(said);
-            let data = crate::dataset::DataFiles::new(&context.project.data_dir());
-            let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
-                &data, &topics,
-            )));
-        });
-    }
-
-    /// Applies an edited dataset item and splits again on the blocking pool, one dataset
-    /// write at a time, then reads `data/` again (TUI-33, TUI-35).
-    fn spawn_data_edit(&self, edit: super::dataset_edit::DataEdit, path: std::path::PathBuf) {
-        let context = self.config.get();
-        let topics = self.topics();
-        let sender = self.sender.clone();
-        let data_write = Arc::clone(&self.data_write);
-        tokio::task::spawn_blocking(move || {
-            let _writing = data_write
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let said = match super::dataset_edit::apply(
-                context.project.root(),
-                &context.settings,
-                &context.env,
-                &edit,
-                &path,
-            ) {
+            let said = match write(&context) {
                 Ok((text, warnings)) => {
                     for warning in warnings {
                         let _ = sender.send(FlowEvent::Log(Level::WARN, warning));
@@ -349,7 +328,7 @@ impl Flows {
                     (hooks.observe)(Observed::Ended(task));
                     let end = match end {
                         Ok(end) => end,
-                        Err(error) => TaskEnd::Failed(chain(&error)),
+                        Err(error) => TaskEnd::Failed(crate::runs::start::error_chain(&error)),
                     };
                     let _ = sender.send(FlowEvent::Ended { task, end });
                 });

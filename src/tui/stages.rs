@@ -107,29 +107,34 @@ pub fn pipeline_context(
     }
 }
 
-/// An error with its causes, `a: b: c`.
-fn chain_text(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+/// A stage's end: the first of its errors (the stage's, then the history line's), with its
+/// causes.
+fn ended_news(
+    stage: Stage,
+    (ok, line): (bool, String),
+    errors: [Option<&dyn std::error::Error>; 2],
+) -> StageNews {
+    StageNews::Ended {
+        stage,
+        ok,
+        line,
+        error: errors
+            .into_iter()
+            .flatten()
+            .next()
+            .map(crate::runs::start::error_chain),
     }
-    text
 }
 
 fn ended(report: &StageReport) -> StageNews {
-    StageNews::Ended {
-        stage: report.stage,
-        ok: report.succeeded(),
-        line: report.summary_line(),
-        error: report
-            .error
-            .as_ref()
-            .map(|e| chain_text(e))
-            .or_else(|| report.history_error.as_ref().map(|e| chain_text(e))),
-    }
+    ended_news(
+        report.stage,
+        (report.succeeded(), report.summary_line()),
+        [
+            report.error.as_ref().map(|e| e as _),
+            report.history_error.as_ref().map(|e| e as _),
+        ],
+    )
 }
 
 /// Runs `chain` as task `task`, sending its news on `sender`; `cancel` interrupts the stage
@@ -196,16 +201,14 @@ pub async fn run_chain(
                 )
                 .await;
                 vec![match report {
-                    Ok(report) => StageNews::Ended {
+                    Ok(report) => ended_news(
                         stage,
-                        ok: report.succeeded(),
-                        line: report.summary_line(),
-                        error: report
-                            .error
-                            .as_ref()
-                            .map(|e| chain_text(e))
-                            .or_else(|| report.history_error.as_ref().map(|e| chain_text(e))),
-                    },
+                        (report.succeeded(), report.summary_line()),
+                        [
+                            report.error.as_ref().map(|e| e as _),
+                            report.history_error.as_ref().map(|e| e as _),
+                        ],
+                    ),
                     Err(error) => StageNews::Ended {
                         stage,
                         ok: false,
