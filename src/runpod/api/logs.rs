@@ -279,9 +279,7 @@ impl RunpodClient {
             }
             builder
         };
-        let mut waits = 0;
-        let mut waited = Duration::ZERO;
-        loop {
+        let open = || async {
             let response = build().send().await.map_err(|error| ApiError::Connect {
                 what: what.clone(),
                 source: error.without_url(),
@@ -294,29 +292,25 @@ impl RunpodClient {
                     ready: std::collections::VecDeque::new(),
                 }));
             }
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| crate::llm::retry::parse_retry_after(v, jiff::Timestamp::now()));
+            let retry_after = super::retry_after(response.headers());
             let body = response.bytes().await.unwrap_or_default();
             let problem = Problem::parse(status, &body, &self.redactor);
             match status {
-                404 => return Ok(LogsOpen::Gone),
-                429 => {
-                    waits += 1;
-                    let Some(wait) = self.rate_limit.next(retry_after, waits, waited) else {
-                        return Err(ApiError::RateLimited { what, retry_after });
-                    };
-                    tokio::time::sleep(wait).await;
-                    waited += wait;
-                }
+                404 => Ok(LogsOpen::Gone),
+                429 => Err(ApiError::RateLimited {
+                    what: what.clone(),
+                    retry_after,
+                }),
                 400..=499 if status != 401 && status != 403 && query.last_event_id.is_some() => {
-                    return Ok(LogsOpen::Refused(problem));
+                    Ok(LogsOpen::Refused(problem))
                 }
-                _ => return Err(ApiError::Problem { what, problem }),
+                _ => Err(ApiError::Problem {
+                    what: what.clone(),
+                    problem,
+                }),
             }
-        }
+        };
+        self.waiting_out_rate_limits(open).await
     }
 }
 

@@ -52,6 +52,14 @@ struct Answer {
     body: Vec<u8>,
 }
 
+/// The `Retry-After` of an answer, when it has one that reads.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| crate::llm::retry::parse_retry_after(v, jiff::Timestamp::now()))
+}
+
 impl RunpodClient {
     /// A client of the API at `base` with `key`, each call bounded by `timeout`; the key
     /// is registered in `redactor`.
@@ -134,11 +142,7 @@ impl RunpodClient {
         };
         let response = builder.send().await.map_err(broke)?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| crate::llm::retry::parse_retry_after(v, jiff::Timestamp::now()));
+        let retry_after = retry_after(response.headers());
         let body = response.bytes().await.map_err(broke)?.to_vec();
         if (200..300).contains(&status) || also.contains(&status) {
             return Ok(Answer { status, body });
@@ -171,10 +175,20 @@ impl RunpodClient {
         build: impl Fn() -> reqwest::RequestBuilder,
         also: &[u16],
     ) -> Result<Answer, ApiError> {
+        self.waiting_out_rate_limits(|| self.send(what, build(), also))
+            .await
+    }
+
+    /// Makes `attempt` again while it fails with [`ApiError::RateLimited`], waiting as
+    /// [`RateLimit::next`] says, and gives the 429 up past the policy's bounds.
+    async fn waiting_out_rate_limits<T, F>(&self, attempt: impl Fn() -> F) -> Result<T, ApiError>
+    where
+        F: std::future::Future<Output = Result<T, ApiError>>,
+    {
         let mut waits = 0;
         let mut waited = Duration::ZERO;
         loop {
-            match self.send(what, build(), also).await {
+            match attempt().await {
                 Err(ApiError::RateLimited { what, retry_after }) => {
                     waits += 1;
                     let Some(wait) = self.rate_limit.next(retry_after, waits, waited) else {
