@@ -163,15 +163,14 @@ pub async fn run_chain(
         );
         let forward = |event| send(StageNews::Event(event));
         let news: Vec<StageNews> = match stage {
-            Stage::Subtopics => {
-                let report = pump(
+            Stage::Subtopics => vec![ended(
+                &pump(
                     &mut received,
                     crate::pipeline::subtopics::run(&pipeline, None, false),
                     forward,
                 )
-                .await;
-                vec![ended(&report)]
-            }
+                .await,
+            )],
             Stage::Questions => {
                 let reports = pump(
                     &mut received,
@@ -181,15 +180,14 @@ pub async fn run_chain(
                 .await;
                 reports.iter().map(ended).collect()
             }
-            Stage::Answers => {
-                let report = pump(
+            Stage::Answers => vec![ended(
+                &pump(
                     &mut received,
                     crate::pipeline::answers::run(&pipeline, None, false),
                     forward,
                 )
-                .await;
-                vec![ended(&report)]
-            }
+                .await,
+            )],
             Stage::Split => {
                 let splitting = pipeline.clone();
                 let report = pump(

@@ -6,7 +6,7 @@
 use std::process::Command;
 
 use crate::training::{DEADLINE, Setup, Training};
-use crate::util::{output_text, output_within, poll};
+use crate::util::{TestProject, output_text, output_within, poll};
 
 /// How long one `tmux` client command may take.
 const TMUX_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
@@ -144,12 +144,18 @@ pub(crate) fn start_tui(training: &Training) -> (Tmux, String) {
 
 /// [`start_tui`] with `extra` variables in the shell's environment.
 fn start_tui_with(training: &Training, extra: Vec<(String, String)>) -> (Tmux, String) {
+    start_tui_in(&training.project, extra)
+}
+
+/// The TUI on `project` in a fresh tmux session whose shell has `PATH`, the project's
+/// `HOME`, no GPU, the Hub offline, and `extra`; its shell prompt a canary.
+fn start_tui_in(project: &TestProject, extra: Vec<(String, String)>) -> (Tmux, String) {
     let prompt = format!("obprompt-{}$ ", random_token());
     let mut env = vec![
         ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
         (
             "HOME".to_owned(),
-            training.project.home().to_string_lossy().into_owned(),
+            project.home().to_string_lossy().into_owned(),
         ),
         ("CUDA_VISIBLE_DEVICES".to_owned(), String::new()),
         ("HF_HUB_OFFLINE".to_owned(), "1".to_owned()),
@@ -157,16 +163,16 @@ fn start_tui_with(training: &Training, extra: Vec<(String, String)>) -> (Tmux, S
     env.extend(extra);
     let tmux = Tmux::start(&env, &prompt);
     tmux.wait_for("the shell prompt", prompt.trim_end());
-    launch(&tmux, training);
+    launch(&tmux, project);
     (tmux, prompt)
 }
 
-/// Types the command line that starts the TUI on `training`'s project at the prompt.
-fn launch(tmux: &Tmux, training: &Training) {
+/// Types the command line that starts the TUI on `project` at the prompt.
+fn launch(tmux: &Tmux, project: &TestProject) {
     tmux.type_text(&format!(
         "'{}' -C '{}' tui",
         env!("CARGO_BIN_EXE_overbrainer"),
-        training.project.path().display()
+        project.path().display()
     ));
     tmux.key("Enter");
 }
@@ -343,15 +349,7 @@ async fn the_r_menu_runs_the_dataset_stages_against_stand_in_providers() {
     let project = project(&config("openai", "parent-model", true, ""));
     let uri = server.uri();
     let project = tokio::task::spawn_blocking(move || {
-        let prompt = format!("obprompt-{}$ ", random_token());
-        let mut env = vec![
-            ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
-            (
-                "HOME".to_owned(),
-                project.home().to_string_lossy().into_owned(),
-            ),
-            ("OVERBRAINER_TEST_SECOND_MS".to_owned(), "10".to_owned()),
-        ];
+        let mut env = vec![("OVERBRAINER_TEST_SECOND_MS".to_owned(), "10".to_owned())];
         for provider in ["STAND", "OTHER"] {
             env.push((
                 format!("OVERBRAINER_PROVIDERS__{provider}__BASE_URL"),
@@ -362,14 +360,7 @@ async fn the_r_menu_runs_the_dataset_stages_against_stand_in_providers() {
                 KEY.to_owned(),
             ));
         }
-        let tmux = Tmux::start(&env, &prompt);
-        tmux.wait_for("the shell prompt", prompt.trim_end());
-        tmux.type_text(&format!(
-            "'{}' -C '{}' tui",
-            env!("CARGO_BIN_EXE_overbrainer"),
-            project.path().display()
-        ));
-        tmux.key("Enter");
+        let (tmux, prompt) = start_tui_in(&project, env);
         tmux.wait_for("the Project view", "1 Project");
         tmux.key("r");
         tmux.wait_for("the menu", "Enter run  Esc close");
@@ -428,23 +419,8 @@ fn e_in_the_dataset_view_edits_a_question_through_the_editor() {
     )
     .unwrap();
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let prompt = format!("obprompt-{}$ ", random_token());
-    let env = vec![
-        ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
-        (
-            "HOME".to_owned(),
-            project.home().to_string_lossy().into_owned(),
-        ),
-        ("EDITOR".to_owned(), editor.to_string_lossy().into_owned()),
-    ];
-    let tmux = Tmux::start(&env, &prompt);
-    tmux.wait_for("the shell prompt", prompt.trim_end());
-    tmux.type_text(&format!(
-        "'{}' -C '{}' tui",
-        env!("CARGO_BIN_EXE_overbrainer"),
-        project.path().display()
-    ));
-    tmux.key("Enter");
+    let extra = vec![("EDITOR".to_owned(), editor.to_string_lossy().into_owned())];
+    let (tmux, prompt) = start_tui_in(&project, extra);
     tmux.wait_for("the Project view", "1 Project");
     tmux.key("2");
     tmux.wait_for("the tree", "rust");
@@ -580,7 +556,7 @@ fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
     assert_eq!(training.record(&resumed)["state"], "running");
 
     // A new TUI attaches to it (`a`) and follows it to `succeeded`.
-    launch(&tmux, &training);
+    launch(&tmux, &training.project);
     tmux.wait_for("the Project view", "training.base_model");
     tmux.key("4");
     tmux.wait("the resumed run selected", |s| {
