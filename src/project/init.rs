@@ -103,10 +103,26 @@ pub fn files(name: &str, prompts: &[PromptFile]) -> Vec<(String, String)> {
 /// read (a directory, not UTF-8), [`InitError::NoName`], or [`InitError::Io`] when writing
 /// fails.
 pub fn create(dir: &Path, prompts: &[PromptFile]) -> Result<Report, InitError> {
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| InitError::Io { path, source }
-    };
+    let name = project_name(dir)?;
+    let files = files(&name, prompts);
+    write_new(dir, &name, &files, &[])
+}
+
+/// Writes a new project into `dir` (created when missing): `files` as they are, `private`
+/// with mode 600 (`.env`), and the missing `.gitignore` entries, after checking every path
+/// as [`create`] does. A file is only ever created, never replaced: one that appears
+/// meanwhile stops the write. When writing fails midway, the files and directories created
+/// so far are removed again and `.gitignore` is left as it was (TUI-76).
+///
+/// # Errors
+///
+/// As [`create`].
+pub fn write_new(
+    dir: &Path,
+    name: &str,
+    files: &[(String, String)],
+    private: &[(String, String)],
+) -> Result<Report, InitError> {
     not_a_directory(dir)?;
     let prompts_dir = dir.join("prompts");
     not_a_directory(&prompts_dir)?;
@@ -114,33 +130,131 @@ pub fn create(dir: &Path, prompts: &[PromptFile]) -> Result<Report, InitError> {
     let existing = read_gitignore(&gitignore)?;
     let (merged, added) = merge_gitignore(&existing);
     // Checked before creating `dir`, so that a refusal creates nothing either.
-    let name = project_name(dir)?;
-    let files = files(&name, prompts);
-    for (relative, _) in &files {
-        let path = dir.join(relative);
-        if path.symlink_metadata().is_ok() {
-            return Err(InitError::Exists { path });
+    if let Some(path) = first_existing(dir, files.iter().chain(private).map(|(r, _)| r.as_str())) {
+        return Err(InitError::Exists { path });
+    }
+    let mut created = Created::default();
+    let written = created.write_all(dir, files, private, added > 0, &gitignore, &merged);
+    match written {
+        Ok(written) => Ok(Report {
+            dir: dir.to_owned(),
+            name: name.to_owned(),
+            written,
+            gitignore_added: added,
+        }),
+        Err(error) => {
+            created.remove();
+            Err(error)
         }
     }
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let mut written = Vec::new();
-    for (relative, text) in &files {
-        let path = dir.join(relative);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(io(parent))?;
+}
+
+/// The first of `relative` paths under `dir` where something exists already.
+#[must_use]
+pub fn first_existing<'a>(
+    dir: &Path,
+    relative: impl IntoIterator<Item = &'a str>,
+) -> Option<PathBuf> {
+    relative
+        .into_iter()
+        .map(|r| dir.join(r))
+        .find(|path| path.symlink_metadata().is_ok())
+}
+
+/// What a write created, removed again when it fails midway.
+#[derive(Default)]
+struct Created {
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+impl Created {
+    fn write_all(
+        &mut self,
+        dir: &Path,
+        files: &[(String, String)],
+        private: &[(String, String)],
+        gitignore_changed: bool,
+        gitignore: &Path,
+        merged: &str,
+    ) -> Result<Vec<String>, InitError> {
+        self.dir(dir)?;
+        let mut written = Vec::new();
+        for ((relative, text), mode) in files
+            .iter()
+            .map(|f| (f, 0o644))
+            .chain(private.iter().map(|f| (f, 0o600)))
+        {
+            let path = dir.join(relative);
+            if let Some(parent) = path.parent() {
+                self.dir(parent)?;
+            }
+            self.file(&path, text, mode)?;
+            written.push(relative.clone());
         }
-        std::fs::write(&path, text).map_err(io(&path))?;
-        written.push(relative.clone());
+        if gitignore_changed {
+            std::fs::write(gitignore, merged).map_err(|source| InitError::Io {
+                path: gitignore.to_owned(),
+                source,
+            })?;
+        }
+        Ok(written)
     }
-    if added > 0 {
-        std::fs::write(&gitignore, merged).map_err(io(&gitignore))?;
+
+    /// Creates `path` and its missing parents, remembering the ones it created.
+    fn dir(&mut self, path: &Path) -> Result<(), InitError> {
+        let mut missing = Vec::new();
+        let mut at = Some(path);
+        while let Some(p) = at.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+            missing.push(p.to_owned());
+            at = p.parent();
+        }
+        for p in missing.into_iter().rev() {
+            std::fs::create_dir(&p).map_err(|source| InitError::Io {
+                path: p.clone(),
+                source,
+            })?;
+            self.dirs.push(p);
+        }
+        Ok(())
     }
-    Ok(Report {
-        dir: dir.to_owned(),
-        name,
-        written,
-        gitignore_added: added,
-    })
+
+    /// Creates the file `path` (never replacing one) with `text` and `mode`.
+    fn file(&mut self, path: &Path, text: &str, mode: u32) -> Result<(), InitError> {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let io = |source| InitError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(path)
+            .map_err(|source| {
+                if source.kind() == std::io::ErrorKind::AlreadyExists {
+                    InitError::Exists {
+                        path: path.to_owned(),
+                    }
+                } else {
+                    io(source)
+                }
+            })?;
+        self.files.push(path.to_owned());
+        file.write_all(text.as_bytes()).map_err(io)?;
+        file.sync_all().map_err(io)
+    }
+
+    /// Removes what was created, files first, then directories innermost first.
+    fn remove(&self) {
+        for file in &self.files {
+            let _ = std::fs::remove_file(file);
+        }
+        for dir in self.dirs.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }
 
 /// Refuses `path` when something other than a directory is there (a missing path is fine).
@@ -172,7 +286,11 @@ fn read_gitignore(path: &Path) -> Result<String, InitError> {
 }
 
 /// The project name: the last component of `dir` made absolute (`dir` may not exist yet).
-fn project_name(dir: &Path) -> Result<String, InitError> {
+///
+/// # Errors
+///
+/// [`InitError::NoName`] for a directory without a usable name (`/`).
+pub fn project_name(dir: &Path) -> Result<String, InitError> {
     let absolute = match dir.canonicalize() {
         Ok(path) => path,
         Err(_) => std::path::absolute(dir).map_err(|source| InitError::Io {

@@ -8,6 +8,7 @@ mod atomic;
 pub mod init;
 mod lock;
 pub mod names;
+pub mod wizard;
 
 use std::path::{Path, PathBuf};
 
