@@ -1,6 +1,7 @@
 //! `overbrainer tui`: the terminal UI (spec/tui.md). Refuses without a terminal on stdout
-//! (TUI-1), holds the project lock while it runs, feeds the Prometheus endpoint from the
-//! runs it follows (MET-3), and on quit names each detached run with its attach hint.
+//! (TUI-1); where there is no `overbrainer.toml` runs the init wizard first (TUI-73); holds
+//! the project lock while it runs, feeds the Prometheus endpoint from the runs it follows
+//! (MET-3), and on quit names each detached run with its attach hint.
 
 use std::collections::HashMap;
 use std::io::IsTerminal as _;
@@ -26,6 +27,13 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
             "`overbrainer tui` needs a terminal on stdout; use the other commands in scripts"
         );
     }
+    let mut auto = false;
+    if ctx.dir.is_dir() && !ctx.dir.join(crate::config::FILE_NAME).exists() {
+        match init_wizard(ctx).await? {
+            Some(start_auto) => auto = start_auto,
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    }
     let (project, _) = ctx.load()?;
     let _lock = project.lock()?;
     // The text shown is the text loaded: later writes are checked against it (TUI-16).
@@ -37,11 +45,15 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
-    let app = crate::tui::app(
+    let mut app = crate::tui::app(
         ctx.env.no_color(),
         crate::config::entries(&loaded),
         crate::tui::start_lines(&loaded.settings),
     );
+    if auto {
+        // TUI-77: the TUI opens on auto mode's confirmation.
+        app.apply(crate::tui::action::Action::AskAuto);
+    }
     let followers: Mutex<HashMap<u64, Option<crate::metrics::Follower>>> = Mutex::default();
     let observe = move |observed: Observed<'_>| {
         let Ok(mut followers) = followers.lock() else {
@@ -83,4 +95,41 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The init wizard (TUI-73..TUI-77) in `ctx.dir`: `Some(auto)` once the files are written
+/// (`auto`: open on auto mode's confirmation), `None` when quit with nothing written.
+///
+/// # Errors
+///
+/// When a file the wizard would write exists already (named; before the first screen), or
+/// the terminal fails.
+async fn init_wizard(ctx: &Context) -> anyhow::Result<Option<bool>> {
+    let wizard = crate::tui::wizard::Wizard::new(
+        &ctx.dir,
+        ctx.env.clone(),
+        crate::check::RULES,
+        crate::pipeline::templates::Template::init_files().to_vec(),
+    );
+    if let Some(path) = wizard.existing() {
+        anyhow::bail!(
+            "`{}` already exists but `overbrainer.toml` does not; the init wizard never replaces a file, so it did not start (move the file away, or write `overbrainer.toml` yourself)",
+            path.display()
+        );
+    }
+    let (wizard, outcome) = crate::tui::wizard::run(wizard).await?;
+    match outcome {
+        crate::tui::wizard::Outcome::Quit => {
+            errln!("tui: the init wizard was quit; nothing was written");
+            Ok(None)
+        }
+        crate::tui::wizard::Outcome::Open { auto } => {
+            errln!(
+                "tui: the init wizard wrote {} in `{}`",
+                wizard.written.join(", "),
+                wizard.dir().display()
+            );
+            Ok(Some(auto))
+        }
+    }
 }

@@ -26,6 +26,7 @@ pub mod stages;
 pub mod terminal;
 pub mod theme;
 pub mod views;
+pub mod wizard;
 
 #[cfg(test)]
 mod screen_tests;

@@ -586,3 +586,178 @@ fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
     assert!(shows(&resumed, "succeeded"), "{text}");
     assert_eq!(training.record(&resumed)["state"], "succeeded");
 }
+
+/// The files under `dir`, relative and sorted.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(at) = todo.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+// TUI-73..TUI-77, issue 17: `tui` in an empty directory runs the init wizard; answered as a
+// person would, it writes the files `init` writes (and `.env`, mode 600, the only file with
+// the typed key), `config check` passes on them, and the TUI opens on the new project. A
+// directory holding one of the files refuses before the first screen, naming it; `-C` on
+// a missing directory fails without creating it.
+#[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one person's walk through the wizard, then what it wrote"
+)]
+fn the_init_wizard_in_an_empty_directory_writes_what_init_writes() {
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let project = root.path().join("sql_tutor");
+    std::fs::create_dir(&project).unwrap();
+    let key = format!("sk-or-{}", random_token());
+    let prompt = format!("obprompt-{}$ ", random_token());
+    let env = vec![
+        ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
+        ("HOME".to_owned(), home.to_string_lossy().into_owned()),
+    ];
+    let tmux = Tmux::start(&env, &prompt);
+    tmux.wait_for("the shell prompt", prompt.trim_end());
+    let bin = env!("CARGO_BIN_EXE_overbrainer");
+    tmux.type_text(&format!("'{bin}' -C '{}' tui", project.display()));
+    tmux.key("Enter");
+
+    tmux.wait_for("the name screen", "Step 1 of 7: Project");
+    tmux.key("Enter");
+    tmux.wait_for("the provider screen", "https://openrouter.ai/api/v1");
+    tmux.key("Enter");
+    tmux.wait_for("the key screen", "Step 3 of 7: Key");
+    tmux.key("Down");
+    tmux.type_text(&key);
+    tmux.wait_for("the masked key", &"•".repeat(key.len()));
+    tmux.key("Enter");
+    tmux.wait_for("the models screen", "deepseek/deepseek-r1");
+    tmux.key("Enter");
+    tmux.wait_for("the topics screen", "no topic yet");
+    tmux.key("Enter");
+    tmux.wait_for("the refusal without a topic", "add at least one topic");
+    tmux.key("a");
+    tmux.wait_for("the topic form", "New topic");
+    tmux.type_text("joins");
+    tmux.key("Down");
+    tmux.type_text("Joins in SQL");
+    tmux.key("Enter");
+    tmux.wait_for(
+        "the topic added",
+        "joins: Joins in SQL (5 subtopics x 10 questions)",
+    );
+    tmux.key("Enter");
+    tmux.wait_for("the training screen", "Step 6 of 7: Training");
+    tmux.key("Enter");
+    let summary = tmux.wait_for("the summary", "Enter writes:");
+    assert!(!summary.contains(&key), "{summary}");
+    assert!(
+        summary.contains("training   this machine (native)"),
+        "{summary}"
+    );
+    tmux.key("Enter");
+    tmux.wait_for("the last screen", "Start auto mode now");
+    tmux.key("n");
+    tmux.wait_for(
+        "the Project view of the new project",
+        "project.name = \"sql_tutor\"",
+    );
+    tmux.key("q");
+    tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 2)
+    });
+
+    // The files `init` writes, plus `.env`.
+    let init_dir = root.path().join("by_init");
+    let output = Command::new(bin)
+        .args(["init"])
+        .arg(&init_dir)
+        .env_clear()
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", output_text(&output));
+    let mut expected = files_under(&init_dir);
+    expected.push(".env".to_owned());
+    expected.sort();
+    // The TUI that opened afterwards holds its lock in the state directory.
+    let written: Vec<String> = files_under(&project)
+        .into_iter()
+        .filter(|f| !f.starts_with(".overbrainer/"))
+        .collect();
+    assert_eq!(written, expected);
+    for file in ["prompts/questions.txt", "prompts/subtopics.txt"] {
+        assert_eq!(
+            std::fs::read(project.join(file)).unwrap(),
+            std::fs::read(init_dir.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    let dotenv = std::fs::read_to_string(project.join(".env")).unwrap();
+    assert!(
+        dotenv.contains(&format!(
+            "OVERBRAINER_PROVIDERS__OPENROUTER__API_KEY={key}\n"
+        )),
+        "{dotenv}"
+    );
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(project.join(".env"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    for file in files_under(&project).iter().filter(|f| *f != ".env") {
+        let text = std::fs::read_to_string(project.join(file)).unwrap();
+        assert!(!text.contains(&key), "the key in {file}");
+    }
+    let config = std::fs::read_to_string(project.join("overbrainer.toml")).unwrap();
+    assert!(config.contains("name = \"joins\""), "{config}");
+    assert!(
+        config.contains("# What the child should learn."),
+        "comments kept"
+    );
+    let check = Command::new(bin)
+        .arg("-C")
+        .arg(&project)
+        .args(["config", "check"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", output_text(&check));
+    assert!(!output_text(&check).contains(&key));
+
+    // A directory with one of the files: refused before the first screen, naming it.
+    let half = root.path().join("half");
+    std::fs::create_dir(&half).unwrap();
+    std::fs::write(half.join(".env.example"), "MINE=1\n").unwrap();
+    tmux.type_text(&format!("'{bin}' -C '{}' tui", half.display()));
+    tmux.key("Enter");
+    tmux.wait("the refusal naming .env.example", |s| {
+        (s.contains(".env.example` already exists") && back_at_the_prompt(s, &prompt, 3).is_some())
+            .then_some(())
+    });
+    assert_eq!(files_under(&half), [".env.example"]);
+    // `-C` on a missing directory: fails, creates nothing.
+    let missing = root.path().join("missing");
+    tmux.type_text(&format!("'{bin}' -C '{}' tui", missing.display()));
+    tmux.key("Enter");
+    tmux.wait("the missing directory named", |s| {
+        (s.matches(prompt.trim_end()).count() >= 4 && s.contains("missing")).then_some(())
+    });
+    assert!(!missing.exists());
+}
