@@ -384,6 +384,38 @@ impl App {
         Vec::new()
     }
 
+    /// What quitting does to each piece of work running now (TUI-65); empty when nothing
+    /// runs.
+    fn quit_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.stages.is_some() {
+            let stage = self.pipeline.current().map_or("the stage", Stage::name);
+            lines.push(format!(
+                "`{stage}` stops and picks up where it left off next time; the requests it has in flight are paid for but lost."
+            ));
+        }
+        for task in self.tasks.values() {
+            let run = task.run.as_deref().unwrap_or("the new run");
+            lines.push(match (task.kind, task.following) {
+                (Kind::Train, false) => format!(
+                    "{run} is starting: the TUI waits until its job exists, then leaves it running."
+                ),
+                (Kind::Train | Kind::Attach, _) => format!(
+                    "{run} goes on on its target; `overbrainer train attach {run}` follows it again."
+                ),
+                (Kind::Stop, _) => format!("The stop of {run} is waited for."),
+                (Kind::Cancel, _) => format!("The cancel of {run} is waited for."),
+            });
+        }
+        if self.data_writes > 0 {
+            lines.push("The dataset edit being written is waited for.".to_owned());
+        }
+        if self.config.saving {
+            lines.push("The write of overbrainer.toml is waited for.".to_owned());
+        }
+        lines
+    }
+
     /// Once quitting: done when nothing the TUI waits for runs any more (TUI-65): tasks
     /// (followers detach), the stage chain, dataset writes and a configuration write.
     fn settle_quit(&mut self) {
@@ -639,18 +671,9 @@ impl App {
             return Vec::new();
         }
         match action {
-            Action::Quit if self.stages.is_some() => {
-                let stage = self.pipeline.current().map_or("the stage", Stage::name);
-                self.dialog = Some(Dialog::new(
-                    "Quit?",
-                    vec![
-                        format!(
-                            "`{stage}` stops and picks up where it left off next time; the requests"
-                        ),
-                        "it has in flight are paid for but lost. Followed runs go on on their target.".into(),
-                    ],
-                    Action::QuitNow,
-                ));
+            // TUI-65: at once when nothing runs, else a question saying what happens to each.
+            Action::Quit if !self.quit_lines().is_empty() => {
+                self.dialog = Some(Dialog::new("Quit?", self.quit_lines(), Action::QuitNow));
             }
             Action::Quit | Action::QuitNow => {
                 self.quitting = true;

@@ -22,6 +22,7 @@ pub mod dataset_delete;
 pub mod dataset_edit;
 pub mod event;
 pub mod flows;
+pub mod signals;
 pub mod stages;
 pub mod terminal;
 pub mod theme;
@@ -112,8 +113,9 @@ pub async fn run(
     hooks: Hooks,
     logs: Option<UnboundedReceiver<(Level, String)>>,
 ) -> Result<Exit, TuiError> {
+    let mut signals = signals::Signals::new()?;
     let mut terminal = terminal::enter()?;
-    let result = event_loop(&mut app, &mut terminal, context, hooks, logs).await;
+    let result = event_loop(&mut app, &mut terminal, &mut signals, context, hooks, logs).await;
     terminal::restore();
     result?;
     Ok(Exit {
@@ -124,6 +126,7 @@ pub async fn run(
 async fn event_loop(
     app: &mut App,
     terminal: &mut terminal::Term,
+    signals: &mut signals::Signals,
     context: FlowContext,
     hooks: Hooks,
     logs: Option<UnboundedReceiver<(Level, String)>>,
@@ -179,6 +182,7 @@ async fn event_loop(
                                 Work::EditData(data) => edit_data(app, terminal, &flows, data).await?,
                                 _ => edit_file(app, terminal, &flows).await?,
                             });
+                            signals.forget_interrupts();
                         }
                     }
                     dirty = true;
@@ -186,9 +190,15 @@ async fn event_loop(
                 Some(Ok(Event::Resize(..))) => dirty = true,
                 Some(Ok(_)) => {}
                 Some(Err(error)) => return Err(error.into()),
-                // The terminal is gone: detach like a quit.
-                None => spawn(app.apply(action::Action::Quit)),
+                // The terminal is gone: detach like a confirmed quit (TUI-69).
+                None => spawn(app.apply(action::Action::QuitNow)),
             },
+            // TUI-68: like a confirmed quit, no question.
+            name = signals.next() => {
+                tracing::info!("{name} received: quitting");
+                spawn(app.apply(action::Action::QuitNow));
+                dirty = true;
+            }
             Some(event) = flow_events.recv() => {
                 spawn(app.on_flow(event));
                 pending = true;

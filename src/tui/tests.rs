@@ -349,7 +349,19 @@ fn regression_a_run_started_by_the_tui_is_selected_once_the_runs_list_has_it() {
 fn quitting_detaches_followed_runs_and_never_cancels_them() {
     let mut app = app();
     let follower = follow_run(&mut app, "r-live");
-    let work = app.handle_key(ch('q'));
+    // TUI-65: a followed run makes `q` ask, saying the run goes on.
+    assert!(app.handle_key(ch('q')).is_empty());
+    assert!(!follower.is_cancelled());
+    let dialog = app.dialog().expect("asks").clone();
+    assert_eq!(*dialog.yes, Action::QuitNow);
+    assert!(
+        dialog
+            .lines
+            .iter()
+            .any(|l| l.contains("r-live goes on") && l.contains("train attach r-live")),
+        "{dialog:?}"
+    );
+    let work = app.handle_key(ch('y'));
     assert!(work.is_empty(), "no cancel or stop task");
     assert!(follower.is_cancelled());
     assert!(!app.done(), "waits for the follower to detach");
@@ -798,6 +810,12 @@ fn a_dataset_write_holds_the_data_lock_and_quitting_waits_for_it() {
     );
     assert!(app.apply(Action::EditFile).is_empty());
     app.apply(Action::Quit);
+    let dialog = app.dialog().expect("`q` asks while a write runs").clone();
+    assert!(
+        dialog.lines.iter().any(|l| l.contains("dataset edit")),
+        "{dialog:?}"
+    );
+    app.apply(Action::QuitNow);
     assert!(!app.done(), "the write is waited for");
     app.on_flow(FlowEvent::DataWritten);
     assert!(app.done());

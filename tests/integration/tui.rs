@@ -308,6 +308,10 @@ if [ -n "$line" ]; then sed -i "s/\"tiny test\"/$line/" "$1"; else printf '[brok
     tmux.wait_for("the Project view", "training.base_model");
     tmux.key("E");
     tmux.wait_for("the editor", "editor-ready 1");
+    // TUI-68: a SIGINT while the editor owns the terminal is ignored (the TUI goes on
+    // below, after the editor).
+    let tui = tui_pid(training.project.path());
+    signal(&tui, "INT");
     tmux.type_text("\"typed in the editor\"");
     tmux.key("Enter");
     tmux.wait_for("the edited value", "project.name = \"typed in the editor\"");
@@ -331,10 +335,39 @@ if [ -n "$line" ]; then sed -i "s/\"tiny test\"/$line/" "$1"; else printf '[brok
             .ends_with("[broken\n"),
         "the file is as the editor left it"
     );
-    tmux.key("q");
-    tmux.wait("the shell prompt after quitting", |s| {
+    // TUI-68: a SIGTERM from outside quits like a confirmed `q`, the terminal restored.
+    signal(&tui, "TERM");
+    tmux.wait("the shell prompt after SIGTERM", |s| {
         back_at_the_prompt(s, &prompt, 2)
     });
+}
+
+/// The process ID of the TUI started on `project`.
+fn tui_pid(project: &std::path::Path) -> String {
+    let pattern = format!("-C {} tui", project.display());
+    poll(TMUX_DEADLINE, "the TUI's process", || {
+        let output = Command::new("pgrep")
+            .args(["-f", "--", &pattern])
+            .output()
+            .expect("pgrep (procps) is missing: sudo apt-get install -y procps");
+        let pids: Vec<String> = String::from_utf8_lossy(&output.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        match pids.as_slice() {
+            [pid] => Ok(pid.clone()),
+            _ => Err(pids),
+        }
+    })
+}
+
+/// Sends `SIG<name>` to process `pid`.
+fn signal(pid: &str, name: &str) {
+    let status = Command::new("kill")
+        .args(["-s", name, "--", pid])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -s {name} -- {pid}");
 }
 
 // TUI-5, TUI-6, TUI-36: the `r` menu's `run` builds the dataset against stand-in
@@ -542,8 +575,14 @@ fn the_tui_starts_stops_and_resumes_a_real_run_as_a_person_would() {
             .then_some(())
     });
 
-    // Quit while it is followed: it is detached with the attach hint, never cancelled.
+    // Quit while it is followed: `q` asks, saying the run goes on (TUI-65); `y` detaches
+    // it with the attach hint, never cancelled.
     tmux.key("q");
+    tmux.wait_for(
+        "the quit question",
+        &format!("{resumed} goes on on its target"),
+    );
+    tmux.key("y");
     let screen = tmux.wait("the shell prompt after quitting", |s| {
         back_at_the_prompt(s, &prompt, 2).map(|()| s.to_owned())
     });
