@@ -21,7 +21,11 @@ const POINTS: u64 = 10_000;
 const ROUNDS: usize = 500;
 
 fn main() {
-    let mut app = overbrainer::tui::app(false, Vec::new(), Ok(vec!["target  local".to_owned()]));
+    let mut app = overbrainer::tui::app(
+        overbrainer::tui::theme::Theme::new(false),
+        Vec::new(),
+        Ok(vec!["target  local".to_owned()]),
+    );
     let work = app.apply(Action::Start { resume_from: None });
     let Some(Work::Task { task, .. }) = work.first() else {
         panic!("no task");

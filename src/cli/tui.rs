@@ -45,8 +45,14 @@ pub async fn run(ctx: &Context, _args: &Args) -> anyhow::Result<ExitCode> {
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
+    // TUI-70, TUI-71: an unknown `OVERBRAINER_TUI_*` value is ignored with a warning in
+    // the Logs view.
+    let (theme, theme_warnings) = crate::tui::theme::Theme::from_env(&ctx.env);
+    for warning in theme_warnings {
+        tracing::warn!("{warning}");
+    }
     let mut app = crate::tui::app(
-        ctx.env.no_color(),
+        theme,
         crate::config::entries(&loaded),
         crate::tui::start_lines(&loaded.settings),
     );

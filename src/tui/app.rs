@@ -166,6 +166,8 @@ pub struct App {
     next_task: u64,
     /// What to do to a run once its follower detached (`s` or `c` on a followed run).
     after_detach: BTreeMap<String, Kind>,
+    /// The spinner's frame, turned by the redraw tick while work runs.
+    spinner: u64,
     quitting: bool,
     /// Runs detached on quit, for the attach hint.
     pub detached: Vec<String>,
@@ -213,6 +215,7 @@ impl App {
             tasks: BTreeMap::new(),
             next_task: 1,
             after_detach: BTreeMap::new(),
+            spinner: 0,
             quitting: false,
             detached: Vec::new(),
             done: false,
@@ -382,6 +385,11 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// Turns the spinner one frame (the redraw tick, while work runs).
+    pub fn advance_spinner(&mut self) {
+        self.spinner = self.spinner.wrapping_add(1);
     }
 
     /// What quitting does to each piece of work running now (TUI-65); empty when nothing
@@ -1070,6 +1078,7 @@ impl App {
     /// Draws the whole screen into `buf`.
     pub fn draw(&self, area: Rect, buf: &mut Buffer) {
         let t = self.theme;
+        buf.set_style(area, t.base());
         if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
             Paragraph::new(vec![
                 Line::styled("The terminal is too small.", t.warn()),
@@ -1129,6 +1138,8 @@ impl App {
             work: self.work_labels(),
             spend: self.spend,
             covered: self.dialog.is_some() || self.help || self.menu.is_some(),
+            spinner: t.spinner(self.spinner),
+            locked: self.data_locked().is_some() && !self.quitting,
         }
         .render(footer, buf, t);
         if self.help {

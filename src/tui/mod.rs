@@ -90,11 +90,10 @@ pub fn start_lines(settings: &crate::config::Settings) -> Result<Vec<String>, St
 /// The app of a project whose configuration lists `entries`.
 #[must_use]
 pub fn app(
-    no_color: bool,
+    theme: Theme,
     entries: Vec<crate::config::Entry>,
     start: Result<Vec<String>, String>,
 ) -> App {
-    let theme = Theme::new(no_color);
     App::new(
         theme,
         ProjectView::new(theme, entries),
@@ -210,6 +209,9 @@ async fn event_loop(
             _ = reread.tick() => spawn(app.every_two_seconds()),
             _ = tick.tick() => {
                 dirty = app.busy() || pending;
+                if app.busy() {
+                    app.advance_spinner();
+                }
                 if app.message().is_some() {
                     message_ticks += 1;
                     if message_ticks >= MESSAGE_TICKS {

@@ -470,7 +470,7 @@ fn help_overlay_snapshots() {
 
 #[test]
 fn no_color_draws_no_colours() {
-    let mut app = super::app(true, entries(), Ok(start_lines()));
+    let mut app = super::app(super::theme::Theme::new(true), entries(), Ok(start_lines()));
     follow_run(&mut app, "r-live");
     app.handle_key(ch('4'));
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();

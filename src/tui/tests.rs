@@ -96,7 +96,11 @@ pub(super) fn stopped(id: &str) -> RunRecord {
 }
 
 pub(super) fn app() -> App {
-    super::app(false, entries(), Ok(start_lines()))
+    super::app(
+        super::theme::Theme::new(false),
+        entries(),
+        Ok(start_lines()),
+    )
 }
 
 pub(super) fn with_runs(app: &mut App, runs: Vec<RunRecord>) {

@@ -49,6 +49,7 @@ impl Dialog {
         let height = u16::try_from(self.lines.len() + 4).unwrap_or(u16::MAX);
         let rect = super::centered(area, width, height);
         Clear.render(rect, buf);
+        buf.set_style(rect, theme.base());
         let mut text: Vec<Line<'_>> = self.lines.iter().map(|l| Line::raw(l.as_str())).collect();
         text.push(Line::raw(""));
         text.push(Line::from(vec![

@@ -68,16 +68,28 @@ pub struct Footer<'a> {
     pub spend: Option<SpendShown>,
     /// Hide the version (a dialog or the help is open).
     pub covered: bool,
+    /// The spinner's glyph before each piece of running work.
+    pub spinner: char,
+    /// The data lock holds: the keys it refuses are struck through and `locked` shows
+    /// among the work (TUI-62).
+    pub locked: bool,
 }
+
+/// The keys the data lock refuses (TUI-64).
+pub const LOCKED_KEYS: [&str; 5] = ["e", "d", "r", "A", "t"];
 
 impl Footer<'_> {
     /// Draws the footer in `area` (one row).
     pub fn render(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
         let mut right = String::new();
         for work in &self.work {
-            right.push_str("● ");
+            right.push(self.spinner);
+            right.push(' ');
             right.push_str(work);
             right.push_str("  ");
+        }
+        if self.locked {
+            right.push_str("locked  ");
         }
         if let Some(spend) = self.spend.and_then(|spend| spend.text()) {
             right.push_str(&spend);
@@ -106,8 +118,16 @@ impl Footer<'_> {
         } else {
             let mut spans = Vec::new();
             for (key, what) in self.keys {
-                spans.push(Span::styled(*key, theme.title()));
-                spans.push(Span::raw(format!(" {what}  ")));
+                if self.locked && LOCKED_KEYS.contains(key) {
+                    let struck = theme
+                        .dim()
+                        .add_modifier(ratatui::style::Modifier::CROSSED_OUT);
+                    spans.push(Span::styled(format!("{key} {what}"), struck));
+                    spans.push(Span::raw("  "));
+                } else {
+                    spans.push(Span::styled(*key, theme.title()));
+                    spans.push(Span::raw(format!(" {what}  ")));
+                }
             }
             Line::from(spans)
         };
@@ -131,7 +151,43 @@ impl Footer<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::SpendShown;
+    use super::{Footer, SpendShown};
+    use crate::tui::theme::Theme;
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::style::Modifier;
+
+    /// The footer drawn at 100 columns, and whether the cell under `text` is struck.
+    fn drawn(footer: &Footer<'_>, text: &str) -> (String, bool) {
+        let area = Rect::new(0, 0, 100, 1);
+        let mut buf = Buffer::empty(area);
+        footer.render(area, &mut buf, Theme::new(false));
+        let line: String = (0..100).map(|x| buf[(x, 0)].symbol().to_owned()).collect();
+        let at = u16::try_from(line.find(text).expect(text)).unwrap();
+        let struck = buf[(at, 0)].modifier.contains(Modifier::CROSSED_OUT);
+        (line, struck)
+    }
+
+    // TUI-61, TUI-62: the data lock strikes through the keys it refuses and shows `locked`;
+    // each piece of work has the spinner's glyph.
+    #[test]
+    fn the_lock_strikes_its_keys_and_work_has_the_spinner() {
+        let keys = [("t", "start"), ("s", "stop")];
+        let mut footer = Footer {
+            keys: &keys,
+            work: vec!["train r-1".to_owned()],
+            spinner: '⠙',
+            ..Footer::default()
+        };
+        let (line, struck) = drawn(&footer, "t start");
+        assert!(!struck && !line.contains("locked"), "{line}");
+        assert!(line.contains("⠙ train r-1"), "{line}");
+        footer.locked = true;
+        let (line, struck) = drawn(&footer, "t start");
+        assert!(struck, "{line}");
+        assert!(line.contains("locked"), "{line}");
+        assert!(!drawn(&footer, "s stop").1, "`s` is not the lock's");
+    }
 
     fn shown(usd: f64, max_usd: Option<f64>, unpriced: u64, any: bool) -> Option<String> {
         SpendShown {

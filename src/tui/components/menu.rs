@@ -24,6 +24,7 @@ pub fn render(entries: &[&str], selected: usize, area: Rect, buf: &mut Buffer, t
     let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
     let rect = super::centered(area, 24, height);
     Clear.render(rect, buf);
+    buf.set_style(rect, theme.base());
     Paragraph::new(lines)
         .block(
             Block::new()

@@ -19,8 +19,9 @@ const LABEL: usize = 24;
 
 /// Draws `wizard` on the whole frame.
 pub fn render(wizard: &Wizard, frame: &mut Frame<'_>) {
-    let theme = Theme::new(wizard.env.no_color());
+    let (theme, _) = Theme::from_env(&wizard.env);
     let area = frame.area();
+    frame.buffer_mut().set_style(area, theme.base());
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         frame.render_widget(
             Paragraph::new(vec![
@@ -63,6 +64,7 @@ pub fn render(wizard: &Wizard, frame: &mut Frame<'_>) {
         let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
         let rect = centered(body, 76, height);
         frame.render_widget(Clear, rect);
+        frame.buffer_mut().set_style(rect, theme.base());
         let title = if form.editing.is_some() {
             " Edit topic "
         } else {
@@ -80,6 +82,7 @@ pub fn render(wizard: &Wizard, frame: &mut Frame<'_>) {
     if wizard.quitting {
         let rect = centered(area, 52, 6);
         frame.render_widget(Clear, rect);
+        frame.buffer_mut().set_style(rect, theme.base());
         frame.render_widget(
             Paragraph::new(vec![
                 Line::raw("Quit the wizard? Nothing has been written."),
