@@ -577,17 +577,20 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
     }
 
     /// POD-56: the job ended: the pod's watchdog and bootstrap logs are copied next to
-    /// the copy of its log stream (at most 4 MiB each); a failure is only told.
+    /// the copy of its log stream (their last 4 MiB at most, where a failure shows); a
+    /// failure to copy is only told.
     async fn copy_side_logs(&self) {
         let (Some(pod), Some(dir)) = (self.pod.as_ref(), self.plan.log_dir.as_deref()) else {
             return;
         };
         for name in [logs::show::BOOTSTRAP_LOG, logs::show::WATCHDOG_LOG] {
             let remote = format!("{}/{name}", self.plan.run_dir);
-            let copied = match pod.read_from(&remote, 0, logs::copy::SIDE_LIMIT + 1).await {
-                Ok(bytes) if bytes.is_empty() => Ok(()),
-                Ok(bytes) => logs::copy::write_side_log(dir, name, &bytes, self.client.redactor())
-                    .map_err(|e| e.to_string()),
+            let copied = match side_log_tail(pod, &remote).await {
+                Ok((bytes, _)) if bytes.is_empty() => Ok(()),
+                Ok((bytes, skipped)) => {
+                    logs::copy::write_side_log(dir, name, &bytes, skipped, self.client.redactor())
+                        .map_err(|e| e.to_string())
+                }
                 Err(error) => Err(chain(&error)),
             };
             if let Err(cause) = copied {
@@ -612,6 +615,24 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
             }
         }
     }
+}
+
+/// The last [`logs::copy::SIDE_LIMIT`] bytes of the file `remote` on the pod (empty when it
+/// is missing), and how many bytes before them were not read.
+async fn side_log_tail(pod: &SshExecutor, remote: &str) -> Result<(Vec<u8>, u64), ExecError> {
+    let script = format!(
+        "f={}\n[ -f \"$f\" ] || {{ echo 0; exit 0; }}\nwc -c < \"$f\"\n",
+        crate::shell::quote(remote)
+    );
+    let size = String::from_utf8_lossy(&pod.probe(&script).await?)
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| ExecError::Protocol(format!("the size of `{remote}`")))?;
+    let skipped = size.saturating_sub(logs::copy::SIDE_LIMIT);
+    let bytes = pod
+        .read_from(remote, skipped, logs::copy::SIDE_LIMIT)
+        .await?;
+    Ok((bytes, skipped))
 }
 
 /// A failed handshake: another host key (refused before any command ran), or no

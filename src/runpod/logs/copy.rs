@@ -98,9 +98,10 @@ pub fn read_checked(path: &Path) -> Result<Option<String>, CopyError> {
 /// The most kept of the watchdog and bootstrap logs copied from the pod (POD-56).
 pub const SIDE_LIMIT: u64 = 4 * 1024 * 1024;
 
-/// Writes `bytes`, a log copied from the pod (`.pod/watchdog.log`, `.pod/bootstrap.log`,
-/// POD-56), as `name` under `run_dir`: at most [`SIDE_LIMIT`] of it with a last line
-/// saying it was cut, every line redacted, mode 600, links refused (POD-58).
+/// Writes `bytes`, the end of a log copied from the pod (`.pod/watchdog.log`,
+/// `.pod/bootstrap.log`, POD-56) whose first `skipped` bytes were not read, as `name` under
+/// `run_dir`: its last [`SIDE_LIMIT`] at most (where a failure is told), after a first line
+/// saying how much was left out, every line redacted, mode 600, links refused (POD-58).
 ///
 /// # Errors
 /// A link, or the file system's refusal.
@@ -108,20 +109,34 @@ pub fn write_side_log(
     run_dir: &Path,
     name: &str,
     bytes: &[u8],
+    skipped: u64,
     known: &Redactor,
 ) -> Result<(), CopyError> {
     let pod_dir = run_dir.join(".pod");
     std::fs::create_dir_all(&pod_dir).map_err(io(&pod_dir))?;
     let limit = usize::try_from(SIDE_LIMIT).unwrap_or(usize::MAX);
-    let cut = bytes.len() > limit;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(limit)]);
-    let mut out = String::with_capacity(text.len());
+    let mut start = bytes.len().saturating_sub(limit);
+    let mut left_out = skipped + start as u64;
+    if left_out > 0 {
+        // The first line kept is a whole one.
+        let partial = bytes[start..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(bytes.len() - start, |at| at + 1);
+        start += partial;
+        left_out += partial as u64;
+    }
+    let text = String::from_utf8_lossy(&bytes[start..]);
+    let mut out = String::with_capacity(text.len() + 100);
+    if left_out > 0 {
+        let _ = writeln!(
+            out,
+            "overbrainer: the first {left_out} bytes of this log were left out; its last 4 MiB follow"
+        );
+    }
     for line in text.lines() {
         out.push_str(&redact(line, known));
         out.push('\n');
-    }
-    if cut {
-        out.push_str("overbrainer: the copy of this log stops here: it reached 4 MiB\n");
     }
     let path = run_dir.join(name);
     let mut file = open(&path, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC)?
@@ -318,14 +333,34 @@ mod tests {
     fn a_side_log_is_redacted_cut_at_its_limit_and_never_written_through_a_link() {
         let dir = tempfile::tempdir().unwrap();
         let known = Redactor::new();
-        let mut big = b"HF_TOKEN=abc\n".to_vec();
+        // The end of a log longer than the limit: its last 4 MiB, whole lines, the error at
+        // its end kept.
+        let mut big = b"start\n".to_vec();
         big.extend(std::iter::repeat_n(b'x', 5 * 1024 * 1024));
-        write_side_log(dir.path(), ".pod/watchdog.log", &big, &known).unwrap();
+        big.extend(b"\nline\nHF_TOKEN=abc failed\n");
+        write_side_log(dir.path(), ".pod/watchdog.log", &big, 0, &known).unwrap();
         let path = dir.path().join(".pod/watchdog.log");
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("HF_TOKEN=***\n"), "{}", &text[..40]);
-        assert!(text.ends_with("it reached 4 MiB\n"));
-        assert!(text.len() as u64 <= SIDE_LIMIT + 100);
+        let left_out = big.len() - "line\nHF_TOKEN=abc failed\n".len();
+        assert_eq!(
+            text,
+            format!(
+                "overbrainer: the first {left_out} bytes of this log were left out; its last 4 MiB follow\nline\nHF_TOKEN=*** failed\n"
+            )
+        );
+        // Bytes not read from the pod count as left out; a short log is kept whole.
+        write_side_log(dir.path(), ".pod/a.log", b"x\ny\n", 10, &known).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(".pod/a.log")).unwrap();
+        assert!(
+            text.starts_with("overbrainer: the first 12 bytes"),
+            "{text}"
+        );
+        assert!(text.ends_with("\ny\n"), "{text}");
+        write_side_log(dir.path(), ".pod/b.log", b"x\ny\n", 0, &known).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".pod/b.log")).unwrap(),
+            "x\ny\n"
+        );
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         let elsewhere = dir.path().join("elsewhere");
@@ -333,7 +368,7 @@ mod tests {
         let link = dir.path().join(".pod/bootstrap.log");
         std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
         assert!(matches!(
-            write_side_log(dir.path(), ".pod/bootstrap.log", b"y", &known),
+            write_side_log(dir.path(), ".pod/bootstrap.log", b"y", 0, &known),
             Err(CopyError::Link(_))
         ));
         assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "x");
