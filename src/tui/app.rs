@@ -847,11 +847,19 @@ impl App {
                 self.config.undo = undo;
                 self.say(true, said);
             }
-            ConfigNews::Refused { error, reread } => {
+            ConfigNews::Refused {
+                error,
+                reread,
+                invalid,
+            } => {
                 self.config.saving = false;
                 if let Some(shown) = reread {
                     show(self, *shown);
                     self.config.undo = None;
+                }
+                if !invalid.is_empty() {
+                    // The file changed on disk and is not valid: its fields are marked.
+                    self.project.problems = invalid.into_iter().collect();
                 }
                 if self.project.form.is_some() || self.project.adding.is_some() {
                     self.project.saved(Some(error));

@@ -65,6 +65,9 @@ pub enum ConfigNews {
         error: String,
         /// The file read again, when it had changed on disk.
         reread: Option<Box<Shown>>,
+        /// The problems of the file read again, when it had changed on disk and is not
+        /// valid: their fields are marked (the configuration shown stays in use).
+        invalid: Vec<(String, String)>,
     },
     /// The file or `.env` changed on disk and is valid: the configuration shown and used
     /// from now on.
@@ -141,6 +144,7 @@ impl Current {
                         check what is shown and make it again"
                     .to_owned(),
                 reread: None,
+                invalid: Vec::new(),
             };
         }
         let context = self.get();
@@ -204,16 +208,18 @@ impl Current {
                 .join("; "),
             other => other.to_string(),
         };
-        let reread = match error {
+        let (reread, invalid) = match error {
             EditError::Changed { .. } => match self.read_again(root, true) {
-                Some(ConfigNews::Reread(shown)) => Some(shown),
-                _ => None,
+                Some(ConfigNews::Reread(shown)) => (Some(shown), Vec::new()),
+                Some(ConfigNews::Invalid { problems }) => (None, problems),
+                _ => (None, Vec::new()),
             },
-            _ => None,
+            _ => (None, Vec::new()),
         };
         ConfigNews::Refused {
             error: format!("not saved: {text}"),
             reread,
+            invalid,
         }
     }
 
@@ -433,9 +439,15 @@ mod tests {
         );
         // A write started meanwhile is refused: the file is not what is shown.
         let change = Change::Set("project.name".into(), toml_edit::Value::from("x"));
-        let ConfigNews::Refused { error, reread } = current.save(&[change], 1) else {
+        let ConfigNews::Refused {
+            error,
+            reread,
+            invalid,
+        } = current.save(std::slice::from_ref(&change), 1)
+        else {
             panic!("refused");
         };
+        assert!(invalid.is_empty(), "its problems were told already");
         assert!(
             error.contains("changed on disk since it was read"),
             "{error}"
@@ -445,6 +457,16 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             TEXT.replace("= 8", "= 0"),
             "the user's change is kept"
+        );
+        // Another invalid change on disk, met by a save before any re-read: refused, and
+        // the fields it breaks are marked at once.
+        std::fs::write(&path, TEXT.replace("= 8", "= -1")).unwrap();
+        let ConfigNews::Refused { invalid, .. } = current.save(&[change], 1) else {
+            panic!("refused");
+        };
+        assert_eq!(
+            invalid.first().map(|(key, _)| key.as_str()),
+            Some("pipeline.concurrency")
         );
 
         std::fs::write(

@@ -561,6 +561,7 @@ fn a_config_change_is_written_once_at_a_time_then_undone_and_runs_lock_training(
     app.on_flow(FlowEvent::Config(ConfigNews::Refused {
         error: "not saved: x".into(),
         reread: None,
+        invalid: Vec::new(),
     }));
     app.on_flow(FlowEvent::Config(ConfigNews::Written {
         shown: Box::new(Shown {
