@@ -123,10 +123,21 @@ async fn init_wizard(ctx: &Context) -> anyhow::Result<Option<bool>> {
             path.display()
         );
     }
+    if let Some(why) = wizard.refusal() {
+        anyhow::bail!("the init wizard did not start: {why}");
+    }
     let (wizard, outcome) = crate::tui::wizard::run(wizard).await?;
     match outcome {
         crate::tui::wizard::Outcome::Quit => {
-            errln!("tui: the init wizard was quit; nothing was written");
+            anyhow::bail!("the init wizard was quit; nothing was written")
+        }
+        crate::tui::wizard::Outcome::Leave => {
+            errln!(
+                "tui: the init wizard wrote {} in `{}`; `overbrainer -C {} tui` opens it",
+                wizard.written.join(", "),
+                wizard.dir().display(),
+                crate::shell::quote(&wizard.dir().display().to_string())
+            );
             Ok(None)
         }
         crate::tui::wizard::Outcome::Open { auto } => {

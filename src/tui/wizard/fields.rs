@@ -339,8 +339,8 @@ pub fn problem(field: &Field, value: &str) -> Option<String> {
         Id::CustomName | Id::TopicName if !valid_name(value) => {
             Some("use only letters a-z, digits and _".to_owned())
         }
-        Id::BaseUrl if !(value.starts_with("http://") || value.starts_with("https://")) => {
-            Some("a base URL starts with http:// or https://".to_owned())
+        Id::BaseUrl if !base_url(value_trimmed) => {
+            Some("an http:// or https:// URL with a host".to_owned())
         }
         Id::KeyVault | Id::RunpodVault
             if !matches!(
@@ -350,8 +350,10 @@ pub fn problem(field: &Field, value: &str) -> Option<String> {
         {
             Some("expected vault:<mount>/<path>#<field>".to_owned())
         }
-        Id::Host if value_trimmed.contains(char::is_whitespace) => {
-            Some("a host has no spaces: user@host or an alias".to_owned())
+        Id::Host
+            if value_trimmed.contains(char::is_whitespace) || value_trimmed.starts_with('-') =>
+        {
+            Some("user@host or an alias: no spaces, no leading `-`".to_owned())
         }
         Id::GpuTypes => gpu_types(value).err(),
         Id::TopicSubtopics | Id::TopicQuestions
@@ -361,6 +363,16 @@ pub fn problem(field: &Field, value: &str) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Whether `value` is an `http://` or `https://` URL with a host.
+fn base_url(value: &str) -> bool {
+    reqwest::Url::parse(value).is_ok_and(|url| {
+        matches!(url.scheme(), "http" | "https")
+            && url
+                .host_str()
+                .is_some_and(|h| !h.is_empty() && h != "https" && h != "http")
+    })
 }
 
 /// `auto` (`None`) or the list of GPU types typed.

@@ -9,6 +9,7 @@
 
 pub mod fields;
 pub mod render;
+pub mod text;
 
 #[cfg(test)]
 mod tests;
@@ -45,6 +46,8 @@ pub const DEFAULT_BASE_MODEL: &str = "Qwen/Qwen2.5-0.5B-Instruct";
 pub enum Outcome {
     /// Quit before writing: nothing was written.
     Quit,
+    /// Ctrl-C once the files are written: leave without opening the TUI.
+    Leave,
     /// The files are written: open the TUI, on auto mode's confirmation when `auto`.
     Open {
         /// Start auto mode now.
@@ -61,6 +64,8 @@ pub struct TopicForm {
     pub values: [String; 4],
     /// The field being typed.
     pub focus: usize,
+    /// The cursor in it.
+    pub cursor: usize,
     /// The field refused and why.
     pub refused: Option<(usize, String)>,
 }
@@ -87,6 +92,10 @@ pub struct Wizard {
     values: BTreeMap<Id, String>,
     /// The field being typed on this screen.
     pub focus: usize,
+    /// The cursor in it, a char index.
+    pub cursor: usize,
+    /// The terminal is below 80x24: keys other than Ctrl-C wait.
+    pub too_small: bool,
     /// The field refused on this screen and why (TUI-75).
     pub refused: Option<(Id, String)>,
     /// The topics so far.
@@ -147,6 +156,8 @@ impl Wizard {
             rules,
             prompts,
             screen: 0,
+            cursor: name.chars().count(),
+            too_small: false,
             values,
             focus: 0,
             refused: None,
@@ -159,6 +170,12 @@ impl Wizard {
             written: Vec::new(),
             outcome: None,
         }
+    }
+
+    /// The terminal's size: below 80x24 only its notice is drawn and keys wait.
+    pub fn set_size(&mut self, width: u16, height: u16) {
+        let (min_width, min_height) = crate::tui::app::MIN_SIZE;
+        self.too_small = width < min_width || height < min_height;
     }
 
     /// The directory written into.
@@ -203,14 +220,36 @@ impl Wizard {
         first_existing(&self.dir, self.file_names().iter().map(String::as_str))
     }
 
+    /// Why the wizard cannot write into its directory, whatever the answers: a file it
+    /// would write exists, or `prompts` is not a directory (TUI-73).
+    #[must_use]
+    pub fn refusal(&self) -> Option<String> {
+        let prompts = self.dir.join("prompts");
+        if prompts.symlink_metadata().is_ok() && !prompts.is_dir() {
+            return Some(format!(
+                "`{}` is a file, not a directory; the wizard writes the prompt templates there",
+                prompts.display()
+            ));
+        }
+        self.existing().map(|path| {
+            format!(
+                "`{}` exists; the wizard never replaces a file, so nothing will be written",
+                path.display()
+            )
+        })
+    }
+
     /// Handles a key (TUI-75).
     pub fn handle_key(&mut self, key: KeyEvent) {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             if self.screen == START {
-                self.outcome = Some(Outcome::Open { auto: false });
+                self.outcome = Some(Outcome::Leave);
             } else {
                 self.quitting = true;
             }
+            return;
+        }
+        if self.too_small {
             return;
         }
         if self.quitting {
@@ -235,52 +274,81 @@ impl Wizard {
             self.form_key(key);
             return;
         }
+        let choice = self
+            .fields()
+            .get(self.focus)
+            .is_some_and(|f| matches!(f.kind, Kind::Choice(_)));
         match key.code {
             KeyCode::Enter | KeyCode::Tab => self.next(),
             KeyCode::BackTab | KeyCode::Esc => self.previous(),
             KeyCode::Up => self.move_focus(false),
             KeyCode::Down => self.move_focus(true),
-            KeyCode::Left => self.cycle(false),
-            KeyCode::Right => self.cycle(true),
-            KeyCode::Char(c) if self.screen == TOPICS => self.topics_key(c),
-            KeyCode::Char(c) => self.type_text(&c.to_string()),
-            KeyCode::Backspace => {
-                if let Some(value) = self.typed_field() {
-                    value.pop();
+            KeyCode::Char(c) if self.screen == TOPICS => {
+                if key.modifiers.difference(KeyModifiers::SHIFT).is_empty() {
+                    self.topics_key(c);
                 }
             }
-            _ => {}
+            KeyCode::Left | KeyCode::Right if choice => self.cycle(key.code == KeyCode::Right),
+            _ if self.screen == TOPICS => {}
+            _ => self.edit(key),
         }
     }
 
-    /// A paste goes into the field being typed (TUI-75), line breaks dropped.
-    pub fn paste(&mut self, text: &str) {
-        let text: String = text.chars().filter(|c| !c.is_control()).collect();
-        if let Some(form) = &mut self.form {
-            if let Some(value) = form.values.get_mut(form.focus) {
-                value.push_str(&text);
-            }
-        } else if !self.quitting {
-            self.type_text(&text);
-        }
-    }
-
-    fn type_text(&mut self, text: &str) {
-        if let Some(value) = self.typed_field() {
-            value.push_str(text);
-        }
-    }
-
-    /// The value of the focused field when it is typed (not a choice).
-    fn typed_field(&mut self) -> Option<&mut String> {
-        let field = *self.fields().get(self.focus)?;
+    /// An editing key in the focused field, when it is typed (not a choice).
+    fn edit(&mut self, key: KeyEvent) {
+        let Some(field) = self.fields().get(self.focus).copied() else {
+            return;
+        };
         if matches!(field.kind, Kind::Choice(_)) {
-            return None;
+            return;
         }
-        if self.refused.as_ref().is_some_and(|(id, _)| *id == field.id) {
+        let text = self.values.entry(field.id).or_default();
+        let before = text.clone();
+        text::Editing {
+            text,
+            cursor: &mut self.cursor,
+        }
+        .key(key);
+        if *text != before && self.refused.as_ref().is_some_and(|(id, _)| *id == field.id) {
             self.refused = None;
         }
-        Some(self.values.entry(field.id).or_default())
+    }
+
+    /// The cursor at the end of the focused field.
+    fn cursor_to_end(&mut self) {
+        self.cursor = self
+            .fields()
+            .get(self.focus)
+            .map_or(0, |f| self.value(f.id).chars().count());
+    }
+
+    /// A paste goes into the field being typed at its cursor (TUI-75), line breaks dropped.
+    pub fn paste(&mut self, text: &str) {
+        if self.quitting || self.too_small {
+            return;
+        }
+        if let Some(form) = &mut self.form {
+            if let Some(value) = form.values.get_mut(form.focus) {
+                text::Editing {
+                    text: value,
+                    cursor: &mut form.cursor,
+                }
+                .insert(text);
+            }
+            return;
+        }
+        let Some(field) = self.fields().get(self.focus).copied() else {
+            return;
+        };
+        if matches!(field.kind, Kind::Choice(_)) || self.screen == TOPICS {
+            return;
+        }
+        self.refused = None;
+        text::Editing {
+            text: self.values.entry(field.id).or_default(),
+            cursor: &mut self.cursor,
+        }
+        .insert(text);
     }
 
     fn move_focus(&mut self, down: bool) {
@@ -299,6 +367,7 @@ impl Wizard {
         } else {
             self.focus.saturating_sub(1)
         };
+        self.cursor_to_end();
     }
 
     /// ←/→ on a choice.
@@ -353,6 +422,7 @@ impl Wizard {
                 if let Some(problem) = fields::problem(field, self.value(field.id)) {
                     self.focus = index;
                     self.refused = Some((field.id, problem));
+                    self.cursor_to_end();
                     return;
                 }
             }
@@ -361,6 +431,7 @@ impl Wizard {
         self.topics_refused = None;
         self.screen += 1;
         self.focus = 0;
+        self.cursor_to_end();
         if self.screen == SUMMARY {
             self.summary = self.prepare();
         }
@@ -372,6 +443,7 @@ impl Wizard {
             self.screen -= 1;
             self.focus = 0;
             self.refused = None;
+            self.cursor_to_end();
         }
     }
 
@@ -392,6 +464,7 @@ impl Wizard {
                 if let Some(topic) = self.topics.get(self.selected) {
                     self.form = Some(TopicForm {
                         editing: Some(self.selected),
+                        cursor: topic.name.chars().count(),
                         values: [
                             topic.name.clone(),
                             topic.description.clone(),
@@ -417,20 +490,27 @@ impl Wizard {
         };
         match key.code {
             KeyCode::Esc => self.form = None,
-            KeyCode::Up | KeyCode::BackTab => form.focus = form.focus.saturating_sub(1),
+            KeyCode::Up | KeyCode::BackTab => {
+                form.focus = form.focus.saturating_sub(1);
+                form.cursor = form.values[form.focus].chars().count();
+            }
             KeyCode::Down | KeyCode::Tab => {
                 form.focus = (form.focus + 1).min(TOPIC_FIELDS.len() - 1);
-            }
-            KeyCode::Char(c) => {
-                form.values[form.focus].push(c);
-                form.refused = None;
-            }
-            KeyCode::Backspace => {
-                form.values[form.focus].pop();
-                form.refused = None;
+                form.cursor = form.values[form.focus].chars().count();
             }
             KeyCode::Enter => self.save_topic(),
-            _ => {}
+            _ => {
+                let value = &mut form.values[form.focus];
+                let before = value.clone();
+                text::Editing {
+                    text: value,
+                    cursor: &mut form.cursor,
+                }
+                .key(key);
+                if *value != before {
+                    form.refused = None;
+                }
+            }
         }
     }
 
@@ -442,6 +522,7 @@ impl Wizard {
         for (index, field) in TOPIC_FIELDS.iter().enumerate() {
             if let Some(problem) = fields::problem(field, &form.values[index]) {
                 form.focus = index;
+                form.cursor = form.values[index].chars().count();
                 form.refused = Some((index, problem));
                 return;
             }
@@ -454,6 +535,7 @@ impl Wizard {
             .any(|(i, t)| t.name == name && Some(i) != form.editing);
         if taken {
             form.focus = 0;
+            form.cursor = form.values[0].chars().count();
             form.refused = Some((0, format!("a topic is named `{name}` already")));
             return;
         }
@@ -521,11 +603,8 @@ impl Wizard {
 
     /// The summary's lines, or why nothing can be written (TUI-74, TUI-76).
     fn prepare(&self) -> Summary {
-        if let Some(path) = self.existing() {
-            return Summary::Refused(format!(
-                "`{}` exists now; the wizard never replaces a file, so nothing will be written",
-                path.display()
-            ));
+        if let Some(why) = self.refusal() {
+            return Summary::Refused(why);
         }
         let answers = self.answers();
         let built = match answers::files(&self.dir, &answers, &self.env, self.rules) {
@@ -567,7 +646,7 @@ impl Wizard {
                 }
                 self.screen = START;
             }
-            Err(why) => self.summary = Summary::Refused(format!("nothing was written: {why}")),
+            Err(why) => self.summary = Summary::Refused(why),
         }
     }
 }
@@ -665,6 +744,8 @@ async fn event_loop(
     terminal: &mut super::terminal::Term,
 ) -> std::io::Result<Outcome> {
     let mut events = EventStream::new();
+    let size = terminal.size()?;
+    wizard.set_size(size.width, size.height);
     loop {
         terminal.draw(|frame| render::render(wizard, frame))?;
         if let Some(outcome) = wizard.outcome() {
@@ -675,6 +756,7 @@ async fn event_loop(
                 wizard.handle_key(key);
             }
             Some(Ok(Event::Paste(text))) => wizard.paste(&text),
+            Some(Ok(Event::Resize(width, height))) => wizard.set_size(width, height),
             Some(Ok(_)) => {}
             Some(Err(error)) => return Err(error),
             // The terminal is gone: nothing more can be asked.

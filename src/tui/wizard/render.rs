@@ -2,6 +2,8 @@
 //! the hint of the one typed and the reason a value is refused below it, the topic form,
 //! the summary, the quit question and the last screen (TUI-74, TUI-75).
 
+use std::fmt::Write as _;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::Style;
@@ -88,7 +90,7 @@ pub fn render(wizard: &Wizard, frame: &mut Frame<'_>) {
                 Line::raw("Quit the wizard? Nothing has been written."),
                 Line::raw(""),
                 Line::from(vec![
-                    Span::styled("y", theme.error()),
+                    Span::styled(" y ", theme.error()),
                     Span::raw(" yes   "),
                     Span::styled(" n ", theme.selected()),
                     Span::raw(" no"),
@@ -140,8 +142,7 @@ fn keys(wizard: &Wizard) -> String {
     } else if wizard.screen == START {
         "y start auto mode · n open the project".to_owned()
     } else if wizard.screen == TOPICS {
-        "a add · e edit · d delete · ↑/↓ select · Enter/Tab next · Shift-Tab/Esc back · Ctrl-C quit"
-            .to_owned()
+        "a add · e edit · d delete · ↑/↓ select · Enter next · Esc back · Ctrl-C quit".to_owned()
     } else if wizard.screen == SUMMARY {
         "Enter write the files · Shift-Tab/Esc back · Ctrl-C quit".to_owned()
     } else {
@@ -150,27 +151,44 @@ fn keys(wizard: &Wizard) -> String {
 }
 
 /// A field's value as drawn: choices between arrows, secrets as `•`.
-fn shown(field: &Field, value: &str) -> String {
-    match field.kind {
-        Kind::Choice(_) => format!("‹ {value} ›"),
-        Kind::Secret => "•".repeat(value.chars().count()),
-        Kind::Text | Kind::Number => value.to_owned(),
+/// A masked key shows at most this many `•`, then its length.
+const MASK: usize = 32;
+
+/// A field's value as drawn, the cursor `▏` at `cursor` when it is being typed.
+fn shown(field: &Field, value: &str, cursor: Option<usize>) -> String {
+    let chars: Vec<char> = match field.kind {
+        Kind::Choice(_) => return format!("‹ {value} ›"),
+        Kind::Secret => std::iter::repeat_n('•', value.chars().count().min(MASK)).collect(),
+        Kind::Text | Kind::Number => value.chars().collect(),
+    };
+    let mut out = String::new();
+    let at = cursor.map(|c| c.min(chars.len()));
+    for (index, c) in chars.iter().enumerate() {
+        if at == Some(index) {
+            out.push('▏');
+        }
+        out.push(*c);
     }
+    if at == Some(chars.len()) {
+        out.push('▏');
+    }
+    let length = value.chars().count();
+    if matches!(field.kind, Kind::Secret) && length > MASK {
+        let _ = write!(out, " ({length} characters)");
+    }
+    out
 }
 
 /// One field's line, its hint when focused and its refusal.
 fn field_line(
     lines: &mut Vec<Line<'static>>,
     theme: Theme,
-    (field, value, focused): (&Field, &str, bool),
+    (field, value, focused): (&Field, &str, Option<usize>),
     refused: Option<&str>,
 ) {
-    let marker = if focused { "› " } else { "  " };
-    let mut value = shown(field, value);
-    let typed = !matches!(field.kind, Kind::Choice(_));
-    if focused && typed {
-        value.push('▏');
-    }
+    let marker = if focused.is_some() { "› " } else { "  " };
+    let value = shown(field, value, focused);
+    let focused = focused.is_some();
     let style = if focused {
         theme.selected()
     } else {
@@ -214,7 +232,11 @@ fn field_lines(wizard: &Wizard, theme: Theme) -> Vec<Line<'static>> {
         field_line(
             &mut lines,
             theme,
-            (field, wizard.value(field.id), index == wizard.focus),
+            (
+                field,
+                wizard.value(field.id),
+                (index == wizard.focus).then_some(wizard.cursor),
+            ),
             refused,
         );
     }
@@ -279,7 +301,11 @@ fn form_lines(form: &super::TopicForm, theme: Theme) -> Vec<Line<'static>> {
         field_line(
             &mut lines,
             theme,
-            (field, &form.values[index], index == form.focus),
+            (
+                field,
+                &form.values[index],
+                (index == form.focus).then_some(form.cursor),
+            ),
             refused,
         );
     }
@@ -316,15 +342,25 @@ fn start_lines(wizard: &Wizard, theme: Theme) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled("✓ The project is written:", theme.ok())];
     lines.extend(wizard.written.iter().map(|f| Line::raw(format!("  {f}"))));
     lines.push(Line::raw(""));
-    lines.push(Line::raw(
-        "Start auto mode now (subtopics, questions, answers, split, then training)?",
-    ));
+    let answers = wizard.answers();
+    let chain = if matches!(answers.training, crate::project::wizard::Training::Skip) {
+        "subtopics, questions, answers, then split"
+    } else {
+        "subtopics, questions, answers, split, then training"
+    };
+    lines.push(Line::raw(format!("Start auto mode now ({chain})?")));
+    if matches!(answers.provider.key, crate::project::wizard::Key::Later) {
+        lines.push(Line::styled(
+            "The provider's key is still to be filled in: fill in .env first, then `A` starts auto mode.",
+            theme.warn(),
+        ));
+    }
     lines.push(Line::raw(""));
     lines.push(Line::from(vec![
         Span::styled("y", theme.title()),
-        Span::raw(" yes: auto mode's confirmation   "),
+        Span::raw(" yes, ask to start it   "),
         Span::styled(" n ", theme.selected()),
-        Span::raw(" no: the Project view"),
+        Span::raw(" no, open the project"),
     ]));
     lines
 }

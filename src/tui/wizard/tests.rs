@@ -111,7 +111,11 @@ fn a_walk_through_writes_the_project_with_the_key_in_env_only() {
         !shown.contains(CANARY) && !shown.contains("sk-WIZARD"),
         "{shown}"
     );
-    assert!(shown.contains(&"•".repeat(CANARY.len())), "{shown}");
+    assert!(
+        shown.contains(&"•".repeat(32))
+            && shown.contains(&format!("({} characters)", CANARY.len())),
+        "{shown}"
+    );
     press(&mut wizard, &[KeyCode::Enter]);
     // Back with Esc keeps every value.
     press(&mut wizard, &[KeyCode::Esc, KeyCode::Esc, KeyCode::BackTab]);
@@ -373,4 +377,59 @@ fn the_screens_are_drawn_at_both_sizes() {
     snapshot_both("wizard_summary", &wizard);
     let small = screen(&wizard, 60, 20);
     assert!(small.contains("too small"), "{small}");
+}
+
+#[test]
+fn fields_edit_at_their_cursor_and_keys_wait_while_the_terminal_is_too_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut wizard = wizard(dir.path());
+    press(
+        &mut wizard,
+        &[KeyCode::Enter, KeyCode::Enter, KeyCode::Down],
+    );
+    // Ctrl-U clears what was typed: a masked key is never silently corrupted.
+    typed(&mut wizard, "sk-wrong");
+    wizard.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    typed(&mut wizard, "sk-right");
+    assert_eq!(wizard.value(Id::Key), "sk-right");
+    // ←/→ move in a typed field.
+    press(
+        &mut wizard,
+        &[KeyCode::Left, KeyCode::Left, KeyCode::Backspace],
+    );
+    typed(&mut wizard, "X");
+    assert_eq!(wizard.value(Id::Key), "sk-riXht");
+    // Below 80x24 keys wait; back to size they work again.
+    wizard.set_size(60, 15);
+    typed(&mut wizard, "zz");
+    press(&mut wizard, &[KeyCode::Enter]);
+    assert_eq!((wizard.screen, wizard.value(Id::Key)), (2, "sk-riXht"));
+    wizard.set_size(80, 24);
+    press(&mut wizard, &[KeyCode::Enter]);
+    assert_eq!(wizard.screen, 3);
+}
+
+#[test]
+fn a_prompts_file_is_refused_and_ctrl_c_after_writing_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("prompts"), "mine").unwrap();
+    let mut wizard = wizard(dir.path());
+    assert!(
+        wizard
+            .refusal()
+            .is_some_and(|why| why.contains("prompts") && why.contains("not a directory")),
+        "{:?}",
+        wizard.refusal()
+    );
+    std::fs::remove_file(dir.path().join("prompts")).unwrap();
+    assert_eq!(wizard.refusal(), None);
+    to_topics(&mut wizard);
+    add_topic(&mut wizard, "joins", "Joins in SQL");
+    press(
+        &mut wizard,
+        &[KeyCode::Enter, KeyCode::Enter, KeyCode::Enter],
+    );
+    assert_eq!(wizard.screen, START, "{:?}", wizard.summary);
+    wizard.handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert_eq!(wizard.outcome(), Some(&Outcome::Leave));
 }
