@@ -60,6 +60,16 @@ pub enum Action {
     /// Write these log lines (oldest first) to a new `.overbrainer/logs-<time>.log`
     /// (`x` in Logs, TUI-56).
     ExportLogs(Vec<String>),
+    /// Show the pod log of the run selected in the Training view (`s` in Logs, TUI-57).
+    ShowPodLog,
+    /// Write the pod log lines of run `run` shown to a new
+    /// `.overbrainer/logs-pod-<run-id>-<time>.log` (`x` in Logs on the pod log, TUI-57).
+    ExportPodLog {
+        /// The run.
+        run: String,
+        /// The lines, oldest first.
+        lines: Vec<String>,
+    },
 }
 
 impl Action {

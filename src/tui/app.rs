@@ -79,6 +79,15 @@ pub enum Work {
     ReadDataset,
     /// Write `lines` to a new `.overbrainer/logs-<time>.log`.
     ExportLogs(Vec<String>),
+    /// Read the kept pod log of a run (`runs/<run-id>/.pod/pod.log`, TUI-57).
+    ReadPodLog(String),
+    /// Write a run's pod log lines to a new `.overbrainer/logs-pod-<run-id>-<time>.log`.
+    ExportPodLog {
+        /// The run.
+        run: String,
+        /// The lines.
+        lines: Vec<String>,
+    },
     /// Delete a dataset item with its dependents, split again, re-read `data/`.
     DeleteData(crate::dataset::delete::Target),
     /// Write a change made on the configuration of `generation` (TUI-13).
@@ -270,6 +279,10 @@ impl App {
         let mut work = vec![Work::RereadConfig];
         if self.stages.is_some() && matches!(self.tab, 1 | 2) {
             work.push(Work::ReadDataset);
+        }
+        // TUI-57: the pod log shown is read again every 2 s.
+        if let (4, Some(run)) = (self.tab, self.logs.pod_run()) {
+            work.push(Work::ReadPodLog(run.to_owned()));
         }
         work
     }
@@ -741,6 +754,18 @@ impl App {
             Action::Stop(id) => return self.act_on_run(Kind::Stop, id),
             Action::Cancel(id) => return self.act_on_run(Kind::Cancel, id),
             Action::ExportLogs(lines) => return vec![Work::ExportLogs(lines)],
+            Action::ExportPodLog { run, lines } => return vec![Work::ExportPodLog { run, lines }],
+            Action::ShowPodLog => match self.training.selected_run().map(|r| r.id.clone()) {
+                Some(run) => {
+                    self.logs.show_pod(run.clone());
+                    self.say(true, format!("the pod log of run {run}; `s` returns"));
+                    return vec![Work::ReadPodLog(run)];
+                }
+                None => self.say(
+                    false,
+                    "select a run in the Training view (4) first: `s` shows its pod log".to_owned(),
+                ),
+            },
             Action::EditConfig(changes) => return self.edit_config(changes),
             Action::UndoConfig => return self.undo_config(),
             Action::EditFile => return self.edit_file(),
@@ -923,6 +948,10 @@ impl App {
             }
             FlowEvent::Log(level, text) => {
                 self.logs.push(level, text);
+                Vec::new()
+            }
+            FlowEvent::PodLog { run, lines } => {
+                self.logs.set_pod_lines(&run, lines);
                 Vec::new()
             }
             FlowEvent::Said { ok, text } => {

@@ -47,6 +47,13 @@ pub enum FlowEvent {
     DataWritten,
     /// A write or re-read of `overbrainer.toml` ended (TUI-13..TUI-20).
     Config(super::config_write::ConfigNews),
+    /// The kept pod log of run `run`, read again (TUI-57): its lines, or why not.
+    PodLog {
+        /// The run.
+        run: String,
+        /// The lines, redacted and without terminal controls, or why they could not be read.
+        lines: Result<Vec<String>, String>,
+    },
     /// A line for the Logs view (a flow's warning, in words).
     Log(Level, String),
     /// A message for the status line (a log export's file, or why none was written).

@@ -186,16 +186,33 @@ impl Flows {
         });
     }
 
-    /// Writes `lines` to a new `.overbrainer/logs-<time>.log` on the blocking pool
-    /// (TUI-56).
-    fn spawn_export(&self, lines: Vec<String>) {
+    /// Reads the kept pod log of run `run` on the blocking pool (TUI-57).
+    fn spawn_read_pod_log(&self, run: String) {
+        let dir = self.config.get().project.run_dir(&run);
+        let sender = self.sender.clone();
+        tokio::task::spawn_blocking(move || {
+            let options = crate::runpod::logs::show::ShowOptions {
+                tail: Some(super::views::logs::RETAINED),
+                ..Default::default()
+            };
+            let lines =
+                crate::runpod::logs::show::kept(&dir, &options, &crate::llm::Redactor::new())
+                    .map(|(lines, _)| lines)
+                    .map_err(|error| error.to_string());
+            let _ = sender.send(FlowEvent::PodLog { run, lines });
+        });
+    }
+
+    /// Writes `lines` to a new `.overbrainer/<prefix>-<time>.log` on the blocking pool
+    /// (TUI-56, TUI-57).
+    fn spawn_export(&self, prefix: String, lines: Vec<String>) {
         let dir = self.config.get().project.state_dir();
         let sender = self.sender.clone();
         tokio::task::spawn_blocking(move || {
             let stamp = jiff::Timestamp::now()
                 .strftime("%Y%m%dT%H%M%SZ")
                 .to_string();
-            let path = dir.join(format!("logs-{stamp}.log"));
+            let path = dir.join(format!("{prefix}-{stamp}.log"));
             let said = match export_logs(&path, &lines) {
                 Ok(()) => FlowEvent::Said {
                     ok: true,
@@ -293,7 +310,11 @@ impl Flows {
                 chain,
                 cancel,
             } => self.spawn_chain(task, chain, cancel),
-            Work::ExportLogs(lines) => self.spawn_export(lines),
+            Work::ExportLogs(lines) => self.spawn_export("logs".to_owned(), lines),
+            Work::ExportPodLog { run, lines } => {
+                self.spawn_export(format!("logs-pod-{run}"), lines);
+            }
+            Work::ReadPodLog(run) => self.spawn_read_pod_log(run),
             Work::Task {
                 task,
                 kind,

@@ -825,3 +825,58 @@ fn a_dataset_write_holds_the_data_lock_and_quitting_waits_for_it() {
     app.on_flow(FlowEvent::DataWritten);
     assert!(app.done());
 }
+
+// TUI-57: `s` in the Logs view shows the pod log of the run selected in the Training view,
+// read again every 2 s while shown; `x` exports it under its own name; `f` does not apply;
+// `s` returns to overbrainer's log.
+#[test]
+fn s_in_the_logs_view_shows_the_selected_runs_pod_log() {
+    let mut app = app();
+    app.handle_key(ch('5'));
+    app.handle_key(ch('s'));
+    assert!(
+        app.message()
+            .is_some_and(|m| !m.ok && m.text.contains("select a run")),
+        "{:?}",
+        app.message()
+    );
+    with_runs(&mut app, vec![running("r-pod")]);
+    let work = app.handle_key(ch('s'));
+    assert!(
+        matches!(work.as_slice(), [Work::ReadPodLog(run)] if run == "r-pod"),
+        "{work:?}"
+    );
+    assert!(screen(&app, 120, 40).contains("Reading the pod log"));
+    let again = app.every_two_seconds();
+    assert!(
+        again
+            .iter()
+            .any(|w| matches!(w, Work::ReadPodLog(run) if run == "r-pod"))
+    );
+    app.on_flow(FlowEvent::PodLog {
+        run: "r-pod".into(),
+        lines: Ok(vec!["2026-01-01T00:00:00Z ctr step 3".into()]),
+    });
+    let shown = screen(&app, 120, 40);
+    assert!(
+        shown.contains("pod log of run r-pod") && shown.contains("ctr step 3"),
+        "{shown}"
+    );
+    app.handle_key(ch('f'));
+    assert!(
+        app.message()
+            .is_some_and(|m| !m.ok && m.text.contains("does not apply"))
+    );
+    let work = app.handle_key(ch('x'));
+    assert!(
+        matches!(work.as_slice(), [Work::ExportPodLog { run, lines }] if run == "r-pod" && lines.len() == 1),
+        "{work:?}"
+    );
+    app.handle_key(ch('s'));
+    assert!(!screen(&app, 120, 40).contains("pod log of run"));
+    assert!(
+        !app.every_two_seconds()
+            .iter()
+            .any(|w| matches!(w, Work::ReadPodLog(_)))
+    );
+}

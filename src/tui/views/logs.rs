@@ -3,7 +3,10 @@
 //! the shown level (error, warn, info, debug, trace) and resumes following.
 //!
 //! `x` writes the lines shown (at the shown level or more severe, oldest first) to a new
-//! `.overbrainer/logs-<YYYYMMDDTHHMMSSZ>.log` (TUI-56). Not built yet: the pod log (TUI-57).
+//! `.overbrainer/logs-<YYYYMMDDTHHMMSSZ>.log` (TUI-56). `s` switches to the pod log of the
+//! run selected in the Training view (`runs/<run-id>/.pod/pod.log`, read again every 2 s:
+//! time, source, redacted text), where `x` writes `logs-pod-<run-id>-<time>.log` and `f`
+//! does not apply; `s` again returns (TUI-57).
 
 use std::collections::VecDeque;
 
@@ -38,6 +41,17 @@ pub struct LogsView {
     /// Lines scrolled up from the newest; `None` follows the newest.
     pinned: Option<usize>,
     height: std::cell::Cell<usize>,
+    /// The pod log shown instead, when `s` switched to it.
+    pod: Option<PodLog>,
+}
+
+/// A run's pod log as last read.
+#[derive(Debug, Clone)]
+struct PodLog {
+    run: String,
+    lines: Vec<String>,
+    /// Why the last read failed, or `None` while not read yet.
+    read: Option<Result<(), String>>,
 }
 
 const KEYS: &[(&str, &str)] = &[
@@ -45,6 +59,7 @@ const KEYS: &[(&str, &str)] = &[
     ("G End", "follow"),
     ("f", "level"),
     ("x", "export"),
+    ("s", "pod log"),
 ];
 
 impl LogsView {
@@ -57,6 +72,37 @@ impl LogsView {
             level: 2,
             pinned: None,
             height: std::cell::Cell::new(20),
+            pod: None,
+        }
+    }
+
+    /// Shows the pod log of run `run` (read by the caller).
+    pub fn show_pod(&mut self, run: String) {
+        self.pod = Some(PodLog {
+            run,
+            lines: Vec::new(),
+            read: None,
+        });
+        self.pinned = None;
+    }
+
+    /// The run whose pod log is shown.
+    #[must_use]
+    pub fn pod_run(&self) -> Option<&str> {
+        self.pod.as_ref().map(|p| p.run.as_str())
+    }
+
+    /// The pod log of run `run` read again.
+    pub fn set_pod_lines(&mut self, run: &str, lines: Result<Vec<String>, String>) {
+        let Some(pod) = self.pod.as_mut().filter(|p| p.run == run) else {
+            return;
+        };
+        match lines {
+            Ok(lines) => {
+                pod.lines = lines;
+                pod.read = Some(Ok(()));
+            }
+            Err(why) => pod.read = Some(Err(why)),
         }
     }
 
@@ -74,7 +120,10 @@ impl LogsView {
     }
 
     fn scroll(&mut self, delta: isize) {
-        let len = self.shown().len();
+        let len = self
+            .pod
+            .as_ref()
+            .map_or_else(|| self.shown().len(), |p| p.lines.len());
         let up = self
             .pinned
             .unwrap_or(0)
@@ -101,6 +150,35 @@ impl View for LogsView {
             KeyCode::PageDown => self.scroll(page),
             KeyCode::PageUp => self.scroll(-page),
             KeyCode::Char('G') | KeyCode::End => self.pinned = None,
+            KeyCode::Char('s') => {
+                if self.pod.take().is_some() {
+                    self.pinned = None;
+                    return Some(Action::Say {
+                        ok: true,
+                        text: "overbrainer's own log".to_owned(),
+                    });
+                }
+                return Some(Action::ShowPodLog);
+            }
+            KeyCode::Char('x') if self.pod.is_some() => {
+                let pod = self.pod.as_ref()?;
+                if pod.lines.is_empty() {
+                    return Some(Action::refuse(format!(
+                        "no pod log lines for run {}; no file written",
+                        pod.run
+                    )));
+                }
+                return Some(Action::ExportPodLog {
+                    run: pod.run.clone(),
+                    lines: pod.lines.clone(),
+                });
+            }
+            KeyCode::Char('f') if self.pod.is_some() => {
+                return Some(Action::refuse(
+                    "`f` does not apply to the pod log; `s` returns to overbrainer's log"
+                        .to_owned(),
+                ));
+            }
             KeyCode::Char('x') => {
                 let shown = self.shown();
                 if shown.is_empty() {
@@ -135,6 +213,45 @@ impl Widget for &LogsView {
         let t = self.theme;
         let height = usize::from(area.height.saturating_sub(2));
         self.height.set(height);
+        if let Some(pod) = &self.pod {
+            let end = pod.lines.len().saturating_sub(self.pinned.unwrap_or(0));
+            let start = end.saturating_sub(height);
+            let lines: Vec<Line<'_>> = match &pod.read {
+                None => vec![Line::styled("Reading the pod log…", t.dim())],
+                Some(Err(why)) => vec![Line::styled(
+                    format!("Cannot read the pod log: {why}"),
+                    t.error(),
+                )],
+                Some(Ok(())) if pod.lines.is_empty() => vec![Line::styled(
+                    format!(
+                        "No pod log for run {}: not a Runpod run, or nothing copied from its pod yet.",
+                        pod.run
+                    ),
+                    t.dim(),
+                )],
+                Some(Ok(())) => pod.lines[start..end]
+                    .iter()
+                    .map(|l| Line::raw(l.as_str()))
+                    .collect(),
+            };
+            let title = format!(
+                " pod log of run {}{} ",
+                pod.run,
+                if self.pinned.is_some() {
+                    ", pinned"
+                } else {
+                    ""
+                }
+            );
+            Paragraph::new(lines)
+                .block(
+                    Block::new()
+                        .borders(Borders::ALL)
+                        .title(Span::styled(title, t.title())),
+                )
+                .render(area, buf);
+            return;
+        }
         let shown = self.shown();
         let end = shown.len().saturating_sub(self.pinned.unwrap_or(0));
         let start = end.saturating_sub(height);
