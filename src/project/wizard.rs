@@ -179,14 +179,8 @@ pub const SSH_TARGET: &str = "gpu_box";
 /// The Runpod target's name.
 pub const RUNPOD_TARGET: &str = "gpu_cloud";
 
-/// Whether `name` may name a provider or a topic (`^[a-z0-9_]+$`).
-#[must_use]
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-}
+/// Whether `name` may name a provider or a topic (`^[a-z0-9_]+$`, ENV-8).
+pub use crate::config::valid_name;
 
 /// The files for `answers` in `dir`, the configuration checked whole with `rules` against
 /// `env` plus the `.env` it comes with.

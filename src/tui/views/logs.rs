@@ -208,6 +208,23 @@ impl View for LogsView {
     }
 }
 
+impl LogsView {
+    /// `lines` in a frame titled `title`, `, pinned` added while scrolled up.
+    fn framed(&self, lines: Vec<Line<'_>>, title: &str, area: Rect, buf: &mut Buffer) {
+        let pinned = if self.pinned.is_some() {
+            ", pinned"
+        } else {
+            ""
+        };
+        Paragraph::new(lines)
+            .block(Block::new().borders(Borders::ALL).title(Span::styled(
+                format!("{title}{pinned} "),
+                self.theme.title(),
+            )))
+            .render(area, buf);
+    }
+}
+
 impl Widget for &LogsView {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let t = self.theme;
@@ -234,22 +251,8 @@ impl Widget for &LogsView {
                     .map(|l| Line::raw(l.as_str()))
                     .collect(),
             };
-            let title = format!(
-                " pod log of run {}{} ",
-                pod.run,
-                if self.pinned.is_some() {
-                    ", pinned"
-                } else {
-                    ""
-                }
-            );
-            Paragraph::new(lines)
-                .block(
-                    Block::new()
-                        .borders(Borders::ALL)
-                        .title(Span::styled(title, t.title())),
-                )
-                .render(area, buf);
+            let title = format!(" pod log of run {}", pod.run);
+            self.framed(lines, &title, area, buf);
             return;
         }
         let shown = self.shown();
@@ -275,20 +278,9 @@ impl Widget for &LogsView {
                 .collect()
         };
         let title = format!(
-            " log: {} and more severe{} ",
-            LEVELS[self.level].as_str().to_lowercase(),
-            if self.pinned.is_some() {
-                ", pinned"
-            } else {
-                ""
-            }
+            " log: {} and more severe",
+            LEVELS[self.level].as_str().to_lowercase()
         );
-        Paragraph::new(lines)
-            .block(
-                Block::new()
-                    .borders(Borders::ALL)
-                    .title(Span::styled(title, t.title())),
-            )
-            .render(area, buf);
+        self.framed(lines, &title, area, buf);
     }
 }
