@@ -7,6 +7,10 @@
 //! [`prune_script`] removes the blobs that no run directory links to (link count 1)
 //! and answers each one's size.
 //!
+//! Both scripts change the target, so they run as a command that may (the
+//! executors' `command`), never through [`crate::exec::Executor::probe`], whose
+//! scripts only read.
+//!
 //! Caveat: a prune running while an upload links blobs can remove a blob the upload
 //! found present a moment before; the upload's link step must then fail, naming it.
 
@@ -31,7 +35,7 @@ pub enum BlobState {
 
 /// Whether `digest` is 64 lowercase hexadecimal digits, the only form a blob's name
 /// takes (so it is safe as a word of a script).
-fn is_digest(digest: &str) -> bool {
+pub(super) fn is_digest(digest: &str) -> bool {
     digest.len() == 64
         && digest
             .bytes()
