@@ -24,4 +24,4 @@ pub use place::{COPIED, place_script};
 pub use remote::{
     BLOBS_DIR, BlobState, PruneReport, check_script, parse_check, parse_prune, prune_script,
 };
-pub use upload::{ChangingScripts, Uploaded, upload_tree};
+pub use upload::{ChangingScripts, Uploaded, prune_cache, upload_tree};

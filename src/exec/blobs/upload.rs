@@ -11,7 +11,9 @@ use anyhow::Context as _;
 
 use super::local::{DigestCache, UploadSummary, digest_tree};
 use super::place::{COPIED, place_script};
-use super::remote::{BLOBS_DIR, BlobState, check_script, parse_check};
+use super::remote::{
+    BLOBS_DIR, BlobState, PruneReport, check_script, parse_check, parse_prune, prune_script,
+};
 use crate::exec::{ExecError, Executor, LocalExecutor, SshExecutor};
 
 /// An executor that can run a script that changes the target (the blob scripts
@@ -126,6 +128,21 @@ pub async fn upload_tree<E: ChangingScripts>(
         staged_bytes,
         copied,
     })
+}
+
+/// Removes the blobs of the executor's cache that no run directory links to (link
+/// count 1) and reports how many and their bytes.
+///
+/// # Errors
+///
+/// An error naming the cache when the prune script fails or answers oddly.
+pub async fn prune_cache<E: ChangingScripts>(executor: &E) -> anyhow::Result<PruneReport> {
+    let workdir = executor.workdir().trim_end_matches('/');
+    let output = executor
+        .run_changing("prune blobs", &prune_script(workdir))
+        .await
+        .with_context(|| format!("cannot prune the blob cache under `{workdir}`"))?;
+    Ok(parse_prune(&String::from_utf8_lossy(&output))?)
 }
 
 #[cfg(test)]

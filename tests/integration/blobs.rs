@@ -1,0 +1,110 @@
+//! The blob cache over the real SSH server (issue 21): a second upload of the same
+//! model sends under 1% of the first's bytes, a changed file is sent and verified,
+//! and a prune frees exactly the blobs no run links to.
+
+use std::path::Path;
+
+use overbrainer::exec::SshExecutor;
+use overbrainer::exec::blobs::{BLOBS_DIR, DigestCache, prune_cache, upload_tree};
+
+use crate::sshd::Sshd;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn model(dir: &Path) {
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("model.safetensors"), vec![3u8; 2_000_000]).unwrap();
+    std::fs::write(
+        dir.join("sub/config.json"),
+        "{\"canary\":\"q7Yh3LmZx9Wc2Rt8Vb4Ns6Pd\"}",
+    )
+    .unwrap();
+}
+
+fn same_file(a: &Path, b: &Path) {
+    assert_eq!(
+        std::fs::read(a).unwrap(),
+        std::fs::read(b).unwrap(),
+        "{}",
+        b.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_upload_over_ssh_sends_under_one_percent_and_a_change_is_sent() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    let work = root.path().join("ssh-work");
+    let executor = SshExecutor::connect(sshd.destination(), work.to_str().unwrap())
+        .await
+        .unwrap_or_else(|error| panic!("connect: {error:?}\n{}", sshd.log()));
+    let local = root.path().join("model");
+    model(&local);
+    let mut cache = DigestCache::default();
+    let run = |name: &str| work.join("runs").join(name).join("base_model");
+
+    let first = upload_tree(
+        &executor,
+        &local,
+        run("r1").to_str().unwrap(),
+        &mut cache,
+        |_| {},
+    )
+    .await?;
+    let second = upload_tree(
+        &executor,
+        &local,
+        run("r2").to_str().unwrap(),
+        &mut cache,
+        |_| {},
+    )
+    .await?;
+    assert!(first.staged_bytes >= 2_000_000);
+    assert!(second.staged_bytes * 100 < first.staged_bytes, "{second:?}");
+    for name in ["r1", "r2"] {
+        same_file(
+            &local.join("model.safetensors"),
+            &run(name).join("model.safetensors"),
+        );
+        same_file(
+            &local.join("sub/config.json"),
+            &run(name).join("sub/config.json"),
+        );
+    }
+
+    std::fs::write(
+        local.join("sub/config.json"),
+        "{\"canary\":\"changed-Jk2Lp9Qr5Ts1Uv7Wx3\"}",
+    )?;
+    let third = upload_tree(
+        &executor,
+        &local,
+        run("r3").to_str().unwrap(),
+        &mut cache,
+        |_| {},
+    )
+    .await?;
+    assert_eq!(
+        third.staged_bytes,
+        std::fs::metadata(local.join("sub/config.json"))?.len()
+    );
+    same_file(
+        &local.join("sub/config.json"),
+        &run("r3").join("sub/config.json"),
+    );
+
+    // Removing r3 leaves the changed config's blob unlinked: the prune frees it alone.
+    std::fs::remove_dir_all(work.join("runs/r3"))?;
+    let report = prune_cache(&executor).await?;
+    assert_eq!(report.blobs, 1, "{report:?}");
+    assert_eq!(report.bytes, third.staged_bytes);
+    assert_eq!(
+        std::fs::read_dir(work.join(BLOBS_DIR).join("sha256"))?.count(),
+        2
+    );
+    same_file(
+        &local.join("model.safetensors"),
+        &run("r1").join("model.safetensors"),
+    );
+    Ok(())
+}
