@@ -14,7 +14,7 @@ use super::place::{COPIED, place_script};
 use super::remote::{
     BLOBS_DIR, BlobState, PruneReport, check_script, parse_check, parse_prune, prune_script,
 };
-use crate::exec::{ExecError, Executor, LocalExecutor, SshExecutor};
+use crate::exec::{AnyExecutor, ExecError, Executor, LocalExecutor, Login, SshExecutor};
 
 /// An executor that can run a script that changes the target (the blob scripts
 /// do; [`Executor::probe`] only reads).
@@ -37,6 +37,21 @@ impl ChangingScripts for LocalExecutor {
 impl ChangingScripts for SshExecutor {
     async fn run_changing(&self, action: &'static str, script: &str) -> Result<Vec<u8>, ExecError> {
         self.command(action, script, &[]).await
+    }
+}
+
+impl ChangingScripts for AnyExecutor {
+    /// A Slurm cluster runs the script on its login node, which shares the
+    /// working directory with the compute nodes.
+    async fn run_changing(&self, action: &'static str, script: &str) -> Result<Vec<u8>, ExecError> {
+        match self {
+            Self::Local(local) => local.command(action, script, &[]).await,
+            Self::Ssh(ssh) => ssh.command(action, script, &[]).await,
+            Self::Slurm(slurm) => match slurm.login() {
+                Login::Local(local) => local.command(action, script, &[]).await,
+                Login::Ssh(ssh) => ssh.command(action, script, &[]).await,
+            },
+        }
     }
 }
 
