@@ -108,3 +108,40 @@ async fn a_second_upload_over_ssh_sends_under_one_percent_and_a_change_is_sent()
     );
     Ok(())
 }
+
+fn project_with_local_target() -> crate::util::TestProject {
+    let project = crate::util::TestProject::init();
+    let config = project.read("overbrainer.toml")
+        + "\n[training]\ntarget = \"here\"\nbase_model = \"b\"\nadapter = \"lora\"\n\n[targets.here]\nkind = \"local\"\n";
+    project.write("overbrainer.toml", &config);
+    project
+}
+
+#[test]
+fn target_prune_refuses_an_unknown_target_naming_it() {
+    let project = project_with_local_target();
+    let output = project
+        .cmd()
+        .args(["target", "prune", "ghost-x4Tq9"])
+        .output()
+        .unwrap();
+    let text = crate::util::output_text(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("ghost-x4Tq9"), "{text}");
+}
+
+#[test]
+fn target_prune_of_a_local_target_says_there_is_nothing_to_prune() {
+    let project = project_with_local_target();
+    let output = project
+        .cmd()
+        .args(["target", "prune", "here"])
+        .output()
+        .unwrap();
+    let text = crate::util::output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("target `here` is local: no blob cache to prune"),
+        "{text}"
+    );
+}
