@@ -145,3 +145,57 @@ fn target_prune_of_a_local_target_says_there_is_nothing_to_prune() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_uploads_over_ssh_at_once_and_a_corrupted_blob_leave_correct_runs() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let sshd = Sshd::start();
+    let work = root.path().join("ssh-work");
+    let executor = SshExecutor::connect(sshd.destination(), work.to_str().unwrap())
+        .await
+        .unwrap_or_else(|error| panic!("connect: {error:?}\n{}", sshd.log()));
+    let local = root.path().join("model");
+    model(&local);
+    let run = |name: &str| work.join("runs").join(name);
+    let (r1, r2) = (run("r1"), run("r2"));
+    let (mut c1, mut c2) = (DigestCache::default(), DigestCache::default());
+    let (a, b) = tokio::join!(
+        upload_tree(&executor, &local, r1.to_str().unwrap(), &mut c1, |_| {}),
+        upload_tree(&executor, &local, r2.to_str().unwrap(), &mut c2, |_| {}),
+    );
+    a?;
+    b?;
+    for dir in [&r1, &r2] {
+        same_file(
+            &local.join("model.safetensors"),
+            &dir.join("model.safetensors"),
+        );
+        same_file(&local.join("sub/config.json"), &dir.join("sub/config.json"));
+    }
+    // Corrupt every cached blob through a fresh inode (runs r1 and r2 keep theirs):
+    // the next upload sends them again and links only verified content.
+    let blobs = work.join(BLOBS_DIR).join("sha256");
+    for entry in std::fs::read_dir(&blobs)? {
+        let path = entry?.path();
+        std::fs::remove_file(&path)?;
+        std::fs::write(&path, "corrupt-Hq8Zt2Lm5Xw9")?;
+    }
+    let third = upload_tree(
+        &executor,
+        &local,
+        run("r3").to_str().unwrap(),
+        &mut c1,
+        |_| {},
+    )
+    .await?;
+    assert_eq!(third.summary.present, 0, "{third:?}");
+    same_file(
+        &local.join("model.safetensors"),
+        &run("r3").join("model.safetensors"),
+    );
+    same_file(
+        &local.join("sub/config.json"),
+        &run("r3").join("sub/config.json"),
+    );
+    Ok(())
+}
