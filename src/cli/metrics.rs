@@ -33,6 +33,7 @@ pub(crate) fn serves(command: &super::Command) -> bool {
         | Command::History(_)
         | Command::Budget(_)
         | Command::Runs(_)
+        | Command::Target(_)
         | Command::Pod(_) => false,
     }
 }

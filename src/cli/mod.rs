@@ -30,6 +30,7 @@ pub mod runs;
 pub mod split;
 mod stages;
 pub mod subtopics;
+pub mod target;
 pub mod train;
 pub mod train_attach;
 pub mod train_cancel;
@@ -96,6 +97,9 @@ pub enum Command {
     /// List the Runpod pods overbrainer created, or remove a run's pods.
     #[command(subcommand)]
     Pod(pod::PodCommand),
+    /// Commands on a target: `prune` its blob cache.
+    #[command(subcommand)]
+    Target(target::TargetCommand),
     /// Push a run's model to the Hugging Face Hub in one commit with a generated card.
     Push(push::Args),
     /// Export a trained run to a GGUF (llama.cpp) with a Modelfile, and to Ollama.
@@ -220,6 +224,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Train(args) => Box::pin(train::run(ctx, args)).await,
         Command::Runs(command) => runs::run(ctx, &command).await,
         Command::Pod(command) => Box::pin(pod::run(ctx, &command)).await,
+        Command::Target(command) => target::run(ctx, &command).await,
         Command::Push(args) => push::run(ctx, &args).await,
         Command::Export(args) => export::run(ctx, &args).await,
         Command::Compare(args) => Box::pin(compare::run(ctx, &args)).await,

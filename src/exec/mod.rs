@@ -24,7 +24,8 @@
 //!
 //! Files of this module: `script/` (the POSIX shell scripts every target runs: the
 //! shared shell functions, the job wrapper, status, cancel and claim), `digest.rs`
-//! (SHA-256 manifests), `lines.rs` (following a file line by line), `tar.rs` (the local
+//! (SHA-256 manifests), `blobs/` (the content-addressed blob cache on a target: local
+//! digests, and the scripts that check and prune blobs), `lines.rs` (following a file line by line), `tar.rs` (the local
 //! side of transfers), `runtime/` (how one command runs on the target: a venv's
 //! environment, or a container engine's command line), `engine.rs` (the bounded engine
 //! calls that stop a job's container), `scripted.rs` (the executor methods that are
@@ -34,6 +35,7 @@
 //! run time).
 
 mod any;
+pub mod blobs;
 mod digest;
 mod editor;
 mod engine;

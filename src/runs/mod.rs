@@ -39,6 +39,7 @@ pub mod job_log;
 pub mod lifecycle;
 pub mod merge;
 pub mod pod;
+pub mod prune;
 pub mod record;
 pub mod refusal;
 pub mod retrieve;

@@ -36,6 +36,8 @@ mod key_files;
 // claim, transfers, jobs and files, secrets, the status table, cancel, survival, and the
 // job's processes: escaped setsid workers, leftovers, identity, zombies.
 mod exec;
+// Execution: uploads through the blob cache over `sshd` and its prune (issue 21).
+mod blobs;
 // Execution: the Slurm executor on a real single-node cluster, from here and from a login
 // node over `sshd` (issue 19).
 mod slurm;

@@ -1,0 +1,308 @@
+//! The local side of the blob cache: the SHA-256 digest of every regular file of a
+//! tree, read through a [`DigestCache`] keyed by path, size and modification time so
+//! that an unchanged file is not hashed again, and the [`UploadSummary`] shown
+//! before an upload.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+/// One regular file of a local tree with its size and SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalBlob {
+    /// Path relative to the tree's root.
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-256 of the content, 64 lowercase hexadecimal digits.
+    pub sha256: String,
+}
+
+/// What the cache remembers of one file: its size and modification time (seconds
+/// and nanoseconds) when it was hashed, and the digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Entry {
+    size: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+    sha256: String,
+}
+
+/// Digests of local files, keyed by absolute path, valid while the file's size and
+/// modification time are unchanged. Kept as JSON; an unreadable cache file is read
+/// as empty (it only saves work).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct DigestCache {
+    entries: BTreeMap<PathBuf, Entry>,
+    /// How many files this cache hashed since it was loaded (for tests and the
+    /// summary).
+    #[serde(skip)]
+    hashed: usize,
+}
+
+impl DigestCache {
+    /// The cache stored at `file`, or an empty one when it is missing or unreadable.
+    #[must_use]
+    pub fn load(file: &Path) -> Self {
+        std::fs::read(file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the cache to `file` through a temporary beside it, renamed into place.
+    ///
+    /// # Errors
+    ///
+    /// An I/O error naming `file`.
+    pub fn save(&self, file: &Path) -> anyhow::Result<()> {
+        use anyhow::Context as _;
+        let dir = file.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create `{}`", dir.display()))?;
+        let mut temp = tempfile::NamedTempFile::new_in(dir)
+            .with_context(|| format!("cannot write `{}`", file.display()))?;
+        serde_json::to_writer(&mut temp, self)?;
+        temp.persist(file)
+            .with_context(|| format!("cannot write `{}`", file.display()))?;
+        Ok(())
+    }
+
+    /// How many files were hashed since this cache was loaded.
+    #[must_use]
+    pub fn hashed(&self) -> usize {
+        self.hashed
+    }
+
+    /// The SHA-256 of the regular file `path`, from the cache when its size and
+    /// modification time match, else read and remembered.
+    fn digest(&mut self, path: &Path, meta: &std::fs::Metadata) -> std::io::Result<String> {
+        if let Some(entry) = self.entries.get(path)
+            && entry.size == meta.size()
+            && entry.mtime == meta.mtime()
+            && entry.mtime_nsec == meta.mtime_nsec()
+        {
+            return Ok(entry.sha256.clone());
+        }
+        let mut file = File::open(path)?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let read = file.read(&mut buf)?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(&buf[..read]);
+        }
+        let sha256 = hex::encode(hasher.finalize());
+        self.hashed += 1;
+        self.entries.insert(
+            path.to_path_buf(),
+            Entry {
+                size: meta.size(),
+                mtime: meta.mtime(),
+                mtime_nsec: meta.mtime_nsec(),
+                sha256: sha256.clone(),
+            },
+        );
+        Ok(sha256)
+    }
+}
+
+/// Every regular file under `root` with its size and SHA-256, sorted by path.
+/// Symbolic links and other special files are refused, naming them: a blob is a
+/// regular file.
+///
+/// # Errors
+///
+/// An error naming the file that could not be read, or the first entry that is not
+/// a regular file or a directory.
+pub fn digest_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<LocalBlob>> {
+    use anyhow::Context as _;
+    let root =
+        std::path::absolute(root).with_context(|| format!("cannot read `{}`", root.display()))?;
+    let mut blobs = Vec::new();
+    let mut pending = vec![root.clone()];
+    while let Some(dir) = pending.pop() {
+        let entries =
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read `{}`", dir.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot read `{}`", dir.display()))?;
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path)
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
+            if meta.is_dir() {
+                pending.push(path);
+            } else if meta.is_file() {
+                let sha256 = cache
+                    .digest(&path, &meta)
+                    .with_context(|| format!("cannot read `{}`", path.display()))?;
+                let relative = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
+                blobs.push(LocalBlob {
+                    path: relative,
+                    size: meta.size(),
+                    sha256,
+                });
+            } else {
+                anyhow::bail!(
+                    "cannot upload `{}`: not a regular file or directory",
+                    path.display()
+                );
+            }
+        }
+    }
+    blobs.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(blobs)
+}
+
+/// What an upload sends: the tree's file count and bytes, the bytes whose blobs the
+/// target already holds, and the bytes left to send (each missing digest once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UploadSummary {
+    /// Regular files in the tree.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Bytes of files whose blob is already on the target.
+    pub present: u64,
+    /// Bytes to send: each missing blob once.
+    pub sending: u64,
+}
+
+impl UploadSummary {
+    /// The summary of uploading `blobs` to a target holding the digests for which
+    /// `present` answers true.
+    #[must_use]
+    pub fn new(blobs: &[LocalBlob], present: impl Fn(&str) -> bool) -> Self {
+        let mut sent = std::collections::HashSet::new();
+        let mut summary = Self {
+            files: blobs.len(),
+            bytes: 0,
+            present: 0,
+            sending: 0,
+        };
+        for blob in blobs {
+            summary.bytes += blob.size;
+            if present(&blob.sha256) {
+                summary.present += blob.size;
+            } else if sent.insert(blob.sha256.as_str()) {
+                summary.sending += blob.size;
+            }
+        }
+        summary
+    }
+}
+
+impl fmt::Display for UploadSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} files, {} bytes; {} bytes already on the target; sending {} bytes",
+            self.files, self.bytes, self.present, self.sending
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HELLO: &str = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+
+    fn tree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("a.bin"), "hello").unwrap();
+        std::fs::write(dir.path().join("sub/b.bin"), "hello").unwrap();
+        std::fs::write(dir.path().join("sub/c.bin"), "other").unwrap();
+        dir
+    }
+
+    #[test]
+    fn digests_every_regular_file_sorted() {
+        let dir = tree();
+        let mut cache = DigestCache::default();
+        let blobs = digest_tree(dir.path(), &mut cache).unwrap();
+        let paths: Vec<_> = blobs.iter().map(|b| b.path.clone()).collect();
+        assert_eq!(
+            paths,
+            [
+                PathBuf::from("a.bin"),
+                "sub/b.bin".into(),
+                "sub/c.bin".into()
+            ]
+        );
+        assert_eq!(blobs[0].sha256, HELLO);
+        assert_eq!(blobs[0].size, 5);
+    }
+
+    #[test]
+    fn an_unchanged_tree_is_not_rehashed_after_a_reload() {
+        let dir = tree();
+        let file = dir.path().join("cache/digests.json");
+        let mut cache = DigestCache::default();
+        let first = digest_tree(&dir.path().join("sub"), &mut cache).unwrap();
+        assert_eq!(cache.hashed(), 2);
+        cache.save(&file).unwrap();
+        let mut cache = DigestCache::load(&file);
+        let second = digest_tree(&dir.path().join("sub"), &mut cache).unwrap();
+        assert_eq!(cache.hashed(), 0);
+        assert_eq!(first, second);
+    }
+
+    #[test]
+    fn a_changed_file_is_rehashed() {
+        let dir = tree();
+        let mut cache = DigestCache::default();
+        digest_tree(dir.path(), &mut cache).unwrap();
+        std::fs::write(dir.path().join("a.bin"), "hello, changed").unwrap();
+        let mut cache = cache.clone();
+        cache.hashed = 0;
+        let blobs = digest_tree(dir.path(), &mut cache).unwrap();
+        assert_eq!(cache.hashed(), 1);
+        assert_ne!(blobs[0].sha256, HELLO);
+    }
+
+    #[test]
+    fn an_unreadable_cache_file_reads_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("digests.json");
+        std::fs::write(&file, "not json").unwrap();
+        assert_eq!(DigestCache::load(&file).entries.len(), 0);
+    }
+
+    #[test]
+    fn a_symbolic_link_is_refused_by_name() {
+        let dir = tree();
+        std::os::unix::fs::symlink("a.bin", dir.path().join("link")).unwrap();
+        let error = digest_tree(dir.path(), &mut DigestCache::default()).unwrap_err();
+        assert!(error.to_string().contains("link`"), "{error}");
+    }
+
+    #[test]
+    fn the_summary_counts_present_bytes_and_sends_each_missing_digest_once() {
+        let dir = tree();
+        let blobs = digest_tree(dir.path(), &mut DigestCache::default()).unwrap();
+        let summary = UploadSummary::new(&blobs, |_| false);
+        assert_eq!(
+            summary.to_string(),
+            "3 files, 15 bytes; 0 bytes already on the target; sending 10 bytes"
+        );
+        let summary = UploadSummary::new(&blobs, |digest| digest == HELLO);
+        assert_eq!(
+            summary,
+            UploadSummary {
+                files: 3,
+                bytes: 15,
+                present: 10,
+                sending: 5
+            }
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! The content-addressed blob cache on a target (issue 21): files kept once under
+//! `<workdir>/.cache/blobs/sha256/<digest>` and hard-linked into each run directory,
+//! so that a file the target already holds is linked, not sent again.
+//!
+//! Files of this module: `local.rs` (the local side: a tree's SHA-256 digests, with a
+//! cache keyed by path, size and modification time so an unchanged tree is not
+//! rehashed, and the summary of what an upload sends), `remote.rs` (the target side:
+//! the POSIX shell scripts that tell which blobs are there and intact, and that prune
+//! blobs no run directory links to, with their parsers), `place.rs` (the target side of
+//! an upload: verifying arrived blobs, renaming them into the cache, linking the run), `upload.rs`
+//! (the whole upload over an executor).
+//!
+//! Caveat: this is the first piece of the issue; the upload itself (staging missing
+//! blobs, verifying and renaming them on the target, linking the run directory) is
+//! not wired into `runs::start` yet.
+
+mod local;
+mod place;
+mod remote;
+mod upload;
+
+pub use local::{DigestCache, LocalBlob, UploadSummary, digest_tree};
+pub use place::{COPIED, place_script};
+pub use remote::{
+    BLOBS_DIR, BlobState, PruneReport, check_script, parse_check, parse_prune, prune_script,
+};
+pub use upload::{ChangingScripts, Uploaded, prune_cache, upload_tree};

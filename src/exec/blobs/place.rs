@@ -1,0 +1,169 @@
+//! The target side of an upload through the blob cache: [`place_script`] verifies
+//! the blobs that arrived in an incoming directory, renames each verified one into
+//! `sha256/<digest>` (an atomic rename: two runs placing the same blob at once
+//! both leave one intact blob, the later rename replacing identical content), and
+//! hard-links every file of the tree into the run directory, copying where hard
+//! links are refused and saying so once.
+
+use std::path::Path;
+
+use super::remote::{BLOBS_DIR, is_digest};
+use crate::exec::ExecError;
+use crate::exec::runtime::shell_path;
+use crate::shell::quote;
+
+/// The line [`place_script`] writes, once, when it copied instead of linking.
+pub const COPIED: &str = "W hard links refused, copied";
+
+/// The script that verifies every blob under `incoming` (a directory of files named
+/// by digest), moves each into `<workdir>/.cache/blobs/sha256/`, and links each
+/// `(path, digest)` of `files` to `<run_dir>/<path>`; it removes `incoming` at the
+/// end. It fails, naming the digest, when an incoming blob does not match its name
+/// or a blob to link is missing; it writes [`COPIED`] once when a link was refused.
+///
+/// # Errors
+///
+/// [`ExecError::Protocol`] naming a digest that is not 64 lowercase hexadecimal
+/// digits or a path that is not UTF-8 or not relative.
+pub fn place_script(
+    workdir: &str,
+    incoming: &str,
+    run_dir: &str,
+    files: &[(&Path, &str)],
+) -> Result<String, ExecError> {
+    let mut links = String::new();
+    for (path, digest) in files {
+        if !is_digest(digest) {
+            return Err(ExecError::Protocol(format!(
+                "not a SHA-256 digest: `{digest}`"
+            )));
+        }
+        let text = path
+            .to_str()
+            .filter(|text| !text.is_empty() && !path.is_absolute())
+            .ok_or_else(|| {
+                ExecError::Protocol(format!(
+                    "cannot upload `{}`: not a relative UTF-8 path",
+                    path.display()
+                ))
+            })?;
+        if path
+            .components()
+            .any(|part| !matches!(part, std::path::Component::Normal(_)))
+        {
+            return Err(ExecError::Protocol(format!(
+                "cannot upload `{text}`: not a plain relative path"
+            )));
+        }
+        links.extend(["ob_link ", digest, " ", &quote(text), "\n"]);
+    }
+    let dir = shell_path(&format!("{}/{BLOBS_DIR}", workdir.trim_end_matches('/')));
+    Ok(format!(
+        r#"set -u
+ob_blobs={dir}/sha256
+ob_in={incoming}
+ob_run={run_dir}
+ob_copied=
+mkdir -p -- "$ob_blobs" "$ob_run" || exit 1
+if [ -d "$ob_in" ]; then
+  for ob_f in "$ob_in"/*; do
+    [ -f "$ob_f" ] || continue
+    ob_h=${{ob_f##*/}}
+    ob_s=$(LC_ALL=C sha256sum < "$ob_f") || exit 1
+    if [ "${{ob_s%% *}}" != "$ob_h" ]; then
+      echo "blob $ob_h arrived corrupted" >&2
+      exit 4
+    fi
+    mv -f -- "$ob_f" "$ob_blobs/$ob_h" || exit 1
+  done
+  rm -rf -- "$ob_in"
+fi
+ob_link() {{
+  [ -f "$ob_blobs/$1" ] || {{ echo "blob $1 for $2 is missing from the cache" >&2; exit 5; }}
+  case $2 in */*) mkdir -p -- "$ob_run/${{2%/*}}" || exit 1;; esac
+  if ! ln -f -- "$ob_blobs/$1" "$ob_run/$2" 2>/dev/null; then
+    cp -f -- "$ob_blobs/$1" "$ob_run/$2" || exit 1
+    if [ -z "$ob_copied" ]; then echo "{COPIED}"; ob_copied=1; fi
+  fi
+}}
+{links}"#,
+        incoming = shell_path(incoming),
+        run_dir = shell_path(run_dir),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt as _;
+
+    use super::*;
+
+    const HELLO: &str = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+    const OTHER: &str = "d9298a10d1b0735837dc4bd85dac641b0f3cef27a47e5d53a54f2f3f5b2fcffa";
+
+    #[allow(clippy::disallowed_methods)] // a test runs the script with the local `sh`
+    fn run(script: &str) -> std::process::Output {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn verified_blobs_are_moved_into_the_cache_and_linked_into_the_run() {
+        let work = tempfile::tempdir().unwrap();
+        let incoming = work.path().join(".cache/blobs/incoming/u1");
+        std::fs::create_dir_all(&incoming).unwrap();
+        std::fs::write(incoming.join(HELLO), "hello").unwrap();
+        std::fs::write(incoming.join(OTHER), "other").unwrap();
+        let run_dir = work.path().join("runs/r1/base_model");
+        let files = [
+            (Path::new("a.bin"), HELLO),
+            (Path::new("sub/b.bin"), HELLO),
+            (Path::new("sub/c.bin"), OTHER),
+        ];
+        let script = place_script(
+            work.path().to_str().unwrap(),
+            incoming.to_str().unwrap(),
+            run_dir.to_str().unwrap(),
+            &files,
+        )
+        .unwrap();
+        let out = run(&script);
+        assert!(out.status.success(), "{out:?}");
+        assert!(!incoming.exists());
+        assert_eq!(std::fs::read(run_dir.join("sub/b.bin")).unwrap(), b"hello");
+        assert_eq!(std::fs::read(run_dir.join("sub/c.bin")).unwrap(), b"other");
+        let blob = work.path().join(".cache/blobs/sha256").join(HELLO);
+        assert_eq!(std::fs::metadata(blob).unwrap().nlink(), 3);
+    }
+
+    #[test]
+    fn a_corrupted_incoming_blob_fails_naming_it_and_is_never_placed() {
+        let work = tempfile::tempdir().unwrap();
+        let incoming = work.path().join("in");
+        std::fs::create_dir_all(&incoming).unwrap();
+        std::fs::write(incoming.join(HELLO), "hellO").unwrap();
+        let run_dir = work.path().join("run");
+        let script = place_script(
+            work.path().to_str().unwrap(),
+            incoming.to_str().unwrap(),
+            run_dir.to_str().unwrap(),
+            &[(Path::new("a.bin"), HELLO)],
+        )
+        .unwrap();
+        let out = run(&script);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains(HELLO));
+        assert!(!work.path().join(".cache/blobs/sha256").join(HELLO).exists());
+        assert!(!run_dir.join("a.bin").exists());
+    }
+
+    #[test]
+    fn a_path_leaving_the_run_is_refused() {
+        let error =
+            place_script("/w", "/w/in", "/w/run", &[(Path::new("../x"), HELLO)]).unwrap_err();
+        assert!(error.to_string().contains("../x"), "{error}");
+    }
+}

@@ -1,0 +1,268 @@
+//! The target side of the blob cache: POSIX shell scripts over
+//! `<workdir>/`[`BLOBS_DIR`]`/sha256/<digest>` and the parsers of their answers.
+//!
+//! [`check_script`] tells, for each digest, whether its blob is there and intact
+//! (read again with `sha256sum`): a blob whose content does not match its name is
+//! removed and answered as corrupted, so it is sent again and never linked.
+//! [`prune_script`] removes the blobs that no run directory links to (link count 1)
+//! and answers each one's size.
+//!
+//! Both scripts change the target, so they run as a command that may (the
+//! executors' `command`), never through [`crate::exec::Executor::probe`], whose
+//! scripts only read.
+//!
+//! Caveat: a prune running while an upload links blobs can remove a blob the upload
+//! found present a moment before; the upload's link step must then fail, naming it.
+
+use std::collections::BTreeMap;
+
+use super::super::runtime::shell_path;
+use crate::exec::ExecError;
+
+/// The cache's directory under a target's working directory.
+pub const BLOBS_DIR: &str = ".cache/blobs";
+
+/// What [`check_script`] answered for one digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlobState {
+    /// The blob is there and its content has this digest.
+    Intact,
+    /// No blob of this digest.
+    Missing,
+    /// A blob was there with other content; it was removed.
+    Corrupted,
+}
+
+/// Whether `digest` is 64 lowercase hexadecimal digits, the only form a blob's name
+/// takes (so it is safe as a word of a script).
+pub(super) fn is_digest(digest: &str) -> bool {
+    digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The blob directory `<workdir>/.cache/blobs/sha256` as a shell word (`~` expanded
+/// on the target).
+fn sha256_dir(workdir: &str) -> String {
+    shell_path(&format!(
+        "{}/{BLOBS_DIR}/sha256",
+        workdir.trim_end_matches('/')
+    ))
+}
+
+/// The script that answers, one line per digest of `digests`, `H <digest>` for an
+/// intact blob, `M <digest>` for a missing one, and `C <digest>` for a corrupted one
+/// (which it removes).
+///
+/// # Errors
+///
+/// [`ExecError::Protocol`] naming the first entry of `digests` that is not 64
+/// lowercase hexadecimal digits.
+pub fn check_script(workdir: &str, digests: &[&str]) -> Result<String, ExecError> {
+    if let Some(bad) = digests.iter().find(|digest| !is_digest(digest)) {
+        return Err(ExecError::Protocol(format!(
+            "not a SHA-256 digest: `{bad}`"
+        )));
+    }
+    let words = digests.join(" ");
+    Ok(format!(
+        r#"set -u
+ob_dir={dir}
+for ob_h in {words}; do
+  if [ -f "$ob_dir/$ob_h" ]; then
+    ob_s=$(LC_ALL=C sha256sum < "$ob_dir/$ob_h" 2>/dev/null) || ob_s=
+    if [ "${{ob_s%% *}}" = "$ob_h" ]; then
+      echo "H $ob_h"
+    else
+      rm -f -- "$ob_dir/$ob_h"
+      echo "C $ob_h"
+    fi
+  else
+    echo "M $ob_h"
+  fi
+done
+"#,
+        dir = sha256_dir(workdir),
+    ))
+}
+
+/// The answer of [`check_script`] for `digests`: each one's state.
+///
+/// # Errors
+///
+/// [`ExecError::Protocol`] for a line that is not `H`, `M` or `C` and a digest, or
+/// when a digest of `digests` is not answered.
+pub fn parse_check(
+    output: &str,
+    digests: &[&str],
+) -> Result<BTreeMap<String, BlobState>, ExecError> {
+    let mut states = BTreeMap::new();
+    for line in output.lines().filter(|line| !line.is_empty()) {
+        let (state, digest) = match line.split_once(' ') {
+            Some(("H", digest)) => (BlobState::Intact, digest),
+            Some(("M", digest)) => (BlobState::Missing, digest),
+            Some(("C", digest)) => (BlobState::Corrupted, digest),
+            _ => {
+                return Err(ExecError::Protocol(format!(
+                    "unexpected line from the blob check: `{line}`"
+                )));
+            }
+        };
+        states.insert(digest.to_owned(), state);
+    }
+    if let Some(missing) = digests.iter().find(|digest| !states.contains_key(**digest)) {
+        return Err(ExecError::Protocol(format!(
+            "the blob check did not answer for `{missing}`"
+        )));
+    }
+    Ok(states)
+}
+
+/// The script that removes every blob with link count 1 under `<workdir>`'s blob
+/// directory and writes `P <bytes>` for each; nothing when there is no cache.
+#[must_use]
+pub fn prune_script(workdir: &str) -> String {
+    format!(
+        r#"set -u
+ob_dir={dir}
+[ -d "$ob_dir" ] || exit 0
+find "$ob_dir" -type f -links 1 -exec sh -c 'for f; do s=$(wc -c < "$f") && rm -f -- "$f" && echo "P $s"; done' sh {{}} +
+"#,
+        dir = sha256_dir(workdir),
+    )
+}
+
+/// Blobs removed by a prune and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneReport {
+    /// Blobs removed.
+    pub blobs: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// The answer of [`prune_script`].
+///
+/// # Errors
+///
+/// [`ExecError::Protocol`] for a line that is not `P` and a byte count.
+pub fn parse_prune(output: &str) -> Result<PruneReport, ExecError> {
+    let mut report = PruneReport::default();
+    for line in output.lines().filter(|line| !line.is_empty()) {
+        let bytes = line
+            .strip_prefix("P ")
+            .and_then(|size| size.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                ExecError::Protocol(format!("unexpected line from the blob prune: `{line}`"))
+            })?;
+        report.blobs += 1;
+        report.bytes += bytes;
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HELLO: &str = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+    const OTHER: &str = "d9298a10d1b0735837dc4bd85dac641b0f3cef27a47e5d53a54f2f3f5b2fcffa";
+    const ABSENT: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+    #[allow(clippy::disallowed_methods)] // a test runs the script with the local `sh`
+    fn run(script: &str) -> String {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn cache() -> (tempfile::TempDir, std::path::PathBuf) {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join(BLOBS_DIR).join("sha256");
+        std::fs::create_dir_all(&dir).unwrap();
+        (work, dir)
+    }
+
+    #[test]
+    fn the_check_answers_intact_missing_and_removes_a_corrupted_blob() {
+        let (work, dir) = cache();
+        std::fs::write(dir.join(HELLO), "hello").unwrap();
+        std::fs::write(dir.join(OTHER), "not what its name says").unwrap();
+        let digests = [HELLO, OTHER, ABSENT];
+        let workdir = work.path().to_str().unwrap();
+        let output = run(&check_script(workdir, &digests).unwrap());
+        let states = parse_check(&output, &digests).unwrap();
+        assert_eq!(states[HELLO], BlobState::Intact);
+        assert_eq!(states[OTHER], BlobState::Corrupted);
+        assert_eq!(states[ABSENT], BlobState::Missing);
+        assert!(!dir.join(OTHER).exists(), "a corrupted blob stays");
+        assert!(dir.join(HELLO).exists());
+    }
+
+    #[test]
+    fn the_check_without_a_cache_answers_missing() {
+        let work = tempfile::tempdir().unwrap();
+        let output = run(&check_script(work.path().to_str().unwrap(), &[HELLO]).unwrap());
+        assert_eq!(
+            parse_check(&output, &[HELLO]).unwrap()[HELLO],
+            BlobState::Missing
+        );
+    }
+
+    #[test]
+    fn the_check_refuses_a_word_that_is_not_a_digest() {
+        let error = check_script("/w", &["$(reboot)"]).unwrap_err();
+        assert!(error.to_string().contains("$(reboot)"), "{error}");
+    }
+
+    #[test]
+    fn parse_check_refuses_an_unanswered_digest_and_an_odd_line() {
+        assert!(parse_check("H x\n", &[HELLO]).is_err());
+        assert!(parse_check("Q x\n", &[]).is_err());
+    }
+
+    #[test]
+    fn prune_removes_exactly_the_unlinked_blobs_and_reports_their_bytes() {
+        let (work, dir) = cache();
+        std::fs::write(dir.join(HELLO), "hello").unwrap();
+        std::fs::write(dir.join(OTHER), "other blob").unwrap();
+        let run_dir = work.path().join("runs/r1");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::hard_link(dir.join(HELLO), run_dir.join("a.bin")).unwrap();
+        let output = run(&prune_script(work.path().to_str().unwrap()));
+        assert_eq!(
+            parse_prune(&output).unwrap(),
+            PruneReport {
+                blobs: 1,
+                bytes: 10
+            }
+        );
+        assert!(dir.join(HELLO).exists(), "a linked blob was pruned");
+        assert!(!dir.join(OTHER).exists());
+        assert_eq!(std::fs::read(run_dir.join("a.bin")).unwrap(), b"hello");
+    }
+
+    #[test]
+    fn prune_without_a_cache_frees_nothing() {
+        let work = tempfile::tempdir().unwrap();
+        let output = run(&prune_script(work.path().to_str().unwrap()));
+        assert_eq!(parse_prune(&output).unwrap(), PruneReport::default());
+    }
+
+    #[test]
+    fn parse_prune_reads_padded_sizes_and_refuses_an_odd_line() {
+        assert_eq!(
+            parse_prune("P      7\nP 3\n").unwrap(),
+            PruneReport {
+                blobs: 2,
+                bytes: 10
+            }
+        );
+        assert!(parse_prune("P x\n").is_err());
+    }
+}
