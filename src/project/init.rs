@@ -134,7 +134,9 @@ pub fn write_new(
         return Err(InitError::Exists { path });
     }
     let mut created = Created::default();
-    let written = created.write_all(dir, files, private, added > 0, &gitignore, &merged);
+    // `merged` is `existing` with the missing entries after it: only those are appended.
+    let addition = merged.get(existing.len()..).unwrap_or(&merged);
+    let written = created.write_all(dir, files, private, added > 0, &gitignore, addition);
     match written {
         Ok(written) => Ok(Report {
             dir: dir.to_owned(),
@@ -176,7 +178,7 @@ impl Created {
         private: &[(String, String)],
         gitignore_changed: bool,
         gitignore: &Path,
-        merged: &str,
+        addition: &str,
     ) -> Result<Vec<String>, InitError> {
         self.dir(dir)?;
         let mut written = Vec::new();
@@ -193,7 +195,14 @@ impl Created {
             written.push(relative.clone());
         }
         if gitignore_changed {
-            std::fs::write(gitignore, merged).map_err(|source| InitError::Io {
+            // Only the missing entries are appended: the user's lines are never rewritten.
+            let added = addition;
+            let appended = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(gitignore)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, added.as_bytes()));
+            appended.map_err(|source| InitError::Io {
                 path: gitignore.to_owned(),
                 source,
             })?;

@@ -628,9 +628,13 @@ async fn side_log_tail(pod: &SshExecutor, remote: &str) -> Result<(Vec<u8>, u64)
         .trim()
         .parse::<u64>()
         .map_err(|_| ExecError::Protocol(format!("the size of `{remote}`")))?;
-    let skipped = size.saturating_sub(logs::copy::SIDE_LIMIT);
+    // One byte before the cut says whether it falls on a line's start; what was appended
+    // since the size was read comes too (the kept part is trimmed locally).
+    let skipped = size
+        .saturating_sub(logs::copy::SIDE_LIMIT)
+        .saturating_sub(1);
     let bytes = pod
-        .read_from(remote, skipped, logs::copy::SIDE_LIMIT)
+        .read_from(remote, skipped, logs::copy::SIDE_LIMIT * 2)
         .await?;
     Ok((bytes, skipped))
 }

@@ -34,6 +34,7 @@ impl Signals {
             Some(()) = self.term.recv() => "SIGTERM",
             Some(()) = self.hup.recv() => "SIGHUP",
             Some(()) = self.int.recv() => "SIGINT",
+            else => std::future::pending().await,
         }
     }
 

@@ -118,20 +118,20 @@ pub fn write_side_log(
     let mut start = bytes.len().saturating_sub(limit);
     let mut left_out = skipped + start as u64;
     if left_out > 0 {
-        // The first line kept is a whole one.
-        let partial = bytes[start..]
-            .iter()
-            .position(|b| *b == b'\n')
-            .map_or(bytes.len() - start, |at| at + 1);
-        start += partial;
-        left_out += partial as u64;
+        // The first line kept is a whole one, when a line ends soon enough (a progress bar
+        // drawn with `\r` may never end one: then the bytes are kept from the cut).
+        let near = &bytes[start..bytes.len().min(start + 64 * 1024)];
+        if let Some(at) = near.iter().position(|b| *b == b'\n') {
+            start += at + 1;
+            left_out += at as u64 + 1;
+        }
     }
     let text = String::from_utf8_lossy(&bytes[start..]);
     let mut out = String::with_capacity(text.len() + 100);
     if left_out > 0 {
         let _ = writeln!(
             out,
-            "overbrainer: the first {left_out} bytes of this log were left out; its last 4 MiB follow"
+            "overbrainer: the first {left_out} bytes of this log were left out; the rest follows"
         );
     }
     for line in text.lines() {
@@ -336,18 +336,24 @@ mod tests {
         // The end of a log longer than the limit: its last 4 MiB, whole lines, the error at
         // its end kept.
         let mut big = b"start\n".to_vec();
-        big.extend(std::iter::repeat_n(b'x', 5 * 1024 * 1024));
-        big.extend(b"\nline\nHF_TOKEN=abc failed\n");
+        for _ in 0..(5 * 1024 * 1024 / 10) {
+            big.extend(b"xxxxxxxxx\n");
+        }
+        big.extend(b"line\nHF_TOKEN=abc failed\n");
         write_side_log(dir.path(), ".pod/watchdog.log", &big, 0, &known).unwrap();
         let path = dir.path().join(".pod/watchdog.log");
         let text = std::fs::read_to_string(&path).unwrap();
-        let left_out = big.len() - "line\nHF_TOKEN=abc failed\n".len();
-        assert_eq!(
-            text,
-            format!(
-                "overbrainer: the first {left_out} bytes of this log were left out; its last 4 MiB follow\nline\nHF_TOKEN=*** failed\n"
-            )
+        let kept = text.lines().skip(1).map(|l| l.len() + 1).sum::<usize>();
+        let left_out = big.len() - kept;
+        assert!(
+            text.starts_with(&format!(
+                "overbrainer: the first {left_out} bytes of this log were left out; the rest follows\nxxxxxxxxx\n"
+            )),
+            "{}",
+            &text[..200]
         );
+        assert!(text.ends_with("xxxxxxxxx\nline\nHF_TOKEN=*** failed\n"));
+        assert!(kept as u64 <= SIDE_LIMIT);
         // Bytes not read from the pod count as left out; a short log is kept whole.
         write_side_log(dir.path(), ".pod/a.log", b"x\ny\n", 10, &known).unwrap();
         let text = std::fs::read_to_string(dir.path().join(".pod/a.log")).unwrap();
@@ -356,6 +362,11 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("\ny\n"), "{text}");
+        // No line ends near the cut: nothing more is dropped.
+        write_side_log(dir.path(), ".pod/c.log", b"\rprogress 99%\rdone", 7, &known).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(".pod/c.log")).unwrap();
+        assert!(text.starts_with("overbrainer: the first 7 bytes"), "{text}");
+        assert!(text.contains("done"), "{text}");
         write_side_log(dir.path(), ".pod/b.log", b"x\ny\n", 0, &known).unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.path().join(".pod/b.log")).unwrap(),
