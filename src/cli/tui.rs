@@ -117,14 +117,10 @@ async fn init_wizard(ctx: &Context) -> anyhow::Result<Option<bool>> {
         crate::check::RULES,
         crate::pipeline::templates::Template::init_files().to_vec(),
     );
-    if let Some(path) = wizard.existing() {
-        anyhow::bail!(
-            "`{}` already exists but `overbrainer.toml` does not; the init wizard never replaces a file, so it did not start (move the file away, or write `overbrainer.toml` yourself)",
-            path.display()
-        );
-    }
     if let Some(why) = wizard.refusal() {
-        anyhow::bail!("the init wizard did not start: {why}");
+        anyhow::bail!(
+            "the init wizard did not start: {why} (move it away, or write `overbrainer.toml` yourself)"
+        );
     }
     let (wizard, outcome) = crate::tui::wizard::run(wizard).await?;
     match outcome {

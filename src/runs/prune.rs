@@ -37,7 +37,7 @@ pub async fn prune_target(
             "cannot prune target `{name}`: a Runpod target's cache is on its pod's volume, reached through a run"
         );
     }
-    if resolved.host.is_none() && resolved.slurm.is_none() {
+    if resolved.kind == TargetKind::Local {
         return Ok(PruneOutcome::Local);
     }
     let executor = target::connect(&resolved, &project.runs_dir(), env).await?;

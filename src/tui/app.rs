@@ -692,11 +692,16 @@ impl App {
             return Vec::new();
         }
         match action {
-            // TUI-65: at once when nothing runs, else a question saying what happens to each.
-            Action::Quit if !self.quit_lines().is_empty() => {
-                self.dialog = Some(Dialog::new("Quit?", self.quit_lines(), Action::QuitNow));
-            }
             Action::Quit | Action::QuitNow => {
+                // TUI-65: at once when nothing runs, else a question saying what happens
+                // to each piece of work.
+                if action == Action::Quit {
+                    let lines = self.quit_lines();
+                    if !lines.is_empty() {
+                        self.dialog = Some(Dialog::new("Quit?", lines, Action::QuitNow));
+                        return Vec::new();
+                    }
+                }
                 self.quitting = true;
                 self.after_detach.clear();
                 for task in self.tasks.values() {

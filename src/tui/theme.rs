@@ -30,8 +30,6 @@ pub enum Motion {
 /// The styles every view draws with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Theme {
-    /// Whether colours are drawn (`NO_COLOR` unset).
-    pub color: bool,
     /// The colour level.
     pub level: Level,
     /// The motion.
@@ -54,7 +52,6 @@ impl Theme {
     #[must_use]
     pub fn new(no_color: bool) -> Self {
         Self {
-            color: !no_color,
             level: if no_color { Level::Mono } else { Level::Named },
             motion: Motion::Off,
         }
@@ -100,16 +97,11 @@ impl Theme {
         };
         let theme = if env.no_color() {
             Self {
-                color: false,
                 level: Level::Mono,
                 motion: Motion::Off,
             }
         } else {
-            Self {
-                color: true,
-                level,
-                motion,
-            }
+            Self { level, motion }
         };
         (theme, warnings)
     }

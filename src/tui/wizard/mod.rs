@@ -233,7 +233,7 @@ impl Wizard {
         }
         self.existing().map(|path| {
             format!(
-                "`{}` exists; the wizard never replaces a file, so nothing will be written",
+                "`{}` already exists; the wizard never replaces a file, so nothing will be written",
                 path.display()
             )
         })
@@ -607,18 +607,16 @@ impl Wizard {
             return Summary::Refused(why);
         }
         let answers = self.answers();
-        let built = match answers::files(&self.dir, &answers, &self.env, self.rules) {
-            Ok(built) => built,
-            Err(error) => return Summary::Refused(crate::runs::start::error_chain(&error)),
-        };
-        drop(built);
+        if let Err(error) = answers::files(&self.dir, &answers, &self.env, self.rules) {
+            return Summary::Refused(crate::runs::start::error_chain(&error));
+        }
         Summary::Ready(summary_lines(&answers, &self.prompts, &self.dir))
     }
 
     /// Enter on the summary: the files are written, or the refusal shown.
     fn write(&mut self) {
-        self.summary = self.prepare();
-        if !matches!(self.summary, Summary::Ready(_)) {
+        if let Some(why) = self.refusal() {
+            self.summary = Summary::Refused(why);
             return;
         }
         let answers = self.answers();
