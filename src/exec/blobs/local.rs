@@ -5,13 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
 
 /// One regular file of a local tree with its size and SHA-256.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +79,11 @@ impl DigestCache {
 
     /// The SHA-256 of the regular file `path`, from the cache when its size and
     /// modification time match, else read and remembered.
-    fn digest(&mut self, path: &Path, meta: &std::fs::Metadata) -> std::io::Result<String> {
+    fn digest(
+        &mut self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+    ) -> Result<String, crate::exec::ExecError> {
         if let Some(entry) = self.entries.get(path)
             && entry.size == meta.size()
             && entry.mtime == meta.mtime()
@@ -90,17 +91,7 @@ impl DigestCache {
         {
             return Ok(entry.sha256.clone());
         }
-        let mut file = File::open(path)?;
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let read = file.read(&mut buf)?;
-            if read == 0 {
-                break;
-            }
-            hasher.update(&buf[..read]);
-        }
-        let sha256 = hex::encode(hasher.finalize());
+        let sha256 = crate::exec::digest::sha256_file(path)?;
         self.hashed += 1;
         self.entries.insert(
             path.to_path_buf(),
