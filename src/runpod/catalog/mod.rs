@@ -9,9 +9,11 @@
 //! - [`auto`]: the order of GPU types to try and their data centers, and POD-16's errors.
 //! - [`vram`]: the GPU memory a run needs per GPU (POD-18, POD-19); [`shape`] reads the
 //!   base model's shape from a local directory or the Hub.
+//! - [`preview`]: what a start would get (TUI-43): fit, prices, `"auto"`'s pick, cost bounds.
 
 pub mod auto;
 pub mod listing;
+pub mod preview;
 pub mod sanitize;
 pub mod shape;
 pub mod vram;

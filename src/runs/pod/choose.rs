@@ -22,7 +22,7 @@ const HUB_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The VRAM estimate of the run in GB (POD-18), or why there is none (POD-19): the base
 /// model's shape from its directory on this machine, else from the Hub.
-async fn estimate(settings: &Settings, env: &EnvSnapshot) -> Result<f64, String> {
+pub(super) async fn estimate(settings: &Settings, env: &EnvSnapshot) -> Result<f64, String> {
     let Some(training) = settings.training.as_ref() else {
         return Err("there is no `[training]`".to_owned());
     };

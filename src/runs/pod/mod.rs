@@ -18,6 +18,7 @@ mod drive;
 mod failure;
 mod job;
 pub mod manage;
+pub mod preview;
 mod settle;
 
 pub use attach::{TakeUp, connect, take_up};

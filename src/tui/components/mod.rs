@@ -1,11 +1,12 @@
 //! Pieces the views share: the confirmation dialog, the help overlay, the `r` menu, the
-//! footer and the downsampled loss chart.
+//! footer, the downsampled loss chart and the Runpod catalog picker.
 
 pub mod chart;
 pub mod dialog;
 pub mod footer;
 pub mod help;
 pub mod menu;
+pub mod picker;
 
 use ratatui::layout::Rect;
 
