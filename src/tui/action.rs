@@ -41,6 +41,8 @@ pub enum Action {
     DeleteData(crate::dataset::delete::Target),
     /// Write a change to `overbrainer.toml` (TUI-13).
     EditConfig(Vec<crate::config::edit::Change>),
+    /// Open the Runpod picker of this dotted key (TUI-21..TUI-23).
+    Pick(String),
     /// Write back `overbrainer.toml` as it was before the TUI's last write (`u`, TUI-17).
     UndoConfig,
     /// Hand `overbrainer.toml` to `$VISUAL`/`$EDITOR` (`E`, TUI-18).

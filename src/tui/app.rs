@@ -32,6 +32,10 @@ use super::views::training::TrainingView;
 use crate::pipeline::Stage;
 use crate::runs::RunRecord;
 
+mod runpod;
+
+pub use runpod::RunpodAsk;
+
 /// The smallest terminal the layout is made for (TUI-3).
 pub const MIN_SIZE: (u16, u16) = (80, 24);
 
@@ -75,6 +79,9 @@ pub enum Work {
     },
     /// Re-read `runs/` (and `data/`).
     ReadRuns,
+    /// Read a Runpod listing for a picker or the start confirmation (TUI-21..TUI-23,
+    /// TUI-43).
+    ReadRunpod(RunpodAsk),
     /// Re-read `data/` alone, for the Dataset and Pipeline views when shown (TUI-31).
     ReadDataset,
     /// Write `lines` to a new `.overbrainer/logs-<time>.log`.
@@ -191,6 +198,12 @@ pub struct App {
     auto_train: Option<u64>,
     /// Dataset deletions and edits being written (the data lock, TUI-64).
     data_writes: usize,
+    /// The Runpod picker, when open (TUI-21..TUI-23, TUI-44).
+    picker: Option<super::components::picker::Picker>,
+    /// The start confirmation of a Runpod run, when open (TUI-43).
+    confirm: Option<super::start_confirm::StartConfirm>,
+    /// The account's network volumes, as last listed (TUI-22).
+    volumes: Option<Vec<crate::runpod::catalog::wire::NetworkVolume>>,
 }
 
 /// The writes of `overbrainer.toml` from the Project view.
@@ -233,6 +246,9 @@ impl App {
             menu: None,
             auto_train: None,
             data_writes: 0,
+            picker: None,
+            confirm: None,
+            volumes: None,
         }
     }
 
@@ -605,10 +621,18 @@ impl App {
                 .is_some_and(|d| *d.yes == Action::QuitNow);
             self.menu = None;
             self.help = false;
+            self.picker = None;
+            self.confirm = None;
             return self.apply(if asked { Action::QuitNow } else { Action::Quit });
         }
         if let Some(at) = self.menu {
             return self.menu_key(key, at);
+        }
+        if self.picker.is_some() {
+            return self.picker_key(key);
+        }
+        if self.confirm.is_some() {
+            return self.confirm_key(key);
         }
         if let Some(dialog) = &self.dialog {
             return match dialog.handle_key(key) {
@@ -748,7 +772,8 @@ impl App {
             Action::PrevView => return self.show((self.tab + 5) % 6),
             Action::Help => self.help = true,
             Action::Reload => return vec![Work::ReadRuns],
-            Action::Ask(dialog) => self.dialog = Some(dialog),
+            Action::Ask(dialog) => return self.ask(dialog),
+            Action::Pick(key) => return self.open_picker(key),
             Action::Say { ok, text } => self.say(ok, text),
             Action::Start { resume_from } => {
                 self.training.starting = true;
@@ -800,7 +825,9 @@ impl App {
 
     fn edit_config(&mut self, changes: Vec<crate::config::edit::Change>) -> Vec<Work> {
         self.sync_used();
-        if let Some(why) = self.write_refused(changes.iter().map(crate::config::edit::Change::key))
+        if let Some(why) = self
+            .write_refused(changes.iter().map(crate::config::edit::Change::key))
+            .or_else(|| self.volume_refusal(&changes))
         {
             self.project.saved(Some(why.clone()));
             self.say(false, why);
@@ -857,9 +884,18 @@ impl App {
     }
 
     /// A write or re-read of the configuration ended (TUI-13..TUI-20).
-    fn on_config(&mut self, news: ConfigNews) {
+    fn on_config(&mut self, news: ConfigNews) -> Vec<Work> {
+        let confirm = match &news {
+            ConfigNews::Written { .. } => Some((true, None)),
+            ConfigNews::Refused { error, .. } => Some((false, Some(error.clone()))),
+            ConfigNews::Reread(_) | ConfigNews::Invalid { .. } => None,
+        };
         self.config_news(news);
         self.settle_quit();
+        match confirm {
+            Some((written, why)) => self.confirm_saved(written, why.as_deref()),
+            None => Vec::new(),
+        }
     }
 
     fn config_news(&mut self, news: ConfigNews) {
@@ -941,10 +977,8 @@ impl App {
 
     fn flow_work(&mut self, event: FlowEvent) -> Vec<Work> {
         match event {
-            FlowEvent::Config(news) => {
-                self.on_config(news);
-                Vec::new()
-            }
+            FlowEvent::Config(news) => self.on_config(news),
+            FlowEvent::Runpod { ask, read } => self.on_runpod(ask, read),
             FlowEvent::Stage { task, news } => self.on_stage(task, &news),
             FlowEvent::DataWritten => {
                 self.data_writes = self.data_writes.saturating_sub(1);
@@ -1165,7 +1199,11 @@ impl App {
             4 => self.logs.render(body, buf),
             _ => self.compare.render(body, buf),
         }
-        let keys: &[(&str, &str)] = if self.menu.is_some() {
+        let keys: &[(&str, &str)] = if self.picker.is_some() {
+            &[("Enter", "keep"), ("Esc", "cancel")]
+        } else if self.confirm.is_some() {
+            &[("y", "yes"), ("g c", "pick"), ("n Esc Enter", "no")]
+        } else if self.menu.is_some() {
             &[("j/k", "move"), ("Enter", "run"), ("Esc", "close")]
         } else if self.dialog.is_some() {
             &[("y", "yes"), ("n Esc Enter", "no")]
@@ -1179,7 +1217,11 @@ impl App {
             message: self.message.as_ref(),
             work: self.work_labels(),
             spend: self.spend,
-            covered: self.dialog.is_some() || self.help || self.menu.is_some(),
+            covered: self.dialog.is_some()
+                || self.help
+                || self.menu.is_some()
+                || self.picker.is_some()
+                || self.confirm.is_some(),
             spinner: t.spinner(self.spinner),
             locked: self.data_locked().is_some() && !self.quitting,
         }
@@ -1192,6 +1234,12 @@ impl App {
         }
         if let Some(dialog) = &self.dialog {
             dialog.render(body, buf, t);
+        }
+        if let Some(confirm) = &self.confirm {
+            confirm.render(body, buf, t);
+        }
+        if let Some(picker) = &self.picker {
+            picker.render(body, buf, t);
         }
     }
 }

@@ -54,6 +54,13 @@ pub enum FlowEvent {
         /// The lines, redacted and without terminal controls, or why they could not be read.
         lines: Result<Vec<String>, String>,
     },
+    /// A Runpod read for a picker or the start confirmation ended.
+    Runpod {
+        /// What was asked.
+        ask: super::app::RunpodAsk,
+        /// What was read, or why not.
+        read: Result<crate::runs::pod::preview::Read, String>,
+    },
     /// A line for the Logs view (a flow's warning, in words).
     Log(Level, String),
     /// A message for the status line (a log export's file, or why none was written).

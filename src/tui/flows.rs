@@ -203,6 +203,21 @@ impl Flows {
         });
     }
 
+    /// Reads a Runpod listing with the configuration in use (TUI-21..TUI-23, TUI-43).
+    fn spawn_read_runpod(&self, ask: super::app::RunpodAsk) {
+        let context = self.config.get();
+        let sender = self.sender.clone();
+        tokio::spawn(async move {
+            let read = crate::runs::pod::preview::read(
+                &context.settings,
+                &context.env,
+                ask.listing.clone(),
+            )
+            .await;
+            let _ = sender.send(FlowEvent::Runpod { ask, read });
+        });
+    }
+
     /// Writes `lines` to a new `.overbrainer/<prefix>-<time>.log` on the blocking pool
     /// (TUI-56, TUI-57).
     fn spawn_export(&self, prefix: String, lines: Vec<String>) {
@@ -315,6 +330,7 @@ impl Flows {
                 self.spawn_export(format!("logs-pod-{run}"), lines);
             }
             Work::ReadPodLog(run) => self.spawn_read_pod_log(run),
+            Work::ReadRunpod(ask) => self.spawn_read_runpod(ask),
             Work::Task {
                 task,
                 kind,

@@ -24,6 +24,7 @@ pub mod event;
 pub mod flows;
 pub mod signals;
 pub mod stages;
+pub mod start_confirm;
 pub mod terminal;
 pub mod theme;
 pub mod views;

@@ -275,3 +275,142 @@ async fn runpod_catalog_commands_say_so_when_empty_and_refuse_without_a_key_or_w
         assert!(all.contains(says), "{args:?}: {all}");
     }
 }
+
+/// The TUI's start confirmation and pickers read through
+/// `overbrainer::runs::pod::preview::read` (TUI-21..TUI-23, TUI-43): the GPU catalog for
+/// the target's `gpu_count` with the VRAM estimate of the local base model, and what the
+/// confirmation shows from it; the data centers, volumes and templates; a target other
+/// than `training.target` gets no estimate; a missing key is named and nothing leaks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one scenario: each listing and each refusal")]
+async fn the_tui_reads_the_catalog_with_the_estimate_and_previews_the_start() {
+    use overbrainer::env::EnvSnapshot;
+    use overbrainer::runs::pod::preview::{Listing, Read, read};
+
+    let standin = Standin::start(KEY).await;
+    standin.state().catalog = catalog();
+    let training = crate::training::Training::new(&crate::training::Setup::default());
+    let config = training.project.read("overbrainer.toml").replacen(
+        "target = \"local\"",
+        "target = \"gpu\"",
+        1,
+    );
+    training.project.write(
+        "overbrainer.toml",
+        &format!(
+            "{config}\n[targets.gpu]\nkind = \"runpod\"\ngpu_types = \"auto\"\ngpu_count = 2\nmax_hours = 4\nmax_cost_usd = 1\n\n[targets.other]\nkind = \"runpod\"\ngpu_types = [\"NVIDIA A40\"]\nmax_hours = 1\n"
+        ),
+    );
+    let env = EnvSnapshot::from_pairs([
+        ("OVERBRAINER_RUNPOD__API_KEY", KEY.to_owned()),
+        ("OVERBRAINER_RUNPOD__BASE_URL", standin.base()),
+    ]);
+    let root = training.project.path();
+    let settings = overbrainer::check::load(root, &env).unwrap().settings;
+
+    let Read::Gpus(gpus) = read(&settings, &env, Listing::Gpus("gpu".into()))
+        .await
+        .unwrap()
+    else {
+        panic!("a GPU read")
+    };
+    let estimate = *gpus.estimate.as_ref().expect("the tiny model's estimate");
+    assert!(estimate > 0.0 && estimate < 16.0, "{estimate}");
+    let asked: Vec<String> = standin
+        .state()
+        .requests
+        .iter()
+        .map(|(_, path, _)| path.clone())
+        .filter(|p| p.contains("gpuCount"))
+        .collect();
+    assert!(asked.iter().all(|p| p.contains("gpuCount=2")), "{asked:?}");
+    let text = gpus.preview(None).lines().join("\n");
+    // The cheapest in stock is the A40; the dearest candidate the run may reach is the
+    // H100 at 2 × 2.69; USD 1 buys under 30 minutes of it.
+    assert!(
+        text.contains(&format!("VRAM    {estimate:.1} GB per GPU (estimate)")),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "auto    would pick NVIDIA A40 (48 GB, USD 0.40/h) now; in order, 2 per pod:"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("NVIDIA A40  USD 0.80/h  48 GB  stock HIGH  fit ok"),
+        "{text}"
+    );
+    assert!(
+        text.contains("some types have no listed price"),
+        "the B200: {text}"
+    );
+    assert!(
+        text.contains("max_cost_usd = 1: snapshot at USD 0.95, pod deleted at USD 1.00"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the smallest cap that does is USD 2.69"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("RTX\u{1b}"),
+        "catalog text is sanitized: {text}"
+    );
+
+    let Read::Gpus(other) = read(&settings, &env, Listing::Gpus("other".into()))
+        .await
+        .unwrap()
+    else {
+        panic!("a GPU read")
+    };
+    assert_eq!(
+        other.estimate,
+        Err("`other` is not `training.target`".to_owned())
+    );
+    let Read::DataCenters(centers) = read(&settings, &env, Listing::DataCenters).await.unwrap()
+    else {
+        panic!("data centers")
+    };
+    assert_eq!(centers.len(), 2);
+    let Read::Volumes(volumes) = read(&settings, &env, Listing::Volumes).await.unwrap() else {
+        panic!("volumes")
+    };
+    assert_eq!(
+        volumes
+            .iter()
+            .map(|v| v.data_center.as_str())
+            .collect::<Vec<_>>(),
+        ["EU-RO-1", "US-TX-3"]
+    );
+    let Read::Templates(templates) = read(&settings, &env, Listing::Templates).await.unwrap()
+    else {
+        panic!("templates")
+    };
+    assert_eq!(templates.len(), 4);
+
+    let refused = read(&settings, &env, Listing::Gpus("local".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, "target `local` is not a Runpod target");
+    let no_key = EnvSnapshot::from_pairs([("OVERBRAINER_RUNPOD__BASE_URL", standin.base())]);
+    let bare = overbrainer::check::load(root, &no_key).unwrap().settings;
+    let no_key = read(&bare, &no_key, Listing::Volumes).await.unwrap_err();
+    assert!(no_key.contains("OVERBRAINER_RUNPOD__API_KEY"), "{no_key}");
+    let wrong = EnvSnapshot::from_pairs([
+        (
+            "OVERBRAINER_RUNPOD__API_KEY",
+            "rpa_WRONGKEY7Hq2Lw9Xt4Rz7Bm1Kc5Nv8Pd3Js0Fg".to_owned(),
+        ),
+        ("OVERBRAINER_RUNPOD__BASE_URL", standin.base()),
+    ]);
+    let settings = overbrainer::check::load(root, &wrong).unwrap().settings;
+    let wrong = read(&settings, &wrong, Listing::Templates)
+        .await
+        .unwrap_err();
+    assert!(
+        wrong.starts_with("the Runpod pod templates could not be read"),
+        "{wrong}"
+    );
+    assert!(!wrong.contains("WRONGKEY7Hq2"), "{wrong}");
+}

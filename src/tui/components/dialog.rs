@@ -36,35 +36,40 @@ impl Dialog {
 
     /// Draws the dialog centred in `area`.
     pub fn render(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
-        let width = self
-            .lines
-            .iter()
-            .map(|l| l.chars().count())
-            .chain([self.title.chars().count() + 4, 24])
-            .max()
-            .unwrap_or(24);
-        let width = u16::try_from(width + 4)
-            .unwrap_or(u16::MAX)
-            .min(area.width.saturating_sub(4));
-        let height = u16::try_from(self.lines.len() + 4).unwrap_or(u16::MAX);
-        let rect = super::centered(area, width, height);
-        Clear.render(rect, buf);
-        buf.set_style(rect, theme.base());
-        let mut text: Vec<Line<'_>> = self.lines.iter().map(|l| Line::raw(l.as_str())).collect();
-        text.push(Line::raw(""));
-        text.push(Line::from(vec![
-            Span::styled("y", theme.title()),
-            Span::raw(" yes   "),
-            Span::styled(" n ", theme.selected()),
-            Span::raw(" no"),
-        ]));
-        Paragraph::new(text)
-            .wrap(Wrap { trim: false })
-            .block(
-                Block::new()
-                    .borders(Borders::ALL)
-                    .title(Span::styled(format!(" {} ", self.title), theme.title())),
-            )
-            .render(rect, buf);
+        render(&self.title, &self.lines, area, buf, theme);
     }
+}
+
+/// Draws a question titled `title` with `lines` and the `y`/`n` answers, centred in
+/// `area`.
+pub fn render(title: &str, lines: &[String], area: Rect, buf: &mut Buffer, theme: Theme) {
+    let width = lines
+        .iter()
+        .map(|l| l.chars().count())
+        .chain([title.chars().count() + 4, 24])
+        .max()
+        .unwrap_or(24);
+    let width = u16::try_from(width + 4)
+        .unwrap_or(u16::MAX)
+        .min(area.width.saturating_sub(4));
+    let height = u16::try_from(lines.len() + 4).unwrap_or(u16::MAX);
+    let rect = super::centered(area, width, height);
+    Clear.render(rect, buf);
+    buf.set_style(rect, theme.base());
+    let mut text: Vec<Line<'_>> = lines.iter().map(|l| Line::raw(l.as_str())).collect();
+    text.push(Line::raw(""));
+    text.push(Line::from(vec![
+        Span::styled("y", theme.title()),
+        Span::raw(" yes   "),
+        Span::styled(" n ", theme.selected()),
+        Span::raw(" no"),
+    ]));
+    Paragraph::new(text)
+        .wrap(Wrap { trim: false })
+        .block(
+            Block::new()
+                .borders(Borders::ALL)
+                .title(Span::styled(format!(" {title} "), theme.title())),
+        )
+        .render(rect, buf);
 }

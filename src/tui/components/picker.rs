@@ -537,7 +537,7 @@ impl Picker {
     }
 
     fn keys_line(&self) -> String {
-        let mut keys = vec!["j/k move"];
+        let mut keys = Vec::new();
         if self.kind.several() {
             keys.extend(["Space toggle", "J/K order"]);
         }
@@ -614,7 +614,8 @@ impl Picker {
         let width = u16::try_from(width + 2)
             .unwrap_or(u16::MAX)
             .min(area.width.saturating_sub(2));
-        let height = u16::try_from(lines.len() + 4)
+        // Borders, the header and the keys around the rows.
+        let height = u16::try_from(lines.len() + 3)
             .unwrap_or(u16::MAX)
             .min(area.height.saturating_sub(2));
         let rect = super::centered(area, width, height);

@@ -8,8 +8,9 @@
 //! undoes the last. Fields the environment sets, or that only it may set, are read-only;
 //! the `training` table and its target are while a run starts or is followed (TUI-19).
 //! `E` hands the whole file to `$VISUAL`/`$EDITOR` (TUI-18); `a` adds a topic, provider or
-//! target (`project_add`), `d` deletes one after a question (TUI-11, TUI-12). Not built
-//! yet: the Runpod pickers and hints (TUI-21..TUI-25).
+//! target (`project_add`), `d` deletes one after a question (TUI-11, TUI-12). Enter on a
+//! Runpod target's `gpu_types`, `data_center_ids`, `network_volume_id` or `image` opens
+//! the catalog picker (TUI-21..TUI-23, the app's `runpod` module).
 
 use std::collections::BTreeMap;
 
@@ -203,6 +204,66 @@ impl ProjectView {
         })
     }
 
+    /// The value shown for `key` as TOML (`"auto"`, `["a", "b"]`); `None` when unset or
+    /// not shown.
+    #[must_use]
+    pub fn shown(&self, key: &str) -> Option<&str> {
+        self.rows.iter().find_map(|r| match r {
+            Row::Field(e) if e.key == key && e.value != "(unset)" => Some(e.value.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Where the value of `key` comes from.
+    #[must_use]
+    pub fn source(&self, key: &str) -> Option<&Source> {
+        self.rows.iter().find_map(|r| match r {
+            Row::Field(e) if e.key == key => Some(&e.source),
+            _ => None,
+        })
+    }
+
+    /// The dotted keys shown.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.rows.iter().filter_map(|r| match r {
+            Row::Field(e) => Some(e.key.as_str()),
+            Row::Section(_) => None,
+        })
+    }
+
+    /// A Runpod target's field that Enter picks from a listing (TUI-21..TUI-23):
+    /// `(target, field)`.
+    #[must_use]
+    pub fn runpod_pick(&self, key: &str) -> Option<(String, String)> {
+        let (target, field) = key.strip_prefix("targets.")?.split_once('.')?;
+        let picked = matches!(
+            field,
+            "gpu_types" | "data_center_ids" | "network_volume_id" | "image"
+        );
+        (picked && self.value(&format!("targets.{target}.kind")).as_deref() == Some("runpod"))
+            .then(|| (target.to_owned(), field.to_owned()))
+    }
+
+    /// Opens the form on `key` (`t` in a picker: the value typed instead).
+    pub fn open_form(&mut self, key: &str) {
+        if let Some(at) = self
+            .rows
+            .iter()
+            .position(|r| matches!(r, Row::Field(e) if e.key == key))
+        {
+            self.selected = at;
+            if let Some(Row::Field(entry)) = self.rows.get(at) {
+                self.form = Some(Form {
+                    key: entry.key.clone(),
+                    input: form_text(&entry.value),
+                    shown: entry.value.clone(),
+                    error: None,
+                    saving: false,
+                });
+            }
+        }
+    }
+
     /// A save ended: the form closes, or shows why it was refused.
     pub fn saved(&mut self, refused: Option<String>) {
         if let Some(adding) = self.adding.as_mut() {
@@ -307,6 +368,9 @@ impl ProjectView {
             return Some(Action::refuse(
                 "`training.axolotl_extra` is edited in the file: `E` opens it in $EDITOR",
             ));
+        }
+        if self.runpod_pick(key).is_some() {
+            return Some(Action::Pick(entry.key.clone()));
         }
         if let Some(next) = edit::next_choice(key, &entry.value) {
             return Some(Action::EditConfig(vec![match next {

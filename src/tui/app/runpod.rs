@@ -1,0 +1,428 @@
+//! The app's Runpod pickers and start confirmation (TUI-21..TUI-23, TUI-25, TUI-27,
+//! TUI-28, TUI-43, TUI-44): which read a key asks for, what a read opens, what a pick
+//! writes, and the confirmation's `y` (save the picks, then start).
+
+use crossterm::event::KeyEvent;
+
+use super::{App, Work};
+use crate::config::edit::Change;
+use crate::config::{ListOrAuto, Source};
+use crate::runpod::catalog::wire::NetworkVolume;
+use crate::runs::pod::preview::{Listing, Read};
+use crate::tui::action::{Action, Dialog};
+use crate::tui::components::picker::{Outcome, Picked, Picker};
+use crate::tui::start_confirm::{ConfirmKey, StartConfirm};
+
+/// A Runpod read the app asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunpodAsk {
+    /// What to read.
+    pub listing: Listing,
+    /// The key a picker opened on the read writes; `None` for the confirmation's
+    /// preview.
+    pub key: Option<String>,
+    /// For the start confirmation (its pickers offer no typing, TUI-27).
+    pub confirm: bool,
+}
+
+/// The fields of a Runpod target that open a picker, and what each reads.
+fn listing_of(target: &str, field: &str) -> Option<Listing> {
+    Some(match field {
+        "gpu_types" => Listing::Gpus(target.to_owned()),
+        "data_center_ids" => Listing::DataCenters,
+        "network_volume_id" => Listing::Volumes,
+        "image" => Listing::Templates,
+        _ => return None,
+    })
+}
+
+fn list_value(ids: &[String]) -> toml_edit::Value {
+    toml_edit::Value::Array(ids.iter().map(String::as_str).collect())
+}
+
+impl App {
+    /// `training.target`, when it is a Runpod target.
+    pub(super) fn runpod_training_target(&self) -> Option<String> {
+        let target = self.project.value("training.target")?;
+        (self
+            .project
+            .value(&format!("targets.{target}.kind"))
+            .as_deref()
+            == Some("runpod"))
+        .then_some(target)
+    }
+
+    /// Enter on a Runpod field with a picker: read what it lists (TUI-21..TUI-23).
+    pub(super) fn open_picker(&mut self, key: String) -> Vec<Work> {
+        let Some(listing) = self
+            .project
+            .runpod_pick(&key)
+            .and_then(|(target, field)| listing_of(&target, &field))
+        else {
+            return Vec::new();
+        };
+        if let Some(why) = self.write_refused(std::iter::once(key.as_str())) {
+            self.say(false, why);
+            return Vec::new();
+        }
+        self.say(true, "reading the Runpod catalog…".to_owned());
+        vec![Work::ReadRunpod(RunpodAsk {
+            listing,
+            key: Some(key),
+            confirm: false,
+        })]
+    }
+
+    /// A question to ask: the start of a run on a Runpod training target opens the start
+    /// confirmation instead of a plain dialog (TUI-43).
+    pub(super) fn ask(&mut self, dialog: Dialog) -> Vec<Work> {
+        if *dialog.yes == (Action::Start { resume_from: None })
+            && let Some(target) = self.runpod_training_target()
+        {
+            return self.open_start_confirm(dialog, target);
+        }
+        self.dialog = Some(dialog);
+        Vec::new()
+    }
+
+    /// `t` on a Runpod training target: the confirmation with its catalog read
+    /// (TUI-43).
+    pub(super) fn open_start_confirm(&mut self, dialog: Dialog, target: String) -> Vec<Work> {
+        self.confirm = Some(StartConfirm::new(dialog.lines, target.clone()));
+        vec![Work::ReadRunpod(RunpodAsk {
+            listing: Listing::Gpus(target),
+            key: None,
+            confirm: true,
+        })]
+    }
+
+    /// A Runpod read ended: the confirmation's preview, or a picker opens.
+    pub(super) fn on_runpod(&mut self, ask: RunpodAsk, read: Result<Read, String>) -> Vec<Work> {
+        if ask.confirm {
+            let Some(confirm) = self.confirm.as_mut() else {
+                return Vec::new();
+            };
+            match (ask.key, read) {
+                (None, read) => {
+                    confirm.read = Some(read.and_then(|r| match r {
+                        Read::Gpus(gpus) => Ok(*gpus),
+                        _ => Err("the GPU catalog was not read".to_owned()),
+                    }));
+                }
+                (Some(_), Err(why)) => self.say(false, why),
+                (Some(key), Ok(Read::DataCenters(centers))) => {
+                    let current = confirm.changed_target().and_then(|t| t.data_center_ids);
+                    self.picker = Some(Picker::data_centers(key, &centers, current.as_ref()));
+                    confirm.centers = Some(centers);
+                }
+                (Some(_), Ok(_)) => {}
+            }
+            return Vec::new();
+        }
+        let Some(key) = ask.key else {
+            return Vec::new();
+        };
+        let read = match read {
+            Ok(read) => read,
+            Err(why) => {
+                self.say(false, why);
+                return Vec::new();
+            }
+        };
+        if let Read::Volumes(volumes) = &read {
+            self.volumes = Some(volumes.clone());
+        }
+        // The picker opens only where the user still is: nothing else asked meanwhile.
+        if self.tab == 0 && self.dialog.is_none() && self.confirm.is_none() && self.menu.is_none() {
+            let current = self.project.value(&key);
+            let picker = match &read {
+                Read::Gpus(gpus) => Picker::gpu_types(
+                    key,
+                    &gpus.gpus,
+                    gpus.target.gpu_count,
+                    gpus.estimate.as_ref().ok().copied(),
+                    &gpus.target.gpu_types,
+                ),
+                Read::DataCenters(centers) => {
+                    let target = self.project.runpod_pick(&key).map(|(t, _)| t);
+                    let configured = target.and_then(|t| self.configured_centers(&t));
+                    Picker::data_centers(key, centers, configured.as_ref())
+                }
+                Read::Volumes(volumes) => Picker::volumes(key, volumes, current.as_deref()),
+                Read::Templates(templates) => Picker::templates(key, templates, current.as_deref()),
+            };
+            self.picker = Some(picker.with_typing());
+            self.message = None;
+        }
+        self.volume_correction()
+    }
+
+    /// `data_center_ids` of target `target` as configured.
+    fn configured_centers(&self, target: &str) -> Option<ListOrAuto> {
+        let shown = self
+            .project
+            .shown(&format!("targets.{target}.data_center_ids"))?;
+        let value: toml::Value = toml::from_str(&format!("v = {shown}")).ok()?;
+        match value.get("v")? {
+            toml::Value::String(s) => Some(ListOrAuto::Auto(s.clone())),
+            toml::Value::Array(items) => Some(ListOrAuto::List(
+                items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(str::to_owned))
+                    .collect(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// The configured volume of a Runpod target that the latest listing holds: its ID
+    /// and data center (TUI-22).
+    fn listed_volume(&self, target: &str) -> Option<&NetworkVolume> {
+        let id = self
+            .project
+            .value(&format!("targets.{target}.network_volume_id"))?;
+        self.volumes.as_ref()?.iter().find(|v| v.id == id)
+    }
+
+    /// TUI-22: the configured volume lives in another data center than configured:
+    /// correct `data_center_ids` in a write of its own, said on the status line.
+    fn volume_correction(&mut self) -> Vec<Work> {
+        let targets: Vec<String> = self
+            .project
+            .keys()
+            .filter_map(|k| {
+                k.strip_prefix("targets.")?
+                    .strip_suffix(".network_volume_id")
+                    .map(str::to_owned)
+            })
+            .collect();
+        for target in targets {
+            let Some(volume) = self.listed_volume(&target) else {
+                continue;
+            };
+            let volume_centers = vec![volume.data_center.clone()];
+            if volume.data_center.is_empty()
+                || self.configured_centers(&target)
+                    == Some(ListOrAuto::List(volume_centers.clone()))
+            {
+                continue;
+            }
+            let key = format!("targets.{target}.data_center_ids");
+            let (id, center) = (volume.id.clone(), volume.data_center.clone());
+            let work =
+                self.edit_config(vec![Change::Set(key.clone(), list_value(&volume_centers))]);
+            if !work.is_empty() {
+                self.say(
+                    true,
+                    format!("volume `{id}` lives in {center}: `{key}` corrected to [\"{center}\"]"),
+                );
+            }
+            return work;
+        }
+        Vec::new()
+    }
+
+    /// TUI-22: while a listed volume is configured, `data_center_ids` may only be its
+    /// data center.
+    pub(super) fn volume_refusal(&self, changes: &[Change]) -> Option<String> {
+        changes.iter().find_map(|change| {
+            let key = change.key();
+            let target = key
+                .strip_prefix("targets.")?
+                .strip_suffix(".data_center_ids")?;
+            let volume = self.listed_volume(target)?;
+            // The volume itself changing in the same write is the volume's pick.
+            let volume_key = format!("targets.{target}.network_volume_id");
+            if changes.iter().any(|c| c.key() == volume_key) {
+                return None;
+            }
+            let fits = matches!(change, Change::Set(_, toml_edit::Value::Array(ids))
+                if ids.len() == 1 && ids.get(0).and_then(toml_edit::Value::as_str) == Some(volume.data_center.as_str()));
+            (!fits).then(|| {
+                format!(
+                    "volume `{}` lives in {}: `{key}` must be [\"{}\"]; choose a different volume to use another data center",
+                    volume.id, volume.data_center, volume.data_center
+                )
+            })
+        })
+    }
+
+    /// A key while a picker is open.
+    pub(super) fn picker_key(&mut self, key: KeyEvent) -> Vec<Work> {
+        let Some(picker) = self.picker.as_mut() else {
+            return Vec::new();
+        };
+        match picker.handle_key(key) {
+            Outcome::Pending => Vec::new(),
+            Outcome::Cancel => {
+                self.picker = None;
+                Vec::new()
+            }
+            Outcome::Type => {
+                let key = picker.key.clone();
+                self.picker = None;
+                self.project.open_form(&key);
+                Vec::new()
+            }
+            Outcome::Done(choice) => {
+                let field = picker.key.clone();
+                self.picker = None;
+                if let Some(confirm) = self.confirm.as_mut() {
+                    confirm.picked(field.ends_with(".gpu_types"), &choice);
+                    return Vec::new();
+                }
+                let changes = self.picked_changes(&field, choice);
+                self.edit_config(changes)
+            }
+        }
+    }
+
+    /// What a pick in the Project view writes.
+    fn picked_changes(&self, key: &str, picked: Picked) -> Vec<Change> {
+        let prefix = key.rsplit_once('.').map_or("", |(p, _)| p);
+        match picked {
+            Picked::Auto => vec![Change::Set(key.to_owned(), toml_edit::Value::from("auto"))],
+            Picked::List(ids) => {
+                let mut changes = vec![Change::Set(key.to_owned(), list_value(&ids))];
+                // TUI-25: a list of GPU types unsets the `"auto"`-only limits beside it.
+                if key.ends_with(".gpu_types") {
+                    changes.extend(
+                        ["min_vram_gb", "max_price_per_hour"]
+                            .iter()
+                            .map(|limit| format!("{prefix}.{limit}"))
+                            .filter(|k| self.project.value(k).is_some())
+                            .map(Change::Unset),
+                    );
+                }
+                changes
+            }
+            Picked::One(value) => {
+                let mut changes = vec![Change::Set(
+                    key.to_owned(),
+                    toml_edit::Value::from(value.as_str()),
+                )];
+                // TUI-22: a volume brings its data center.
+                if key.ends_with(".network_volume_id")
+                    && let Some(volume) = self
+                        .volumes
+                        .iter()
+                        .flatten()
+                        .find(|v| v.id == value && !v.data_center.is_empty())
+                {
+                    changes.push(Change::Set(
+                        format!("{prefix}.data_center_ids"),
+                        list_value(std::slice::from_ref(&volume.data_center)),
+                    ));
+                }
+                changes
+            }
+            Picked::Unset => vec![Change::Unset(key.to_owned())],
+        }
+    }
+
+    /// A key while the start confirmation is open (TUI-44).
+    pub(super) fn confirm_key(&mut self, key: KeyEvent) -> Vec<Work> {
+        let Some(confirm) = self.confirm.as_ref() else {
+            return Vec::new();
+        };
+        let target = confirm.target.clone();
+        match confirm.handle_key(key) {
+            ConfirmKey::Pending => Vec::new(),
+            ConfirmKey::No => {
+                self.confirm = None;
+                Vec::new()
+            }
+            ConfirmKey::Yes => {
+                let changes = confirm.changes();
+                if changes.is_empty() {
+                    self.confirm = None;
+                    return self.apply(Action::Start { resume_from: None });
+                }
+                let work = self.edit_config(changes);
+                match self.confirm.as_mut() {
+                    Some(confirm) if !work.is_empty() => confirm.saving = true,
+                    // Refused at once (a write runs, a key is used): nothing starts.
+                    _ => self.confirm = None,
+                }
+                work
+            }
+            ConfirmKey::PickGpus | ConfirmKey::PickCenters => {
+                let gpus = confirm.handle_key(key) == ConfirmKey::PickGpus;
+                let field = if gpus { "gpu_types" } else { "data_center_ids" };
+                let field_key = format!("targets.{target}.{field}");
+                if let Some(why) = self.pick_refused(&field_key) {
+                    self.say(false, why);
+                    return Vec::new();
+                }
+                let Some(Ok(read)) = &confirm.read else {
+                    self.say(false, "the Runpod catalog is not read yet".to_owned());
+                    return Vec::new();
+                };
+                let changed = confirm
+                    .changed_target()
+                    .unwrap_or_else(|| read.target.clone());
+                if gpus {
+                    self.picker = Some(Picker::gpu_types(
+                        field_key,
+                        &read.gpus,
+                        changed.gpu_count,
+                        read.estimate.as_ref().ok().copied(),
+                        &changed.gpu_types,
+                    ));
+                    return Vec::new();
+                }
+                if let Some(centers) = &confirm.centers {
+                    self.picker = Some(Picker::data_centers(
+                        field_key,
+                        centers,
+                        changed.data_center_ids.as_ref(),
+                    ));
+                    return Vec::new();
+                }
+                vec![Work::ReadRunpod(RunpodAsk {
+                    listing: Listing::DataCenters,
+                    key: Some(field_key),
+                    confirm: true,
+                })]
+            }
+        }
+    }
+
+    /// Why `g`/`c` may not pick `key`: a write runs, the environment sets it, a task
+    /// holds it (TUI-44).
+    fn pick_refused(&self, key: &str) -> Option<String> {
+        if let Some(why) = self.write_refused(std::iter::once(key)) {
+            return Some(why);
+        }
+        match self.project.source(key) {
+            Some(Source::DotEnv { var } | Source::Env { var }) => {
+                Some(format!("`{key}` is set by `{var}`; change it in `.env`"))
+            }
+            _ => None,
+        }
+    }
+
+    /// The confirmation's save ended: start when it was written, else close it and say
+    /// why nothing started (TUI-44).
+    pub(super) fn confirm_saved(&mut self, written: bool, why: Option<&str>) -> Vec<Work> {
+        if !self.confirm.as_ref().is_some_and(|c| c.saving) {
+            return Vec::new();
+        }
+        self.confirm = None;
+        if written {
+            return self.apply(Action::Start { resume_from: None });
+        }
+        self.say(
+            false,
+            format!(
+                "not started: the choice was not saved ({})",
+                why.unwrap_or("refused")
+            ),
+        );
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+#[path = "runpod_tests.rs"]
+mod tests;
