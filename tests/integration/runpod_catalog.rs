@@ -11,7 +11,7 @@ use crate::runpod_standin::Standin;
 use crate::runpod_train::text;
 use crate::util::TestProject;
 
-const KEY: &str = "rpa_CANARY6Hq2Lw9Xt4Rz7Bm1Kc5Nv8Pd3Js0Fg";
+pub(crate) const KEY: &str = "rpa_CANARY6Hq2Lw9Xt4Rz7Bm1Kc5Nv8Pd3Js0Fg";
 
 fn gpu(id: &str, memory: u32, price: Option<f64>, stock: &str, dcs: &[(&str, &str)]) -> Value {
     json!({
@@ -27,7 +27,7 @@ fn gpu(id: &str, memory: u32, price: Option<f64>, stock: &str, dcs: &[(&str, &st
 
 /// A catalog with priced, unpriced, out-of-stock and Community-only types, one ID
 /// carrying an escape sequence, data centers, volumes and templates.
-fn catalog() -> crate::runpod_standin::Catalog {
+pub(crate) fn catalog() -> crate::runpod_standin::Catalog {
     let mut community = gpu("NVIDIA GeForce RTX 3090", 24, Some(0.22), "HIGH", &[]);
     community["secure"] = json!(false);
     crate::runpod_standin::Catalog {
@@ -282,7 +282,10 @@ async fn runpod_catalog_commands_say_so_when_empty_and_refuse_without_a_key_or_w
 /// confirmation shows from it; the data centers, volumes and templates; a target other
 /// than `training.target` gets no estimate; a missing key is named and nothing leaks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[allow(clippy::too_many_lines, reason = "one scenario: each listing and each refusal")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: each listing and each refusal"
+)]
 async fn the_tui_reads_the_catalog_with_the_estimate_and_previews_the_start() {
     use overbrainer::env::EnvSnapshot;
     use overbrainer::runs::pod::preview::{Listing, Read, read};

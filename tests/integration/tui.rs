@@ -800,3 +800,99 @@ fn the_init_wizard_in_an_empty_directory_writes_what_init_writes() {
     });
     assert!(!missing.exists());
 }
+
+/// Moves the Project view's selection down until the detail line names `key`.
+fn select_field(tmux: &Tmux, key: &str) {
+    let wanted = format!(" {key} from ");
+    for _ in 0..200 {
+        let screen = tmux.screen();
+        if screen.contains(&wanted) {
+            return;
+        }
+        let detail = screen.lines().rev().nth(1).unwrap_or_default().to_owned();
+        tmux.key("j");
+        tmux.wait("the selection to move", |s| {
+            (s.lines().rev().nth(1).unwrap_or_default() != detail).then_some(())
+        });
+    }
+    panic!("`{key}` was never selected: {}", tmux.screen());
+}
+
+// TUI-21, TUI-27, TUI-28, TUI-43, TUI-44: Enter on a Runpod target's `gpu_types` opens
+// the picker on the account's catalog (the Runpod stand-in), with the VRAM estimate of
+// the local base model and each type's fit; Space and Enter write the list. `t` on that
+// target shows the preview from the catalog; `g` picks there, `n` drops the pick.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runpod_picker_writes_gpu_types_and_the_start_confirmation_previews_the_run() {
+    use crate::runpod_catalog::{KEY, catalog};
+    let standin = crate::runpod_standin::Standin::start(KEY).await;
+    standin.state().catalog = catalog();
+    let base = standin.base();
+    tokio::task::spawn_blocking(move || {
+        let training = Training::new(&Setup::default());
+        let config = training.project.read("overbrainer.toml").replacen(
+            "target = \"local\"",
+            "target = \"gpu\"",
+            1,
+        );
+        let config = format!(
+            "{config}\n[targets.gpu]\nkind = \"runpod\"\ngpu_types = \"auto\"\nmax_hours = 2\n"
+        );
+        training.project.write("overbrainer.toml", &config);
+        let env = vec![
+            ("OVERBRAINER_RUNPOD__API_KEY".to_owned(), KEY.to_owned()),
+            ("OVERBRAINER_RUNPOD__BASE_URL".to_owned(), base),
+        ];
+        let (tmux, prompt) = start_tui_with(&training, env);
+        tmux.wait_for("the Project view", "training.base_model");
+        select_field(&tmux, "targets.gpu.gpu_types");
+        tmux.key("Enter");
+        let screen = tmux.wait_for("the GPU picker", "GPU types, 1 per pod, estimate");
+        assert!(screen.contains("FIT"), "{screen}");
+        assert!(screen.contains("NVIDIA A40 "), "{screen}");
+        // By price: `auto`, then the A40 (cheapest); toggle it, keep it.
+        tmux.key("j");
+        tmux.key("Space");
+        tmux.wait_for("the toggle", "[1]  NVIDIA A40");
+        tmux.key("Enter");
+        tmux.wait_for("the save", "saved");
+        assert_eq!(
+            training.project.read("overbrainer.toml"),
+            config.replace("gpu_types = \"auto\"", "gpu_types = [\"NVIDIA A40\"]")
+        );
+        tmux.key("4");
+        tmux.key("t");
+        let screen = tmux.wait_for("the preview", "the listed types, tried in order");
+        assert!(
+            screen.contains("NVIDIA A40  USD 0.40/h  48 GB  stock HIGH  fit ok"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("at most USD 0.80 in max_hours = 2"),
+            "{screen}"
+        );
+        tmux.key("g");
+        tmux.wait_for("the picker from the confirmation", "GPU types, 1 per pod");
+        tmux.key("Home");
+        tmux.key("Enter");
+        tmux.wait_for("the pick shown", "changed gpu_types = \"auto\"");
+        tmux.key("n");
+        tmux.wait("the confirmation closed", |s| {
+            (!s.contains("Start a training run")).then_some(())
+        });
+        assert!(
+            training
+                .project
+                .read("overbrainer.toml")
+                .contains("gpu_types = [\"NVIDIA A40\"]"),
+            "`n` saves nothing"
+        );
+        assert!(!tmux.screen().contains(&KEY[4..24]));
+        tmux.key("q");
+        tmux.wait("the shell prompt after quitting", |s| {
+            back_at_the_prompt(s, &prompt, 2)
+        });
+    })
+    .await
+    .unwrap();
+}
