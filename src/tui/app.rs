@@ -34,7 +34,7 @@ use crate::runs::RunRecord;
 
 mod runpod;
 
-pub use runpod::RunpodAsk;
+pub use runpod::{Purpose, RunpodAsk};
 
 /// The smallest terminal the layout is made for (TUI-3).
 pub const MIN_SIZE: (u16, u16) = (80, 24);
@@ -204,6 +204,9 @@ pub struct App {
     confirm: Option<super::start_confirm::StartConfirm>,
     /// The account's network volumes, as last listed (TUI-22).
     volumes: Option<Vec<crate::runpod::catalog::wire::NetworkVolume>>,
+    /// The hints of Runpod targets' `gpu_count` and `max_hours` by target: the
+    /// configuration's generation each was read for, and its text once read (TUI-24).
+    hints: BTreeMap<String, (u64, Option<String>)>,
 }
 
 /// The writes of `overbrainer.toml` from the Project view.
@@ -249,6 +252,7 @@ impl App {
             picker: None,
             confirm: None,
             volumes: None,
+            hints: BTreeMap::new(),
         }
     }
 
@@ -350,8 +354,10 @@ impl App {
 
     /// Takes in a key; returns the work it starts.
     pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Work> {
-        let work = self.key_work(key);
+        let mut work = self.key_work(key);
         self.sync_used();
+        work.extend(self.hint_work());
+        self.project.hint = self.hint().map(str::to_owned);
         work
     }
 
@@ -972,6 +978,7 @@ impl App {
     pub fn on_flow(&mut self, event: FlowEvent) -> Vec<Work> {
         let work = self.flow_work(event);
         self.sync_used();
+        self.project.hint = self.hint().map(str::to_owned);
         work
     }
 

@@ -222,6 +222,34 @@ impl Preview {
         self.highest_rate.map(|rate| rate * self.max_hours)
     }
 
+    /// The hint of `gpu_count` and `max_hours` (TUI-24): the most GPUs a pod can have
+    /// with the chosen types (Secure Cloud overall for `"auto"`), and the highest cost a
+    /// run can reach at `max_hours`.
+    #[must_use]
+    pub fn hint(&self, gpus: &[CatalogGpu]) -> String {
+        let listed = matches!(self.auto, AutoPick::NotAuto);
+        let most = gpus
+            .iter()
+            .filter(|g| g.secure)
+            .filter(|g| !listed || self.types.iter().any(|t| t.id == g.id))
+            .map(|g| g.max_count.secure)
+            .max();
+        let count = match (most, listed) {
+            (Some(n), true) => format!("up to {n} GPUs per pod with the chosen types"),
+            (Some(n), false) => format!("up to {n} GPUs per pod on Secure Cloud"),
+            (None, _) => "no GPU count listed for the chosen types".to_owned(),
+        };
+        let hours = trim(self.max_hours);
+        let cost = match (self.highest_cost(), self.unknown_prices) {
+            (Some(cost), false) => format!("at most USD {cost:.2} in {hours} h"),
+            (Some(cost), true) => {
+                format!("at most USD {cost:.2} in {hours} h at the listed prices (some unlisted)")
+            }
+            (None, _) => "cost unknown: no listed price".to_owned(),
+        };
+        format!("{count}; {cost}")
+    }
+
     /// Whether a listed type is `small` (the confirmation warns, POD-20).
     #[must_use]
     pub fn small(&self) -> Vec<&str> {

@@ -180,3 +180,31 @@ fn the_cap_says_when_the_pod_is_snapshotted_and_deleted_and_warns_under_30_minut
         );
     }
 }
+
+#[test]
+fn the_hint_gives_the_most_gpus_per_pod_and_the_highest_cost() {
+    let mut gpus = catalog();
+    gpus[4].max_count.secure = 4; // H100
+    let listed = target("gpu_types = [\"H100\", \"L40S\"]\ngpu_count = 2");
+    let p = Preview::build(&listed, &gpus, Ok(30.0));
+    assert_eq!(
+        p.hint(&gpus),
+        "up to 8 GPUs per pod with the chosen types; at most USD 21.52 in 4 h"
+    );
+    let only = target("gpu_types = [\"H100\"]");
+    let p = Preview::build(&only, &gpus, Ok(30.0));
+    assert_eq!(
+        p.hint(&gpus),
+        "up to 4 GPUs per pod with the chosen types; at most USD 10.76 in 4 h"
+    );
+    let auto = Preview::build(&target("gpu_types = \"auto\""), &gpus, Ok(30.0));
+    assert_eq!(
+        auto.hint(&gpus),
+        "up to 8 GPUs per pod on Secure Cloud; at most USD 10.76 in 4 h at the listed prices (some unlisted)"
+    );
+    let gone = Preview::build(&target("gpu_types = [\"Gone\"]"), &gpus, Ok(30.0));
+    assert_eq!(
+        gone.hint(&gpus),
+        "no GPU count listed for the chosen types; cost unknown: no listed price"
+    );
+}

@@ -18,11 +18,22 @@ use crate::tui::start_confirm::{ConfirmKey, StartConfirm};
 pub struct RunpodAsk {
     /// What to read.
     pub listing: Listing,
-    /// The key a picker opened on the read writes; `None` for the confirmation's
-    /// preview.
-    pub key: Option<String>,
-    /// For the start confirmation (its pickers offer no typing, TUI-27).
-    pub confirm: bool,
+    /// What the read is for.
+    pub purpose: Purpose,
+}
+
+/// What a Runpod read is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Purpose {
+    /// The Project view's picker of this key (TUI-21..TUI-23).
+    Picker(String),
+    /// The start confirmation's preview (TUI-43).
+    Preview,
+    /// The start confirmation's picker of this key (no typing, TUI-27, TUI-44).
+    ConfirmPicker(String),
+    /// The hint of a Runpod target's `gpu_count` or `max_hours` (TUI-24), for the
+    /// configuration of this generation.
+    Hint(u64),
 }
 
 /// The fields of a Runpod target that open a picker, and what each reads.
@@ -68,8 +79,7 @@ impl App {
         self.say(true, "reading the Runpod catalog…".to_owned());
         vec![Work::ReadRunpod(RunpodAsk {
             listing,
-            key: Some(key),
-            confirm: false,
+            purpose: Purpose::Picker(key),
         })]
     }
 
@@ -91,36 +101,24 @@ impl App {
         self.confirm = Some(StartConfirm::new(dialog.lines, target.clone()));
         vec![Work::ReadRunpod(RunpodAsk {
             listing: Listing::Gpus(target),
-            key: None,
-            confirm: true,
+            purpose: Purpose::Preview,
         })]
     }
 
     /// A Runpod read ended: the confirmation's preview, or a picker opens.
     pub(super) fn on_runpod(&mut self, ask: RunpodAsk, read: Result<Read, String>) -> Vec<Work> {
-        if ask.confirm {
-            let Some(confirm) = self.confirm.as_mut() else {
+        let key = match ask.purpose {
+            Purpose::Picker(key) => key,
+            Purpose::Hint(generation) => {
+                if let Listing::Gpus(target) = ask.listing {
+                    self.hint_read(target, generation, read);
+                }
                 return Vec::new();
-            };
-            match (ask.key, read) {
-                (None, read) => {
-                    confirm.read = Some(read.and_then(|r| match r {
-                        Read::Gpus(gpus) => Ok(*gpus),
-                        _ => Err("the GPU catalog was not read".to_owned()),
-                    }));
-                }
-                (Some(_), Err(why)) => self.say(false, why),
-                (Some(key), Ok(Read::DataCenters(centers))) => {
-                    let current = confirm.changed_target().and_then(|t| t.data_center_ids);
-                    self.picker = Some(Picker::data_centers(key, &centers, current.as_ref()));
-                    confirm.centers = Some(centers);
-                }
-                (Some(_), Ok(_)) => {}
             }
-            return Vec::new();
-        }
-        let Some(key) = ask.key else {
-            return Vec::new();
+            Purpose::Preview | Purpose::ConfirmPicker(_) => {
+                self.confirm_read(ask.purpose, read);
+                return Vec::new();
+            }
         };
         let read = match read {
             Ok(read) => read,
@@ -155,6 +153,97 @@ impl App {
             self.message = None;
         }
         self.volume_correction()
+    }
+
+    /// A read for the start confirmation ended: its preview, or the data center picker.
+    fn confirm_read(&mut self, purpose: Purpose, read: Result<Read, String>) {
+        let Some(confirm) = self.confirm.as_mut() else {
+            return;
+        };
+        match (purpose, read) {
+            (Purpose::Preview, read) => {
+                confirm.read = Some(read.and_then(|r| match r {
+                    Read::Gpus(gpus) => Ok(*gpus),
+                    _ => Err("the GPU catalog was not read".to_owned()),
+                }));
+            }
+            (_, Err(why)) => self.say(false, why),
+            (Purpose::ConfirmPicker(key), Ok(Read::DataCenters(centers))) => {
+                let current = confirm.changed_target().and_then(|t| t.data_center_ids);
+                if self.picker.is_none() {
+                    self.picker = Some(Picker::data_centers(key, &centers, current.as_ref()));
+                }
+                confirm.centers = Some(centers);
+            }
+            (_, Ok(_)) => {}
+        }
+    }
+
+    /// TUI-24: when the selected field is a Runpod target's `gpu_count` or `max_hours`,
+    /// its hint, read once for each configuration.
+    pub(super) fn hint_work(&mut self) -> Vec<Work> {
+        let Some(key) = self.project.selected_entry().map(|e| e.key.clone()) else {
+            return Vec::new();
+        };
+        let Some((target, field)) = key
+            .strip_prefix("targets.")
+            .and_then(|k| k.split_once('.'))
+            .map(|(t, f)| (t.to_owned(), f))
+        else {
+            return Vec::new();
+        };
+        let runpod = self
+            .project
+            .value(&format!("targets.{target}.kind"))
+            .as_deref()
+            == Some("runpod");
+        if !runpod || !matches!(field, "gpu_count" | "max_hours") || self.tab != 0 {
+            return Vec::new();
+        }
+        let generation = self.config.generation;
+        if self
+            .hints
+            .get(&target)
+            .is_some_and(|(read_for, _)| *read_for == generation)
+        {
+            return Vec::new();
+        }
+        self.hints.insert(target.clone(), (generation, None));
+        vec![Work::ReadRunpod(RunpodAsk {
+            listing: Listing::Gpus(target),
+            purpose: Purpose::Hint(generation),
+        })]
+    }
+
+    /// A hint's read ended.
+    fn hint_read(&mut self, target: String, generation: u64, read: Result<Read, String>) {
+        let text = match read {
+            Ok(Read::Gpus(gpus)) => gpus.preview(None).hint(&gpus.gpus),
+            Ok(_) => return,
+            Err(why) => format!("no hint: {why}"),
+        };
+        if self
+            .hints
+            .get(&target)
+            .is_some_and(|(g, _)| *g == generation)
+        {
+            self.hints.insert(target, (generation, Some(text)));
+        }
+    }
+
+    /// The hint shown under the selected field, once read (TUI-24).
+    #[must_use]
+    pub fn hint(&self) -> Option<&str> {
+        let key = &self.project.selected_entry()?.key;
+        let (target, field) = key.strip_prefix("targets.")?.split_once('.')?;
+        if !matches!(field, "gpu_count" | "max_hours") {
+            return None;
+        }
+        match self.hints.get(target)? {
+            (generation, Some(text)) if *generation == self.config.generation => Some(text),
+            (_, None) => Some("reading the Runpod catalog for a hint…"),
+            _ => None,
+        }
     }
 
     /// `data_center_ids` of target `target` as configured.
@@ -381,8 +470,7 @@ impl App {
                 }
                 vec![Work::ReadRunpod(RunpodAsk {
                     listing: Listing::DataCenters,
-                    key: Some(field_key),
-                    confirm: true,
+                    purpose: Purpose::ConfirmPicker(field_key),
                 })]
             }
         }

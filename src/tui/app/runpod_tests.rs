@@ -119,7 +119,7 @@ fn enter_on_gpu_types_reads_the_catalog_and_a_picked_list_unsets_the_auto_limits
         panic!("{work:?}")
     };
     assert_eq!(ask.listing, Listing::Gpus("gpu".into()));
-    assert!(!ask.confirm);
+    assert_eq!(ask.purpose, Purpose::Picker("targets.gpu.gpu_types".into()));
     assert!(app.picker.is_none(), "opens once read");
     app.on_flow(FlowEvent::Runpod {
         ask: ask.clone(),
@@ -255,7 +255,7 @@ fn open_confirm(app: &mut App) {
     let [Work::ReadRunpod(ask)] = work.as_slice() else {
         panic!("{work:?}")
     };
-    assert!(ask.confirm && ask.key.is_none());
+    assert_eq!(ask.purpose, Purpose::Preview);
     assert_eq!(ask.listing, Listing::Gpus("gpu".into()));
     assert!(app.confirm.as_ref().is_some_and(|c| c.read.is_none()));
     app.on_flow(FlowEvent::Runpod {
@@ -298,7 +298,10 @@ fn g_and_c_pick_then_y_saves_first_and_starts_once_written() {
     let [Work::ReadRunpod(ask)] = work.as_slice() else {
         panic!("{work:?}")
     };
-    assert!(ask.confirm);
+    assert_eq!(
+        ask.purpose,
+        Purpose::ConfirmPicker("targets.gpu.data_center_ids".into())
+    );
     app.on_flow(FlowEvent::Runpod {
         ask: ask.clone(),
         read: Ok(Read::DataCenters(centers())),
@@ -396,5 +399,54 @@ fn g_is_refused_on_a_field_the_environment_sets() {
             .contains("set by `OVERBRAINER_TARGETS__GPU__GPU_TYPES`")),
         "{:?}",
         app.message()
+    );
+}
+
+#[test]
+fn selecting_gpu_count_or_max_hours_reads_the_catalog_once_and_shows_the_hint() {
+    let mut app = runpod_app(None, None);
+    select(&mut app, "targets.gpu.min_vram_gb");
+    let work = app.handle_key(ch('j'));
+    assert!(work.is_empty(), "max_price_per_hour has no hint: {work:?}");
+    let work = app.handle_key(ch('j'));
+    assert_eq!(
+        app.project.selected_entry().map(|e| e.key.as_str()),
+        Some("targets.gpu.max_hours")
+    );
+    let [Work::ReadRunpod(ask)] = work.as_slice() else {
+        panic!("{work:?}")
+    };
+    assert_eq!(ask.purpose, Purpose::Hint(0));
+    assert_eq!(
+        app.project.hint.as_deref(),
+        Some("reading the Runpod catalog for a hint…")
+    );
+    app.on_flow(FlowEvent::Runpod {
+        ask: ask.clone(),
+        read: Ok(Read::Gpus(Box::new(gpu_read()))),
+    });
+    assert_eq!(
+        app.project.hint.as_deref(),
+        Some("up to 8 GPUs per pod on Secure Cloud; at most USD 10.76 in 4 h")
+    );
+    snapshot_both("runpod_max_hours_hint", &app);
+    // Moving away hides it; coming back shows it without another read.
+    assert!(app.handle_key(ch('j')).is_empty());
+    assert_eq!(app.project.hint, None);
+    assert!(app.handle_key(ch('k')).is_empty());
+    assert!(app.project.hint.is_some());
+    // A new configuration reads it again.
+    saved(&mut app, entries(None, None));
+    assert!(matches!(app.handle_key(ch('k')).as_slice(), []));
+    let work = app.handle_key(ch('j'));
+    assert!(
+        matches!(
+            work.as_slice(),
+            [Work::ReadRunpod(RunpodAsk {
+                purpose: Purpose::Hint(1),
+                ..
+            })]
+        ),
+        "{work:?}"
     );
 }

@@ -19,7 +19,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Block, Borders, List, ListItem, ListState, Paragraph, StatefulWidget, Widget,
+    Block, Borders, List, ListItem, ListState, Paragraph, StatefulWidget, Widget, Wrap,
 };
 
 use super::super::action::Action;
@@ -71,6 +71,9 @@ pub struct ProjectView {
     pub dataset: Option<Counts>,
     /// The add flow, when open (TUI-11).
     pub adding: Option<super::project_add::Adding>,
+    /// The hint under the selected field (a Runpod target's `gpu_count` or `max_hours`,
+    /// TUI-24).
+    pub hint: Option<String>,
 }
 
 /// The dataset's counts (TUI-26): topics with records, then each file's records (`None`
@@ -99,10 +102,10 @@ impl Counts {
 }
 
 const KEYS: &[(&str, &str)] = &[
-    ("j/k PgUp/PgDn Home/End", "select"),
+    ("j/k", "select"),
     ("Enter", "edit"),
     ("u", "undo"),
-    ("E", "$EDITOR"),
+    ("E", "editor"),
     ("a", "add"),
     ("d", "delete"),
     ("A", "auto"),
@@ -165,6 +168,7 @@ impl ProjectView {
             spend: None,
             dataset: None,
             adding: None,
+            hint: None,
         }
     }
 
@@ -577,7 +581,13 @@ impl Widget for &ProjectView {
         let [list, form, detail] = Layout::vertical([
             Constraint::Min(3),
             Constraint::Length(form_height),
-            Constraint::Length(1),
+            Constraint::Length(
+                1 + self.hint.as_ref().map_or(0, |h| {
+                    // The hint wraps under the key's line.
+                    let width = usize::from(left.width.max(2) - 1);
+                    u16::try_from(h.chars().count().div_ceil(width)).unwrap_or(1)
+                }),
+            ),
         ])
         .areas(left);
         if let Some(open) = &self.form {
@@ -611,7 +621,12 @@ impl Widget for &ProjectView {
                 Source::DotEnv { var } => format!("`{var}` in .env"),
                 Source::Env { var } => format!("`{var}` in the environment"),
             };
-            Paragraph::new(Line::styled(format!(" {} from {from}", entry.key), t.dim()))
+            let mut lines = vec![Line::styled(format!(" {} from {from}", entry.key), t.dim())];
+            if let Some(hint) = &self.hint {
+                lines.push(Line::styled(format!(" {hint}"), t.text()));
+            }
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
                 .render(detail, buf);
         }
         let lines = self.stats_lines();
