@@ -69,6 +69,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         resume_from: args.resume_from,
         keep_pod: args.keep_pod,
         over_budget: args.over_budget,
+        vram_estimate: None,
     };
     let (events, mut receiver) = follow::channel();
     let outcome = follow::drive(

@@ -184,6 +184,7 @@ async fn train(session: &Session, out: &FlowEvents) -> Result<Outcome, RunError>
             // `run --over-budget` accepts the pod's estimate too (issue 20).
             &StartOptions {
                 over_budget: session.context.over_budget,
+                vram_estimate: None,
                 ..StartOptions::default()
             },
             &events,

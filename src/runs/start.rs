@@ -34,6 +34,9 @@ pub struct StartOptions {
     /// `--over-budget`: a Runpod start whose most the pod may cost passes
     /// `budget.max_usd` goes ahead, the pod's cost cap still what remains (issue 20).
     pub over_budget: bool,
+    /// The VRAM estimate in GB that the TUI's start confirmation showed: `"auto"` uses
+    /// it instead of computing it again (POD-19).
+    pub vram_estimate: Option<f64>,
 }
 
 /// A started run: its record (state `running`) and the executor of its target.

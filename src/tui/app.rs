@@ -76,6 +76,8 @@ pub enum Work {
         run: Option<String>,
         /// Cancelled on quit: a follower detaches.
         cancel: CancellationToken,
+        /// The VRAM estimate the start confirmation showed, for a start (POD-19).
+        vram_estimate: Option<f64>,
     },
     /// Re-read `runs/` (and `data/`).
     ReadRuns,
@@ -688,6 +690,7 @@ impl App {
             kind,
             run,
             cancel,
+            vram_estimate: None,
         }
     }
 

@@ -336,6 +336,7 @@ impl Flows {
                 kind,
                 run,
                 cancel,
+                vram_estimate,
             } => {
                 let context = self.config.get();
                 let hooks = self.hooks.clone();
@@ -343,7 +344,12 @@ impl Flows {
                 tokio::spawn(async move {
                     (hooks.observe)(Observed::Began(task));
                     let (events, mut receiver) = unbounded_channel();
-                    let flow = Box::pin(run_task(&context, kind, run, &events, &cancel));
+                    let flow = Box::pin(run_task(
+                        &context,
+                        (kind, run, vram_estimate),
+                        &events,
+                        &cancel,
+                    ));
                     let end = pump(&mut receiver, flow, |event| {
                         (hooks.observe)(Observed::Event(task, &event));
                         let message = match event {
@@ -399,8 +405,7 @@ fn outcome(outcome: Outcome) -> TaskEnd {
 
 async fn run_task(
     context: &FlowContext,
-    kind: Kind,
-    run: Option<String>,
+    (kind, run, vram_estimate): (Kind, Option<String>, Option<f64>),
     events: &crate::runs::Events,
     cancel: &CancellationToken,
 ) -> Result<TaskEnd, RunError> {
@@ -419,6 +424,7 @@ async fn run_task(
                 resume_from: run,
                 keep_pod: false,
                 over_budget: false,
+                vram_estimate,
             };
             let ended = crate::runs::train::train(
                 project, settings, provenance, env, &options, events, cancel,

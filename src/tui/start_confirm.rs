@@ -95,6 +95,15 @@ impl StartConfirm {
         }
     }
 
+    /// The VRAM estimate shown, once read.
+    #[must_use]
+    pub fn estimate(&self) -> Option<f64> {
+        match &self.read {
+            Some(Ok(read)) => read.estimate.as_ref().ok().copied(),
+            _ => None,
+        }
+    }
+
     /// The target with the picks made here, once read.
     #[must_use]
     pub fn changed_target(&self) -> Option<RunpodTarget> {

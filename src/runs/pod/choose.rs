@@ -69,7 +69,7 @@ pub(super) struct Choice {
 pub(super) async fn resolve(
     client: &RunpodClient,
     (name, target): (&str, &RunpodTarget),
-    (settings, env): (&Settings, &EnvSnapshot),
+    (settings, env, known): (&Settings, &EnvSnapshot, Option<f64>),
     events: &Events,
 ) -> Result<Choice, RunError> {
     let gpu_auto = matches!(target.gpu_types, ListOrAuto::Auto(_));
@@ -95,7 +95,11 @@ pub(super) async fn resolve(
     let ListOrAuto::List(listed) = &target.gpu_types else {
         let floor = match target.min_vram_gb {
             Some(gb) => Floor::Set(gb),
-            None => match estimate(settings, env).await {
+            None => match match known {
+                // POD-19: the estimate the TUI's confirmation showed.
+                Some(shown) => Ok(shown),
+                None => estimate(settings, env).await,
+            } {
                 Ok(gb) => Floor::Estimate(gb),
                 Err(why) => {
                     emit(

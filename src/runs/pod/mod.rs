@@ -205,7 +205,13 @@ pub async fn train(
             other => other,
         })?;
     // POD-21: "auto" is resolved after the account check, before the run's keys.
-    let choice = choose::resolve(&client, (&target.name, runpod), (settings, env), events).await?;
+    let choice = choose::resolve(
+        &client,
+        (&target.name, runpod),
+        (settings, env, options.vram_estimate),
+        events,
+    )
+    .await?;
     let stall = Policy::of(Some(training));
     let mut rules = Rules::new(runpod, options.keep_pod, scale).with_stall(stall.bounds(scale));
     // Issue 20: the pod's cost cap is what the budget leaves, at most `max_cost_usd`.

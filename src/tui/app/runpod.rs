@@ -424,8 +424,9 @@ impl App {
             ConfirmKey::Yes => {
                 let changes = confirm.changes();
                 if changes.is_empty() {
+                    let estimate = confirm.estimate();
                     self.confirm = None;
-                    return self.apply(Action::Start { resume_from: None });
+                    return self.start_with(estimate);
                 }
                 let work = self.edit_config(changes);
                 match self.confirm.as_mut() {
@@ -476,6 +477,18 @@ impl App {
         }
     }
 
+    /// Starts the run the confirmation asked for, with the VRAM estimate it showed
+    /// (POD-19).
+    fn start_with(&mut self, estimate: Option<f64>) -> Vec<Work> {
+        let mut work = self.apply(Action::Start { resume_from: None });
+        for w in &mut work {
+            if let Work::Task { vram_estimate, .. } = w {
+                *vram_estimate = estimate;
+            }
+        }
+        work
+    }
+
     /// Why `g`/`c` may not pick `key`: a write runs, the environment sets it, a task
     /// holds it (TUI-44).
     fn pick_refused(&self, key: &str) -> Option<String> {
@@ -496,9 +509,9 @@ impl App {
         if !self.confirm.as_ref().is_some_and(|c| c.saving) {
             return Vec::new();
         }
-        self.confirm = None;
+        let estimate = self.confirm.take().and_then(|c| c.estimate());
         if written {
-            return self.apply(Action::Start { resume_from: None });
+            return self.start_with(estimate);
         }
         self.say(
             false,

@@ -275,6 +275,7 @@ fn t_on_a_runpod_target_shows_the_preview_and_y_without_picks_starts() {
             work.as_slice(),
             [Work::Task {
                 kind: Kind::Train,
+                vram_estimate: Some(23.4),
                 ..
             }]
         ),
@@ -341,6 +342,7 @@ fn g_and_c_pick_then_y_saves_first_and_starts_once_written() {
             work.as_slice(),
             [Work::Task {
                 kind: Kind::Train,
+                vram_estimate: Some(23.4),
                 ..
             }]
         ),
