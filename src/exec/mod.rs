@@ -62,7 +62,7 @@ pub use any::{AnyExecutor, JobHandle};
 pub use digest::{
     FileDigest, glob_match, local_manifest, manifest_script, parse_manifest, sha256_file,
 };
-pub use editor::run_editor;
+pub use editor::{EditorEnd, run_editor, run_editor_until};
 pub use engine::{ENGINE_ENV, ENGINE_ENV_DIR, container_stop};
 pub(crate) use error::or_empty;
 pub use error::{ExecError, pid_list};

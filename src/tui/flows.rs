@@ -167,6 +167,14 @@ impl Flows {
         Arc::clone(&self.config)
     }
 
+    /// How long an editor that outlives the TUI has after SIGTERM before SIGKILL
+    /// (TUI-68): 2 s, on the test time factor.
+    #[must_use]
+    pub fn editor_grace(&self) -> std::time::Duration {
+        crate::env::TimeScale::from_env(&self.config.get().env)
+            .scale(std::time::Duration::from_secs(2))
+    }
+
     /// Writes or re-reads `overbrainer.toml` on the blocking pool (TUI-13..TUI-20).
     fn spawn_config(&self, work: Work) {
         let config = Arc::clone(&self.config);

@@ -42,6 +42,7 @@ use futures_util::StreamExt as _;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tracing::Level;
 
+use crate::exec::EditorEnd;
 use app::{App, Work};
 use flows::{FlowContext, Flows, Hooks};
 use theme::Theme;
@@ -178,9 +179,10 @@ async fn event_loop(
                         // Keys are read only while `keys` is polled, and it is not while
                         // the editor runs: the editor gets every key.
                         for edit in edit {
+                            let handed = (&mut *terminal, &mut *signals);
                             spawn(match edit {
-                                Work::EditData(data) => edit_data(app, terminal, &flows, data).await?,
-                                _ => edit_file(app, terminal, &flows).await?,
+                                Work::EditData(data) => edit_data(app, handed, &flows, data).await?,
+                                _ => edit_file(app, handed, &flows).await?,
                             });
                             signals.forget_interrupts();
                         }
@@ -228,22 +230,33 @@ async fn event_loop(
     }
 }
 
+/// The terminal and the signals, handed to the editor's run.
+type Handed<'a> = (&'a mut terminal::Term, &'a mut signals::Signals);
+
+/// TUI-68: a SIGTERM or SIGHUP ended the editor; the TUI quits like a confirmed `q`.
+fn quit_on(app: &mut App, signal: &str) -> Vec<Work> {
+    tracing::info!("{signal} received while the editor ran: the editor was ended, quitting");
+    app.apply(action::Action::QuitNow)
+}
+
 /// `E` (TUI-18): the file in the user's editor, then read again; the result goes to the
 /// Project view as a change on disk would.
 async fn edit_file(
     app: &mut App,
-    terminal: &mut terminal::Term,
+    (terminal, signals): Handed<'_>,
     flows: &Flows,
 ) -> Result<Vec<Work>, TuiError> {
     let config = flows.config();
     let (editor, path) = config.editor();
     config.set_editing(true);
-    let status = terminal::hand_over(terminal, &editor, &path).await;
+    let grace = flows.editor_grace();
+    let status = terminal::hand_over(terminal, &editor, &path, signals, grace).await;
     let news = config.after_editor();
     let status = status?;
     let failed = match &status {
-        Ok(status) if status.success() => None,
-        Ok(status) => Some(format!("the editor `{editor}` ended with {status}")),
+        Ok(EditorEnd::Exited(status)) if status.success() => None,
+        Ok(EditorEnd::Exited(status)) => Some(format!("the editor `{editor}` ended with {status}")),
+        Ok(EditorEnd::Stopped(signal)) => return Ok(quit_on(app, signal)),
         Err(error) => Some(format!("the editor `{editor}` did not start: {error}")),
     };
     Ok(match (news, failed) {
@@ -262,7 +275,7 @@ async fn edit_file(
 /// editor, then applied on the blocking pool.
 async fn edit_data(
     app: &mut App,
-    terminal: &mut terminal::Term,
+    (terminal, signals): Handed<'_>,
     flows: &Flows,
     edit: dataset_edit::DataEdit,
 ) -> Result<Vec<Work>, TuiError> {
@@ -281,9 +294,12 @@ async fn edit_data(
             }));
         }
     };
-    match terminal::hand_over(terminal, &editor, &path).await? {
-        Ok(status) if status.success() => Ok(app.data_write(Work::ApplyDataEdit { edit, path })),
-        Ok(status) => Ok(app.on_flow(event::FlowEvent::Said {
+    match terminal::hand_over(terminal, &editor, &path, signals, flows.editor_grace()).await? {
+        Ok(EditorEnd::Exited(status)) if status.success() => {
+            Ok(app.data_write(Work::ApplyDataEdit { edit, path }))
+        }
+        Ok(EditorEnd::Stopped(signal)) => Ok(quit_on(app, signal)),
+        Ok(EditorEnd::Exited(status)) => Ok(app.on_flow(event::FlowEvent::Said {
             ok: false,
             text: format!(
                 "the editor `{editor}` ended with {status}; nothing changed; your text is in `{}`",

@@ -1,7 +1,8 @@
 //! Signals from outside (TUI-68): SIGTERM, SIGHUP and SIGINT end the TUI like a confirmed
 //! quit, without a question. While `$EDITOR` owns the terminal a SIGINT (the editor's own
 //! Ctrl-C reaches the whole foreground process group) is ignored: those received meanwhile
-//! are forgotten once the TUI has the terminal back.
+//! are forgotten once the TUI has the terminal back; a SIGTERM or SIGHUP then ends the
+//! editor first ([`crate::exec::run_editor_until`]).
 
 use futures_util::FutureExt as _;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -34,6 +35,16 @@ impl Signals {
             Some(()) = self.term.recv() => "SIGTERM",
             Some(()) = self.hup.recv() => "SIGHUP",
             Some(()) = self.int.recv() => "SIGINT",
+            else => std::future::pending().await,
+        }
+    }
+
+    /// The name of the next SIGTERM or SIGHUP: what ends the TUI while `$EDITOR` owns
+    /// the terminal (a SIGINT then waits, to be forgotten).
+    pub async fn next_ending(&mut self) -> &'static str {
+        tokio::select! {
+            Some(()) = self.term.recv() => "SIGTERM",
+            Some(()) = self.hup.recv() => "SIGHUP",
             else => std::future::pending().await,
         }
     }

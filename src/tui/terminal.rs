@@ -59,7 +59,9 @@ pub fn suspend(terminal: &mut Term) -> std::io::Result<()> {
 }
 
 /// `E` (TUI-18): hands the terminal to the user's `editor` on `path`
-/// ([`crate::exec::run_editor`]), then takes it back and clears it for a full redraw. The caller stops reading keys first, so the editor gets them all.
+/// ([`crate::exec::run_editor_until`]), then takes it back and clears it for a full
+/// redraw. The caller stops reading keys first, so the editor gets them all. A SIGTERM or
+/// SIGHUP meanwhile ends the editor (SIGTERM, SIGKILL after `grace`, TUI-68).
 ///
 /// # Errors
 ///
@@ -68,10 +70,12 @@ pub async fn hand_over(
     terminal: &mut Term,
     editor: &str,
     path: &std::path::Path,
-) -> std::io::Result<std::io::Result<std::process::ExitStatus>> {
+    signals: &mut super::signals::Signals,
+    grace: std::time::Duration,
+) -> std::io::Result<std::io::Result<crate::exec::EditorEnd>> {
     restore();
-    let status = crate::exec::run_editor(editor, path).await;
+    let end = crate::exec::run_editor_until(editor, path, signals.next_ending(), grace).await;
     raw()?;
     terminal.clear()?;
-    Ok(status)
+    Ok(end)
 }

@@ -293,6 +293,8 @@ fn e_hands_the_file_to_the_editor_which_gets_every_key() {
         &editor,
         r#"#!/bin/sh
 n=$(cat "$0.runs" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$0.runs"
+# The third run ignores SIGTERM: the TUI must SIGKILL it (TUI-68).
+if [ "$n" = 3 ]; then trap '' TERM; fi
 printf 'editor-ready %s\n' "$n"
 read line
 if [ -n "$line" ]; then sed -i "s/\"tiny test\"/$line/" "$1"; else printf '[broken\n' >> "$1"; fi
@@ -335,10 +337,40 @@ if [ -n "$line" ]; then sed -i "s/\"tiny test\"/$line/" "$1"; else printf '[brok
             .ends_with("[broken\n"),
         "the file is as the editor left it"
     );
-    // TUI-68: a SIGTERM from outside quits like a confirmed `q`, the terminal restored.
+    // TUI-68: a SIGTERM while the editor runs ends the editor (SIGTERM, then SIGKILL 2 s
+    // later: this one ignores SIGTERM) and quits like a confirmed `q`.
+    tmux.key("E");
+    tmux.wait_for("the editor a third time", "editor-ready 3");
     signal(&tui, "TERM");
     tmux.wait("the shell prompt after SIGTERM", |s| {
         back_at_the_prompt(s, &prompt, 2)
+    });
+    // The editor's command line (the tmux server's holds the script's path too).
+    let script = format!(
+        "{} {}",
+        editor.display(),
+        training.project.path().join("overbrainer.toml").display()
+    );
+    poll(TMUX_DEADLINE, "the editor to be gone", || {
+        let found = Command::new("pgrep")
+            .args(["-f", "--", &script])
+            .output()
+            .expect("pgrep (procps) is missing: sudo apt-get install -y procps");
+        if found.stdout.is_empty() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&found.stdout).into_owned())
+        }
+    });
+    // A SIGTERM from outside, no editor running: quits like a confirmed `q`, the
+    // terminal restored.
+    training.project.write("overbrainer.toml", &original);
+    launch(&tmux, &training.project);
+    tmux.wait_for("the Project view again", "training.base_model");
+    let tui = tui_pid(training.project.path());
+    signal(&tui, "TERM");
+    tmux.wait("the shell prompt after the second SIGTERM", |s| {
+        back_at_the_prompt(s, &prompt, 3)
     });
 }
 
