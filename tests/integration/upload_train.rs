@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
 use crate::sshd::Options;
-use crate::training::{Setup, Training, assert_trained_run, training_env};
+use crate::training::{Setup, Training, assert_trained_run, finish, training_env};
 use crate::util::output_text;
 
 /// Copies the regular files of `from` into `to`, recursively.
@@ -54,10 +54,11 @@ fn inodes(dir: &Path, prefix: &Path, out: &mut Vec<(std::path::PathBuf, u64, u64
     }
 }
 
-#[test]
-fn a_second_ssh_run_with_an_uploaded_base_model_sends_under_one_percent_and_links_the_blobs() {
+/// A training project with the SSH target whose base model is a copy of the tiny model
+/// in the project's `models/tiny`, uploaded (`upload_base_model`), `max_steps` steps.
+fn uploading(max_steps: u32) -> Training {
     let training = Training::new(&Setup {
-        max_steps: 2,
+        max_steps,
         merge: false,
         base_model: Some("models/tiny"),
         ssh: Some(Options::default()),
@@ -72,6 +73,12 @@ fn a_second_ssh_run_with_an_uploaded_base_model_sends_under_one_percent_and_link
         "merge = false\nupload_base_model = true\n",
     );
     training.project.write("overbrainer.toml", &config);
+    training
+}
+
+#[test]
+fn a_second_ssh_run_with_an_uploaded_base_model_sends_under_one_percent_and_links_the_blobs() {
+    let training = uploading(2);
     let workdir = training.project.home().join("remote-work");
 
     let train = || {
@@ -143,6 +150,49 @@ fn a_second_ssh_run_with_an_uploaded_base_model_sends_under_one_percent_and_link
             .project
             .path()
             .join(".overbrainer/digests.json")
+            .is_file()
+    );
+}
+
+// A run stopped on the SSH target resumes there: the resume's settings equal the stopped
+// run's though its `base_model` names the stopped run's own upload, and the new run
+// gets its base model from the blob cache (nothing sent) in its own directory.
+#[test]
+fn a_stopped_run_with_an_uploaded_base_model_resumes_on_the_ssh_target() {
+    let training = uploading(6);
+    let workdir = training.project.home().join("remote-work");
+    let mut follower = training.spawn(&["train", "--target", "remote"]);
+    let id = training.wait_running(&mut follower);
+    let stop = training
+        .cmd()
+        .args(["train", "stop", &id])
+        .output()
+        .unwrap();
+    assert!(stop.status.success(), "{}", output_text(&stop));
+    let output = finish(follower);
+    let text = output_text(&output);
+    let record = training.record(&id);
+    assert_eq!(record["state"], "stopped", "{record}\n{text}");
+
+    let resumed = training
+        .cmd()
+        .args(["train", "--resume-from", &id, "--target", "remote"])
+        .output()
+        .unwrap();
+    let text = output_text(&resumed);
+    assert!(resumed.status.success(), "{text}");
+    let (bytes, present, sent) = summary(&text);
+    assert_eq!((present, sent), (bytes, 0), "{text}");
+    let new_id = training.run_ids().into_iter().find(|i| *i != id).unwrap();
+    assert_trained_run(&training, &new_id);
+    assert_eq!(training.record(&new_id)["resumed_from"], id.as_str());
+    let yaml = std::fs::read_to_string(training.runs().join(&new_id).join("axolotl.yaml")).unwrap();
+    let expected = format!("base_model: \"{}/{new_id}/base_model\"", workdir.display());
+    assert!(yaml.contains(&expected), "{expected}\n{yaml}");
+    assert!(
+        workdir
+            .join(&new_id)
+            .join("base_model/config.json")
             .is_file()
     );
 }
