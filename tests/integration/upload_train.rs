@@ -26,7 +26,7 @@ fn copy_tree(from: &Path, to: &Path) {
 
 /// The byte counts of the `train: uploading the base model: ...` line of `text`:
 /// the tree's bytes, those already on the target, those sent.
-fn summary(text: &str) -> (u64, u64, u64) {
+pub(crate) fn summary(text: &str) -> (u64, u64, u64) {
     let line = text
         .lines()
         .find(|l| l.contains("train: uploading the base model: "))
@@ -54,6 +54,20 @@ fn inodes(dir: &Path, prefix: &Path, out: &mut Vec<(std::path::PathBuf, u64, u64
     }
 }
 
+/// Copies the tiny model into the project's `models/tiny` (its `base_model` in a
+/// [`Setup`] with `base_model: Some("models/tiny")`) and sets `upload_base_model`.
+pub(crate) fn upload_tiny_model(training: &Training) {
+    copy_tree(
+        &training_env().model,
+        &training.project.path().join("models/tiny"),
+    );
+    let config = training.project.read("overbrainer.toml").replace(
+        "merge = false\n",
+        "merge = false\nupload_base_model = true\n",
+    );
+    training.project.write("overbrainer.toml", &config);
+}
+
 /// A training project with the SSH target whose base model is a copy of the tiny model
 /// in the project's `models/tiny`, uploaded (`upload_base_model`), `max_steps` steps.
 fn uploading(max_steps: u32) -> Training {
@@ -64,15 +78,7 @@ fn uploading(max_steps: u32) -> Training {
         ssh: Some(Options::default()),
         ..Setup::default()
     });
-    copy_tree(
-        &training_env().model,
-        &training.project.path().join("models/tiny"),
-    );
-    let config = training.project.read("overbrainer.toml").replace(
-        "merge = false\n",
-        "merge = false\nupload_base_model = true\n",
-    );
-    training.project.write("overbrainer.toml", &config);
+    upload_tiny_model(&training);
     training
 }
 
@@ -195,4 +201,29 @@ fn a_stopped_run_with_an_uploaded_base_model_resumes_on_the_ssh_target() {
             .join("base_model/config.json")
             .is_file()
     );
+}
+
+// On a local target the project's model directory is used where it is: nothing is
+// uploaded, and `base_model` names its absolute path (the job runs in the run's
+// directory, where the relative one would not resolve).
+#[test]
+fn a_local_run_with_upload_base_model_uses_the_directory_in_place() {
+    let training = Training::new(&Setup {
+        max_steps: 2,
+        merge: false,
+        base_model: Some("models/tiny"),
+        ..Setup::default()
+    });
+    upload_tiny_model(&training);
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(!text.contains("uploading the base model"), "{text}");
+    let id = &training.run_ids()[0];
+    assert_trained_run(&training, id);
+    let yaml = std::fs::read_to_string(training.runs().join(id).join("axolotl.yaml")).unwrap();
+    let model = std::path::absolute(training.project.path().join("models/tiny")).unwrap();
+    let expected = format!("base_model: \"{}\"", model.display());
+    assert!(yaml.contains(&expected), "{expected}\n{yaml}");
+    assert!(!training.runs().join(id).join("base_model").exists());
 }
