@@ -154,19 +154,30 @@ fn uploaded_base_model(remote_dir: &str) -> String {
     format!("{}/{BASE_MODEL_DIR}", remote_dir.trim_end_matches('/'))
 }
 
-/// `training` as a run on a `kind` target in `remote_dir` uses it: with
-/// `upload_base_model`, `base_model` is the uploaded copy `<remote_dir>/base_model` on
-/// a remote target, the local directory's absolute path on a local one.
+/// Whether the run's job sees the local base model of `upload_base_model` where it is
+/// (a local target without a container); elsewhere it gets a copy in its run
+/// directory ([`BaseModel`]).
+fn in_place(target: &Resolved) -> bool {
+    target.kind == TargetKind::Local && matches!(target.runtime, JobRuntime::Native { .. })
+}
+
+/// `training` as a run on `target` in `remote_dir` uses it: with `upload_base_model`,
+/// `base_model` is the local directory's absolute path where the job sees it
+/// ([`in_place`]), else the run's copy: `<remote_dir>/base_model`, or
+/// `/workspace/run/base_model` inside a container (where the run directory is
+/// mounted).
 fn effective(
     project: &Project,
     training: &Training,
-    kind: TargetKind,
+    target: &Resolved,
     remote_dir: &str,
 ) -> Training {
     let mut training = training.clone();
     if let Some(local) = local_base_model(project, &training) {
-        training.base_model = if kind == TargetKind::Local {
+        training.base_model = if in_place(target) {
             local.to_string_lossy().into_owned()
+        } else if matches!(target.runtime, JobRuntime::Container { .. }) {
+            uploaded_base_model(crate::exec::CONTAINER_RUN_DIR)
         } else {
             uploaded_base_model(remote_dir)
         };
@@ -187,7 +198,7 @@ pub(super) struct Inputs {
 fn resume_inputs(
     project: &Project,
     training: &Training,
-    kind: TargetKind,
+    target: &Resolved,
     from: &str,
     has_eval: bool,
 ) -> Result<Inputs, RunError> {
@@ -233,7 +244,7 @@ fn resume_inputs(
     })?;
     // The stopped run's base model was its own upload (or the same local directory):
     // the resume's is the same tree, uploaded again through the blob cache.
-    let training = effective(project, training, kind, &stopped.dir);
+    let training = effective(project, training, target, &stopped.dir);
     let new = axolotl::config(&training, Some(&snapshot.checkpoint), has_eval).map_err(|e| {
         Refusal::Axolotl {
             reason: e.to_string(),
@@ -356,13 +367,7 @@ pub(super) fn check(
             return Err(RunError::BadRunId(from.clone()));
         }
         let stopped_eval = project.run_dir(from).join(EVAL_DATA);
-        resume_inputs(
-            project,
-            training,
-            target.kind,
-            from,
-            non_empty(&stopped_eval),
-        )?
+        resume_inputs(project, training, &target, from, non_empty(&stopped_eval))?
     } else {
         let train = data.join(TRAIN_DATA);
         if !non_empty(&train) {
@@ -391,10 +396,7 @@ pub(super) fn check(
     }
     // The run directory on the target is not known yet: `start` renders again once
     // claimed ([`render`]).
-    let yaml = render(
-        &effective(project, training, target.kind, "<run dir>"),
-        &inputs,
-    )?;
+    let yaml = render(&effective(project, training, &target, "<run dir>"), &inputs)?;
     if target.kind == TargetKind::Local {
         if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
             let program = Path::new(venv).join("bin").join(PROGRAM);
@@ -503,13 +505,16 @@ pub async fn start(
     check_remote_venv(&executor, &target).await?;
     target::check_engine(&executor, &target.name, &target.runtime).await?;
     super::slurm::check(&executor, &target).await?;
-    // A base model still to upload is read here, before it is on the target.
-    let local_base =
-        local_base_model(project, training).filter(|_| target.kind != TargetKind::Local);
+    // A base model still to copy into the run directory is read here, before it is.
+    let local_base = local_base_model(project, training).filter(|_| !in_place(&target));
+    let mut read = training.clone();
+    if let Some(local) = local_base_model(project, training) {
+        read.base_model = local.to_string_lossy().into_owned();
+    }
     match super::template::check(
         &executor,
         &target,
-        &effective(project, training, TargetKind::Local, ""),
+        &read,
         local_base.is_some(),
         &inputs.train,
     )
@@ -571,7 +576,7 @@ pub async fn start(
     };
     record.save(&runs_dir)?;
 
-    let training = effective(project, training, target.kind, &remote_dir);
+    let training = effective(project, training, &target, &remote_dir);
     let settings = Settings {
         training: Some(training.clone()),
         ..settings.clone()
@@ -640,7 +645,8 @@ pub(super) fn prepare(local_dir: &Path, inputs: &Inputs, yaml: &str) -> Result<(
 }
 
 /// A local base model to upload into the run directory on the target
-/// (`training.upload_base_model`).
+/// (`training.upload_base_model`), or to link there on a local target whose job runs
+/// in a container (which sees the run directory only).
 struct BaseModel {
     /// Its directory here.
     local: PathBuf,
@@ -656,6 +662,11 @@ impl BaseModel {
     /// Uploads the model into `<remote_dir>/base_model` through the target's blob
     /// cache (issue 21), saying what it sends first, and keeps the local digests.
     async fn upload(&self, executor: &AnyExecutor, remote_dir: &str) -> Result<(), RunError> {
+        if matches!(executor, AnyExecutor::Local(_)) {
+            let to = Path::new(remote_dir).join(BASE_MODEL_DIR);
+            return link_or_copy(&self.local, &to)
+                .map_err(|source| RunError::Io { path: to, source });
+        }
         let mut cache = crate::exec::blobs::DigestCache::load(&self.digests);
         let events = &self.events;
         let uploaded = crate::exec::blobs::upload_tree(
@@ -714,9 +725,9 @@ async fn launch(
             .upload(local_dir, &record.dir, &skip)
             .await
             .map_err(exec)?;
-        if let Some(base) = &base {
-            Box::pin(base.upload(executor, &record.dir)).await?;
-        }
+    }
+    if let Some(base) = &base {
+        Box::pin(base.upload(executor, &record.dir)).await?;
     }
     let mut runtime = target.runtime.clone();
     if let crate::exec::JobRuntime::Container { tools_cache, .. } = &mut runtime {
