@@ -7,7 +7,8 @@
 //! setting with its source, whether its secret was resolved, and for each role's
 //! `reasoning` key the reasoning rule its model falls under (`llm::reasoning::rule`).
 //! Once `data/train.jsonl` exists it also refuses Axolotl settings that need eval data
-//! when `data/eval.jsonl` is missing or empty, as `train` does. Never takes the project
+//! when `data/eval.jsonl` is missing or empty, as `train` does, and a
+//! `training.upload_base_model` whose `base_model` is not a local directory. Never takes the project
 //! lock; without `resolve` it makes no network request.
 
 use std::path::Path;
@@ -74,6 +75,9 @@ pub enum CheckError {
     /// Eval settings without eval data (as `train` refuses them).
     #[error("{0}")]
     EvalData(String),
+    /// `training.upload_base_model` names no local directory (as `train` refuses it).
+    #[error("{0}")]
+    BaseModel(String),
     /// A secret cannot be resolved (SEC-4).
     #[error(transparent)]
     Secret(#[from] SecretError),
@@ -114,6 +118,9 @@ pub async fn check(
         crate::runs::start::eval_data_problem(project, &loaded.settings, &loaded.provenance)
     {
         return Err(CheckError::EvalData(problem));
+    }
+    if let Some(problem) = crate::runs::start::base_model_problem(project, &loaded.settings) {
+        return Err(CheckError::BaseModel(problem));
     }
     let hostless: Vec<String> = loaded
         .settings

@@ -180,6 +180,9 @@ impl Renderer {
             RunEvent::Started => {
                 self.line("train: the job left the queue and runs");
             }
+            RunEvent::Upload(summary) => {
+                self.line(&format!("train: uploading the base model: {summary}"));
+            }
             RunEvent::Warning(warning) => {
                 let message = warning_text(&warning);
                 if let Some(bar) = &self.bar {
@@ -363,6 +366,9 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         }
         RunWarning::NoVramFloor { target, why } => format!(
             "`targets.{target}.min_vram_gb` is unset and no VRAM estimate could be made ({why}): `gpu_types = \"auto\"` may pick a GPU too small for the model; set `min_vram_gb`"
+        ),
+        RunWarning::BlobsCopied { target } => format!(
+            "target `{target}` refused hard links from its blob cache: the base model's files were copied into the run directory (more disk)"
         ),
         RunWarning::HubTokenMissing => "`[hub] after_training = true` but `OVERBRAINER_HF_TOKEN` is unset: the push after training will fail".to_owned(),
         RunWarning::Unreachable {

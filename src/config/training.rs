@@ -28,8 +28,14 @@ pub enum AdapterKind {
 pub struct Training {
     /// Name of a declared target.
     pub target: String,
-    /// Hugging Face repo ID or a path on the target.
+    /// Hugging Face repo ID or a path on the target; with `upload_base_model`, a local
+    /// directory (relative to the project) to upload.
     pub base_model: String,
+    /// `base_model` is a local directory that each run uploads to its target
+    /// (`<run dir>/base_model/`, through the target's blob cache, issue 21); a local
+    /// target uses it as is.
+    #[serde(default)]
+    pub upload_base_model: bool,
     /// Kind of fine-tuning.
     pub adapter: AdapterKind,
     /// Epochs, at least 1.
@@ -194,6 +200,17 @@ pub(super) fn check(
         );
     }
     check.non_empty("training.base_model", &training.base_model);
+    if training.upload_base_model
+        && matches!(targets.get(&training.target), Some(Target::Runpod(_)))
+    {
+        check.fail(
+            "training.upload_base_model",
+            format!(
+                "not supported on the runpod target `{}`: a pod is made for the run, so set `base_model` to a Hugging Face repo ID or a path on the pod's network volume",
+                training.target
+            ),
+        );
+    }
     check.at_least("training.epochs", training.epochs.into(), 1);
     if training.learning_rate.is_nan() || training.learning_rate <= 0.0 {
         check.fail(

@@ -97,6 +97,10 @@ pub enum RunEvent {
     /// The run's job left the scheduler's queue: the run is `running` (saved in
     /// `run.json`), and its stall clocks start now.
     Started,
+    /// What the upload of a run's local base model (`training.upload_base_model`,
+    /// issue 21) sends: its files and bytes, the bytes the target's blob cache holds
+    /// already and the bytes left to send; sent before sending.
+    Upload(crate::exec::blobs::UploadSummary),
 }
 
 /// Sender of [`RunEvent`]s.
@@ -191,6 +195,15 @@ pub enum RunError {
     MergeRetrieval {
         /// Run ID.
         run_id: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The run's local base model could not be uploaded (`training.upload_base_model`,
+    /// issue 21); the reason names the directory and the step that failed.
+    #[error("target `{target}`: {reason}")]
+    Upload {
+        /// Target name.
+        target: String,
         /// What failed.
         reason: String,
     },

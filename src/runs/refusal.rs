@@ -44,6 +44,13 @@ pub enum Refusal {
         /// What is wrong, naming the keys.
         reason: String,
     },
+    /// `training.upload_base_model` cannot be honoured: the local directory is missing
+    /// or not a directory, or the target cannot take an upload (issue 21).
+    #[error("{reason}")]
+    BaseModel {
+        /// What is wrong, naming the keys and the path.
+        reason: String,
+    },
     /// `--resume-from` names a run that is not stopped (RUN-35).
     #[error(
         "run `{run_id}` is {}, not stopped: only a run stopped with `train stop` can be resumed",

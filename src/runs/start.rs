@@ -22,6 +22,14 @@ use crate::train::template::Decision;
 /// a Runpod run's SSH files and pod record.
 pub const NEVER_UPLOADED: [&str; 3] = ["run.json", "ssh", "pod.json"];
 
+/// The directory of a run on its target that holds its uploaded base model
+/// (`training.upload_base_model`, issue 21).
+pub const BASE_MODEL_DIR: &str = "base_model";
+
+/// The project's file of local SHA-256 digests (by path, size and modification time)
+/// of the base models it uploaded, under its `.overbrainer/` state directory.
+pub const DIGEST_CACHE: &str = "digests.json";
+
 /// What `train` was asked.
 #[derive(Debug, Clone, Default)]
 pub struct StartOptions {
@@ -115,6 +123,71 @@ pub fn eval_data_problem(
     )
 }
 
+/// The directory the run uploads its base model from: `training.base_model` relative
+/// to the project (an absolute path as is); `None` without `training.upload_base_model`.
+#[must_use]
+pub fn local_base_model(project: &Project, training: &Training) -> Option<PathBuf> {
+    training.upload_base_model.then(|| {
+        let dir = project.root().join(&training.base_model);
+        std::path::absolute(&dir).unwrap_or(dir)
+    })
+}
+
+/// Why the local base model of `training.upload_base_model` cannot be uploaded: its
+/// directory is missing or not a directory. `None` when it is one, without
+/// `upload_base_model` and without a `[training]` section.
+#[must_use]
+pub fn base_model_problem(project: &Project, settings: &Settings) -> Option<String> {
+    let dir = local_base_model(project, settings.training.as_ref()?)?;
+    match std::fs::metadata(&dir) {
+        Ok(meta) if meta.is_dir() => None,
+        Ok(_) => Some(format!(
+            "`training.base_model` (`{}`) is not a directory, but `training.upload_base_model` is set: name the model's local directory, or unset `upload_base_model` for a Hugging Face repo ID or a path on the target",
+            dir.display()
+        )),
+        Err(error) => Some(format!(
+            "`training.base_model` (`{}`) cannot be read ({error}), but `training.upload_base_model` is set: name the model's local directory, or unset `upload_base_model` for a Hugging Face repo ID or a path on the target",
+            dir.display()
+        )),
+    }
+}
+
+/// Where the run's uploaded base model lives in its target directory `remote_dir`.
+fn uploaded_base_model(remote_dir: &str) -> String {
+    format!("{}/{BASE_MODEL_DIR}", remote_dir.trim_end_matches('/'))
+}
+
+/// Whether the run's job sees the local base model of `upload_base_model` where it is
+/// (a local target without a container); elsewhere it gets a copy in its run
+/// directory ([`BaseModel`]).
+fn in_place(target: &Resolved) -> bool {
+    target.kind == TargetKind::Local && matches!(target.runtime, JobRuntime::Native { .. })
+}
+
+/// `training` as a run on `target` in `remote_dir` uses it: with `upload_base_model`,
+/// `base_model` is the local directory's absolute path where the job sees it
+/// ([`in_place`]), else the run's copy: `<remote_dir>/base_model`, or
+/// `/workspace/run/base_model` inside a container (where the run directory is
+/// mounted).
+fn effective(
+    project: &Project,
+    training: &Training,
+    target: &Resolved,
+    remote_dir: &str,
+) -> Training {
+    let mut training = training.clone();
+    if let Some(local) = local_base_model(project, &training) {
+        training.base_model = if in_place(target) {
+            local.to_string_lossy().into_owned()
+        } else if matches!(target.runtime, JobRuntime::Container { .. }) {
+            uploaded_base_model(crate::exec::CONTAINER_RUN_DIR)
+        } else {
+            uploaded_base_model(remote_dir)
+        };
+    }
+    training
+}
+
 /// Where the run's train and eval data come from, and the resume checkpoint.
 pub(super) struct Inputs {
     pub(super) train: PathBuf,
@@ -128,6 +201,7 @@ pub(super) struct Inputs {
 fn resume_inputs(
     project: &Project,
     training: &Training,
+    target: &Resolved,
     from: &str,
     has_eval: bool,
 ) -> Result<Inputs, RunError> {
@@ -171,7 +245,10 @@ fn resume_inputs(
         path: yaml_path,
         source,
     })?;
-    let new = axolotl::config(training, Some(&snapshot.checkpoint), has_eval).map_err(|e| {
+    // The stopped run's base model was its own upload (or the same local directory):
+    // the resume's is the same tree, uploaded again through the blob cache.
+    let training = effective(project, training, target, &stopped.dir);
+    let new = axolotl::config(&training, Some(&snapshot.checkpoint), has_eval).map_err(|e| {
         Refusal::Axolotl {
             reason: e.to_string(),
         }
@@ -275,13 +352,25 @@ pub(super) fn check(
         .clone()
         .unwrap_or_else(|| training.target.clone());
     let target = target::resolve(settings, &target_name)?;
+    if training.upload_base_model && target.kind == TargetKind::Runpod {
+        return Err(Refusal::BaseModel {
+            reason: format!(
+                "`training.upload_base_model` is not supported on the runpod target `{}`: a pod is made for the run, so set `base_model` to a Hugging Face repo ID or a path on the pod's network volume",
+                target.name
+            ),
+        }
+        .into());
+    }
+    if let Some(reason) = base_model_problem(project, settings) {
+        return Err(Refusal::BaseModel { reason }.into());
+    }
     let data = project.data_dir();
     let inputs = if let Some(from) = &options.resume_from {
         if !id::is_valid(from) {
             return Err(RunError::BadRunId(from.clone()));
         }
         let stopped_eval = project.run_dir(from).join(EVAL_DATA);
-        resume_inputs(project, training, from, non_empty(&stopped_eval))?
+        resume_inputs(project, training, &target, from, non_empty(&stopped_eval))?
     } else {
         let train = data.join(TRAIN_DATA);
         if !non_empty(&train) {
@@ -308,14 +397,9 @@ pub(super) fn check(
     {
         return Err(Refusal::Axolotl { reason: problem }.into());
     }
-    let yaml = axolotl::render(
-        training,
-        inputs.resume.as_ref().map(|(name, _)| name.as_str()),
-        inputs.eval.is_some(),
-    )
-    .map_err(|e| Refusal::Axolotl {
-        reason: e.to_string(),
-    })?;
+    // The run directory on the target is not known yet: `start` renders again once
+    // claimed ([`render`]).
+    let yaml = render(&effective(project, training, &target, "<run dir>"), &inputs)?;
     if target.kind == TargetKind::Local {
         if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
             let program = Path::new(venv).join("bin").join(PROGRAM);
@@ -330,6 +414,21 @@ pub(super) fn check(
         }
     }
     Ok((target, inputs, yaml))
+}
+
+/// The run's `axolotl.yaml` from `training` (as [`effective`] makes it) and its inputs.
+fn render(training: &Training, inputs: &Inputs) -> Result<String, RunError> {
+    axolotl::render(
+        training,
+        inputs.resume.as_ref().map(|(name, _)| name.as_str()),
+        inputs.eval.is_some(),
+    )
+    .map_err(|e| {
+        Refusal::Axolotl {
+            reason: e.to_string(),
+        }
+        .into()
+    })
 }
 
 /// Whether the run `options` asks for is on a `runpod` target (an unknown target is
@@ -384,7 +483,7 @@ pub async fn start(
     options: &StartOptions,
     events: &Events,
 ) -> Result<Started, RunError> {
-    let (target, inputs, yaml) = check(project, settings, provenance, options)?;
+    let (target, inputs, _) = check(project, settings, provenance, options)?;
     let training = training(settings)?;
     if options.keep_pod {
         return Err(Refusal::KeepPodNotRunpod {
@@ -409,7 +508,21 @@ pub async fn start(
     check_remote_venv(&executor, &target).await?;
     target::check_engine(&executor, &target.name, &target.runtime).await?;
     super::slurm::check(&executor, &target).await?;
-    match super::template::check(&executor, &target, training, &inputs.train).await? {
+    // A base model still to copy into the run directory is read here, before it is.
+    let local_base = local_base_model(project, training).filter(|_| !in_place(&target));
+    let mut read = training.clone();
+    if let Some(local) = local_base_model(project, training) {
+        read.base_model = local.to_string_lossy().into_owned();
+    }
+    match super::template::check(
+        &executor,
+        &target,
+        &read,
+        local_base.is_some(),
+        &inputs.train,
+    )
+    .await?
+    {
         Decision::Fine => {}
         Decision::Warn(text) => emit(
             events,
@@ -466,15 +579,27 @@ pub async fn start(
     };
     record.save(&runs_dir)?;
 
-    let result = match prepare(&local_dir, &inputs, &yaml) {
-        Ok(()) => {
-            launch(
-                &executor, settings, &target, &record, &local_dir, merge, secrets,
-            )
-            .await
-        }
-        Err(error) => Err(error),
+    let training = effective(project, training, &target, &remote_dir);
+    let settings = Settings {
+        training: Some(training.clone()),
+        ..settings.clone()
     };
+    let result =
+        match render(&training, &inputs).and_then(|yaml| prepare(&local_dir, &inputs, &yaml)) {
+            Ok(()) => {
+                let base = local_base.map(|dir| BaseModel {
+                    local: dir,
+                    digests: project.state_dir().join(DIGEST_CACHE),
+                    events: events.clone(),
+                    target: target.name.clone(),
+                });
+                launch(
+                    &executor, &settings, &target, &record, &local_dir, merge, secrets, base,
+                )
+                .await
+            }
+            Err(error) => Err(error),
+        };
     match result {
         Ok(job) => {
             transitions::started(&mut record, job);
@@ -522,7 +647,67 @@ pub(super) fn prepare(local_dir: &Path, inputs: &Inputs, yaml: &str) -> Result<(
     Ok(())
 }
 
+/// A local base model to upload into the run directory on the target
+/// (`training.upload_base_model`), or to link there on a local target whose job runs
+/// in a container (which sees the run directory only).
+struct BaseModel {
+    /// Its directory here.
+    local: PathBuf,
+    /// The project's digest cache file ([`DIGEST_CACHE`]).
+    digests: PathBuf,
+    /// Where the upload's summary goes before sending.
+    events: Events,
+    /// The target's name, for messages.
+    target: String,
+}
+
+impl BaseModel {
+    /// Uploads the model into `<remote_dir>/base_model` through the target's blob
+    /// cache (issue 21), saying what it sends first, and keeps the local digests.
+    async fn upload(&self, executor: &AnyExecutor, remote_dir: &str) -> Result<(), RunError> {
+        if matches!(executor, AnyExecutor::Local(_)) {
+            let to = Path::new(remote_dir).join(BASE_MODEL_DIR);
+            return link_or_copy(&self.local, &to)
+                .map_err(|source| RunError::Io { path: to, source });
+        }
+        let mut cache = crate::exec::blobs::DigestCache::load(&self.digests);
+        let events = &self.events;
+        let uploaded = crate::exec::blobs::upload_tree(
+            executor,
+            &self.local,
+            &uploaded_base_model(remote_dir),
+            &mut cache,
+            |summary| emit(events, RunEvent::Upload(*summary)),
+        )
+        .await;
+        // The digests computed are kept even when the upload failed.
+        if let Err(error) = cache.save(&self.digests) {
+            tracing::debug!("cannot keep the digest cache: {error:#}");
+        }
+        let uploaded = uploaded.map_err(|error| RunError::Upload {
+            target: self.target.clone(),
+            reason: format!(
+                "cannot upload the base model `{}`: {error:#}",
+                self.local.display()
+            ),
+        })?;
+        if uploaded.copied {
+            emit(
+                events,
+                RunEvent::Warning(RunWarning::BlobsCopied {
+                    target: self.target.clone(),
+                }),
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Uploads (SSH) and starts the job.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the start's pieces, each used once"
+)]
 async fn launch(
     executor: &AnyExecutor,
     settings: &Settings,
@@ -531,6 +716,7 @@ async fn launch(
     local_dir: &Path,
     merge: bool,
     secrets: Vec<(String, SecretString)>,
+    base: Option<BaseModel>,
 ) -> Result<crate::exec::JobHandle, RunError> {
     let exec = |source| RunError::Exec {
         target: target.name.clone(),
@@ -542,6 +728,9 @@ async fn launch(
             .upload(local_dir, &record.dir, &skip)
             .await
             .map_err(exec)?;
+    }
+    if let Some(base) = &base {
+        Box::pin(base.upload(executor, &record.dir)).await?;
     }
     let mut runtime = target.runtime.clone();
     if let crate::exec::JobRuntime::Container { tools_cache, .. } = &mut runtime {

@@ -60,3 +60,82 @@ fn regression_a_data_file_of_blank_lines_or_a_byte_order_mark_alone_holds_no_rec
     assert!(!non_empty(&dir.path().join("missing.jsonl")));
     assert!(!non_empty(dir.path()));
 }
+
+fn resolved(kind: TargetKind, container: bool) -> Resolved {
+    Resolved {
+        name: "t".to_owned(),
+        kind,
+        runtime: if container {
+            crate::exec::JobRuntime::Container {
+                engine: crate::config::Engine::Docker,
+                image: "img".to_owned(),
+                tools_cache: None,
+            }
+        } else {
+            crate::exec::JobRuntime::Native { venv: None }
+        },
+        host: None,
+        workdir: None,
+        runpod: None,
+        slurm: None,
+        gpu_count: 1,
+    }
+}
+
+fn upload_settings(base: &str, upload: bool) -> Settings {
+    let text = format!(
+        "[project]\nname = \"x\"\n\n[training]\ntarget = \"t\"\nbase_model = \"{base}\"\nadapter = \"lora\"\nupload_base_model = {upload}\n\n[targets.t]\nkind = \"ssh\"\n"
+    );
+    toml::from_str(&text).unwrap()
+}
+
+// Issue 21: `upload_base_model` points `base_model` at the run's uploaded copy on a
+// remote target (inside a container: where the run directory is mounted), at the local
+// directory itself on a local one without a container, and leaves it alone when unset; a missing directory or a file is a problem naming both keys and the path.
+#[test]
+fn an_uploaded_base_model_is_the_run_directory_copy_and_must_be_a_local_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("overbrainer.toml"), "").unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    let settings = upload_settings("models/tiny", true);
+    let training = settings.training.as_ref().unwrap();
+    let local = project.root().join("models/tiny");
+    assert_eq!(local_base_model(&project, training), Some(local.clone()));
+    let base = |kind, container| {
+        effective(&project, training, &resolved(kind, container), "/w/r_1/").base_model
+    };
+    assert_eq!(base(TargetKind::Ssh, false), "/w/r_1/base_model");
+    assert_eq!(base(TargetKind::Slurm, false), "/w/r_1/base_model");
+    assert_eq!(base(TargetKind::Local, false), local.to_string_lossy());
+    assert_eq!(base(TargetKind::Ssh, true), "/workspace/run/base_model");
+    assert_eq!(base(TargetKind::Local, true), "/workspace/run/base_model");
+
+    let problem = base_model_problem(&project, &settings).unwrap();
+    assert!(
+        problem.contains(&format!("`training.base_model` (`{}`)", local.display()))
+            && problem.contains("`training.upload_base_model` is set"),
+        "{problem}"
+    );
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    std::fs::write(&local, "x").unwrap();
+    let problem = base_model_problem(&project, &settings).unwrap();
+    assert!(problem.contains("is not a directory"), "{problem}");
+    std::fs::remove_file(&local).unwrap();
+    std::fs::create_dir(&local).unwrap();
+    assert_eq!(base_model_problem(&project, &settings), None);
+
+    let plain = upload_settings("Qwen/Qwen2.5-0.5B", false);
+    let training = plain.training.as_ref().unwrap();
+    assert_eq!(local_base_model(&project, training), None);
+    assert_eq!(base_model_problem(&project, &plain), None);
+    assert_eq!(
+        effective(
+            &project,
+            training,
+            &resolved(TargetKind::Ssh, true),
+            "/w/r_1"
+        )
+        .base_model,
+        "Qwen/Qwen2.5-0.5B"
+    );
+}

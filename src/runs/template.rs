@@ -64,6 +64,40 @@ async fn read(
     Ok((!bytes.is_empty()).then(|| String::from_utf8_lossy(&bytes).into_owned()))
 }
 
+/// A base model file's text, from the target or, with `here`, from this machine (a
+/// base model still to upload, `training.upload_base_model`); `None` when it is
+/// missing or empty.
+async fn read_base(
+    executor: &AnyExecutor,
+    target: &str,
+    here: bool,
+    path: &str,
+) -> Result<Option<String>, RunError> {
+    use std::io::Read as _;
+    if !here {
+        return read(executor, target, path).await;
+    }
+    let mut bytes = Vec::new();
+    match std::fs::File::open(path) {
+        Ok(file) => {
+            file.take(READ_LIMIT)
+                .read_to_end(&mut bytes)
+                .map_err(|source| RunError::Io {
+                    path: path.into(),
+                    source,
+                })?;
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(RunError::Io {
+                path: path.into(),
+                source,
+            });
+        }
+    }
+    Ok((!bytes.is_empty()).then(|| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
 /// Axolotl's template `name` from its installation on the target; `Err` says why it
 /// cannot be read.
 async fn named(executor: &AnyExecutor, target: &Resolved, name: &str) -> Result<Template, String> {
@@ -99,6 +133,7 @@ async fn find(
     executor: &AnyExecutor,
     target: &Resolved,
     training: &Training,
+    here: bool,
 ) -> Result<Result<(Template, String), String>, RunError> {
     match template::choice(training) {
         Choice::Named(name) => Ok(named(executor, target, &name)
@@ -131,15 +166,17 @@ async fn find(
                     "the base model `{base}` is not a directory, so its template was not read"
                 )));
             }
-            let jinja = read(
+            let jinja = read_base(
                 executor,
                 &target.name,
+                here,
                 &format!("{base}/chat_template.jinja"),
             )
             .await?;
-            let config = read(
+            let config = read_base(
                 executor,
                 &target.name,
+                here,
                 &format!("{base}/tokenizer_config.json"),
             )
             .await?;
@@ -179,6 +216,8 @@ pub fn check_by_name(
 }
 
 /// The chat template decision of a run on `target` training on `train` (a local file).
+/// With `here`, `training.base_model` is a directory on this machine still to upload,
+/// read here.
 ///
 /// # Errors
 ///
@@ -188,11 +227,12 @@ pub async fn check(
     executor: &AnyExecutor,
     target: &Resolved,
     training: &Training,
+    here: bool,
     train: &Path,
 ) -> Result<Decision, RunError> {
     let (shape, has_reasoning) = data_shape(train)?;
     let unchecked = |reason: String| template::decide_by_name(training, &reason, has_reasoning);
-    Ok(match find(executor, target, training).await? {
+    Ok(match find(executor, target, training, here).await? {
         Err(reason) => unchecked(reason),
         Ok((found, what)) => match template::verdict(&found, shape.as_deref()) {
             Ok(verdict) => template::decide(&what, &verdict, has_reasoning),

@@ -34,7 +34,7 @@ pub async fn train(
         ))
         .await;
     }
-    let started = start(project, settings, provenance, env, options, events).await?;
+    let started = Box::pin(start(project, settings, provenance, env, options, events)).await?;
     let stall = crate::train::stall::Policy::of(settings.training.as_ref());
     follow(
         project,

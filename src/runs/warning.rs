@@ -50,6 +50,12 @@ pub enum RunWarning {
         /// Why no estimate was made.
         why: String,
     },
+    /// The target refused hard links from its blob cache into the run directory, so the
+    /// uploaded base model's files were copied there (issue 21).
+    BlobsCopied {
+        /// Target name.
+        target: String,
+    },
     /// `training.hub_model_id` is set; it is deprecated for `[hub] repo`.
     HubModelIdDeprecated,
     /// `[hub] after_training = true` without `OVERBRAINER_HF_TOKEN`.

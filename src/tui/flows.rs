@@ -368,6 +368,10 @@ impl Flows {
                             RunEvent::Warning(warning) => {
                                 FlowEvent::Log(Level::WARN, (hooks.warning_text)(&warning))
                             }
+                            RunEvent::Upload(summary) => FlowEvent::Log(
+                                Level::INFO,
+                                format!("uploading the base model: {summary}"),
+                            ),
                             event => FlowEvent::Run {
                                 task,
                                 event: Box::new(event),

@@ -660,3 +660,65 @@ fn completion_scripts_are_printed_for_each_shell() {
         assert!(script.contains("overbrainer"), "{shell}: {script}");
     }
 }
+
+// Issue 21: with `training.upload_base_model`, `base_model` is a local directory;
+// `config check` refuses a missing one and a file, naming both keys and the path,
+// and printing no setting; a directory (relative to the project) passes, and a runpod
+// target is refused by its key.
+#[test]
+fn config_check_refuses_an_upload_base_model_that_is_not_a_local_directory() {
+    let config = |base: &str, kind: &str| {
+        format!(
+            "[project]\nname = \"x\"\n\n[training]\ntarget = \"t\"\nbase_model = \"{base}\"\nadapter = \"lora\"\nupload_base_model = true\n\n[targets.t]\nkind = \"{kind}\"\n"
+        )
+    };
+    let project = TestProject::with_config(&config("models/tiny", "local"));
+    let check = || {
+        let output = project.cmd().args(["config", "check"]).output().unwrap();
+        let all = output_text(&output);
+        (output, all)
+    };
+    let (output, all) = check();
+    assert!(!output.status.success(), "{all}");
+    assert!(output.stdout.is_empty(), "{all}");
+    let missing = project.path().join("models/tiny");
+    assert!(
+        all.contains(&format!(
+            "`training.base_model` (`{}`) cannot be read",
+            missing.display()
+        )) && all.contains("but `training.upload_base_model` is set"),
+        "{all}"
+    );
+
+    project.write("models/tiny", "not a directory");
+    let (output, all) = check();
+    assert!(!output.status.success(), "{all}");
+    assert!(
+        all.contains(&format!(
+            "`training.base_model` (`{}`) is not a directory, but `training.upload_base_model` is set",
+            missing.display()
+        )),
+        "{all}"
+    );
+
+    std::fs::remove_file(&missing).unwrap();
+    project.write("models/tiny/config.json", "{}");
+    let (output, all) = check();
+    assert!(output.status.success(), "{all}");
+    assert!(all.contains("training.upload_base_model = true"), "{all}");
+
+    project.write(
+        "overbrainer.toml",
+        &config(
+            "models/tiny",
+            "runpod\"\ngpu_types = [\"NVIDIA A40\"]\nmax_hours = 0.5\ndata_center_ids = \"auto",
+        ),
+    );
+    let (output, all) = check();
+    assert!(!output.status.success(), "{all}");
+    assert!(
+        all.contains("training.upload_base_model")
+            && all.contains("not supported on the runpod target `t`"),
+        "{all}"
+    );
+}

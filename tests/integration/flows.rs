@@ -221,6 +221,7 @@ async fn decision(base_model: Option<&str>, extra: &str) -> Decision {
         &executor,
         &target,
         settings.training.as_ref().unwrap(),
+        false,
         &root.join("data/train.jsonl"),
     )
     .await

@@ -54,6 +54,9 @@ mod budget;
 // Flows: training runs with real Axolotl on the CPU, local and over a real `sshd`;
 // refusals before a start.
 mod training;
+// Flows: `train` uploading a local base model through the SSH target's blob cache, twice
+// (issue 21).
+mod upload_train;
 // Flows: training runs on a `slurm` target, real Axolotl inside jobs of the test's
 // single-node Slurm, and the refusals before any job (issue 19).
 mod slurm_train;

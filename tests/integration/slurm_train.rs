@@ -144,6 +144,43 @@ fn a_slurm_run_submitted_through_a_login_node_over_ssh_succeeds() {
     assert!(slurm_job(&training, id) > 0);
 }
 
+// Issue 21: a base model uploaded from the project (`upload_base_model`) through the
+// blob cache of the cluster's working directory, which its node reads; the job trains
+// on that copy.
+#[test]
+fn a_slurm_run_trains_on_a_base_model_uploaded_through_the_blob_cache() {
+    let _turn = cluster().lock();
+    let training = slurm_training(
+        &Setup {
+            base_model: Some("models/tiny"),
+            ..setup()
+        },
+        "partition = \"debug\"\n",
+    );
+    crate::upload_train::upload_tiny_model(&training);
+    let output = training
+        .cmd()
+        .args(["train", "--target", "cluster"])
+        .output()
+        .unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    let (bytes, present, sent) = crate::upload_train::summary(&text);
+    assert_eq!((present, sent), (0, bytes), "{text}");
+    let id = &training.run_ids()[0];
+    assert_trained_run(&training, id);
+    let workdir = training.project.home().join("slurm-work");
+    let yaml = std::fs::read_to_string(training.runs().join(id).join("axolotl.yaml")).unwrap();
+    let expected = format!("base_model: \"{}/{id}/base_model\"", workdir.display());
+    assert!(yaml.contains(&expected), "{expected}\n{yaml}");
+    assert!(
+        workdir
+            .join(id)
+            .join("base_model/model.safetensors")
+            .is_file()
+    );
+}
+
 /// One rule second of the pending test, in milliseconds: one rule minute is 15 s.
 const PENDING_SECOND_MS: u64 = 250;
 

@@ -479,3 +479,34 @@ fn regression_a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_
 fn regression_a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_key_docker() {
     a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_key(TestEngine::Docker);
 }
+
+// Issue 21: a local target's job in a container sees its run directory only: an
+// uploaded base model (`upload_base_model`) is linked into `runs/<id>/base_model/`
+// and `base_model` names it where the container mounts the run directory.
+#[test]
+fn a_container_run_trains_on_a_base_model_linked_into_its_run_directory_podman() {
+    let training = container_training(
+        TestEngine::Podman,
+        Setup {
+            max_steps: 2,
+            merge: false,
+            base_model: Some("models/tiny"),
+            ..Setup::default()
+        },
+        "hf_Lb7Qz2Wm",
+    );
+    crate::upload_train::upload_tiny_model(&training);
+    let output = training.cmd().arg("train").output().unwrap();
+    let text = output_text(&output);
+    assert!(output.status.success(), "{text}");
+    let id = &training.run_ids()[0];
+    let run = training.runs().join(id);
+    let yaml = std::fs::read_to_string(run.join("axolotl.yaml")).unwrap();
+    assert!(
+        yaml.contains("base_model: \"/workspace/run/base_model\""),
+        "{yaml}"
+    );
+    assert_file(&run.join("base_model/model.safetensors"));
+    assert_file(&run.join("output/adapter_model.safetensors"));
+    assert_eq!(training.record(id)["state"], "succeeded");
+}

@@ -77,21 +77,21 @@ impl DigestCache {
         self.hashed
     }
 
-    /// The SHA-256 of the regular file `path`, from the cache when its size and
-    /// modification time match, else read and remembered.
-    fn digest(
-        &mut self,
-        path: &Path,
-        meta: &std::fs::Metadata,
-    ) -> Result<String, crate::exec::ExecError> {
-        if let Some(entry) = self.entries.get(path)
-            && entry.size == meta.size()
-            && entry.mtime == meta.mtime()
-            && entry.mtime_nsec == meta.mtime_nsec()
-        {
-            return Ok(entry.sha256.clone());
-        }
-        let sha256 = crate::exec::digest::sha256_file(path)?;
+    /// The cached SHA-256 of the regular file `path` when its size and modification
+    /// time match.
+    fn cached(&self, path: &Path, meta: &std::fs::Metadata) -> Option<String> {
+        self.entries
+            .get(path)
+            .filter(|entry| {
+                entry.size == meta.size()
+                    && entry.mtime == meta.mtime()
+                    && entry.mtime_nsec == meta.mtime_nsec()
+            })
+            .map(|entry| entry.sha256.clone())
+    }
+
+    /// Remembers `sha256` as the digest of `path` at `meta`, just hashed.
+    fn remember(&mut self, path: &Path, meta: &std::fs::Metadata, sha256: &str) {
         self.hashed += 1;
         self.entries.insert(
             path.to_path_buf(),
@@ -99,16 +99,66 @@ impl DigestCache {
                 size: meta.size(),
                 mtime: meta.mtime(),
                 mtime_nsec: meta.mtime_nsec(),
-                sha256: sha256.clone(),
+                sha256: sha256.to_owned(),
             },
         );
-        Ok(sha256)
     }
 }
 
-/// Every regular file under `root` with its size and SHA-256, sorted by path.
-/// Symbolic links and other special files are refused, naming them: a blob is a
-/// regular file.
+/// The SHA-256 of each of `paths`, hashed on as many threads as there are
+/// processors (at most one per file), each taking the next file when done, so a
+/// model's shards are read side by side.
+fn hash_all(paths: &[&Path]) -> Vec<Result<String, crate::exec::ExecError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(paths.len());
+    if threads <= 1 {
+        return paths
+            .iter()
+            .map(|path| crate::exec::digest::sha256_file(path))
+            .collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<String, crate::exec::ExecError>>> =
+        (0..paths.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(path) = paths.get(index) else {
+                            break done;
+                        };
+                        done.push((index, crate::exec::digest::sha256_file(path)));
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            // A worker that panicked leaves its files unhashed: each fails below.
+            for (index, digest) in worker.join().unwrap_or_default() {
+                results[index] = Some(digest);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|digest| {
+            digest.unwrap_or_else(|| {
+                Err(crate::exec::ExecError::Protocol(
+                    "a file was not hashed".to_owned(),
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Every regular file under `root` with its size and SHA-256, sorted by path; the
+/// files not in `cache` are hashed side by side ([`hash_all`]). Symbolic links and
+/// other special files are refused, naming them: a blob is a regular file.
 ///
 /// # Errors
 ///
@@ -118,7 +168,7 @@ pub fn digest_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<L
     use anyhow::Context as _;
     let root =
         std::path::absolute(root).with_context(|| format!("cannot read `{}`", root.display()))?;
-    let mut blobs = Vec::new();
+    let mut files = Vec::new();
     let mut pending = vec![root.clone()];
     while let Some(dir) = pending.pop() {
         let entries =
@@ -131,15 +181,8 @@ pub fn digest_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<L
             if meta.is_dir() {
                 pending.push(path);
             } else if meta.is_file() {
-                let sha256 = cache
-                    .digest(&path, &meta)
-                    .with_context(|| format!("cannot read `{}`", path.display()))?;
-                let relative = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
-                blobs.push(LocalBlob {
-                    path: relative,
-                    size: meta.size(),
-                    sha256,
-                });
+                let cached = cache.cached(&path, &meta);
+                files.push((path, meta, cached));
             } else {
                 anyhow::bail!(
                     "cannot upload `{}`: not a regular file or directory",
@@ -147,6 +190,34 @@ pub fn digest_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<L
                 );
             }
         }
+    }
+    let missing: Vec<&Path> = files
+        .iter()
+        .filter(|(_, _, cached)| cached.is_none())
+        .map(|(path, _, _)| path.as_path())
+        .collect();
+    let mut hashed = hash_all(&missing).into_iter();
+    let mut blobs = Vec::with_capacity(files.len());
+    for (path, meta, cached) in &files {
+        let sha256 = if let Some(sha256) = cached {
+            sha256.clone()
+        } else {
+            let sha256 = hashed
+                .next()
+                .unwrap_or_else(|| {
+                    Err(crate::exec::ExecError::Protocol(
+                        "a file was not hashed".to_owned(),
+                    ))
+                })
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
+            cache.remember(path, meta, &sha256);
+            sha256
+        };
+        blobs.push(LocalBlob {
+            path: path.strip_prefix(&root).unwrap_or(path).to_path_buf(),
+            size: meta.size(),
+            sha256,
+        });
     }
     blobs.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(blobs)

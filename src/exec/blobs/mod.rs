@@ -10,9 +10,9 @@
 //! an upload: verifying arrived blobs, renaming them into the cache, linking the run), `upload.rs`
 //! (the whole upload over an executor).
 //!
-//! Caveat: this is the first piece of the issue; the upload itself (staging missing
-//! blobs, verifying and renaming them on the target, linking the run directory) is
-//! not wired into `runs::start` yet.
+//! `runs::start` uploads a run's local base model through [`upload_tree`] when
+//! `training.upload_base_model` is set, with the project's digest cache in
+//! `.overbrainer/digests.json`.
 
 mod local;
 mod place;

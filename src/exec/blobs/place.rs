@@ -1,5 +1,5 @@
 //! The target side of an upload through the blob cache: [`place_script`] verifies
-//! the blobs that arrived in an incoming directory, renames each verified one into
+//! the blobs that arrived in an incoming directory (hashed several at once), renames each verified one into
 //! `sha256/<digest>` (an atomic rename: two runs placing the same blob at once
 //! both leave one intact blob, the later rename replacing identical content), and
 //! hard-links every file of the tree into the run directory, copying where hard
@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::remote::{BLOBS_DIR, is_digest};
+use super::remote::{BLOBS_DIR, PARALLEL_SUMS, is_digest};
 use crate::exec::ExecError;
 use crate::exec::runtime::shell_path;
 use crate::shell::quote;
@@ -66,17 +66,24 @@ ob_run={run_dir}
 ob_copied=
 mkdir -p -- "$ob_blobs" "$ob_run" || exit 1
 if [ -d "$ob_in" ]; then
+  ob_sums=$ob_in.sums
+  mkdir -p -- "$ob_sums" || exit 1
+{PARALLEL_SUMS}  for ob_f in "$ob_in"/*; do
+    if [ -f "$ob_f" ]; then ob_sum "$ob_f" "$ob_sums/${{ob_f##*/}}"; fi
+  done
+  wait
   for ob_f in "$ob_in"/*; do
     [ -f "$ob_f" ] || continue
     ob_h=${{ob_f##*/}}
-    ob_s=$(LC_ALL=C sha256sum < "$ob_f") || exit 1
+    read -r ob_s < "$ob_sums/$ob_h" || ob_s=
     if [ "${{ob_s%% *}}" != "$ob_h" ]; then
+      rm -rf -- "$ob_sums"
       echo "blob $ob_h arrived corrupted" >&2
       exit 4
     fi
     mv -f -- "$ob_f" "$ob_blobs/$ob_h" || exit 1
   done
-  rm -rf -- "$ob_in"
+  rm -rf -- "$ob_sums" "$ob_in"
 fi
 ob_link() {{
   [ -f "$ob_blobs/$1" ] || {{ echo "blob $1 for $2 is missing from the cache" >&2; exit 5; }}

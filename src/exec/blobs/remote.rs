@@ -2,7 +2,7 @@
 //! `<workdir>/`[`BLOBS_DIR`]`/sha256/<digest>` and the parsers of their answers.
 //!
 //! [`check_script`] tells, for each digest, whether its blob is there and intact
-//! (read again with `sha256sum`): a blob whose content does not match its name is
+//! (read again with `sha256sum`, several blobs at once, [`PARALLEL_SUMS`]): a blob whose content does not match its name is
 //! removed and answered as corrupted, so it is sent again and never linked.
 //! [`prune_script`] removes the blobs that no run directory links to (link count 1)
 //! and answers each one's size.
@@ -18,6 +18,19 @@ use std::collections::BTreeMap;
 
 use super::super::runtime::shell_path;
 use crate::exec::ExecError;
+
+/// The shell function `ob_sum FILE OUT`: writes `sha256sum`'s line for `FILE` into
+/// `OUT` in the background, as many at once as the target has processors (a model's
+/// shards are hashed side by side); the script `wait`s before reading the sums.
+pub(super) const PARALLEL_SUMS: &str = r#"ob_n=$(getconf _NPROCESSORS_ONLN 2>/dev/null) || ob_n=1
+case $ob_n in ''|*[!0-9]*|0) ob_n=1;; esac
+ob_i=0
+ob_sum() {
+  (LC_ALL=C sha256sum < "$1" > "$2" 2>/dev/null) &
+  ob_i=$((ob_i + 1))
+  if [ "$ob_i" -ge "$ob_n" ]; then wait; ob_i=0; fi
+}
+"#;
 
 /// The cache's directory under a target's working directory.
 pub const BLOBS_DIR: &str = ".cache/blobs";
@@ -69,9 +82,14 @@ pub fn check_script(workdir: &str, digests: &[&str]) -> Result<String, ExecError
     Ok(format!(
         r#"set -u
 ob_dir={dir}
+ob_sums=$(mktemp -d 2>/dev/null) || {{ echo "cannot create a temporary directory" >&2; exit 1; }}
+{PARALLEL_SUMS}for ob_h in {words}; do
+  if [ -f "$ob_dir/$ob_h" ]; then ob_sum "$ob_dir/$ob_h" "$ob_sums/$ob_h"; fi
+done
+wait
 for ob_h in {words}; do
-  if [ -f "$ob_dir/$ob_h" ]; then
-    ob_s=$(LC_ALL=C sha256sum < "$ob_dir/$ob_h" 2>/dev/null) || ob_s=
+  if [ -f "$ob_sums/$ob_h" ]; then
+    read -r ob_s < "$ob_sums/$ob_h" || ob_s=
     if [ "${{ob_s%% *}}" = "$ob_h" ]; then
       echo "H $ob_h"
     else
@@ -82,6 +100,7 @@ for ob_h in {words}; do
     echo "M $ob_h"
   fi
 done
+rm -rf -- "$ob_sums"
 "#,
         dir = sha256_dir(workdir),
     ))

@@ -73,7 +73,8 @@ fn unique_name() -> String {
 
 /// Uploads the regular files of the local directory `local` into the target
 /// directory `run_dir` through the blob cache under the executor's working
-/// directory, calling `on_summary` with what will be sent before sending it.
+/// directory, calling `on_summary` with what will be sent before sending it. The
+/// local files are hashed on Tokio's blocking pool, through `cache`.
 ///
 /// # Errors
 ///
@@ -86,7 +87,17 @@ pub async fn upload_tree<E: ChangingScripts>(
     cache: &mut DigestCache,
     on_summary: impl FnOnce(&UploadSummary),
 ) -> anyhow::Result<Uploaded> {
-    let blobs = digest_tree(local, cache)?;
+    // Hashing a multi-gigabyte model blocks: it runs on the blocking pool.
+    let root = local.to_owned();
+    let mut owned = std::mem::take(cache);
+    let (blobs, owned) = tokio::task::spawn_blocking(move || {
+        let blobs = digest_tree(&root, &mut owned);
+        (blobs, owned)
+    })
+    .await
+    .context("the hashing of the local files failed")?;
+    *cache = owned;
+    let blobs = blobs?;
     let digests: Vec<&str> = blobs
         .iter()
         .map(|blob| blob.sha256.as_str())

@@ -61,6 +61,7 @@ impl Metrics {
             | RunEvent::Pod(_)
             | RunEvent::Scheduler(_)
             | RunEvent::Pending(_)
+            | RunEvent::Upload(_)
             | RunEvent::Started => {}
         }
     }

@@ -44,6 +44,7 @@ fn label(effect: &Effect) -> String {
         Effect::Emit(RunEvent::Scheduler(note)) => format!("scheduler {note}"),
         Effect::Emit(RunEvent::Pending(note)) => format!("pending: {note}"),
         Effect::Emit(RunEvent::Started) => "started".into(),
+        Effect::Emit(RunEvent::Upload(summary)) => format!("upload {summary}"),
         Effect::Emit(RunEvent::Warning(warning)) => match warning {
             RunWarning::Unreachable {
                 failures, limit, ..
