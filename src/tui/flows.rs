@@ -211,6 +211,18 @@ impl Flows {
         });
     }
 
+    /// Reads `data/` on the blocking pool (TUI-31).
+    fn spawn_read_dataset(&self) {
+        let data = crate::dataset::DataFiles::new(&self.config.get().project.data_dir());
+        let topics = self.topics();
+        let sender = self.sender.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
+                &data, &topics,
+            )));
+        });
+    }
+
     /// Reads a Runpod listing with the configuration in use (TUI-21..TUI-23, TUI-43).
     fn spawn_read_runpod(&self, ask: super::app::RunpodAsk) {
         let context = self.config.get();
@@ -311,16 +323,7 @@ impl Flows {
                     send_spend(&sender, &root, &budget);
                 });
             }
-            Work::ReadDataset => {
-                let data = crate::dataset::DataFiles::new(&self.config.get().project.data_dir());
-                let topics = self.topics();
-                let sender = self.sender.clone();
-                tokio::task::spawn_blocking(move || {
-                    let _ = sender.send(FlowEvent::Dataset(crate::dataset::listing::list(
-                        &data, &topics,
-                    )));
-                });
-            }
+            Work::ReadDataset => self.spawn_read_dataset(),
             Work::DeleteData(target) => self.spawn_delete(target),
             work @ (Work::SaveConfig { .. } | Work::UndoConfig(_) | Work::RereadConfig) => {
                 self.spawn_config(work);
