@@ -209,6 +209,10 @@ pub struct App {
     /// The hints of Runpod targets' `gpu_count` and `max_hours` by target: the
     /// configuration's generation each was read for, and its text once read (TUI-24).
     hints: BTreeMap<String, (u64, Option<String>)>,
+    /// Runpod reads asked so far (each read's number).
+    runpod_reads: u64,
+    /// The read a picker waits for (one at a time).
+    pick_awaited: Option<u64>,
 }
 
 /// The writes of `overbrainer.toml` from the Project view.
@@ -255,6 +259,8 @@ impl App {
             confirm: None,
             volumes: None,
             hints: BTreeMap::new(),
+            runpod_reads: 0,
+            pick_awaited: None,
         }
     }
 
@@ -630,7 +636,10 @@ impl App {
             self.menu = None;
             self.help = false;
             self.picker = None;
-            self.confirm = None;
+            // A confirmed start whose choice is being saved goes on (TUI-44).
+            if !self.confirm.as_ref().is_some_and(|c| c.saving) {
+                self.confirm = None;
+            }
             return self.apply(if asked { Action::QuitNow } else { Action::Quit });
         }
         if let Some(at) = self.menu {
@@ -834,6 +843,7 @@ impl App {
 
     fn edit_config(&mut self, changes: Vec<crate::config::edit::Change>) -> Vec<Work> {
         self.sync_used();
+        let changes = self.with_volume_center(changes);
         if let Some(why) = self
             .write_refused(changes.iter().map(crate::config::edit::Change::key))
             .or_else(|| self.volume_refusal(&changes))
@@ -903,7 +913,7 @@ impl App {
         self.settle_quit();
         match confirm {
             Some((written, why)) => self.confirm_saved(written, why.as_deref()),
-            None => Vec::new(),
+            None => self.refresh_confirm(),
         }
     }
 

@@ -48,6 +48,8 @@ pub struct StartConfirm {
     data_center_ids: Option<ListOrAuto>,
     /// `y` was pressed: the picks are being saved, the start follows.
     pub saving: bool,
+    /// The number of the catalog read it waits for.
+    pub read_seq: u64,
 }
 
 fn to_list_or_auto(picked: &Picked) -> Option<ListOrAuto> {
@@ -92,7 +94,14 @@ impl StartConfirm {
             gpu_types: None,
             data_center_ids: None,
             saving: false,
+            read_seq: 0,
         }
+    }
+
+    /// The target, model and data lines.
+    #[must_use]
+    pub fn base(&self) -> &[String] {
+        &self.base
     }
 
     /// The VRAM estimate shown, once read.

@@ -336,7 +336,7 @@ async fn the_tui_reads_the_catalog_with_the_estimate_and_previews_the_start() {
     );
     assert!(
         text.contains(
-            "auto    would pick NVIDIA A40 (48 GB, USD 0.40/h) now; in order, 2 per pod:"
+            "auto    would pick NVIDIA A40 (48 GB, USD 0.80/h) now; in order, 2 per pod:"
         ),
         "{text}"
     );
@@ -349,7 +349,7 @@ async fn the_tui_reads_the_catalog_with_the_estimate_and_previews_the_start() {
         "the B200: {text}"
     );
     assert!(
-        text.contains("max_cost_usd = 1: snapshot at USD 0.95, pod deleted at USD 1.00"),
+        text.contains("max_cost_usd = 1: snapshot at USD 0.00 (95%, or 15 min before the cap), pod deleted at USD 1.00"),
         "{text}"
     );
     assert!(

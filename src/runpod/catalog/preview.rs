@@ -15,6 +15,10 @@ pub const AUTO_SHOWN: usize = 5;
 /// Share of `max_cost_usd` at which the pod is snapshotted (POD-41).
 pub const SNAPSHOT_SHARE: f64 = 0.95;
 
+/// How long before the cap is reached the snapshot is asked at the latest (POD-41: 15
+/// minutes), in hours.
+pub const SNAPSHOT_LEAD_HOURS: f64 = 0.25;
+
 /// How well a GPU type's memory fits the VRAM estimate (POD-20).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fit {
@@ -108,6 +112,9 @@ pub struct Preview {
     pub max_hours: f64,
     /// `max_cost_usd`.
     pub cap: Option<f64>,
+    /// `data_center_ids = "auto"` with listed types: the data centers it would pick, or
+    /// why there are none (POD-14, POD-16).
+    pub centers: Option<Result<Vec<String>, String>>,
 }
 
 /// The floor of `"auto"`: `min_vram_gb` when set, else the estimate (POD-19).
@@ -118,6 +125,43 @@ pub fn floor(target: &RunpodTarget, estimate: &Result<f64, String>) -> Floor {
         (None, Ok(gb)) => Floor::Estimate(*gb),
         (None, Err(_)) => Floor::None,
     }
+}
+
+/// The stock of `gpu` where the target may place it: the best of its listed data
+/// centers, else overall (POD-7).
+fn stock(target: &RunpodTarget, gpu: &CatalogGpu) -> Stock {
+    match &target.data_center_ids {
+        Some(ListOrAuto::List(ids)) => ids
+            .iter()
+            .map(|id| gpu.stock_in(id))
+            .max()
+            .unwrap_or(Stock::None),
+        _ => gpu.availability,
+    }
+}
+
+/// With listed types and `data_center_ids = "auto"`: the data centers it would pick, or
+/// POD-16's error.
+fn listed_auto_centers(
+    target: &RunpodTarget,
+    gpus: &[CatalogGpu],
+) -> Option<Result<Vec<String>, String>> {
+    let (ListOrAuto::List(ids), Some(ListOrAuto::Auto(_))) =
+        (&target.gpu_types, &target.data_center_ids)
+    else {
+        return None;
+    };
+    let types: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let centers = super::auto::auto_data_centers(gpus, &types);
+    Some(if centers.is_empty() {
+        Err(super::auto::AutoError::NoDataCenter {
+            types: types.join(", "),
+            gpu_count: target.gpu_count,
+        }
+        .to_string())
+    } else {
+        Ok(centers)
+    })
 }
 
 /// The pod's price of one type: its Secure Cloud price times `gpu_count`.
@@ -139,6 +183,7 @@ impl Preview {
         let fit_of = |vram: u32| Fit::of(vram, estimate.as_ref().ok().copied());
         let find = |id: &str| gpus.iter().find(|g| g.secure && g.id == id);
         let floor = floor(target, &estimate);
+        let stock_of = |g: &CatalogGpu| stock(target, g);
         let (types, auto, all): (Vec<TypeRow>, AutoPick, Vec<Option<f64>>) = match &target.gpu_types
         {
             ListOrAuto::List(ids) => {
@@ -151,7 +196,7 @@ impl Preview {
                             listed: gpu.is_some(),
                             vram: gpu.map_or(0, |g| g.memory),
                             pod_price: pod_price(gpu, count),
-                            stock: gpu.map_or(Stock::None, |g| g.availability),
+                            stock: gpu.map_or(Stock::None, stock_of),
                             fit: gpu.map_or(Fit::Unknown, |g| fit_of(g.memory)),
                         }
                     })
@@ -187,7 +232,7 @@ impl Preview {
                                     listed: true,
                                     vram: c.vram,
                                     pod_price: c.price.map(|p| p * f64::from(count)),
-                                    stock: gpu.map_or(Stock::None, |g| g.availability),
+                                    stock: gpu.map_or(Stock::None, stock_of),
                                     fit: fit_of(c.vram),
                                 }
                             })
@@ -213,6 +258,7 @@ impl Preview {
             unknown_prices: all.iter().any(Option::is_none),
             max_hours: target.max_hours,
             cap: target.max_cost_usd,
+            centers: listed_auto_centers(target, gpus),
         }
     }
 
@@ -287,15 +333,35 @@ impl Preview {
                 "GPUs    the listed types, tried in order, {} per pod:",
                 self.gpu_count
             )),
-            AutoPick::Order(order) => lines.push(format!(
-                "auto    would pick {} now; in order, {} per pod:",
-                order.first().map_or_else(String::new, describe),
-                self.gpu_count
-            )),
+            AutoPick::Order(order) => {
+                let first = order.first().map_or_else(String::new, |c| {
+                    // The pod's price, as the rows below show it (TUI-43).
+                    describe(&Candidate {
+                        price: c.price.map(|p| p * f64::from(self.gpu_count)),
+                        ..c.clone()
+                    })
+                });
+                let centers = order
+                    .first()
+                    .filter(|c| !c.data_centers.is_empty())
+                    .map(|c| format!(" in {}", c.data_centers.join(", ")))
+                    .unwrap_or_default();
+                lines.push(format!(
+                    "auto    would pick {first}{centers} now; in order, {} per pod:",
+                    self.gpu_count
+                ));
+            }
             AutoPick::Nothing(why) => lines.push(format!("auto    would find nothing: {why}")),
         }
         for row in &self.types {
             lines.push(type_line(row));
+        }
+        match &self.centers {
+            Some(Ok(ids)) => lines.push(format!("        data centers (auto): {}", ids.join(", "))),
+            Some(Err(why)) => {
+                lines.push(format!("warning {why}: the run would fail before any pod"));
+            }
+            None => {}
         }
         if self.more > 0 {
             lines.push(format!("        … and {} more", self.more));
@@ -316,10 +382,14 @@ impl Preview {
             (None, _) => format!("cost    unknown: no listed price (max_hours = {hours})"),
         });
         if let Some(cap) = self.cap {
+            // POD-41: the snapshot at 95% of the cap, or 15 minutes before it when that
+            // is earlier (at the highest rate).
+            let snapshot = self.highest_rate.map_or(cap * SNAPSHOT_SHARE, |rate| {
+                (cap * SNAPSHOT_SHARE).min((cap - rate * SNAPSHOT_LEAD_HOURS).max(0.0))
+            });
             lines.push(format!(
-                "cap     max_cost_usd = {}: snapshot at USD {:.2}, pod deleted at USD {cap:.2}",
+                "cap     max_cost_usd = {}: snapshot at USD {snapshot:.2} (95%, or 15 min before the cap), pod deleted at USD {cap:.2}",
                 trim(cap),
-                cap * SNAPSHOT_SHARE
             ));
             if let Some(smallest) = self.cap_too_small() {
                 lines.push(format!(

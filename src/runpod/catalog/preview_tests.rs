@@ -1,6 +1,6 @@
 use super::*;
 use crate::runpod::catalog::listing::tests::gpu;
-use crate::runpod::catalog::wire::Stock::{High, Low, None as Out};
+use crate::runpod::catalog::wire::Stock::{self, High, Low, None as Out};
 
 fn catalog() -> Vec<CatalogGpu> {
     vec![
@@ -156,9 +156,15 @@ fn more_auto_candidates_than_shown_are_counted() {
 
 #[test]
 fn the_cap_says_when_the_pod_is_snapshotted_and_deleted_and_warns_under_30_minutes() {
-    // (cap, gpu_count) with H100 at 2.69/h → the POD-23 smallest cap, if any.
-    let table = [(20.0, 1, None), (1.0, 1, Some(1.345)), (2.0, 2, Some(2.69))];
-    for (cap, count, smallest) in table {
+    // (cap, gpu_count) with H100 at 2.69/h → the POD-23 smallest cap, if any, and the
+    // snapshot's spend: 95% of the cap, or 15 minutes of the pod before it (POD-41).
+    let table = [
+        (20.0, 1, None, 19.0),
+        (1.0, 1, Some(1.345), 0.33),
+        (2.0, 2, Some(2.69), 0.66),
+        (0.5, 2, Some(2.69), 0.0),
+    ];
+    for (cap, count, smallest, snapshot) in table {
         let t = target(&format!(
             "gpu_types = [\"H100\"]\nmax_cost_usd = {cap}\ngpu_count = {count}"
         ));
@@ -167,9 +173,8 @@ fn the_cap_says_when_the_pod_is_snapshotted_and_deleted_and_warns_under_30_minut
         let text = p.lines().join("\n");
         assert!(
             text.contains(&format!(
-                "max_cost_usd = {}: snapshot at USD {:.2}, pod deleted at USD {cap:.2}",
+                "max_cost_usd = {}: snapshot at USD {snapshot:.2} (95%, or 15 min before the cap), pod deleted at USD {cap:.2}",
                 trim(cap),
-                cap * 0.95
             )),
             "{text}"
         );
@@ -207,4 +212,24 @@ fn the_hint_gives_the_most_gpus_per_pod_and_the_highest_cost() {
         gone.hint(&gpus),
         "no GPU count listed for the chosen types; cost unknown: no listed price"
     );
+}
+
+#[test]
+fn listed_types_with_auto_data_centers_show_the_pick_or_why_the_run_would_fail_and_the_stock_there()
+{
+    let t = target("gpu_types = [\"L40S\", \"A100\"]\ndata_center_ids = \"auto\"");
+    let text = Preview::build(&t, &catalog(), Ok(30.0)).lines().join("\n");
+    assert!(text.contains("data centers (auto): EU-RO-1"), "{text}");
+    let t = target("gpu_types = [\"A40\"]\ndata_center_ids = \"auto\"");
+    let text = Preview::build(&t, &catalog(), Ok(30.0)).lines().join("\n");
+    assert!(
+        text.contains("no data center has one in stock")
+            && text.contains("the run would fail before any pod"),
+        "{text}"
+    );
+    // Listed data centers: the stock there, not overall.
+    let t = target("gpu_types = [\"H100\", \"L40S\"]\ndata_center_ids = [\"EU-RO-1\"]");
+    let p = Preview::build(&t, &catalog(), Ok(30.0));
+    let stock: Vec<Stock> = p.types.iter().map(|r| r.stock).collect();
+    assert_eq!(stock, [Out, High]);
 }

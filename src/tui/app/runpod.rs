@@ -20,6 +20,8 @@ pub struct RunpodAsk {
     pub listing: Listing,
     /// What the read is for.
     pub purpose: Purpose,
+    /// Its number: a read answered after a newer one of its kind was asked is dropped.
+    pub seq: u64,
 }
 
 /// What a Runpod read is for.
@@ -76,11 +78,27 @@ impl App {
             self.say(false, why);
             return Vec::new();
         }
+        if self.pick_awaited.is_some() {
+            self.say(
+                false,
+                "the Runpod catalog is being read; the picker opens then".to_owned(),
+            );
+            return Vec::new();
+        }
         self.say(true, "reading the Runpod catalog…".to_owned());
-        vec![Work::ReadRunpod(RunpodAsk {
+        let ask = self.runpod_ask(listing, Purpose::Picker(key));
+        self.pick_awaited = Some(ask.seq);
+        vec![Work::ReadRunpod(ask)]
+    }
+
+    /// A numbered read.
+    fn runpod_ask(&mut self, listing: Listing, purpose: Purpose) -> RunpodAsk {
+        self.runpod_reads += 1;
+        RunpodAsk {
             listing,
-            purpose: Purpose::Picker(key),
-        })]
+            purpose,
+            seq: self.runpod_reads,
+        }
     }
 
     /// A question to ask: the start of a run on a Runpod training target opens the start
@@ -98,15 +116,24 @@ impl App {
     /// `t` on a Runpod training target: the confirmation with its catalog read
     /// (TUI-43).
     pub(super) fn open_start_confirm(&mut self, dialog: Dialog, target: String) -> Vec<Work> {
-        self.confirm = Some(StartConfirm::new(dialog.lines, target.clone()));
-        vec![Work::ReadRunpod(RunpodAsk {
-            listing: Listing::Gpus(target),
-            purpose: Purpose::Preview,
-        })]
+        let ask = self.runpod_ask(Listing::Gpus(target.clone()), Purpose::Preview);
+        let mut confirm = StartConfirm::new(dialog.lines, target);
+        confirm.read_seq = ask.seq;
+        self.confirm = Some(confirm);
+        vec![Work::ReadRunpod(ask)]
     }
 
     /// A Runpod read ended: the confirmation's preview, or a picker opens.
     pub(super) fn on_runpod(&mut self, ask: RunpodAsk, read: Result<Read, String>) -> Vec<Work> {
+        if let Ok(Read::Volumes(volumes)) = &read {
+            self.volumes = Some(volumes.clone());
+        }
+        if matches!(ask.purpose, Purpose::Picker(_) | Purpose::ConfirmPicker(_)) {
+            if self.pick_awaited != Some(ask.seq) {
+                return Vec::new();
+            }
+            self.pick_awaited = None;
+        }
         let key = match ask.purpose {
             Purpose::Picker(key) => key,
             Purpose::Hint(generation) => {
@@ -116,7 +143,7 @@ impl App {
                 return Vec::new();
             }
             Purpose::Preview | Purpose::ConfirmPicker(_) => {
-                self.confirm_read(ask.purpose, read);
+                self.confirm_read(ask.seq, ask.purpose, read);
                 return Vec::new();
             }
         };
@@ -127,11 +154,18 @@ impl App {
                 return Vec::new();
             }
         };
-        if let Read::Volumes(volumes) = &read {
-            self.volumes = Some(volumes.clone());
-        }
         // The picker opens only where the user still is: nothing else asked meanwhile.
-        if self.tab == 0 && self.dialog.is_none() && self.confirm.is_none() && self.menu.is_none() {
+        let free = self.picker.is_none()
+            && !self.help
+            && !self.quitting
+            && self.project.form.is_none()
+            && self.project.adding.is_none();
+        if self.tab == 0
+            && free
+            && self.dialog.is_none()
+            && self.confirm.is_none()
+            && self.menu.is_none()
+        {
             let current = self.project.value(&key);
             let picker = match &read {
                 Read::Gpus(gpus) => Picker::gpu_types(
@@ -152,18 +186,52 @@ impl App {
             self.picker = Some(picker.with_typing());
             self.message = None;
         }
-        self.volume_correction()
+        if matches!(read, Read::Volumes(_)) {
+            return self.volume_correction();
+        }
+        Vec::new()
+    }
+
+    /// The configuration was read again: an open confirmation (not saving) reads its
+    /// preview again, for the target now configured (TUI-20).
+    pub(super) fn refresh_confirm(&mut self) -> Vec<Work> {
+        if self.confirm.as_ref().is_none_or(|c| c.saving) {
+            return Vec::new();
+        }
+        let Some(target) = self.runpod_training_target() else {
+            self.confirm = None;
+            self.say(
+                false,
+                "the start was not confirmed: `training.target` is no longer a Runpod target"
+                    .to_owned(),
+            );
+            return Vec::new();
+        };
+        let ask = self.runpod_ask(Listing::Gpus(target.clone()), Purpose::Preview);
+        if let Some(confirm) = self.confirm.as_mut() {
+            let base = self
+                .training
+                .start
+                .clone()
+                .unwrap_or_else(|_| confirm.base().to_vec());
+            let mut fresh = StartConfirm::new(base, target);
+            fresh.read_seq = ask.seq;
+            *confirm = fresh;
+        }
+        vec![Work::ReadRunpod(ask)]
     }
 
     /// A read for the start confirmation ended: its preview, or the data center picker.
-    fn confirm_read(&mut self, purpose: Purpose, read: Result<Read, String>) {
+    fn confirm_read(&mut self, seq: u64, purpose: Purpose, read: Result<Read, String>) {
         let Some(confirm) = self.confirm.as_mut() else {
             return;
         };
         match (purpose, read) {
+            // Only the read this confirmation asked for, of its target.
+            (Purpose::Preview, _) if seq != confirm.read_seq => {}
             (Purpose::Preview, read) => {
                 confirm.read = Some(read.and_then(|r| match r {
-                    Read::Gpus(gpus) => Ok(*gpus),
+                    Read::Gpus(gpus) if gpus.name == confirm.target => Ok(*gpus),
                     _ => Err("the GPU catalog was not read".to_owned()),
                 }));
             }
@@ -209,10 +277,10 @@ impl App {
             return Vec::new();
         }
         self.hints.insert(target.clone(), (generation, None));
-        vec![Work::ReadRunpod(RunpodAsk {
-            listing: Listing::Gpus(target),
-            purpose: Purpose::Hint(generation),
-        })]
+        vec![Work::ReadRunpod(self.runpod_ask(
+            Listing::Gpus(target),
+            Purpose::Hint(generation),
+        ))]
     }
 
     /// A hint's read ended.
@@ -297,6 +365,16 @@ impl App {
                 continue;
             }
             let key = format!("targets.{target}.data_center_ids");
+            let from_env = |key: &str| {
+                matches!(
+                    self.project.source(key),
+                    Some(Source::DotEnv { .. } | Source::Env { .. })
+                )
+            };
+            // The environment's value is not the file's to correct.
+            if from_env(&key) || from_env(&format!("targets.{target}.network_volume_id")) {
+                continue;
+            }
             let (id, center) = (volume.id.clone(), volume.data_center.clone());
             let work =
                 self.edit_config(vec![Change::Set(key.clone(), list_value(&volume_centers))]);
@@ -309,6 +387,37 @@ impl App {
             return work;
         }
         Vec::new()
+    }
+
+    /// TUI-22: a volume chosen by its ID (picked or typed) that the latest listing holds
+    /// brings its data center into the same write, unless the write sets that too.
+    pub(super) fn with_volume_center(&self, mut changes: Vec<Change>) -> Vec<Change> {
+        let mut extra = Vec::new();
+        for change in &changes {
+            let Change::Set(key, value) = change else {
+                continue;
+            };
+            let Some(prefix) = key.strip_suffix(".network_volume_id") else {
+                continue;
+            };
+            let centers = format!("{prefix}.data_center_ids");
+            if changes.iter().any(|c| c.key() == centers) {
+                continue;
+            }
+            if let Some(volume) = self
+                .volumes
+                .iter()
+                .flatten()
+                .find(|v| Some(v.id.as_str()) == value.as_str() && !v.data_center.is_empty())
+            {
+                extra.push(Change::Set(
+                    centers,
+                    list_value(std::slice::from_ref(&volume.data_center)),
+                ));
+            }
+        }
+        changes.extend(extra);
+        changes
     }
 
     /// TUI-22: while a listed volume is configured, `data_center_ids` may only be its
@@ -341,6 +450,14 @@ impl App {
         let Some(picker) = self.picker.as_mut() else {
             return Vec::new();
         };
+        // `q` leaves the picker and quits as anywhere (TUI-5); in the filter it is text.
+        if key.code == crossterm::event::KeyCode::Char('q') && !picker.filtering() {
+            self.picker = None;
+            if !self.confirm.as_ref().is_some_and(|c| c.saving) {
+                self.confirm = None;
+            }
+            return self.apply(Action::Quit);
+        }
         match picker.handle_key(key) {
             Outcome::Pending => Vec::new(),
             Outcome::Cancel => {
@@ -385,26 +502,11 @@ impl App {
                 }
                 changes
             }
-            Picked::One(value) => {
-                let mut changes = vec![Change::Set(
-                    key.to_owned(),
-                    toml_edit::Value::from(value.as_str()),
-                )];
-                // TUI-22: a volume brings its data center.
-                if key.ends_with(".network_volume_id")
-                    && let Some(volume) = self
-                        .volumes
-                        .iter()
-                        .flatten()
-                        .find(|v| v.id == value && !v.data_center.is_empty())
-                {
-                    changes.push(Change::Set(
-                        format!("{prefix}.data_center_ids"),
-                        list_value(std::slice::from_ref(&volume.data_center)),
-                    ));
-                }
-                changes
-            }
+            // TUI-22: a volume brings its data center (`edit_config`).
+            Picked::One(value) => vec![Change::Set(
+                key.to_owned(),
+                toml_edit::Value::from(value.as_str()),
+            )],
             Picked::Unset => vec![Change::Unset(key.to_owned())],
         }
     }
@@ -415,6 +517,12 @@ impl App {
             return Vec::new();
         };
         let target = confirm.target.clone();
+        if key.code == crossterm::event::KeyCode::Char('q') {
+            if !confirm.saving {
+                self.confirm = None;
+            }
+            return self.apply(Action::Quit);
+        }
         match confirm.handle_key(key) {
             ConfirmKey::Pending => Vec::new(),
             ConfirmKey::No => {
@@ -432,7 +540,18 @@ impl App {
                 match self.confirm.as_mut() {
                     Some(confirm) if !work.is_empty() => confirm.saving = true,
                     // Refused at once (a write runs, a key is used): nothing starts.
-                    _ => self.confirm = None,
+                    _ => {
+                        self.confirm = None;
+                        let why = self
+                            .message
+                            .as_ref()
+                            .map(|m| m.text.clone())
+                            .unwrap_or_default();
+                        self.say(
+                            false,
+                            format!("not started: the choice was not saved ({why})"),
+                        );
+                    }
                 }
                 work
             }
@@ -469,10 +588,9 @@ impl App {
                     ));
                     return Vec::new();
                 }
-                vec![Work::ReadRunpod(RunpodAsk {
-                    listing: Listing::DataCenters,
-                    purpose: Purpose::ConfirmPicker(field_key),
-                })]
+                let ask = self.runpod_ask(Listing::DataCenters, Purpose::ConfirmPicker(field_key));
+                self.pick_awaited = Some(ask.seq);
+                vec![Work::ReadRunpod(ask)]
             }
         }
     }

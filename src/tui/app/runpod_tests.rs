@@ -163,6 +163,18 @@ fn a_failed_read_says_why_and_t_in_a_picker_types_the_value_instead() {
         app.message()
             .is_some_and(|m| !m.ok && m.text.contains("API_KEY"))
     );
+    // An answer to a read already answered is dropped; Enter asks again.
+    app.on_flow(FlowEvent::Runpod {
+        ask: ask.clone(),
+        read: Ok(Read::DataCenters(centers())),
+    });
+    assert!(app.picker.is_none());
+    let work = app.handle_key(key(KeyCode::Enter));
+    let [Work::ReadRunpod(ask)] = work.as_slice() else {
+        panic!("{work:?}")
+    };
+    // A second Enter while it is read asks nothing more.
+    assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
     app.on_flow(FlowEvent::Runpod {
         ask: ask.clone(),
         read: Ok(Read::DataCenters(centers())),
@@ -227,6 +239,11 @@ fn a_volume_brings_its_data_center_and_binds_it_while_configured() {
     );
     // A listing that shows the configured volume elsewhere corrects data_center_ids.
     let mut app = runpod_app(Some("\"vol1\""), Some("[\"US-TX-3\"]"));
+    select(&mut app, "targets.gpu.network_volume_id");
+    let work = app.handle_key(key(KeyCode::Enter));
+    let [Work::ReadRunpod(ask)] = work.as_slice() else {
+        panic!("{work:?}")
+    };
     let work = app.on_flow(FlowEvent::Runpod {
         ask: ask.clone(),
         read: Ok(Read::Volumes(listing)),
@@ -451,4 +468,108 @@ fn selecting_gpu_count_or_max_hours_reads_the_catalog_once_and_shows_the_hint() 
         ),
         "{work:?}"
     );
+}
+
+#[test]
+fn a_typed_volume_brings_its_data_center_and_a_stale_preview_is_dropped() {
+    let mut app = runpod_app(None, None);
+    select(&mut app, "targets.gpu.network_volume_id");
+    let work = app.handle_key(key(KeyCode::Enter));
+    let [Work::ReadRunpod(ask)] = work.as_slice() else {
+        panic!("{work:?}")
+    };
+    let volumes = vec![NetworkVolume {
+        id: "vol9".into(),
+        name: "w".into(),
+        size: 10,
+        data_center: "EU-RO-1".into(),
+    }];
+    app.on_flow(FlowEvent::Runpod {
+        ask: ask.clone(),
+        read: Ok(Read::Volumes(volumes)),
+    });
+    // `t` types instead; the typed ID is in the listing: its data center comes along.
+    keys(&mut app, "t");
+    let work = keys(&mut app, "vol9\n");
+    let [Work::SaveConfig { changes, .. }] = work.as_slice() else {
+        panic!("{work:?}")
+    };
+    assert_eq!(
+        *changes,
+        vec![
+            Change::Set(
+                "targets.gpu.network_volume_id".into(),
+                toml_edit::Value::from("vol9")
+            ),
+            Change::Set(
+                "targets.gpu.data_center_ids".into(),
+                toml_edit::Value::Array(["EU-RO-1"].into_iter().collect())
+            ),
+        ]
+    );
+    saved(&mut app, entries(Some("\"vol9\""), Some("[\"EU-RO-1\"]")));
+    // A confirmation opened twice: the first read's answer, arriving last, is dropped.
+    app.handle_key(ch('4'));
+    let first = app.handle_key(ch('t'));
+    keys(&mut app, "n");
+    let second = app.handle_key(ch('t'));
+    let ([Work::ReadRunpod(first)], [Work::ReadRunpod(second)]) =
+        (first.as_slice(), second.as_slice())
+    else {
+        panic!("{first:?} {second:?}")
+    };
+    let mut stale = gpu_read();
+    stale.target.gpu_count = 7;
+    app.on_flow(FlowEvent::Runpod {
+        ask: first.clone(),
+        read: Ok(Read::Gpus(Box::new(stale))),
+    });
+    assert!(app.confirm.as_ref().is_some_and(|c| c.read.is_none()));
+    app.on_flow(FlowEvent::Runpod {
+        ask: second.clone(),
+        read: Ok(Read::Gpus(Box::new(gpu_read()))),
+    });
+    assert!(
+        app.confirm
+            .as_ref()
+            .is_some_and(|c| c.read.as_ref().is_some_and(Result::is_ok))
+    );
+    // `q` leaves the confirmation and quits (nothing runs: at once).
+    keys(&mut app, "q");
+    assert!(app.confirm.is_none());
+    assert!(app.done());
+}
+
+#[test]
+fn a_tall_confirmation_keeps_its_answers_and_warnings_at_80x24() {
+    let mut app = runpod_app(None, None);
+    app.handle_key(ch('4'));
+    let work = app.handle_key(ch('t'));
+    let [Work::ReadRunpod(ask)] = work.as_slice() else {
+        panic!("{work:?}")
+    };
+    let mut read = crate::tui::start_confirm::tests::read(
+        "gpu_types = \"auto\"\nmax_cost_usd = 0.5\ngpu_count = 2",
+        Ok(23.4),
+    );
+    for i in 0..6 {
+        read.gpus.push(crate::runpod::catalog::listing::tests::gpu(
+            &format!("Extra GPU type number {i}"),
+            96,
+            if i == 5 {
+                None
+            } else {
+                Some(3.0 + f64::from(i))
+            },
+            Stock::High,
+            &[],
+        ));
+    }
+    app.on_flow(FlowEvent::Runpod {
+        ask: ask.clone(),
+        read: Ok(Read::Gpus(Box::new(read))),
+    });
+    let screen = crate::tui::tests::screen(&app, 80, 24);
+    assert!(screen.contains("y yes"), "{screen}");
+    snapshot_both("runpod_start_confirmation_tall", &app);
 }

@@ -41,7 +41,8 @@ impl Dialog {
 }
 
 /// Draws a question titled `title` with `lines` and the `y`/`n` answers, centred in
-/// `area`.
+/// `area`. Long lines wrap; when the lines do not fit, the last ones are cut and the
+/// answers stay on the bottom row.
 pub fn render(title: &str, lines: &[String], area: Rect, buf: &mut Buffer, theme: Theme) {
     let width = lines
         .iter()
@@ -52,24 +53,38 @@ pub fn render(title: &str, lines: &[String], area: Rect, buf: &mut Buffer, theme
     let width = u16::try_from(width + 4)
         .unwrap_or(u16::MAX)
         .min(area.width.saturating_sub(4));
-    let height = u16::try_from(lines.len() + 4).unwrap_or(u16::MAX);
+    let inner = usize::from(width.saturating_sub(2)).max(1);
+    let rows: usize = lines
+        .iter()
+        .map(|l| l.chars().count().div_ceil(inner).max(1))
+        .sum();
+    let height = u16::try_from(rows + 4).unwrap_or(u16::MAX);
     let rect = super::centered(area, width, height);
     Clear.render(rect, buf);
     buf.set_style(rect, theme.base());
-    let mut text: Vec<Line<'_>> = lines.iter().map(|l| Line::raw(l.as_str())).collect();
-    text.push(Line::raw(""));
-    text.push(Line::from(vec![
+    let block = Block::new()
+        .borders(Borders::ALL)
+        .title(Span::styled(format!(" {title} "), theme.title()));
+    let inside = block.inner(rect);
+    block.render(rect, buf);
+    let text: Vec<Line<'_>> = lines.iter().map(|l| Line::raw(l.as_str())).collect();
+    let body = Rect {
+        height: inside.height.saturating_sub(2),
+        ..inside
+    };
+    Paragraph::new(text)
+        .wrap(Wrap { trim: false })
+        .render(body, buf);
+    let answers = Rect {
+        y: inside.y + inside.height.saturating_sub(1),
+        height: inside.height.min(1),
+        ..inside
+    };
+    Paragraph::new(Line::from(vec![
         Span::styled("y", theme.title()),
         Span::raw(" yes   "),
         Span::styled(" n ", theme.selected()),
         Span::raw(" no"),
-    ]));
-    Paragraph::new(text)
-        .wrap(Wrap { trim: false })
-        .block(
-            Block::new()
-                .borders(Borders::ALL)
-                .title(Span::styled(format!(" {title} "), theme.title())),
-        )
-        .render(rect, buf);
+    ]))
+    .render(answers, buf);
 }

@@ -177,6 +177,11 @@ impl Picker {
             typing: false,
             note: None,
         };
+        // A configured list opens on its first entry, so Enter keeps it (TUI-27); `auto`
+        // is the top row, one Home away.
+        if kind.several() && !picker.toggled.is_empty() {
+            picker.cursor = 1;
+        }
         if let (false, Some(value)) = (kind.several(), current.first()) {
             picker.cursor = picker
                 .rows()
@@ -498,6 +503,11 @@ impl Picker {
             return Outcome::Pending;
         }
         match key.code {
+            // Esc clears a kept filter first, then cancels.
+            KeyCode::Esc if !self.filter.is_empty() => {
+                self.filter.clear();
+                self.move_to(self.cursor);
+            }
             KeyCode::Esc => return Outcome::Cancel,
             KeyCode::Enter => {
                 let outcome = self.enter();

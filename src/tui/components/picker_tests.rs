@@ -106,9 +106,9 @@ fn space_toggles_in_order_and_j_k_reorder_the_toggled() {
 #[test]
 fn a_small_type_is_dim_cannot_be_toggled_on_but_can_be_removed() {
     let mut p = gpu_picker(&ListOrAuto::List(vec!["A4000".into()]));
-    // Chosen before: on top, removable.
-    assert_eq!(p.current(), None);
-    press(&mut p, "j ");
+    // Chosen before: on top, under the cursor, removable.
+    assert_eq!(p.current().as_deref(), Some("A4000"));
+    press(&mut p, " ");
     assert!(p.toggled().is_empty());
     // Untoggled, it sorts by its price: first, under the cursor.
     assert_eq!(p.current().as_deref(), Some("A4000"));
@@ -275,4 +275,22 @@ fn data_centers_sort_by_id_or_region_and_volumes_and_templates_pick_one() {
         Outcome::Done(Picked::One("img:1".into()))
     );
     assert_eq!(press(&mut t, "k\n"), Outcome::Done(Picked::Unset));
+}
+
+#[test]
+fn a_configured_list_opens_on_its_first_entry_so_enter_keeps_it() {
+    let mut p = gpu_picker(&ListOrAuto::List(vec!["H100".into(), "L40S".into()]));
+    assert_eq!(
+        press(&mut p, "\n"),
+        Outcome::Done(Picked::List(vec!["H100".into(), "L40S".into()]))
+    );
+    // Esc clears a kept filter before it cancels.
+    press(&mut p, "/a4\n");
+    assert_eq!(press(&mut p, "\u{1b}"), Outcome::Pending);
+    assert_eq!(shown(&p).len(), 6);
+    assert_eq!(press(&mut p, "\u{1b}"), Outcome::Cancel);
+    // `auto` is the top row.
+    let mut p = gpu_picker(&ListOrAuto::List(vec!["H100".into()]));
+    press(&mut p, "k");
+    assert_eq!(press(&mut p, "\n"), Outcome::Done(Picked::Auto));
 }
