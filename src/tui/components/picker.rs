@@ -22,8 +22,8 @@ use crate::runpod::catalog::listing::{by_price, price_text};
 use crate::runpod::catalog::preview::Fit;
 use crate::runpod::catalog::wire::{CatalogGpu, DataCenter, NetworkVolume, Template};
 
-/// One entry as a builder makes it: its value, its cells, whether it is disabled.
-type RowSpec = (String, Vec<String>, bool);
+/// One entry as a builder makes it: its value, its cells, why it cannot be chosen.
+type RowSpec = (String, Vec<String>, Option<String>);
 
 /// Rows a page key moves.
 const PAGE: usize = 10;
@@ -66,7 +66,7 @@ pub struct Entry {
     /// Its place in each sort order.
     rank: Vec<usize>,
     /// Cannot be toggled on or picked (a `small` GPU type, a template without image).
-    pub disabled: bool,
+    pub disabled: Option<String>,
 }
 
 /// What Enter chose.
@@ -235,7 +235,16 @@ impl Picker {
                         stocked(g).to_string(),
                         fit.as_str().to_owned(),
                     ],
-                    fit == Fit::Small,
+                    if fit == Fit::Small {
+                        Some("it has less VRAM than the estimate (small)".to_owned())
+                    } else if g.max_count.secure < gpu_count {
+                        Some(format!(
+                            "a pod has at most {} of it, not gpu_count = {gpu_count}",
+                            g.max_count.secure
+                        ))
+                    } else {
+                        None
+                    },
                 )
             })
             .collect();
@@ -288,7 +297,7 @@ impl Picker {
                         c.region.clone(),
                         stocked.to_string(),
                     ],
-                    false,
+                    None,
                 )
             })
             .collect();
@@ -326,7 +335,7 @@ impl Picker {
                         format!("{} GB", v.size),
                         v.data_center.clone(),
                     ],
-                    false,
+                    None,
                 )
             })
             .collect();
@@ -355,7 +364,10 @@ impl Picker {
                 (
                     t.image.clone(),
                     vec![t.name.clone(), t.id.clone(), t.image.clone()],
-                    t.image.trim().is_empty(),
+                    t.image
+                        .trim()
+                        .is_empty()
+                        .then(|| "the template has no image".to_owned()),
                 )
             })
             .collect();
@@ -434,10 +446,8 @@ impl Picker {
             self.toggled.remove(at);
             return;
         }
-        if self.entry(&value).is_some_and(|e| e.disabled) {
-            self.note = Some(format!(
-                "`{value}` has less VRAM than the estimate (small): it cannot be chosen"
-            ));
+        if let Some(why) = self.entry(&value).and_then(|e| e.disabled.clone()) {
+            self.note = Some(format!("`{value}` cannot be chosen: {why}"));
             return;
         }
         self.toggled.push(value);
@@ -470,13 +480,17 @@ impl Picker {
                 Some(_) if !self.toggled.is_empty() => {
                     Outcome::Done(Picked::List(self.toggled.clone()))
                 }
-                Some(value) if self.entry(&value).is_some_and(|e| e.disabled) => Outcome::Pending,
+                Some(value) if self.entry(&value).is_some_and(|e| e.disabled.is_some()) => {
+                    Outcome::Pending
+                }
                 Some(value) => Outcome::Done(Picked::List(vec![value])),
             };
         }
         match current {
             None => Outcome::Done(Picked::Unset),
-            Some(value) if self.entry(&value).is_some_and(|e| e.disabled) => Outcome::Pending,
+            Some(value) if self.entry(&value).is_some_and(|e| e.disabled.is_some()) => {
+                Outcome::Pending
+            }
             Some(value) => Outcome::Done(Picked::One(value)),
         }
     }
@@ -605,7 +619,7 @@ impl Picker {
             };
             lines.push((
                 format!("{marker:<4} {}", align(&entry.cells)),
-                entry.disabled,
+                entry.disabled.is_some(),
             ));
         }
         lines

@@ -294,3 +294,23 @@ fn a_configured_list_opens_on_its_first_entry_so_enter_keeps_it() {
     press(&mut p, "k");
     assert_eq!(press(&mut p, "\n"), Outcome::Done(Picked::Auto));
 }
+
+#[test]
+fn a_type_that_cannot_hold_gpu_count_cards_cannot_be_toggled_on() {
+    let mut gpus = gpus();
+    gpus[3].max_count.secure = 1; // H100: one per pod
+    let mut p = Picker::gpu_types(
+        "targets.gpu.gpu_types".into(),
+        &gpus,
+        2,
+        Some(23.4),
+        &ListOrAuto::Auto("auto".into()),
+    );
+    press(&mut p, "jjjj ");
+    assert_eq!(p.current().as_deref(), Some("H100"));
+    assert!(p.toggled().is_empty());
+    assert_eq!(
+        p.note.as_deref(),
+        Some("`H100` cannot be chosen: a pod has at most 1 of it, not gpu_count = 2")
+    );
+}
