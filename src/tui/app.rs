@@ -297,7 +297,7 @@ impl App {
     /// Whether anything shown moves by itself (a task runs), so the tick redraws.
     #[must_use]
     pub fn busy(&self) -> bool {
-        !self.tasks.is_empty() || self.stages.is_some()
+        !self.tasks.is_empty() || self.stages.is_some() || self.reading_runpod()
     }
 
     /// The work of the 2 s re-read (TUI-20, TUI-31): the configuration, and `data/` while a
@@ -1162,6 +1162,7 @@ impl App {
                 Some(run) => format!("{} {run}", t.kind.label()),
                 None => t.kind.label().to_owned(),
             }))
+            .chain(self.reading_runpod().then(|| "Runpod catalog".to_owned()))
             .collect()
     }
 

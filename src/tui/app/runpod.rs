@@ -91,6 +91,13 @@ impl App {
         vec![Work::ReadRunpod(ask)]
     }
 
+    /// Whether a Runpod read the user waits for runs: a picker's, or the confirmation's
+    /// preview (the footer's spinner, TUI-61).
+    #[must_use]
+    pub fn reading_runpod(&self) -> bool {
+        self.pick_awaited.is_some() || self.confirm.as_ref().is_some_and(|c| c.read.is_none())
+    }
+
     /// A numbered read.
     fn runpod_ask(&mut self, listing: Listing, purpose: Purpose) -> RunpodAsk {
         self.runpod_reads += 1;

@@ -275,10 +275,12 @@ fn open_confirm(app: &mut App) {
     assert_eq!(ask.purpose, Purpose::Preview);
     assert_eq!(ask.listing, Listing::Gpus("gpu".into()));
     assert!(app.confirm.as_ref().is_some_and(|c| c.read.is_none()));
+    assert!(app.busy(), "the footer's spinner turns while the catalog is read");
     app.on_flow(FlowEvent::Runpod {
         ask: ask.clone(),
         read: Ok(Read::Gpus(Box::new(gpu_read()))),
     });
+    assert!(!app.busy());
 }
 
 #[test]
