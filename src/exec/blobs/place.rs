@@ -3,11 +3,14 @@
 //! `sha256/<digest>` (an atomic rename: two runs placing the same blob at once
 //! both leave one intact blob, the later rename replacing identical content), and
 //! hard-links every file of the tree into the run directory, copying where hard
-//! links are refused and saying so once.
+//! links are refused and saying so once. It records each blob it verified in the
+//! record of verified blobs ([`VERIFIED`]), and moves a blob's record along when it
+//! links the blob (a link changes the blob's status-change time) if the record
+//! matched the blob just before, so the next upload's check need not read it again.
 
 use std::path::Path;
 
-use super::remote::{BLOBS_DIR, PARALLEL_SUMS, is_digest};
+use super::remote::{BLOBS_DIR, PARALLEL_SUMS, VERIFIED, VERIFIED_DIR, is_digest};
 use crate::exec::ExecError;
 use crate::exec::runtime::shell_path;
 use crate::shell::quote;
@@ -61,15 +64,20 @@ pub fn place_script(
     Ok(format!(
         r#"set -u
 ob_blobs={dir}/sha256
+ob_ver={dir}/{VERIFIED_DIR}
 ob_in={incoming}
 ob_run={run_dir}
 ob_copied=
-mkdir -p -- "$ob_blobs" "$ob_run" || exit 1
-if [ -d "$ob_in" ]; then
+mkdir -p -- "$ob_blobs" "$ob_ver" "$ob_run" || exit 1
+{PARALLEL_SUMS}{VERIFIED}if [ -d "$ob_in" ]; then
   ob_sums=$ob_in.sums
   mkdir -p -- "$ob_sums" || exit 1
-{PARALLEL_SUMS}  for ob_f in "$ob_in"/*; do
-    if [ -f "$ob_f" ]; then ob_sum "$ob_f" "$ob_sums/${{ob_f##*/}}"; fi
+  for ob_f in "$ob_in"/*; do
+    if [ -f "$ob_f" ]; then
+      ob_key "$ob_f"
+      printf '%s\n' "$ob_k" > "$ob_sums/${{ob_f##*/}}.key"
+      ob_sum "$ob_f" "$ob_sums/${{ob_f##*/}}"
+    fi
   done
   wait
   for ob_f in "$ob_in"/*; do
@@ -81,14 +89,21 @@ if [ -d "$ob_in" ]; then
       echo "blob $ob_h arrived corrupted" >&2
       exit 4
     fi
+    read -r ob_k0 < "$ob_sums/$ob_h.key" || ob_k0=
     mv -f -- "$ob_f" "$ob_blobs/$ob_h" || exit 1
+    ob_key "$ob_blobs/$ob_h"
+    if [ -n "$ob_k0" ] && [ "${{ob_k0% *}}" = "${{ob_k% *}}" ]; then ob_note "$ob_h" "$ob_k"; fi
   done
   rm -rf -- "$ob_sums" "$ob_in"
 fi
 ob_link() {{
   [ -f "$ob_blobs/$1" ] || {{ echo "blob $1 for $2 is missing from the cache" >&2; exit 5; }}
   case $2 in */*) mkdir -p -- "$ob_run/${{2%/*}}" || exit 1;; esac
-  if ! ln -f -- "$ob_blobs/$1" "$ob_run/$2" 2>/dev/null; then
+  ob_key "$ob_blobs/$1"
+  ob_k0=$ob_k
+  if ln -f -- "$ob_blobs/$1" "$ob_run/$2" 2>/dev/null; then
+    if ob_seen "$1" "$ob_k0"; then ob_key "$ob_blobs/$1"; ob_note "$1" "$ob_k"; fi
+  else
     cp -f -- "$ob_blobs/$1" "$ob_run/$2" || exit 1
     if [ -z "$ob_copied" ]; then echo "{COPIED}"; ob_copied=1; fi
   fi
@@ -143,7 +158,19 @@ mod tests {
         assert_eq!(std::fs::read(run_dir.join("sub/b.bin")).unwrap(), b"hello");
         assert_eq!(std::fs::read(run_dir.join("sub/c.bin")).unwrap(), b"other");
         let blob = work.path().join(".cache/blobs/sha256").join(HELLO);
-        assert_eq!(std::fs::metadata(blob).unwrap().nlink(), 3);
+        assert_eq!(std::fs::metadata(&blob).unwrap().nlink(), 3);
+        // Each blob's record is its key after the last link: the next check trusts it.
+        for digest in [HELLO, OTHER] {
+            let blob = work.path().join(".cache/blobs/sha256").join(digest);
+            let key = run(&format!(
+                "{VERIFIED}ob_key {}; printf '%s\\n' \"$ob_k\"",
+                quote(blob.to_str().unwrap())
+            ));
+            let record =
+                std::fs::read_to_string(work.path().join(".cache/blobs/verified").join(digest));
+            assert!(key.status.success());
+            assert_eq!(record.unwrap(), String::from_utf8(key.stdout).unwrap());
+        }
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! `<workdir>/`[`BLOBS_DIR`]`/sha256/<digest>` and the parsers of their answers.
 //!
 //! [`check_script`] tells, for each digest, whether its blob is there and intact
-//! (read again with `sha256sum`, several blobs at once, [`PARALLEL_SUMS`]): a blob whose content does not match its name is
-//! removed and answered as corrupted, so it is sent again and never linked.
+//! (read again, several blobs at once, [`PARALLEL_SUMS`], unless the record of
+//! verified blobs shows it untouched since it was last read, [`VERIFIED`]): a blob
+//! whose content does not match its name is removed and answered as corrupted, so it
+//! is sent again and never linked.
 //! [`prune_script`] removes the blobs that no run directory links to (link count 1)
 //! and answers each one's size.
 //!
@@ -19,18 +21,62 @@ use std::collections::BTreeMap;
 use super::super::runtime::shell_path;
 use crate::exec::ExecError;
 
-/// The shell function `ob_sum FILE OUT`: writes `sha256sum`'s line for `FILE` into
-/// `OUT` in the background, as many at once as the target has processors (a model's
-/// shards are hashed side by side); the script `wait`s before reading the sums.
+/// The shell function `ob_sum FILE OUT`: writes the SHA-256 line of `FILE` (the
+/// digest first) into `OUT` in the background, as many at once as the target has
+/// processors (a model's shards are hashed side by side); the script `wait`s before
+/// reading the sums. It hashes with `openssl dgst -sha256` when the target's `openssl`
+/// answers a known digest right (it uses the processor's SHA instructions, about four
+/// times `sha256sum` where they exist), with `sha256sum` otherwise.
 pub(super) const PARALLEL_SUMS: &str = r#"ob_n=$(getconf _NPROCESSORS_ONLN 2>/dev/null) || ob_n=1
 case $ob_n in ''|*[!0-9]*|0) ob_n=1;; esac
 ob_i=0
+ob_hash=sha256sum
+case $(printf abc | LC_ALL=C openssl dgst -sha256 -r 2>/dev/null) in
+  'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad '*) ob_hash='openssl dgst -sha256 -r';;
+esac
 ob_sum() {
-  (LC_ALL=C sha256sum < "$1" > "$2" 2>/dev/null) &
+  (LC_ALL=C $ob_hash < "$1" > "$2" 2>/dev/null) &
   ob_i=$((ob_i + 1))
   if [ "$ob_i" -ge "$ob_n" ]; then wait; ob_i=0; fi
 }
 "#;
+
+/// The shell functions of the record of verified blobs, `<workdir>/`[`BLOBS_DIR`]`/`
+/// [`VERIFIED_DIR`]`/<digest>`: one line, the blob's inode, size, modification time
+/// and status-change time (nanoseconds) when its content was last found to match its
+/// name. A blob whose four are unchanged since is not read again; any write to it
+/// changes its status-change time, which `touch` cannot set back, and a replaced blob
+/// has another inode. Linking a blob changes its status-change time too, so a link
+/// made just after the record was checked moves the record along ([`super::place_script`]).
+/// `$ob_ver` names the record's directory.
+///
+/// - `ob_key FILE` sets `ob_k` to `FILE`'s four (GNU `stat`), or to nothing where
+///   `stat` cannot tell them with nanoseconds: then nothing is recorded or trusted,
+///   and every blob is read again.
+/// - `ob_seen DIGEST KEY`: whether the record of `DIGEST` is `KEY` (not empty).
+/// - `ob_note DIGEST KEY` records `KEY` for `DIGEST` through a temporary renamed into
+///   place (two uploads at once each leave a whole record; a stale one only costs a
+///   read).
+pub(super) const VERIFIED: &str = r#"ob_key() {
+  ob_k=$(LC_ALL=C stat -c '%i %s %.9Y %.9Z' -- "$1" 2>/dev/null) || ob_k=
+  case $ob_k in
+    [0-9]*' '[0-9]*' '[0-9]*.[0-9]*' '[0-9]*.[0-9]*) ;;
+    *) ob_k=;;
+  esac
+}
+ob_seen() {
+  [ -n "$2" ] && [ -f "$ob_ver/$1" ] && read -r ob_r < "$ob_ver/$1" && [ "$ob_r" = "$2" ]
+}
+ob_note() {
+  [ -n "$2" ] || return 0
+  if printf '%s\n' "$2" > "$ob_ver/$1.$$" 2>/dev/null; then
+    mv -f -- "$ob_ver/$1.$$" "$ob_ver/$1" 2>/dev/null || rm -f -- "$ob_ver/$1.$$"
+  fi
+}
+"#;
+
+/// The directory of the record of verified blobs, beside `sha256/` ([`VERIFIED`]).
+pub const VERIFIED_DIR: &str = "verified";
 
 /// The cache's directory under a target's working directory.
 pub const BLOBS_DIR: &str = ".cache/blobs";
@@ -64,6 +110,14 @@ fn sha256_dir(workdir: &str) -> String {
     ))
 }
 
+/// The record directory `<workdir>/.cache/blobs/verified` as a shell word.
+fn verified_dir(workdir: &str) -> String {
+    shell_path(&format!(
+        "{}/{BLOBS_DIR}/{VERIFIED_DIR}",
+        workdir.trim_end_matches('/')
+    ))
+}
+
 /// The script that answers, one line per digest of `digests`, `H <digest>` for an
 /// intact blob, `M <digest>` for a missing one, and `C <digest>` for a corrupted one
 /// (which it removes).
@@ -82,9 +136,19 @@ pub fn check_script(workdir: &str, digests: &[&str]) -> Result<String, ExecError
     Ok(format!(
         r#"set -u
 ob_dir={dir}
+ob_ver={ver}
+[ -d "$ob_dir" ] && mkdir -p -- "$ob_ver" 2>/dev/null
 ob_sums=$(mktemp -d 2>/dev/null) || {{ echo "cannot create a temporary directory" >&2; exit 1; }}
-{PARALLEL_SUMS}for ob_h in {words}; do
-  if [ -f "$ob_dir/$ob_h" ]; then ob_sum "$ob_dir/$ob_h" "$ob_sums/$ob_h"; fi
+{PARALLEL_SUMS}{VERIFIED}for ob_h in {words}; do
+  if [ -f "$ob_dir/$ob_h" ]; then
+    ob_key "$ob_dir/$ob_h"
+    if ob_seen "$ob_h" "$ob_k"; then
+      echo "$ob_h" > "$ob_sums/$ob_h"
+    else
+      printf '%s\n' "$ob_k" > "$ob_sums/$ob_h.key"
+      ob_sum "$ob_dir/$ob_h" "$ob_sums/$ob_h"
+    fi
+  fi
 done
 wait
 for ob_h in {words}; do
@@ -92,8 +156,12 @@ for ob_h in {words}; do
     read -r ob_s < "$ob_sums/$ob_h" || ob_s=
     if [ "${{ob_s%% *}}" = "$ob_h" ]; then
       echo "H $ob_h"
+      if [ -f "$ob_sums/$ob_h.key" ]; then
+        read -r ob_k < "$ob_sums/$ob_h.key" || ob_k=
+        ob_note "$ob_h" "$ob_k"
+      fi
     else
-      rm -f -- "$ob_dir/$ob_h"
+      rm -f -- "$ob_dir/$ob_h" "$ob_ver/$ob_h"
       echo "C $ob_h"
     fi
   else
@@ -103,6 +171,7 @@ done
 rm -rf -- "$ob_sums"
 "#,
         dir = sha256_dir(workdir),
+        ver = verified_dir(workdir),
     ))
 }
 
@@ -139,7 +208,8 @@ pub fn parse_check(
 }
 
 /// The script that removes every blob with link count 1 under `<workdir>`'s blob
-/// directory and writes `P <bytes>` for each; nothing when there is no cache.
+/// directory and writes `P <bytes>` for each, then the records of verified blobs
+/// ([`VERIFIED`]) whose blob is gone; nothing when there is no cache.
 #[must_use]
 pub fn prune_script(workdir: &str) -> String {
     format!(
@@ -147,8 +217,14 @@ pub fn prune_script(workdir: &str) -> String {
 ob_dir={dir}
 [ -d "$ob_dir" ] || exit 0
 find "$ob_dir" -type f -links 1 -exec sh -c 'for f; do s=$(wc -c < "$f") && rm -f -- "$f" && echo "P $s"; done' sh {{}} +
+ob_ver={ver}
+[ -d "$ob_ver" ] || exit 0
+for ob_v in "$ob_ver"/*; do
+  if [ -f "$ob_v" ] && [ ! -f "$ob_dir/${{ob_v##*/}}" ]; then rm -f -- "$ob_v"; fi
+done
 "#,
         dir = sha256_dir(workdir),
+        ver = verified_dir(workdir),
     )
 }
 
@@ -223,6 +299,94 @@ mod tests {
         assert!(dir.join(HELLO).exists());
     }
 
+    /// The record of `digest` under `work`, if any.
+    fn record(work: &std::path::Path, digest: &str) -> Option<String> {
+        std::fs::read_to_string(work.join(BLOBS_DIR).join(VERIFIED_DIR).join(digest)).ok()
+    }
+
+    #[test]
+    fn a_verified_blob_is_recorded_and_then_trusted_while_untouched() {
+        let (work, dir) = cache();
+        std::fs::write(dir.join(HELLO), "hello").unwrap();
+        let workdir = work.path().to_str().unwrap();
+        let output = run(&check_script(workdir, &[HELLO]).unwrap());
+        assert_eq!(
+            parse_check(&output, &[HELLO]).unwrap()[HELLO],
+            BlobState::Intact
+        );
+        let first = record(work.path(), HELLO).expect("no record of a verified blob");
+        // A record matching the blob's inode, size and times is trusted: the blob is
+        // not read (shown here by a record written for content that does not match).
+        std::fs::write(dir.join(HELLO), "hellO").unwrap();
+        let key = run(&format!(
+            "{VERIFIED}ob_key {}; printf '%s\\n' \"$ob_k\"",
+            crate::shell::quote(dir.join(HELLO).to_str().unwrap())
+        ));
+        assert_ne!(key, first, "a write left the key as it was");
+        std::fs::write(
+            work.path().join(BLOBS_DIR).join(VERIFIED_DIR).join(HELLO),
+            &key,
+        )
+        .unwrap();
+        let output = run(&check_script(workdir, &[HELLO]).unwrap());
+        assert_eq!(
+            parse_check(&output, &[HELLO]).unwrap()[HELLO],
+            BlobState::Intact
+        );
+    }
+
+    #[test]
+    fn a_blob_written_in_place_with_its_time_set_back_is_read_again() {
+        let (work, dir) = cache();
+        let blob = dir.join(HELLO);
+        std::fs::write(&blob, "hello").unwrap();
+        let workdir = work.path().to_str().unwrap();
+        run(&check_script(workdir, &[HELLO]).unwrap());
+        assert!(record(work.path(), HELLO).is_some());
+        let mtime = std::fs::metadata(&blob).unwrap().modified().unwrap();
+        std::fs::write(&blob, "hellO").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&blob)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let output = run(&check_script(workdir, &[HELLO]).unwrap());
+        assert_eq!(
+            parse_check(&output, &[HELLO]).unwrap()[HELLO],
+            BlobState::Corrupted
+        );
+        assert!(!blob.exists());
+        assert!(record(work.path(), HELLO).is_none(), "the record stays");
+    }
+
+    #[test]
+    fn an_openssl_that_answers_wrong_is_not_used() {
+        let (work, dir) = cache();
+        std::fs::write(dir.join(HELLO), "hello").unwrap();
+        let bin = work.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(
+            bin.join("openssl"),
+            format!("#!/bin/sh\necho '{OTHER} *stdin'\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            bin.join("openssl"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(dir.join(OTHER), "not what its name says").unwrap();
+        let script = check_script(work.path().to_str().unwrap(), &[HELLO, OTHER]).unwrap();
+        let output = run(&format!(
+            "PATH={}:$PATH\n{script}",
+            crate::shell::quote(bin.to_str().unwrap())
+        ));
+        let states = parse_check(&output, &[HELLO, OTHER]).unwrap();
+        assert_eq!(states[HELLO], BlobState::Intact);
+        assert_eq!(states[OTHER], BlobState::Corrupted);
+    }
+
     #[test]
     fn the_check_without_a_cache_answers_missing() {
         let work = tempfile::tempdir().unwrap();
@@ -253,13 +417,24 @@ mod tests {
         let run_dir = work.path().join("runs/r1");
         std::fs::create_dir_all(&run_dir).unwrap();
         std::fs::hard_link(dir.join(HELLO), run_dir.join("a.bin")).unwrap();
-        let output = run(&prune_script(work.path().to_str().unwrap()));
+        let workdir = work.path().to_str().unwrap();
+        let records = work.path().join(BLOBS_DIR).join(VERIFIED_DIR);
+        std::fs::create_dir_all(&records).unwrap();
+        for digest in [HELLO, OTHER] {
+            std::fs::write(records.join(digest), "1 2 3.4 5.6\n").unwrap();
+        }
+        let output = run(&prune_script(workdir));
         assert_eq!(
             parse_prune(&output).unwrap(),
             PruneReport {
                 blobs: 1,
                 bytes: 10
             }
+        );
+        assert!(record(work.path(), HELLO).is_some());
+        assert!(
+            record(work.path(), OTHER).is_none(),
+            "a pruned blob's record stays"
         );
         assert!(dir.join(HELLO).exists(), "a linked blob was pruned");
         assert!(!dir.join(OTHER).exists());
