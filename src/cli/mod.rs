@@ -107,7 +107,8 @@ pub enum Command {
     /// Compare the child with its parent: the child served by llama-server on the run's
     /// target, judged here; a report with intervals, per topic and charts.
     Compare(compare::Args),
-    /// Drive the project in a terminal UI: training runs, logs, the configuration (read-only).
+    /// Drive the project in a terminal UI: the configuration (edited field by field), the
+    /// dataset, the stages, training runs, logs and compares.
     Tui(tui::Args),
 }
 

@@ -157,7 +157,11 @@ impl App {
         let read = match read {
             Ok(read) => read,
             Err(why) => {
-                self.say(false, why);
+                // The value can still be typed (TUI-27's `t`, without the listing).
+                if self.tab == 0 && self.picker.is_none() && self.project.form.is_none() {
+                    self.project.open_form(&key);
+                }
+                self.say(false, format!("{why}; type the value instead"));
                 return Vec::new();
             }
         };
@@ -570,9 +574,17 @@ impl App {
                     self.say(false, why);
                     return Vec::new();
                 }
-                let Some(Ok(read)) = &confirm.read else {
-                    self.say(false, "the Runpod catalog is not read yet".to_owned());
-                    return Vec::new();
+                let read = match &confirm.read {
+                    Some(Ok(read)) => read,
+                    Some(Err(why)) => {
+                        let text = format!("nothing to pick from: {why}");
+                        self.say(false, text);
+                        return Vec::new();
+                    }
+                    None => {
+                        self.say(false, "the Runpod catalog is being read".to_owned());
+                        return Vec::new();
+                    }
                 };
                 let changed = confirm
                     .changed_target()

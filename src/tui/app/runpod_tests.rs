@@ -160,9 +160,19 @@ fn a_failed_read_says_why_and_t_in_a_picker_types_the_value_instead() {
     });
     assert!(app.picker.is_none());
     assert!(
+        app.message().is_some_and(|m| !m.ok
+            && m.text.contains("API_KEY")
+            && m.text.ends_with("; type the value instead")),
+        "{:?}",
         app.message()
-            .is_some_and(|m| !m.ok && m.text.contains("API_KEY"))
     );
+    // Without the listing, the form opens to type the value; Esc closes it.
+    assert_eq!(
+        app.project.form.as_ref().map(|f| f.key.as_str()),
+        Some("targets.gpu.data_center_ids")
+    );
+    app.handle_key(key(KeyCode::Esc));
+    assert!(app.project.form.is_none());
     // An answer to a read already answered is dropped; Enter asks again.
     app.on_flow(FlowEvent::Runpod {
         ask: ask.clone(),
@@ -275,7 +285,10 @@ fn open_confirm(app: &mut App) {
     assert_eq!(ask.purpose, Purpose::Preview);
     assert_eq!(ask.listing, Listing::Gpus("gpu".into()));
     assert!(app.confirm.as_ref().is_some_and(|c| c.read.is_none()));
-    assert!(app.busy(), "the footer's spinner turns while the catalog is read");
+    assert!(
+        app.busy(),
+        "the footer's spinner turns while the catalog is read"
+    );
     app.on_flow(FlowEvent::Runpod {
         ask: ask.clone(),
         read: Ok(Read::Gpus(Box::new(gpu_read()))),
