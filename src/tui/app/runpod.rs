@@ -566,8 +566,8 @@ impl App {
                 }
                 work
             }
-            ConfirmKey::PickGpus | ConfirmKey::PickCenters => {
-                let gpus = confirm.handle_key(key) == ConfirmKey::PickGpus;
+            pick @ (ConfirmKey::PickGpus | ConfirmKey::PickCenters) => {
+                let gpus = pick == ConfirmKey::PickGpus;
                 let field = if gpus { "gpu_types" } else { "data_center_ids" };
                 let field_key = format!("targets.{target}.{field}");
                 if let Some(why) = self.pick_refused(&field_key) {

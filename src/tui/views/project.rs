@@ -389,13 +389,7 @@ impl ProjectView {
                 toml_edit::Value::from(flipped),
             )]));
         }
-        self.form = Some(Form {
-            key: entry.key.clone(),
-            input: form_text(&entry.value),
-            shown: entry.value,
-            error: None,
-            saving: false,
-        });
+        self.open_form(&entry.key);
         None
     }
 
