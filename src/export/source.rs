@@ -91,7 +91,7 @@ fn pick(
             });
         };
         return Ok(Some(Source::Adapter {
-            base_model,
+            base_model: crate::train::axolotl::resolve_in_run_dir(run_dir, &base_model),
             adapter: dir,
         }));
     }

@@ -42,7 +42,7 @@ pub fn in_job_stage(
         Source::Model(format!("{run_dir}/{OUTPUT_DIR}"))
     } else {
         Source::Adapter {
-            base_model: training.base_model.clone(),
+            base_model: crate::train::axolotl::resolve_in_run_dir(&run_dir, &training.base_model),
             adapter: format!("{run_dir}/{OUTPUT_DIR}"),
         }
     };

@@ -102,11 +102,20 @@ pub fn render(input: &CardInput<'_>) -> String {
             AdapterKind::Full => "full",
         }),
     };
-    let base = recorded
-        .and_then(|r| r.get("base_model"))
+    // A run's own copy of an uploaded base model (`./base_model`) says nothing: the
+    // project's `base_model` names it, a local directory even where it reads like a
+    // repo ID (`models/tiny`).
+    let recorded_base = recorded.and_then(|r| r.get("base_model"));
+    let uploaded = match recorded_base {
+        Some(base) => base.starts_with("./"),
+        None => training.is_some_and(|t| t.upload_base_model),
+    };
+    let base = recorded_base
+        .filter(|b| !b.starts_with("./"))
         .or_else(|| training.map(|t| t.base_model.as_str()));
+    let on_hub = |base: &str| !uploaded && is_hub_id(base);
     let mut out = String::from("---\n");
-    if let Some(base) = base.filter(|b| is_hub_id(b)) {
+    if let Some(base) = base.filter(|b| on_hub(b)) {
         let _ = writeln!(out, "base_model: {}", yaml(base));
     }
     if matches!(adapter, Some("lora" | "qlora")) {
@@ -128,7 +137,7 @@ pub fn render(input: &CardInput<'_>) -> String {
         input.run.id
     );
     if let (Some(base), Some(adapter)) = (base, adapter) {
-        if is_hub_id(base) {
+        if on_hub(base) {
             let _ = writeln!(out, "- Base model: `{base}`");
         } else {
             // Only the last part of the path: the rest of it is the trainer's machine.
@@ -410,6 +419,35 @@ adapter = "lora"
             "{card}"
         );
         assert!(!card.contains("/models/"), "{card}");
+    }
+
+    // Issue 21: a run's `axolotl.yaml` names an uploaded base model as its own copy,
+    // `./base_model`; the card says the project's local model instead.
+    #[test]
+    fn a_recorded_run_directory_base_model_is_said_by_the_project_model_name() {
+        let (mut settings, run) = input_parts();
+        if let Some(t) = settings.training.as_mut() {
+            t.base_model = "models/tiny-distill".into();
+        }
+        let recorded = Recorded::parse(
+            "base_model: ./base_model
+adapter: lora
+",
+        );
+        let card = render(&CardInput {
+            settings: &settings,
+            run: &run,
+            repo: "alice/child",
+            ggufs: vec![],
+            loss_curve: false,
+            merged: false,
+            recorded: Some(&recorded),
+        });
+        assert!(!card.contains("base_model:"), "{card}");
+        assert!(
+            card.contains("- Base model: a local model (`tiny-distill`), not a Hub repo"),
+            "{card}"
+        );
     }
 
     #[test]

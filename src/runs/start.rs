@@ -158,32 +158,23 @@ fn uploaded_base_model(remote_dir: &str) -> String {
 }
 
 /// Whether the run's job sees the local base model of `upload_base_model` where it is
-/// (a local target without a container); elsewhere it gets a copy in its run
-/// directory ([`BaseModel`]).
+/// (a local target without a container): its run directory gets a symbolic link to
+/// it; elsewhere a copy ([`BaseModel`]).
 fn in_place(target: &Resolved) -> bool {
     target.kind == TargetKind::Local && matches!(target.runtime, JobRuntime::Native { .. })
 }
 
-/// `training` as a run on `target` in `remote_dir` uses it: with `upload_base_model`,
-/// `base_model` is the local directory's absolute path where the job sees it
-/// ([`in_place`]), else the run's copy: `<remote_dir>/base_model`, or
-/// `/workspace/run/base_model` inside a container (where the run directory is
-/// mounted).
-fn effective(
-    project: &Project,
-    training: &Training,
-    target: &Resolved,
-    remote_dir: &str,
-) -> Training {
+/// `training` as a run uses it: with `upload_base_model`, `base_model` is
+/// `./base_model`, the run directory's link to the local directory ([`in_place`]) or
+/// its copy there. Every Axolotl command of a run runs in its run directory; the path
+/// is relative because Axolotl 0.19 guesses the model's family from the text of
+/// `base_model` (`mpt` anywhere in it refuses gradient checkpointing, `falcon` refuses
+/// FSDP, `llama` marks it a Llama): an absolute path would carry the names of every
+/// directory above the model (`/home/me/attempts/...`).
+fn effective(project: &Project, training: &Training) -> Training {
     let mut training = training.clone();
-    if let Some(local) = local_base_model(project, &training) {
-        training.base_model = if in_place(target) {
-            local.to_string_lossy().into_owned()
-        } else if matches!(target.runtime, JobRuntime::Container { .. }) {
-            uploaded_base_model(crate::exec::CONTAINER_RUN_DIR)
-        } else {
-            uploaded_base_model(remote_dir)
-        };
+    if local_base_model(project, &training).is_some() {
+        training.base_model = crate::train::axolotl::in_run_dir_path(BASE_MODEL_DIR);
     }
     training
 }
@@ -201,7 +192,6 @@ pub(super) struct Inputs {
 fn resume_inputs(
     project: &Project,
     training: &Training,
-    target: &Resolved,
     from: &str,
     has_eval: bool,
 ) -> Result<Inputs, RunError> {
@@ -247,7 +237,7 @@ fn resume_inputs(
     })?;
     // The stopped run's base model was its own upload (or the same local directory):
     // the resume's is the same tree, uploaded again through the blob cache.
-    let training = effective(project, training, target, &stopped.dir);
+    let training = effective(project, training);
     let new = axolotl::config(&training, Some(&snapshot.checkpoint), has_eval).map_err(|e| {
         Refusal::Axolotl {
             reason: e.to_string(),
@@ -370,7 +360,7 @@ pub(super) fn check(
             return Err(RunError::BadRunId(from.clone()));
         }
         let stopped_eval = project.run_dir(from).join(EVAL_DATA);
-        resume_inputs(project, training, &target, from, non_empty(&stopped_eval))?
+        resume_inputs(project, training, from, non_empty(&stopped_eval))?
     } else {
         let train = data.join(TRAIN_DATA);
         if !non_empty(&train) {
@@ -399,7 +389,7 @@ pub(super) fn check(
     }
     // The run directory on the target is not known yet: `start` renders again once
     // claimed ([`render`]).
-    let yaml = render(&effective(project, training, &target, "<run dir>"), &inputs)?;
+    let yaml = render(&effective(project, training), &inputs)?;
     if target.kind == TargetKind::Local {
         if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
             let program = Path::new(venv).join("bin").join(PROGRAM);
@@ -509,7 +499,8 @@ pub async fn start(
     target::check_engine(&executor, &target.name, &target.runtime).await?;
     super::slurm::check(&executor, &target).await?;
     // A base model still to copy into the run directory is read here, before it is.
-    let local_base = local_base_model(project, training).filter(|_| !in_place(&target));
+    let local_base = local_base_model(project, training);
+    let linked = in_place(&target);
     let mut read = training.clone();
     if let Some(local) = local_base_model(project, training) {
         read.base_model = local.to_string_lossy().into_owned();
@@ -518,7 +509,7 @@ pub async fn start(
         &executor,
         &target,
         &read,
-        local_base.is_some(),
+        local_base.is_some() && !linked,
         &inputs.train,
     )
     .await?
@@ -579,7 +570,7 @@ pub async fn start(
     };
     record.save(&runs_dir)?;
 
-    let training = effective(project, training, &target, &remote_dir);
+    let training = effective(project, training);
     let settings = Settings {
         training: Some(training.clone()),
         ..settings.clone()
@@ -589,6 +580,7 @@ pub async fn start(
             Ok(()) => {
                 let base = local_base.map(|dir| BaseModel {
                     local: dir,
+                    linked,
                     digests: project.state_dir().join(DIGEST_CACHE),
                     events: events.clone(),
                     target: target.name.clone(),
@@ -648,11 +640,14 @@ pub(super) fn prepare(local_dir: &Path, inputs: &Inputs, yaml: &str) -> Result<(
 }
 
 /// A local base model to upload into the run directory on the target
-/// (`training.upload_base_model`), or to link there on a local target whose job runs
-/// in a container (which sees the run directory only).
+/// (`training.upload_base_model`), or to link there on a local target: a symbolic
+/// link for a native job, hard links (or copies) for a job in a container, which sees
+/// the run directory only.
 struct BaseModel {
     /// Its directory here.
     local: PathBuf,
+    /// The run directory links to it ([`in_place`]).
+    linked: bool,
     /// The project's digest cache file ([`DIGEST_CACHE`]).
     digests: PathBuf,
     /// Where the upload's summary goes before sending.
@@ -667,8 +662,12 @@ impl BaseModel {
     async fn upload(&self, executor: &AnyExecutor, remote_dir: &str) -> Result<(), RunError> {
         if matches!(executor, AnyExecutor::Local(_)) {
             let to = Path::new(remote_dir).join(BASE_MODEL_DIR);
-            return link_or_copy(&self.local, &to)
-                .map_err(|source| RunError::Io { path: to, source });
+            let linked = if self.linked {
+                std::os::unix::fs::symlink(&self.local, &to)
+            } else {
+                link_or_copy(&self.local, &to)
+            };
+            return linked.map_err(|source| RunError::Io { path: to, source });
         }
         let mut cache = crate::exec::blobs::DigestCache::load(&self.digests);
         let events = &self.events;

@@ -89,26 +89,27 @@ fn upload_settings(base: &str, upload: bool) -> Settings {
     toml::from_str(&text).unwrap()
 }
 
-// Issue 21: `upload_base_model` points `base_model` at the run's uploaded copy on a
-// remote target (inside a container: where the run directory is mounted), at the local
-// directory itself on a local one without a container, and leaves it alone when unset; a missing directory or a file is a problem naming both keys and the path.
+// Issue 21: `upload_base_model` points `base_model` at the run directory's
+// `./base_model`: its copy on a remote target or in a container, a link to the local
+// directory itself on a local one without a container (relative, so that Axolotl's
+// guess of the model's family from the path sees no directory above it); it is left
+// alone when unset; a missing directory or a file is a problem naming both keys and
+// the path.
 #[test]
 fn an_uploaded_base_model_is_the_run_directory_copy_and_must_be_a_local_directory() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("overbrainer.toml"), "").unwrap();
     let project = Project::open(dir.path()).unwrap();
-    let settings = upload_settings("models/tiny", true);
+    let settings = upload_settings("attempts/mpt-like/tiny", true);
     let training = settings.training.as_ref().unwrap();
-    let local = project.root().join("models/tiny");
+    let local = project.root().join("attempts/mpt-like/tiny");
     assert_eq!(local_base_model(&project, training), Some(local.clone()));
-    let base = |kind, container| {
-        effective(&project, training, &resolved(kind, container), "/w/r_1/").base_model
-    };
-    assert_eq!(base(TargetKind::Ssh, false), "/w/r_1/base_model");
-    assert_eq!(base(TargetKind::Slurm, false), "/w/r_1/base_model");
-    assert_eq!(base(TargetKind::Local, false), local.to_string_lossy());
-    assert_eq!(base(TargetKind::Ssh, true), "/workspace/run/base_model");
-    assert_eq!(base(TargetKind::Local, true), "/workspace/run/base_model");
+    assert_eq!(effective(&project, training).base_model, "./base_model");
+    let linked = |kind, container| in_place(&resolved(kind, container));
+    assert!(linked(TargetKind::Local, false));
+    assert!(!linked(TargetKind::Local, true));
+    assert!(!linked(TargetKind::Ssh, false));
+    assert!(!linked(TargetKind::Slurm, false));
 
     let problem = base_model_problem(&project, &settings).unwrap();
     assert!(
@@ -127,15 +128,9 @@ fn an_uploaded_base_model_is_the_run_directory_copy_and_must_be_a_local_director
     let plain = upload_settings("Qwen/Qwen2.5-0.5B", false);
     let training = plain.training.as_ref().unwrap();
     assert_eq!(local_base_model(&project, training), None);
-    assert_eq!(base_model_problem(&project, &plain), None);
     assert_eq!(
-        effective(
-            &project,
-            training,
-            &resolved(TargetKind::Ssh, true),
-            "/w/r_1"
-        )
-        .base_model,
+        effective(&project, training).base_model,
         "Qwen/Qwen2.5-0.5B"
     );
+    assert_eq!(base_model_problem(&project, &plain), None);
 }

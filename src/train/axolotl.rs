@@ -28,6 +28,24 @@ pub const PREPARED_DIR: &str = "prepared";
 /// Where a resumed run finds the stopped run's checkpoint, relative to its run directory.
 pub const RESUME_DIR: &str = "resume";
 
+/// `name` in the run directory as the configuration names it: relative (`./name`),
+/// since every Axolotl command of a run runs in its run directory.
+#[must_use]
+pub fn in_run_dir_path(name: &str) -> String {
+    format!("./{name}")
+}
+
+/// A path of the configuration (`base_model`) where the run directory `run_dir` is
+/// not the working directory: a relative one ([`in_run_dir_path`]) joined to it,
+/// anything else (a Hugging Face repo ID, an absolute path) as it is.
+#[must_use]
+pub fn resolve_in_run_dir(run_dir: &str, path: &str) -> String {
+    match path.strip_prefix("./") {
+        Some(rest) => format!("{}/{rest}", run_dir.trim_end_matches('/')),
+        None => path.to_owned(),
+    }
+}
+
 /// Keys that may differ between a stopped run's configuration and its resume (RUN-36),
 /// besides `resume_from_checkpoint`, the dataset paths and the prefixes of
 /// [`RESUME_FREE_PREFIXES`].
@@ -334,6 +352,24 @@ fn top_level_key(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_base_model_is_joined_to_the_run_directory_and_others_kept() {
+        let path = in_run_dir_path("base_model");
+        assert_eq!(path, "./base_model");
+        assert_eq!(
+            resolve_in_run_dir("/w/runs/r1/", &path),
+            "/w/runs/r1/base_model"
+        );
+        assert_eq!(
+            resolve_in_run_dir("/w/runs/r1", "Qwen/Qwen2.5-0.5B"),
+            "Qwen/Qwen2.5-0.5B"
+        );
+        assert_eq!(
+            resolve_in_run_dir("/w/runs/r1", "/models/tiny"),
+            "/models/tiny"
+        );
+    }
     use crate::config::Source;
 
     fn training(extra: &str) -> Training {

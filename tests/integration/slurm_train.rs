@@ -171,8 +171,7 @@ fn a_slurm_run_trains_on_a_base_model_uploaded_through_the_blob_cache() {
     assert_trained_run(&training, id);
     let workdir = training.project.home().join("slurm-work");
     let yaml = std::fs::read_to_string(training.runs().join(id).join("axolotl.yaml")).unwrap();
-    let expected = format!("base_model: \"{}/{id}/base_model\"", workdir.display());
-    assert!(yaml.contains(&expected), "{expected}\n{yaml}");
+    assert!(yaml.contains("base_model: \"./base_model\""), "{yaml}");
     assert!(
         workdir
             .join(id)
