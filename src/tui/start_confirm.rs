@@ -1,4 +1,5 @@
-//! The start confirmation of a run on a Runpod target (TUI-43, TUI-44): the target,
+//! The start confirmation of a run on a Runpod target (TUI-43, TUI-44), of a resume
+//! there (TUI-48) and of auto mode that ends in such a start (TUI-38): the target,
 //! model and data, then what one catalog read says the run would get (the VRAM estimate
 //! and `"auto"`'s floor, each GPU type's pod price, VRAM, stock and fit, what `"auto"`
 //! picks now, the highest cost at `max_hours`, what `max_cost_usd` lets it spend). `g`
@@ -9,6 +10,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
+use super::action::Action;
 use super::components::picker::Picked;
 use super::theme::Theme;
 use crate::config::edit::Change;
@@ -34,6 +36,10 @@ pub enum ConfirmKey {
 /// The confirmation's state.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StartConfirm {
+    /// The dialog's title.
+    title: String,
+    /// What `y` does once the picks are saved: the start, a resume or auto mode.
+    pub then: Action,
     /// The target, model and data lines.
     base: Vec<String>,
     /// The Runpod target's name.
@@ -87,6 +93,8 @@ impl StartConfirm {
     #[must_use]
     pub fn new(base: Vec<String>, target: String) -> Self {
         Self {
+            title: "Start a training run".to_owned(),
+            then: Action::Start { resume_from: None },
             base,
             target,
             read: None,
@@ -96,6 +104,20 @@ impl StartConfirm {
             saving: false,
             read_seq: 0,
         }
+    }
+
+    /// The confirmation titled `title`, doing `then` on `y` (a resume, auto mode).
+    #[must_use]
+    pub fn asking(mut self, title: impl Into<String>, then: Action) -> Self {
+        self.title = title.into();
+        self.then = then;
+        self
+    }
+
+    /// The dialog's title.
+    #[must_use]
+    pub fn title(&self) -> &str {
+        &self.title
     }
 
     /// The target, model and data lines.
@@ -230,7 +252,7 @@ impl StartConfirm {
 
     /// Draws it as the start dialog.
     pub fn render(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
-        super::components::dialog::render("Start a training run", &self.lines(), area, buf, theme);
+        super::components::dialog::render(&self.title, &self.lines(), area, buf, theme);
     }
 }
 

@@ -108,12 +108,15 @@ impl App {
         }
     }
 
-    /// A question to ask: the start of a run on a Runpod training target opens the start
-    /// confirmation instead of a plain dialog (TUI-43).
+    /// A question to ask: a start of a run on a Runpod training target (`t`, a resume's
+    /// `T`, auto mode that ends in one) opens the start confirmation instead of a plain
+    /// dialog (TUI-43, TUI-48, TUI-38).
     pub(super) fn ask(&mut self, dialog: Dialog) -> Vec<Work> {
-        if *dialog.yes == (Action::Start { resume_from: None })
-            && let Some(target) = self.runpod_training_target()
-        {
+        let starts = matches!(
+            *dialog.yes,
+            Action::Start { .. } | Action::RunChain(crate::tui::stages::Chain::Auto)
+        );
+        if starts && let Some(target) = self.runpod_training_target() {
             return self.open_start_confirm(dialog, target);
         }
         self.dialog = Some(dialog);
@@ -121,10 +124,10 @@ impl App {
     }
 
     /// `t` on a Runpod training target: the confirmation with its catalog read
-    /// (TUI-43).
+    /// (TUI-43), titled and answered as `dialog`.
     pub(super) fn open_start_confirm(&mut self, dialog: Dialog, target: String) -> Vec<Work> {
         let ask = self.runpod_ask(Listing::Gpus(target.clone()), Purpose::Preview);
-        let mut confirm = StartConfirm::new(dialog.lines, target);
+        let mut confirm = StartConfirm::new(dialog.lines, target).asking(dialog.title, *dialog.yes);
         confirm.read_seq = ask.seq;
         self.confirm = Some(confirm);
         vec![Work::ReadRunpod(ask)]
@@ -220,12 +223,14 @@ impl App {
         };
         let ask = self.runpod_ask(Listing::Gpus(target.clone()), Purpose::Preview);
         if let Some(confirm) = self.confirm.as_mut() {
-            let base = self
-                .training
-                .start
-                .clone()
-                .unwrap_or_else(|_| confirm.base().to_vec());
-            let mut fresh = StartConfirm::new(base, target);
+            // A plain start's lines are the start's as configured now; a resume's and
+            // auto mode's say more and are kept.
+            let base = match (&confirm.then, &self.training.start) {
+                (Action::Start { resume_from: None }, Ok(start)) => start.clone(),
+                _ => confirm.base().to_vec(),
+            };
+            let mut fresh = StartConfirm::new(base, target)
+                .asking(confirm.title().to_owned(), confirm.then.clone());
             fresh.read_seq = ask.seq;
             *confirm = fresh;
         }
@@ -543,9 +548,9 @@ impl App {
             ConfirmKey::Yes => {
                 let changes = confirm.changes();
                 if changes.is_empty() {
-                    let estimate = confirm.estimate();
+                    let (then, estimate) = (confirm.then.clone(), confirm.estimate());
                     self.confirm = None;
-                    return self.start_with(estimate);
+                    return self.proceed(then, estimate);
                 }
                 let work = self.edit_config(changes);
                 match self.confirm.as_mut() {
@@ -614,10 +619,11 @@ impl App {
         }
     }
 
-    /// Starts the run the confirmation asked for, with the VRAM estimate it showed
-    /// (POD-19).
-    fn start_with(&mut self, estimate: Option<f64>) -> Vec<Work> {
-        let mut work = self.apply(Action::Start { resume_from: None });
+    /// Does what the confirmation asked for (`then`); a start or a resume gets the VRAM
+    /// estimate it showed (POD-19); auto mode's start computes it again once the data
+    /// is made.
+    fn proceed(&mut self, then: Action, estimate: Option<f64>) -> Vec<Work> {
+        let mut work = self.apply(then);
         for w in &mut work {
             if let Work::Task { vram_estimate, .. } = w {
                 *vram_estimate = estimate;
@@ -646,9 +652,12 @@ impl App {
         if !self.confirm.as_ref().is_some_and(|c| c.saving) {
             return Vec::new();
         }
-        let estimate = self.confirm.take().and_then(|c| c.estimate());
+        let Some(confirm) = self.confirm.take() else {
+            return Vec::new();
+        };
         if written {
-            return self.start_with(estimate);
+            let estimate = confirm.estimate();
+            return self.proceed(confirm.then, estimate);
         }
         self.say(
             false,

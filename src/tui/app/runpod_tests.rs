@@ -316,6 +316,84 @@ fn t_on_a_runpod_target_shows_the_preview_and_y_without_picks_starts() {
     assert!(app.confirm.is_none());
 }
 
+/// The confirmation's catalog read of a just-opened confirmation ends with the test's
+/// GPU read.
+fn answer_preview(app: &mut App, work: &[Work]) {
+    let [Work::ReadRunpod(ask)] = work else {
+        panic!("{work:?}")
+    };
+    assert_eq!(ask.purpose, Purpose::Preview);
+    app.on_flow(FlowEvent::Runpod {
+        ask: ask.clone(),
+        read: Ok(Read::Gpus(Box::new(gpu_read()))),
+    });
+}
+
+// TUI-48 with TUI-43: `T` on a stopped run of a Runpod target shows the resume's
+// snapshot and the catalog preview; `y` resumes it with the estimate shown.
+#[test]
+fn t_upper_on_a_runpod_target_confirms_the_resume_with_the_preview() {
+    let mut app = runpod_app(None, None);
+    crate::tui::tests::with_runs(&mut app, vec![crate::tui::tests::stopped("r_1")]);
+    app.handle_key(ch('4'));
+    let work = app.handle_key(ch('T'));
+    answer_preview(&mut app, &work);
+    let confirm = app.confirm.as_ref().expect("the start confirmation");
+    assert_eq!(confirm.title(), "Resume a stopped run");
+    let lines = confirm.lines().join("\n");
+    assert!(
+        lines.contains("Resume run r_1 in a new run?")
+            && lines.contains("checkpoint-6 at step 6")
+            && lines.contains("target  gpu")
+            && lines.contains("23.4"),
+        "{lines}"
+    );
+    let work = keys(&mut app, "y");
+    assert!(
+        matches!(
+            work.as_slice(),
+            [Work::Task {
+                kind: Kind::Train,
+                run: Some(run),
+                vram_estimate: Some(23.4),
+                ..
+            }] if run == "r_1"
+        ),
+        "{work:?}"
+    );
+    assert!(app.confirm.is_none());
+}
+
+// TUI-38: auto mode's one confirmation shows what `t` would show on Runpod, the
+// catalog preview included; `y` runs the chain.
+#[test]
+fn auto_mode_on_a_runpod_target_confirms_with_the_preview_then_runs_the_chain() {
+    let mut app = runpod_app(None, None);
+    let work = app.handle_key(ch('A'));
+    answer_preview(&mut app, &work);
+    let confirm = app.confirm.as_ref().expect("the start confirmation");
+    assert_eq!(confirm.title(), "Auto mode?");
+    let lines = confirm.lines().join("\n");
+    assert!(
+        lines.contains("subtopics → questions → answers → split")
+            && lines.contains("starts a training run as `t` does")
+            && lines.contains("23.4"),
+        "{lines}"
+    );
+    let work = keys(&mut app, "y");
+    assert!(
+        matches!(
+            work.as_slice(),
+            [Work::Stages {
+                chain: crate::tui::stages::Chain::Auto,
+                ..
+            }]
+        ),
+        "{work:?}"
+    );
+    assert!(app.confirm.is_none());
+}
+
 #[test]
 fn g_and_c_pick_then_y_saves_first_and_starts_once_written() {
     let mut app = runpod_app(None, None);
