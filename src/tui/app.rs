@@ -642,6 +642,13 @@ impl App {
             }
             return self.apply(if asked { Action::QuitNow } else { Action::Quit });
         }
+        // The overlay may cover a picker or the start confirmation: it closes first.
+        if self.help {
+            if matches!(key.code, KeyCode::Esc | KeyCode::Char('?' | 'q')) {
+                self.help = false;
+            }
+            return Vec::new();
+        }
         if let Some(at) = self.menu {
             return self.menu_key(key, at);
         }
@@ -663,12 +670,6 @@ impl App {
                 }
                 Answer::Pending => Vec::new(),
             };
-        }
-        if self.help {
-            if matches!(key.code, KeyCode::Esc | KeyCode::Char('?' | 'q')) {
-                self.help = false;
-            }
-            return Vec::new();
         }
         let global = if self.view().typing() {
             None
@@ -1247,9 +1248,6 @@ impl App {
             locked: self.data_locked().is_some() && !self.quitting,
         }
         .render(footer, buf, t);
-        if self.help {
-            help::render(self.view().title(), self.view().keys(), body, buf, t);
-        }
         if let Some(at) = self.menu {
             super::components::menu::render(&MENU.map(Chain::name), at, body, buf, t);
         }
@@ -1261,6 +1259,24 @@ impl App {
         }
         if let Some(picker) = &self.picker {
             picker.render(body, buf, t);
+        }
+        if self.help {
+            self.draw_help(body, buf);
+        }
+    }
+
+    /// The `?` overlay: the keys of the picker or the start confirmation it covers, else
+    /// the view's and every view's (TUI-5).
+    fn draw_help(&self, body: Rect, buf: &mut Buffer) {
+        let t = self.theme;
+        if let Some(picker) = &self.picker {
+            help::render(("picker", false), &picker.keys(), body, buf, t);
+        } else if self.confirm.is_some() {
+            let keys = super::start_confirm::KEYS;
+            help::render(("start confirmation", false), keys, body, buf, t);
+        } else {
+            let view = (self.view().title(), true);
+            help::render(view, self.view().keys(), body, buf, t);
         }
     }
 }

@@ -18,6 +18,14 @@ use crate::config::{ListOrAuto, RunpodTarget};
 use crate::runpod::catalog::wire::DataCenter;
 use crate::runs::pod::preview::GpuRead;
 
+/// The confirmation's keys, for the `?` overlay (TUI-44).
+pub const KEYS: &[(&str, &str)] = &[
+    ("y", "save the picks, then go on"),
+    ("g", "pick the GPU types"),
+    ("c", "pick the data centers"),
+    ("n Esc Enter", "close: nothing is saved or started"),
+];
+
 /// What a key asks of the confirmation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfirmKey {

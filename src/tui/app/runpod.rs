@@ -467,6 +467,10 @@ impl App {
             return Vec::new();
         };
         // `q` leaves the picker and quits as anywhere (TUI-5); in the filter it is text.
+        if key.code == crossterm::event::KeyCode::Char('?') && !picker.filtering() {
+            self.help = true;
+            return Vec::new();
+        }
         if key.code == crossterm::event::KeyCode::Char('q') && !picker.filtering() {
             self.picker = None;
             if !self.confirm.as_ref().is_some_and(|c| c.saving) {
@@ -533,6 +537,10 @@ impl App {
             return Vec::new();
         };
         let target = confirm.target.clone();
+        if key.code == crossterm::event::KeyCode::Char('?') {
+            self.help = true;
+            return Vec::new();
+        }
         if key.code == crossterm::event::KeyCode::Char('q') {
             if !confirm.saving {
                 self.confirm = None;

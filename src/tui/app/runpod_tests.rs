@@ -145,6 +145,53 @@ fn enter_on_gpu_types_reads_the_catalog_and_a_picked_list_unsets_the_auto_limits
     assert!(app.picker.is_none());
 }
 
+// TUI-27, TUI-5: `?` in a picker shows the picker's own keys over it; Esc closes the
+// overlay and the picker stays, its toggles kept. In the start confirmation `?` shows
+// the confirmation's keys, without `t` in its pickers (picking only, TUI-44).
+#[test]
+fn question_mark_in_a_picker_or_the_confirmation_shows_their_keys() {
+    let mut app = runpod_app(None, None);
+    select(&mut app, "targets.gpu.gpu_types");
+    let work = app.handle_key(key(KeyCode::Enter));
+    let [Work::ReadRunpod(ask)] = work.as_slice() else {
+        panic!("{work:?}")
+    };
+    app.on_flow(FlowEvent::Runpod {
+        ask: ask.clone(),
+        read: Ok(Read::Gpus(Box::new(gpu_read()))),
+    });
+    keys(&mut app, "j ?");
+    let shown = crate::tui::tests::screen(&app, 120, 40);
+    assert!(
+        shown.contains("picker: keys")
+            && shown.contains("J / K")
+            && shown.contains("type the value instead"),
+        "{shown}"
+    );
+    assert!(!shown.contains("switch view"), "{shown}");
+    snapshot_both("runpod_picker_help", &app);
+    keys(&mut app, "\u{1b}");
+    let shown = crate::tui::tests::screen(&app, 120, 40);
+    assert!(!shown.contains("picker: keys"), "{shown}");
+    let toggled = app.picker.as_ref().map(|p| p.keys().len());
+    assert!(toggled.is_some(), "the picker stays open");
+
+    let mut app = runpod_app(None, None);
+    open_confirm(&mut app);
+    keys(&mut app, "?");
+    let shown = crate::tui::tests::screen(&app, 120, 40);
+    assert!(
+        shown.contains("start confirmation: keys") && shown.contains("pick the data centers"),
+        "{shown}"
+    );
+    keys(&mut app, "\u{1b}g?");
+    let shown = crate::tui::tests::screen(&app, 120, 40);
+    assert!(shown.contains("picker: keys"), "{shown}");
+    assert!(!shown.contains("type the value instead"), "{shown}");
+    keys(&mut app, "\u{1b}\u{1b}");
+    assert!(app.picker.is_none() && app.confirm.is_some());
+}
+
 #[test]
 fn a_failed_read_says_why_and_t_in_a_picker_types_the_value_instead() {
     let mut app = runpod_app(None, None);

@@ -17,10 +17,19 @@ pub const GLOBAL_KEYS: &[(&str, &str)] = &[
     ("r", "menu: auto, each stage, run"),
 ];
 
-/// Draws the overlay for a view titled `view` with keys `keys`.
-pub fn render(view: &str, keys: &[(&str, &str)], area: Rect, buf: &mut Buffer, theme: Theme) {
+/// Draws the overlay for a view (or a picker, a confirmation) titled `view` with keys
+/// `keys`, then, with `global`, the keys of every view.
+pub fn render(
+    (view, global): (&str, bool),
+    keys: &[(&str, &str)],
+    area: Rect,
+    buf: &mut Buffer,
+    theme: Theme,
+) {
     let mut lines = Vec::new();
-    for (key, what) in keys.iter().chain([("", "")].iter()).chain(GLOBAL_KEYS) {
+    let every: &[(&str, &str)] = if global { GLOBAL_KEYS } else { &[] };
+    let gap: &[(&str, &str)] = if global { &[("", "")] } else { &[] };
+    for (key, what) in keys.iter().chain(gap).chain(every) {
         if key.is_empty() {
             lines.push(Line::raw(""));
             continue;

@@ -550,6 +550,27 @@ impl Picker {
         Outcome::Pending
     }
 
+    /// Its keys, for the `?` overlay (TUI-27): toggling and ordering only where several
+    /// entries are kept, `t` only where typing is offered.
+    #[must_use]
+    pub fn keys(&self) -> Vec<(&'static str, &'static str)> {
+        let mut keys = vec![("k/j PgUp/PgDn", "move (Home/End: first, last)")];
+        if self.kind.several() {
+            keys.push(("Space", "toggle the entry (kept in toggling order)"));
+            keys.push(("J / K", "move the toggled entry later / earlier"));
+            keys.push(("Enter", "keep the toggled entries"));
+        } else {
+            keys.push(("Enter", "pick the entry"));
+        }
+        keys.push(("o", "cycle the sort (toggled ones stay on top)"));
+        keys.push(("/", "filter (Enter keeps it, Esc clears it)"));
+        if self.typing {
+            keys.push(("t", "type the value instead"));
+        }
+        keys.push(("Esc", "cancel: nothing changes"));
+        keys
+    }
+
     /// The title: what, the sort, the filter.
     #[must_use]
     pub fn title(&self) -> String {
