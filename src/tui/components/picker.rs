@@ -357,25 +357,47 @@ impl Picker {
     /// picked.
     #[must_use]
     pub fn templates(key: String, templates: &[Template], current: Option<&str>) -> Self {
-        let templates: Vec<&Template> = templates.iter().filter(|t| !t.serverless).collect();
-        let rows = templates
+        // One row per image: templates sharing one (the same image saved twice) are
+        // one choice, their names and IDs listed together; those without an image stay
+        // apart, each saying why it cannot be picked.
+        let mut merged: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
+        for t in templates.iter().filter(|t| !t.serverless) {
+            let image = t.image.trim();
+            match merged
+                .iter_mut()
+                .find(|(i, _, _)| !image.is_empty() && i == image)
+            {
+                Some((_, names, ids)) => {
+                    names.push(&t.name);
+                    ids.push(&t.id);
+                }
+                None => merged.push((image.to_owned(), vec![&t.name], vec![&t.id])),
+            }
+        }
+        for (_, names, ids) in &mut merged {
+            let mut pairs: Vec<(&str, &str)> =
+                names.iter().copied().zip(ids.iter().copied()).collect();
+            pairs.sort_unstable();
+            *names = pairs.iter().map(|(n, _)| *n).collect();
+            *ids = pairs.iter().map(|(_, i)| *i).collect();
+        }
+        let rows = merged
             .iter()
-            .map(|t| {
+            .map(|(image, names, ids)| {
                 (
-                    t.image.clone(),
-                    vec![t.name.clone(), t.id.clone(), t.image.clone()],
-                    t.image
-                        .trim()
+                    image.clone(),
+                    vec![names.join(", "), ids.join(", "), image.clone()],
+                    image
                         .is_empty()
                         .then(|| "the template has no image".to_owned()),
                 )
             })
             .collect();
-        let orders = vec![order_by(templates.len(), |a, b| {
-            templates[a]
-                .name
-                .cmp(&templates[b].name)
-                .then_with(|| templates[a].id.cmp(&templates[b].id))
+        let orders = vec![order_by(merged.len(), |a, b| {
+            merged[a]
+                .1
+                .cmp(&merged[b].1)
+                .then_with(|| merged[a].2.cmp(&merged[b].2))
         })];
         Self::new(
             Kind::Template,

@@ -275,6 +275,27 @@ fn data_centers_sort_by_id_or_region_and_volumes_and_templates_pick_one() {
         Outcome::Done(Picked::One("img:1".into()))
     );
     assert_eq!(press(&mut t, "k\n"), Outcome::Done(Picked::Unset));
+
+    // Two templates of one image are one row naming both; the row picks the image.
+    let templates = [
+        template("z-second", "img:1", false),
+        template("a-first", "img:1", false),
+        template("b", "img:2", false),
+    ];
+    let mut t = Picker::templates("targets.gpu.image".into(), &templates, None);
+    assert_eq!(shown(&t), ["<top>", "img:1", "img:2"].map(String::from));
+    let mut area = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, 100, 12));
+    t.render(area.area, &mut area, crate::tui::theme::Theme::new(false));
+    let text: String = area
+        .content()
+        .iter()
+        .map(ratatui::buffer::Cell::symbol)
+        .collect();
+    assert!(text.contains("a-first, z-second"), "{text}");
+    assert_eq!(
+        press(&mut t, "j\n"),
+        Outcome::Done(Picked::One("img:1".into()))
+    );
 }
 
 #[test]
