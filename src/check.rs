@@ -119,7 +119,9 @@ pub async fn check(
     {
         return Err(CheckError::EvalData(problem));
     }
-    if let Some(problem) = crate::runs::start::base_model_problem(project, &loaded.settings) {
+    if let Some(problem) =
+        crate::runs::start::base_model_problem(project, &loaded.settings, &loaded.env)
+    {
         return Err(CheckError::BaseModel(problem));
     }
     let hostless: Vec<String> = loaded

@@ -124,11 +124,22 @@ pub fn eval_data_problem(
 }
 
 /// The directory the run uploads its base model from: `training.base_model` relative
-/// to the project (an absolute path as is); `None` without `training.upload_base_model`.
+/// to the project (an absolute path as is, `~/` in `HOME` of `env`); `None` without
+/// `training.upload_base_model`.
 #[must_use]
-pub fn local_base_model(project: &Project, training: &Training) -> Option<PathBuf> {
+pub fn local_base_model(
+    project: &Project,
+    training: &Training,
+    env: &EnvSnapshot,
+) -> Option<PathBuf> {
     training.upload_base_model.then(|| {
-        let dir = project.root().join(&training.base_model);
+        let base = training.base_model.as_str();
+        let home = env.get("HOME").filter(|home| !home.is_empty());
+        let dir = match (base.strip_prefix("~/"), home) {
+            (Some(rest), Some(home)) => Path::new(home).join(rest),
+            _ if base == "~" && home.is_some() => PathBuf::from(home.unwrap_or_default()),
+            _ => project.root().join(base),
+        };
         std::path::absolute(&dir).unwrap_or(dir)
     })
 }
@@ -137,9 +148,18 @@ pub fn local_base_model(project: &Project, training: &Training) -> Option<PathBu
 /// directory is missing or not a directory. `None` when it is one, without
 /// `upload_base_model` and without a `[training]` section.
 #[must_use]
-pub fn base_model_problem(project: &Project, settings: &Settings) -> Option<String> {
-    let dir = local_base_model(project, settings.training.as_ref()?)?;
+pub fn base_model_problem(
+    project: &Project,
+    settings: &Settings,
+    env: &EnvSnapshot,
+) -> Option<String> {
+    let dir = local_base_model(project, settings.training.as_ref()?, env)?;
     match std::fs::metadata(&dir) {
+        // A model's directory (a Hugging Face snapshot) has its `config.json`.
+        Ok(meta) if meta.is_dir() && !dir.join("config.json").is_file() => Some(format!(
+            "`training.base_model` (`{}`) has no `config.json`, but `training.upload_base_model` is set: name the directory of a model (its `config.json`, weights and tokenizer)",
+            dir.display()
+        )),
         Ok(meta) if meta.is_dir() => None,
         Ok(_) => Some(format!(
             "`training.base_model` (`{}`) is not a directory, but `training.upload_base_model` is set: name the model's local directory, or unset `upload_base_model` for a Hugging Face repo ID or a path on the target",
@@ -171,9 +191,9 @@ fn in_place(target: &Resolved) -> bool {
 /// `base_model` (`mpt` anywhere in it refuses gradient checkpointing, `falcon` refuses
 /// FSDP, `llama` marks it a Llama): an absolute path would carry the names of every
 /// directory above the model (`/home/me/attempts/...`).
-fn effective(project: &Project, training: &Training) -> Training {
+fn effective(training: &Training) -> Training {
     let mut training = training.clone();
-    if local_base_model(project, &training).is_some() {
+    if training.upload_base_model {
         training.base_model = crate::train::axolotl::in_run_dir_path(BASE_MODEL_DIR);
     }
     training
@@ -237,7 +257,7 @@ fn resume_inputs(
     })?;
     // The stopped run's base model was its own upload (or the same local directory):
     // the resume's is the same tree, uploaded again through the blob cache.
-    let training = effective(project, training);
+    let training = effective(training);
     let new = axolotl::config(&training, Some(&snapshot.checkpoint), has_eval).map_err(|e| {
         Refusal::Axolotl {
             reason: e.to_string(),
@@ -332,7 +352,7 @@ fn check_chat_file(path: &Path, name: &str) -> Result<(), RunError> {
 /// what is missing or wrong.
 pub(super) fn check(
     project: &Project,
-    settings: &Settings,
+    (settings, env): (&Settings, &EnvSnapshot),
     provenance: &Provenance,
     options: &StartOptions,
 ) -> Result<(Resolved, Inputs, String), RunError> {
@@ -351,7 +371,7 @@ pub(super) fn check(
         }
         .into());
     }
-    if let Some(reason) = base_model_problem(project, settings) {
+    if let Some(reason) = base_model_problem(project, settings, env) {
         return Err(Refusal::BaseModel { reason }.into());
     }
     let data = project.data_dir();
@@ -389,7 +409,7 @@ pub(super) fn check(
     }
     // The run directory on the target is not known yet: `start` renders again once
     // claimed ([`render`]).
-    let yaml = render(&effective(project, training), &inputs)?;
+    let yaml = render(&effective(training), &inputs)?;
     if target.kind == TargetKind::Local {
         if let JobRuntime::Native { venv: Some(venv) } = &target.runtime {
             let program = Path::new(venv).join("bin").join(PROGRAM);
@@ -473,7 +493,7 @@ pub async fn start(
     options: &StartOptions,
     events: &Events,
 ) -> Result<Started, RunError> {
-    let (target, inputs, _) = check(project, settings, provenance, options)?;
+    let (target, inputs, _) = check(project, (settings, env), provenance, options)?;
     let training = training(settings)?;
     if options.keep_pod {
         return Err(Refusal::KeepPodNotRunpod {
@@ -499,10 +519,10 @@ pub async fn start(
     target::check_engine(&executor, &target.name, &target.runtime).await?;
     super::slurm::check(&executor, &target).await?;
     // A base model still to copy into the run directory is read here, before it is.
-    let local_base = local_base_model(project, training);
+    let local_base = local_base_model(project, training, env);
     let linked = in_place(&target);
     let mut read = training.clone();
-    if let Some(local) = local_base_model(project, training) {
+    if let Some(local) = &local_base {
         read.base_model = local.to_string_lossy().into_owned();
     }
     match super::template::check(
@@ -570,7 +590,7 @@ pub async fn start(
     };
     record.save(&runs_dir)?;
 
-    let training = effective(project, training);
+    let training = effective(training);
     let settings = Settings {
         training: Some(training.clone()),
         ..settings.clone()

@@ -100,18 +100,22 @@ fn an_uploaded_base_model_is_the_run_directory_copy_and_must_be_a_local_director
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("overbrainer.toml"), "").unwrap();
     let project = Project::open(dir.path()).unwrap();
+    let env = crate::env::EnvSnapshot::from_pairs([("HOME", "/home/me")]);
     let settings = upload_settings("attempts/mpt-like/tiny", true);
     let training = settings.training.as_ref().unwrap();
     let local = project.root().join("attempts/mpt-like/tiny");
-    assert_eq!(local_base_model(&project, training), Some(local.clone()));
-    assert_eq!(effective(&project, training).base_model, "./base_model");
+    assert_eq!(
+        local_base_model(&project, training, &env),
+        Some(local.clone())
+    );
+    assert_eq!(effective(training).base_model, "./base_model");
     let linked = |kind, container| in_place(&resolved(kind, container));
     assert!(linked(TargetKind::Local, false));
     assert!(!linked(TargetKind::Local, true));
     assert!(!linked(TargetKind::Ssh, false));
     assert!(!linked(TargetKind::Slurm, false));
 
-    let problem = base_model_problem(&project, &settings).unwrap();
+    let problem = base_model_problem(&project, &settings, &env).unwrap();
     assert!(
         problem.contains(&format!("`training.base_model` (`{}`)", local.display()))
             && problem.contains("`training.upload_base_model` is set"),
@@ -119,18 +123,27 @@ fn an_uploaded_base_model_is_the_run_directory_copy_and_must_be_a_local_director
     );
     std::fs::create_dir_all(local.parent().unwrap()).unwrap();
     std::fs::write(&local, "x").unwrap();
-    let problem = base_model_problem(&project, &settings).unwrap();
+    let problem = base_model_problem(&project, &settings, &env).unwrap();
     assert!(problem.contains("is not a directory"), "{problem}");
     std::fs::remove_file(&local).unwrap();
     std::fs::create_dir(&local).unwrap();
-    assert_eq!(base_model_problem(&project, &settings), None);
+    // An empty directory (or one without a model's `config.json`) is no model.
+    let problem = base_model_problem(&project, &settings, &env).unwrap();
+    assert!(problem.contains("has no `config.json`"), "{problem}");
+    std::fs::write(local.join("config.json"), "{}").unwrap();
+    assert_eq!(base_model_problem(&project, &settings, &env), None);
+
+    // `~/` is the user's home directory, as a shell would read it.
+    let home = upload_settings("~/models/tiny", true);
+    let training = home.training.as_ref().unwrap();
+    assert_eq!(
+        local_base_model(&project, training, &env),
+        Some(std::path::PathBuf::from("/home/me/models/tiny"))
+    );
 
     let plain = upload_settings("Qwen/Qwen2.5-0.5B", false);
     let training = plain.training.as_ref().unwrap();
-    assert_eq!(local_base_model(&project, training), None);
-    assert_eq!(
-        effective(&project, training).base_model,
-        "Qwen/Qwen2.5-0.5B"
-    );
-    assert_eq!(base_model_problem(&project, &plain), None);
+    assert_eq!(local_base_model(&project, training, &env), None);
+    assert_eq!(effective(training).base_model, "Qwen/Qwen2.5-0.5B");
+    assert_eq!(base_model_problem(&project, &plain, &env), None);
 }

@@ -158,7 +158,7 @@ pub async fn train(
     events: &Events,
     cancel: &CancellationToken,
 ) -> Result<Outcome, RunError> {
-    let (target, inputs, yaml) = start::check(project, settings, provenance, options)?;
+    let (target, inputs, yaml) = start::check(project, (settings, env), provenance, options)?;
     let Some(runpod) = target.runpod.as_deref() else {
         return Err(Refusal::UnknownTarget {
             name: target.name.clone(),

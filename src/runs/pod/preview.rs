@@ -76,9 +76,14 @@ pub async fn read(
     {
         return Err(format!("target `{name}` is not a Runpod target"));
     }
-    let client = super::client(settings, env)
-        .await
-        .map_err(|e| e.to_string())?;
+    let client = super::client(settings, env).await.map_err(|e| match e {
+        // A read creates nothing: the start's wording ("no pod was created") would
+        // mislead here.
+        crate::runs::RunError::Refused(super::Refusal::NoRunpodKey { variable }) => {
+            format!("`{variable}` is not set: reading the Runpod account needs its API key")
+        }
+        other => other.to_string(),
+    })?;
     let failed = |what: &str, e: crate::runpod::api::ApiError| {
         format!("the Runpod {what} could not be read: {e}")
     };
@@ -123,4 +128,26 @@ pub async fn read(
                 .map_err(|e| failed("pod templates", e))?,
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A read without the account's key says what it needs and claims nothing about pods.
+    #[tokio::test]
+    async fn a_read_without_the_key_names_the_variable_and_no_pod() {
+        let settings: Settings = toml::from_str(
+            "[project]\nname = \"x\"\n\n[targets.gpu]\nkind = \"runpod\"\ngpu_types = \"auto\"\nmax_hours = 2\n",
+        )
+        .unwrap();
+        let env = EnvSnapshot::default();
+        for listing in [Listing::Gpus("gpu".into()), Listing::Templates] {
+            let why = read(&settings, &env, listing).await.unwrap_err();
+            assert_eq!(
+                why,
+                "`OVERBRAINER_RUNPOD__API_KEY` is not set: reading the Runpod account needs its API key"
+            );
+        }
+    }
 }
