@@ -3,7 +3,8 @@
 //! their answers, under the new IDs. Before writing, the records the edit touches are
 //! checked against what was shown; an edit that would duplicate an existing question text
 //! or subtopic name is rejected. Every file is rewritten through [`map_lines`], so lines
-//! the edit does not touch (unreadable ones included) stay byte for byte.
+//! the edit does not touch (unreadable ones included) stay byte for byte. An answer's edit
+//! is in [`super::answer_edit`].
 
 use std::collections::HashMap;
 
@@ -32,6 +33,15 @@ pub enum EditError {
         /// What was edited.
         what: &'static str,
     },
+    /// A marker line of an edited answer is missing, altered, repeated or out of order
+    /// ([`super::answer_edit::parse`]).
+    #[error("the marker line `{line}` {problem}; keep both marker lines as they were")]
+    Marker {
+        /// The marker line as it should read.
+        line: &'static str,
+        /// What is wrong with it, in words.
+        problem: &'static str,
+    },
     /// A file could not be read or written.
     #[error(transparent)]
     Jsonl(#[from] JsonlError),
@@ -50,7 +60,7 @@ fn set(line: &mut serde_json::Value, key: &str, value: &str) {
     }
 }
 
-fn field<'a>(line: &'a serde_json::Value, key: &str) -> Option<&'a str> {
+pub(super) fn field<'a>(line: &'a serde_json::Value, key: &str) -> Option<&'a str> {
     line.get(key).and_then(serde_json::Value::as_str)
 }
 

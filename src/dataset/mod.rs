@@ -5,6 +5,7 @@
 //! Files owned: `data/subtopics.jsonl`, `data/questions.jsonl`, `data/answers.jsonl`,
 //! `data/train.jsonl`, `data/eval.jsonl`, `data/rejected.jsonl`.
 
+pub mod answer_edit;
 pub mod chat_check;
 pub mod delete;
 pub mod edit;

@@ -81,6 +81,10 @@ pub struct AnswerMeta {
     pub reasoning_kind: Option<ReasoningKind>,
     /// Null for a usable answer, else the exclusion code.
     pub excluded: Option<Exclusion>,
+    /// Whether the reasoning or the content was changed by hand in the TUI (TUI-32);
+    /// written only when true, and never into `train.jsonl` or `eval.jsonl`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub edited: bool,
 }
 
 /// A line of `answers.jsonl`, `train.jsonl` and `eval.jsonl` (DAT-4).
@@ -153,6 +157,7 @@ pub(crate) fn test_answer(
             finish_reason: Some("stop".into()),
             reasoning_kind: Some(kind),
             excluded,
+            edited: false,
         },
     }
 }

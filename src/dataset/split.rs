@@ -190,9 +190,11 @@ fn apportion(total: u64, sizes: &[u64], rng: &mut ChaCha8Rng) -> Vec<u64> {
     shares
 }
 
-/// The record as trained on (SPL-6): reasoning kept only when it is raw.
+/// The record as trained on (SPL-6): reasoning kept only when it is raw; no `edited` mark,
+/// so the lines keep the DAT-4 format.
 fn training_record(answer: &AnswerRecord) -> AnswerRecord {
     let mut record = answer.clone();
+    record.meta.edited = false;
     if record.meta.reasoning_kind != Some(ReasoningKind::Raw) {
         for message in &mut record.messages {
             message.reasoning_content = None;

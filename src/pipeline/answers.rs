@@ -100,6 +100,7 @@ pub fn record(
             finish_reason: completion.finish_reason,
             reasoning_kind: completion.reasoning_kind,
             excluded,
+            edited: false,
         },
     }
 }

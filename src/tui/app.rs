@@ -113,7 +113,8 @@ pub enum Work {
     /// Hand `overbrainer.toml` to the user's editor; the event loop does it, as it owns
     /// the terminal (TUI-18).
     EditFile,
-    /// Edit a dataset item in the user's editor; the event loop does it (TUI-32).
+    /// Edit a dataset item or an answer in the user's editor; the event loop does it
+    /// (TUI-32).
     EditData(super::dataset_edit::DataEdit),
     /// Apply what the editor left in `path` to the edited item, split again, re-read
     /// `data/` (TUI-33, TUI-35).
@@ -771,7 +772,7 @@ impl App {
                 None => return self.run_chain(chain),
             },
             Action::EditData(edit) => match self.data_locked() {
-                Some(why) => self.say(false, format!("`e` must wait: {why}")),
+                Some(why) => self.say(false, format!("`{}` must wait: {why}", edit.key())),
                 None => return vec![Work::EditData(edit)],
             },
             Action::CancelStages => {

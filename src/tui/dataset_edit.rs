@@ -1,10 +1,12 @@
-//! The Dataset view's `e` (TUI-32, TUI-33, TUI-35): the selected question's text or
-//! subtopic's name goes into a file under `data/` readable only by the user, the user's
-//! editor opens it (the event loop hands the terminal over), then the edit goes through
-//! [`crate::dataset::edit`] (a new question text gets a new ID and loses its old answer; a
-//! renamed subtopic's questions get new IDs and keep their answers; a duplicate or a record
-//! changed on disk is refused) and `split` runs again as after a deletion. A refused edit
-//! keeps its file and names it; an applied or unchanged one removes it.
+//! The Dataset view's `e` and `E` (TUI-32, TUI-33, TUI-35): the selected question's text,
+//! subtopic's name or question's answer goes into a file under `data/` readable only by the
+//! user, the user's editor opens it (the event loop hands the terminal over), then the edit
+//! goes through [`crate::dataset::edit`] (a new question text gets a new ID and loses its
+//! old answer; a renamed subtopic's questions get new IDs and keep their answers; a
+//! duplicate or a record changed on disk is refused) or [`crate::dataset::answer_edit`]
+//! (the reasoning and the content between two marker lines) and `split` runs again as after
+//! a deletion. A refused edit keeps its file and names it; an applied or unchanged one
+//! removes it.
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -12,8 +14,9 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{EnvSnapshot, Settings};
 use crate::dataset::DataFiles;
+use crate::dataset::answer_edit::{self, AnswerText};
 
-/// What `e` edits, as it was shown.
+/// What `e` or `E` edits, as it was shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DataEdit {
     /// A question's text.
@@ -30,14 +33,22 @@ pub enum DataEdit {
         /// Its name as shown.
         name: String,
     },
+    /// A question's answer (`E`).
+    Answer {
+        /// The question's ID.
+        id: String,
+        /// The answer as shown.
+        shown: AnswerText,
+    },
 }
 
 impl DataEdit {
     /// The text the editor opens with.
-    fn text(&self) -> &str {
+    fn text(&self) -> String {
         match self {
-            Self::Question { shown, .. } => shown,
-            Self::Subtopic { name, .. } => name,
+            Self::Question { shown, .. } => shown.clone(),
+            Self::Subtopic { name, .. } => name.clone(),
+            Self::Answer { shown, .. } => answer_edit::render(shown),
         }
     }
 
@@ -47,6 +58,28 @@ impl DataEdit {
         match self {
             Self::Question { id, .. } => format!("question {id}"),
             Self::Subtopic { topic, name } => format!("subtopic `{name}` of topic `{topic}`"),
+            Self::Answer { id, .. } => format!("the answer of question {id}"),
+        }
+    }
+
+    /// The key that edits it.
+    #[must_use]
+    pub fn key(&self) -> char {
+        match self {
+            Self::Answer { .. } => 'E',
+            Self::Question { .. } | Self::Subtopic { .. } => 'e',
+        }
+    }
+
+    /// Whether the editor left `text` meaning what was shown (an answer's damaged markers
+    /// are a change, refused when applied).
+    fn unchanged(&self, text: &str) -> bool {
+        match self {
+            Self::Answer { shown, .. } => {
+                answer_edit::parse(text).ok()
+                    == answer_edit::parse(&answer_edit::render(shown)).ok()
+            }
+            Self::Question { .. } | Self::Subtopic { .. } => text.trim() == self.text().trim(),
         }
     }
 }
@@ -92,11 +125,11 @@ pub fn apply(
             path.display()
         )
     })?;
-    let text = text.trim();
-    if text == edit.text().trim() {
+    if edit.unchanged(&text) {
         let _ = std::fs::remove_file(path);
         return Ok((format!("{what} unchanged"), Vec::new()));
     }
+    let text = text.trim();
     let files = DataFiles::new(&root.join("data"));
     let edited = match edit {
         DataEdit::Question { id, shown } => crate::dataset::edit::edit_question(&files, id, shown, text)
@@ -105,6 +138,15 @@ pub fn apply(
             crate::dataset::edit::rename_subtopic(&files, topic, name, text)
                 .map(|()| format!("subtopic `{name}` of topic `{topic}` is now `{text}`; its questions keep their answers"))
         }
+        DataEdit::Answer { id, shown } => answer_edit::parse(text)
+            .and_then(|edited| answer_edit::edit_answer(&files, id, shown, &edited))
+            .map(|excluded| match excluded {
+                None => format!("the answer of question {id} is edited"),
+                Some(code) => format!(
+                    "the answer of question {id} is edited; it stays excluded from training ({})",
+                    code.code()
+                ),
+            }),
     };
     let said = edited.map_err(|error| {
         format!(
@@ -174,5 +216,62 @@ mod tests {
         assert!(!path.exists());
         let questions = std::fs::read_to_string(files.questions()).unwrap();
         assert!(questions.contains("a better q1") && !questions.contains("\"q1\""));
+    }
+
+    #[test]
+    fn an_answer_edit_refused_for_a_damaged_marker_keeps_the_file_then_applies() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let files = DataFiles::new(&data);
+        let record = crate::dataset::records::test_answer(
+            ("q-1", "t", "s"),
+            crate::llm::ReasoningKind::Raw,
+            None,
+        );
+        std::fs::write(
+            files.answers(),
+            format!("{}\n", serde_json::to_string(&record).unwrap()),
+        )
+        .unwrap();
+        let (settings, env) = (Settings::default(), EnvSnapshot::default());
+        let edit = DataEdit::Answer {
+            id: "q-1".into(),
+            shown: AnswerText {
+                reasoning: "r".into(),
+                content: "a".into(),
+            },
+        };
+        assert_eq!(edit.key(), 'E');
+        let path = prepare(&data, &edit).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&path).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
+        let shown = std::fs::read_to_string(&path).unwrap();
+        assert!(shown.contains(answer_edit::ANSWER_MARKER), "{shown}");
+        let (said, _) = apply(dir.path(), &settings, &env, &edit, &path).unwrap();
+        assert_eq!(said, "the answer of question q-1 unchanged");
+        assert!(!path.exists());
+
+        let path = prepare(&data, &edit).unwrap();
+        std::fs::write(&path, shown.replace(answer_edit::ANSWER_MARKER, "answer:")).unwrap();
+        let refused = apply(dir.path(), &settings, &env, &edit, &path).unwrap_err();
+        assert!(refused.contains(answer_edit::ANSWER_MARKER), "{refused}");
+        assert!(refused.contains(&path.display().to_string()), "{refused}");
+        assert!(path.exists(), "the text is kept");
+
+        std::fs::write(&path, shown.replace("\na", "\na better answer")).unwrap();
+        let (said, _) = apply(dir.path(), &settings, &env, &edit, &path).unwrap();
+        assert!(
+            said.starts_with("the answer of question q-1 is edited; split again:"),
+            "{said}"
+        );
+        assert!(!path.exists());
+        let answers = std::fs::read_to_string(files.answers()).unwrap();
+        assert!(
+            answers.contains("\"content\":\"a better answer\""),
+            "{answers}"
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! - [`views`]: one file per view; [`components`]: dialog, help, footer, chart;
 //! - [`flows`]: the flows as spawned tasks through the command line's library calls;
 //!   [`dataset_delete`]: the Dataset view's deletion, then `split` again; [`dataset_edit`]:
-//!   its `e` edit through the user's editor;
+//!   its `e` and `E` edits through the user's editor;
 //!   [`config_write`]: the Project view's writes of `overbrainer.toml` and its re-reads;
 //!   [`stages`]: the dataset stages, `run` and auto mode as the TUI starts them;
 //! - [`event`]: what flows send back; [`action`]: what keys ask for;
@@ -271,7 +271,7 @@ async fn edit_file(
     })
 }
 
-/// `e` in the Dataset view (TUI-32): the text in a file under `data/` in the user's
+/// `e` or `E` in the Dataset view (TUI-32): the text in a file under `data/` in the user's
 /// editor, then applied on the blocking pool.
 async fn edit_data(
     app: &mut App,

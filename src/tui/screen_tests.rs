@@ -290,6 +290,7 @@ fn dataset_listing(errors: bool) -> crate::dataset::listing::Listing {
                     finish_reason: Some("stop".into()),
                     reasoning_kind: None,
                     excluded: None,
+                    edited: false,
                 }),
                 excluded: None,
                 orphaned: false,

@@ -516,6 +516,147 @@ fn e_in_the_dataset_view_edits_a_question_through_the_editor() {
     });
 }
 
+/// An answer line of `answers.jsonl` for question `id`.
+fn answer_line(id: &str, question: &str, answer: &str, reasoning: &str) -> String {
+    format!(
+        "{{\"id\":\"{id}\",\"topic\":\"rust\",\"subtopic\":\"borrowing\",\"messages\":[\
+         {{\"role\":\"user\",\"content\":\"{question}\"}},\
+         {{\"role\":\"assistant\",\"content\":\"{answer}\",\"reasoning_content\":\"{reasoning}\"}}],\
+         \"meta\":{{\"model\":\"m\",\"input_tokens\":3,\"output_tokens\":5,\"finish_reason\":\"stop\",\
+         \"reasoning_kind\":\"raw\",\"excluded\":null}}}}"
+    )
+}
+
+/// A project with three questions of `rust`/`borrowing`, the first two answered; gives the
+/// second answer's line.
+fn answered_project() -> (TestProject, String) {
+    let project = crate::pipeline::project(&crate::pipeline::config("openai", "m", false, ""));
+    project.write(
+        "data/subtopics.jsonl",
+        "{\"topic\":\"rust\",\"subtopic\":\"borrowing\"}\n",
+    );
+    let question = |id: &str, text: &str| {
+        format!(
+            "{{\"id\":\"{id}\",\"topic\":\"rust\",\"subtopic\":\"borrowing\",\"question\":\"{text}\"}}\n"
+        )
+    };
+    project.write(
+        "data/questions.jsonl",
+        &[
+            question("q-one", "What is a borrow?"),
+            question("q-two", "What is a lifetime?"),
+            question("q-three", "What is a move?"),
+        ]
+        .concat(),
+    );
+    let untouched = answer_line(
+        "q-two",
+        "What is a lifetime?",
+        "A region of code.",
+        "Lifetimes.",
+    );
+    project.write(
+        "data/answers.jsonl",
+        &format!(
+            "{}\n{untouched}\n",
+            answer_line(
+                "q-one",
+                "What is a borrow?",
+                "A borrow is a reference.",
+                "Think about references."
+            )
+        ),
+    );
+    (project, untouched)
+}
+
+/// `answers.jsonl` after the edit of [`big_e_in_the_dataset_view_edits_an_answer_through_the_editor`]:
+/// only q-one's line changed, marked edited; `split` trains on the new text, unmarked.
+fn assert_answer_edited(project: &TestProject, untouched: &str) {
+    let answers = project.read("data/answers.jsonl");
+    let answers: Vec<&str> = answers.lines().collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(
+        answers[1], untouched,
+        "the other answer stays byte for byte"
+    );
+    let edited: serde_json::Value = serde_json::from_str(answers[0]).unwrap();
+    assert_eq!(
+        edited["messages"][1]["content"],
+        "A borrow lends access without moving."
+    );
+    assert_eq!(
+        edited["messages"][1]["reasoning_content"],
+        "Think about references."
+    );
+    assert_eq!(edited["meta"]["edited"], true);
+    assert_eq!(edited["meta"]["output_tokens"], 5);
+    let split: Vec<serde_json::Value> = [
+        crate::pipeline::lines(project, "data/train.jsonl"),
+        crate::pipeline::lines(project, "data/eval.jsonl"),
+    ]
+    .concat();
+    assert_eq!(split.len(), 2, "{split:?}");
+    let trained = split.iter().find(|l| l["id"] == "q-one").unwrap();
+    assert_eq!(
+        trained["messages"][1]["content"],
+        "A borrow lends access without moving."
+    );
+    assert!(trained["meta"].get("edited").is_none(), "{trained}");
+}
+
+// TUI-32, TUI-33, TUI-35: `E` on an answered question opens its reasoning and answer
+// between two marker lines in the editor (a file readable only by the user); the edit
+// rewrites only that answer's line, marked edited, and `split` runs again with the new
+// text. `E` on an unanswered question opens nothing and says so.
+#[test]
+fn big_e_in_the_dataset_view_edits_an_answer_through_the_editor() {
+    let (project, untouched) = answered_project();
+    let editor = project.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nstat -c %a \"$1\" > \"$(dirname \"$1\")/../edit-mode.txt\"\n\
+         printf 'editor-ready\\n'\nread line\n\
+         sed -i \"s/^A borrow is a reference\\.\\$/$line/\" \"$1\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let extra = vec![("EDITOR".to_owned(), editor.to_string_lossy().into_owned())];
+    let (tmux, prompt) = start_tui_in(&project, extra);
+    tmux.wait_for("the Project view", "1 Project");
+    tmux.key("2");
+    tmux.wait_for("the tree", "rust");
+    for key in ["l", "j", "l", "j"] {
+        tmux.key(key);
+    }
+    tmux.wait_for("the answer shown", "A borrow is a reference.");
+    tmux.key("E");
+    tmux.wait_for("the editor", "editor-ready");
+    tmux.type_text("A borrow lends access without moving.");
+    tmux.key("Enter");
+    tmux.wait_for("the edit applied", "the answer of question q-one is edited");
+    tmux.wait_for("the detail read again", "edited by hand");
+    assert_eq!(project.read("edit-mode.txt").trim(), "600");
+    assert_answer_edited(&project, &untouched);
+    let leftovers: Vec<String> = std::fs::read_dir(project.path().join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".edit-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    for key in ["j", "j"] {
+        tmux.key(key);
+    }
+    tmux.wait_for("the unanswered question", "What is a move?");
+    tmux.key("E");
+    tmux.wait_for("the refusal", "question q-three has no answer to edit yet");
+    tmux.key("q");
+    tmux.wait("the shell prompt after quitting", |s| {
+        back_at_the_prompt(s, &prompt, 2)
+    });
+}
+
 /// TUI-3: resized below 80x24 the TUI shows only the notice; resized back, the view.
 fn too_small_and_back(tmux: &Tmux) {
     let resize = |x: &str, y: &str| {

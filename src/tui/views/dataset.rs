@@ -2,8 +2,9 @@
 //! their record counts, the tree of topics → subtopics → questions ([`Tree`]) with the
 //! selected node's detail, an optional stats pane for the selected topic, and every line
 //! that could not be read (by file and line), as [`crate::dataset::listing::list`] read
-//! them; `d`/`D` ask to delete the selected item with its dependents (TUI-34). Not built
-//! yet: editing (TUI-32, TUI-33) and deleting a whole topic.
+//! them; `e` edits the selected question's text or subtopic's name and `E` the selected
+//! question's answer in the user's editor (TUI-32, TUI-33); `d`/`D` ask to delete the
+//! selected item with its dependents (TUI-34). Not built yet: deleting a configured topic.
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::buffer::Buffer;
@@ -16,6 +17,7 @@ use super::super::theme::Theme;
 use super::View;
 use super::dataset_tree::{Node, Tree};
 use super::truncate;
+use crate::dataset::answer_edit::AnswerText;
 use crate::dataset::delete::{Target, dependents};
 use crate::dataset::listing::{Listing, Row};
 
@@ -36,6 +38,7 @@ const KEYS: &[(&str, &str)] = &[
     ("/", "filter"),
     ("s", "stats"),
     ("e", "edit"),
+    ("E", "edit answer"),
     ("d", "delete"),
     ("D", "delete answer"),
     ("R", "reload"),
@@ -122,11 +125,16 @@ impl DatasetView {
         if let Some(meta) = &row.meta {
             lines.push(Line::styled(
                 format!(
-                    "{} · {} in / {} out tokens · finish {}",
+                    "{} · {} in / {} out tokens · finish {}{}",
                     meta.model,
                     meta.input_tokens,
                     meta.output_tokens,
-                    meta.finish_reason.as_deref().unwrap_or("n/a")
+                    meta.finish_reason.as_deref().unwrap_or("n/a"),
+                    if meta.edited {
+                        " · edited by hand"
+                    } else {
+                        ""
+                    }
                 ),
                 t.dim(),
             ));
@@ -246,8 +254,6 @@ impl DatasetView {
         }
     }
 
-    /// `d` (`answer_only` false) or `D`: the confirmation listing what goes, per file
-    /// (TUI-34), or why nothing can be deleted.
     /// `e` (TUI-32): the selected question's text or subtopic's name, in the editor.
     fn edit(&self) -> Action {
         let Some(listing) = &self.listing else {
@@ -273,6 +279,35 @@ impl DatasetView {
         }
     }
 
+    /// `E` (TUI-32): the selected question's answer, its reasoning and content, in the
+    /// editor; a question without an answer opens nothing.
+    fn edit_answer(&self) -> Action {
+        let Some(listing) = &self.listing else {
+            return Action::refuse("data/ is still being read");
+        };
+        match (
+            self.tree.selected_item().map(|i| &i.node),
+            self.tree.selected_row(listing),
+        ) {
+            (Some(Node::Question(_)), Some(row)) => match &row.answer {
+                Some(content) => Action::EditData(super::super::dataset_edit::DataEdit::Answer {
+                    id: row.id.clone(),
+                    shown: AnswerText {
+                        reasoning: row.reasoning.clone().unwrap_or_default(),
+                        content: content.clone(),
+                    },
+                }),
+                None => Action::refuse(format!(
+                    "question {} has no answer to edit yet: `overbrainer answers` writes it",
+                    row.id
+                )),
+            },
+            _ => Action::refuse("`E` edits a question's answer: select an answered question"),
+        }
+    }
+
+    /// `d` (`answer_only` false) or `D`: the confirmation listing what goes, per file
+    /// (TUI-34), or why nothing can be deleted.
     fn ask_delete(&self, answer_only: bool) -> Action {
         let Some(listing) = &self.listing else {
             return Action::refuse("data/ is still being read");
@@ -386,6 +421,7 @@ impl View for DatasetView {
             KeyCode::Char('/') => self.typing = true,
             KeyCode::Char('s') => self.stats = !self.stats,
             KeyCode::Char('e') => return Some(self.edit()),
+            KeyCode::Char('E') => return Some(self.edit_answer()),
             KeyCode::Char('d') => return Some(self.ask_delete(false)),
             KeyCode::Char('D') => return Some(self.ask_delete(true)),
             _ => return None,
@@ -636,6 +672,41 @@ mod tests {
         assert_eq!(view.tree().items().len(), 2);
         view.handle_key(key('s'));
         assert!(view.stats());
+    }
+
+    #[test]
+    fn big_e_edits_the_selected_answer_and_refuses_without_one() {
+        let mut view = new(Theme::new(false));
+        let mut answered = row("a", "s");
+        answered.answer = Some("the answer".into());
+        answered.reasoning = Some("the reasoning".into());
+        view.set_listing(Listing {
+            rows: vec![answered, row("b", "s")],
+            ..Listing::default()
+        });
+        let refused = |action: Option<Action>, says: &str| match action {
+            Some(Action::Say { ok: false, text }) => assert!(text.contains(says), "{text}"),
+            other => panic!("{other:?}"),
+        };
+        refused(view.handle_key(key('E')), "select an answered question");
+        view.handle_key(code(KeyCode::Right));
+        view.handle_key(code(KeyCode::Down));
+        view.handle_key(code(KeyCode::Enter));
+        view.handle_key(key('j'));
+        assert_eq!(
+            view.handle_key(key('E')),
+            Some(Action::EditData(
+                super::super::super::dataset_edit::DataEdit::Answer {
+                    id: "a".into(),
+                    shown: AnswerText {
+                        reasoning: "the reasoning".into(),
+                        content: "the answer".into(),
+                    },
+                }
+            ))
+        );
+        view.handle_key(key('j'));
+        refused(view.handle_key(key('E')), "question b has no answer");
     }
 
     #[test]
