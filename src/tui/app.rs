@@ -32,6 +32,7 @@ use super::views::training::TrainingView;
 use crate::pipeline::Stage;
 use crate::runs::RunRecord;
 
+mod fade;
 mod runpod;
 
 pub use runpod::{Purpose, RunpodAsk};
@@ -187,6 +188,8 @@ pub struct App {
     after_detach: BTreeMap<String, Kind>,
     /// The spinner's frame, turned by the redraw tick while work runs.
     spinner: u64,
+    /// The fade of what appeared last (TUI-72).
+    fade: Option<super::motion::Fade>,
     quitting: bool,
     /// Runs detached on quit, for the attach hint.
     pub detached: Vec<String>,
@@ -248,6 +251,7 @@ impl App {
             next_task: 1,
             after_detach: BTreeMap::new(),
             spinner: 0,
+            fade: None,
             quitting: false,
             detached: Vec::new(),
             done: false,
@@ -363,7 +367,9 @@ impl App {
 
     /// Takes in a key; returns the work it starts.
     pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Work> {
+        let before = self.appearance();
         let mut work = self.key_work(key);
+        self.note_appearance(&before);
         self.sync_used();
         work.extend(self.hint_work());
         self.project.hint = self.hint().map(str::to_owned);
@@ -434,6 +440,7 @@ impl App {
     /// Turns the spinner one frame (the redraw tick, while work runs).
     pub fn advance_spinner(&mut self) {
         self.spinner = self.spinner.wrapping_add(1);
+        self.training.frame = self.spinner;
     }
 
     /// What quitting does to each piece of work running now (TUI-65); empty when nothing
@@ -991,7 +998,9 @@ impl App {
 
     /// Takes in a flow event; returns the work it starts.
     pub fn on_flow(&mut self, event: FlowEvent) -> Vec<Work> {
+        let before = self.appearance();
         let work = self.flow_work(event);
+        self.note_appearance(&before);
         self.sync_used();
         self.project.hint = self.hint().map(str::to_owned);
         work
@@ -1249,6 +1258,10 @@ impl App {
             locked: self.data_locked().is_some() && !self.quitting,
         }
         .render(footer, buf, t);
+        let under = self
+            .fade
+            .filter(|f| f.appearing == super::motion::Appearing::Overlay)
+            .map(|_| buf.clone());
         if let Some(at) = self.menu {
             super::components::menu::render(&MENU.map(Chain::name), at, body, buf, t);
         }
@@ -1264,6 +1277,7 @@ impl App {
         if self.help {
             self.draw_help(body, buf);
         }
+        self.draw_fade(buf, (body, footer), under.as_ref());
     }
 
     /// The `?` overlay: the keys of the picker or the start confirmation it covers, else

@@ -22,6 +22,7 @@ pub mod dataset_delete;
 pub mod dataset_edit;
 pub mod event;
 pub mod flows;
+pub mod motion;
 pub mod signals;
 pub mod stages;
 pub mod start_confirm;
@@ -124,6 +125,10 @@ pub async fn run(
     })
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one select over every source of events: keys, signals, flows, logs, ticks"
+)]
 async fn event_loop(
     app: &mut App,
     terminal: &mut terminal::Term,
@@ -154,6 +159,7 @@ async fn event_loop(
     let mut dirty = true;
     let mut pending = false;
     let mut drawn = std::time::Instant::now();
+    let mut next_frame = tokio::time::Instant::now();
     loop {
         if dirty || (pending && drawn.elapsed() >= FRAME) {
             terminal.draw(|frame| app.render(frame))?;
@@ -165,6 +171,12 @@ async fn event_loop(
             return Ok(());
         }
         let before = app.message().cloned();
+        // The animation's next frame: one tick after it starts, then every tick, however
+        // often other events come (TUI-72).
+        let animating = app.animating();
+        if !animating {
+            next_frame = tokio::time::Instant::now() + motion::ANIMATION_TICK;
+        }
         tokio::select! {
             key = keys.next() => match key {
                 Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => {
@@ -210,6 +222,12 @@ async fn event_loop(
                 pending |= app.tab() == 4;
             }
             _ = reread.tick() => spawn(app.every_two_seconds()),
+            // TUI-72: only while a bar eases or something fades.
+            () = tokio::time::sleep_until(next_frame), if animating => {
+                app.animate();
+                next_frame = tokio::time::Instant::now() + motion::ANIMATION_TICK;
+                dirty = true;
+            }
             _ = tick.tick() => {
                 dirty = app.busy() || pending;
                 if app.busy() {

@@ -13,8 +13,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::super::action::{Action, Dialog};
+use super::super::motion::Eased;
 use super::super::stages::{Chain, STAGES, StageNews};
-use super::super::theme::Theme;
+use super::super::theme::{Motion, Theme};
 use super::View;
 use crate::dataset::listing::Listing;
 use crate::pipeline::{Event, Progress, Stage};
@@ -51,6 +52,8 @@ struct Row {
     failures: Vec<String>,
     /// A request waiting for its retry.
     waiting: Option<String>,
+    /// The bar's fraction as drawn (TUI-72).
+    bar: Eased,
 }
 
 /// The chain the TUI runs or ran last.
@@ -126,6 +129,42 @@ impl PipelineView {
         Some((row.stage.name().to_owned(), why))
     }
 
+    /// Moves each stage's bar toward its progress, easing with motion on (TUI-72);
+    /// whether one still moves.
+    pub fn ease(&mut self) -> bool {
+        let motion = self.theme.motion;
+        let Some(chain) = self.chain.as_mut() else {
+            return false;
+        };
+        let mut moving = false;
+        for row in &mut chain.rows {
+            if let Some((total, _)) = row.total {
+                row.bar
+                    .set(fraction(row.progress.done.min(total), total), motion);
+            }
+            moving |= row.bar.step();
+        }
+        moving
+    }
+
+    /// Whether a stage's bar is still easing to its progress.
+    #[must_use]
+    pub fn easing(&self) -> bool {
+        if self.theme.motion != Motion::On {
+            return false;
+        }
+        self.chain.as_ref().is_some_and(|chain| {
+            chain.rows.iter().any(|row| {
+                let behind = row.total.is_some_and(|(total, _)| {
+                    #[allow(clippy::float_cmp, reason = "the value it was set to")]
+                    let behind = row.bar.target() != fraction(row.progress.done.min(total), total);
+                    behind
+                });
+                behind || row.bar.moving()
+            })
+        })
+    }
+
     /// A chain starts.
     pub fn begin(&mut self, chain: Chain) {
         let rows = chain
@@ -140,6 +179,7 @@ impl PipelineView {
                 error: None,
                 failures: Vec::new(),
                 waiting: None,
+                bar: Eased::default(),
             })
             .collect();
         self.chain = Some(ChainState {
@@ -240,9 +280,15 @@ impl PipelineView {
             ]),
             (_, Some((total, skipped))) => {
                 let done = p.done.min(total);
+                // The eased fraction with motion on (TUI-72), else the progress itself.
+                let shown = if self.theme.motion == Motion::On {
+                    row.bar.shown()
+                } else {
+                    fraction(done, total)
+                };
                 lines.push(Line::from(vec![
                     name,
-                    Span::styled(bar(done, total), t.ok()),
+                    Span::styled(bar(shown), t.ok()),
                     Span::raw(format!(" {done}/{total} ({skipped} done before)")),
                 ]));
                 Line::styled(
@@ -341,15 +387,26 @@ fn apply_event(chain: &mut ChainState, event: &Event) {
     }
 }
 
-/// A 20-cell bar of `done` out of `total`.
-fn bar(done: u64, total: u64) -> String {
-    const CELLS: u64 = 20;
-    let filled = (done * CELLS)
-        .checked_div(total)
-        .map_or(CELLS, |f| f.min(CELLS));
-    #[allow(clippy::cast_possible_truncation, reason = "at most 20")]
-    let (filled, empty) = (filled as usize, (CELLS - filled) as usize);
-    format!("{}{}", "█".repeat(filled), "░".repeat(empty))
+/// `done` out of `total` as a fraction (a stage with nothing to do is done).
+fn fraction(done: u64, total: u64) -> f64 {
+    if total == 0 {
+        return 1.0;
+    }
+    #[allow(clippy::cast_precision_loss, reason = "item counts")]
+    let fraction = done as f64 / total as f64;
+    fraction.min(1.0)
+}
+
+/// A 20-cell bar filled to `fraction`.
+fn bar(fraction: f64) -> String {
+    const CELLS: usize = 20;
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "clamped to 0..=20"
+    )]
+    let filled = ((fraction.clamp(0.0, 1.0) * 20.0).floor() as usize).min(CELLS);
+    format!("{}{}", "█".repeat(filled), "░".repeat(CELLS - filled))
 }
 
 /// The records of `name` in `listing`, `None` when the file does not exist.

@@ -121,8 +121,11 @@ fn c_asks_before_cancelling_a_running_chain_and_a_asks_for_auto_mode() {
 
 #[test]
 fn the_bar_fills_with_the_items_done() {
-    assert_eq!(bar(0, 4), "░".repeat(20));
-    assert_eq!(bar(1, 4), format!("{}{}", "█".repeat(5), "░".repeat(15)));
-    assert_eq!(bar(4, 4), "█".repeat(20));
-    assert_eq!(bar(0, 0), "█".repeat(20), "nothing to do is done");
+    assert_eq!(bar(fraction(0, 4)), "░".repeat(20));
+    assert_eq!(
+        bar(fraction(1, 4)),
+        format!("{}{}", "█".repeat(5), "░".repeat(15))
+    );
+    assert_eq!(bar(fraction(4, 4)), "█".repeat(20));
+    assert_eq!(bar(fraction(0, 0)), "█".repeat(20), "nothing to do is done");
 }

@@ -19,7 +19,8 @@ use ratatui::widgets::{
 use super::super::action::Action;
 use super::super::components::chart::{downsample, y_bounds};
 use super::super::components::dialog::Dialog;
-use super::super::theme::Theme;
+use super::super::motion::{Eased, pulse};
+use super::super::theme::{Motion, Theme};
 use super::View;
 use crate::runs::record::RunRecord;
 use crate::runs::{RunEvent, State};
@@ -36,6 +37,15 @@ fn seen_step(live: Option<&Live>) -> Option<u64> {
 #[allow(clippy::cast_precision_loss, reason = "steps are far below 2^52")]
 fn f64_of(n: u64) -> f64 {
     n as f64
+}
+
+/// The share of its steps `run` has done, as the TUI saw it (0 before `max_steps` is
+/// known).
+fn progress(run: &RunRecord, live: Option<&Live>) -> f64 {
+    let step = seen_step(live).or(run.last_step).unwrap_or(0);
+    let max = live.and_then(|l| l.max_steps).or(run.max_steps);
+    max.filter(|m| *m > 0)
+        .map_or(0.0, |m| (f64_of(step) / f64_of(m)).min(1.0))
 }
 
 /// `1h02m`, `3m05s` or `42s`.
@@ -70,6 +80,10 @@ pub struct TrainingView {
     pub starting: bool,
     /// A run to select once listed.
     wanted: Option<String>,
+    /// The selected run's progress bar as drawn, and that run (TUI-72).
+    bar: (Eased, Option<String>),
+    /// The redraw tick's frame, for the followed run's pulse (TUI-72).
+    pub frame: u64,
 }
 
 const KEYS: &[(&str, &str)] = &[
@@ -94,6 +108,8 @@ impl TrainingView {
             busy: BTreeMap::new(),
             start,
             starting: false,
+            bar: (Eased::default(), None),
+            frame: 0,
             wanted: None,
         }
     }
@@ -132,6 +148,43 @@ impl TrainingView {
     #[must_use]
     pub fn selected_run(&self) -> Option<&RunRecord> {
         self.runs.get(self.selected)
+    }
+
+    /// Moves the selected run's bar toward its progress, easing with motion on; another
+    /// run's bar starts where that run is (TUI-72). Whether it still moves.
+    pub fn ease(&mut self) -> bool {
+        let Some(run) = self.runs.get(self.selected) else {
+            self.bar = (Eased::default(), None);
+            return false;
+        };
+        let value = progress(run, self.live.get(&run.id));
+        if self.bar.1.as_deref() == Some(run.id.as_str()) {
+            self.bar.0.set(value, self.theme.motion);
+        } else {
+            self.bar = (Eased::at(value), Some(run.id.clone()));
+        }
+        self.bar.0.step()
+    }
+
+    /// The fraction the selected run's bar shows now, once eased at least once.
+    #[cfg(test)]
+    #[must_use]
+    pub fn bar_shown(&self) -> Option<f64> {
+        self.bar.1.as_ref().map(|_| self.bar.0.shown())
+    }
+
+    /// Whether the selected run's bar is still easing to its progress.
+    #[must_use]
+    pub fn easing(&self) -> bool {
+        if self.theme.motion != Motion::On {
+            return false;
+        }
+        let Some(run) = self.runs.get(self.selected) else {
+            return false;
+        };
+        #[allow(clippy::float_cmp, reason = "the value it was set to")]
+        let changed = self.bar.0.target() != progress(run, self.live.get(&run.id));
+        self.bar.1.as_deref() != Some(run.id.as_str()) || changed || self.bar.0.moving()
     }
 
     /// A run event of run `id`.
@@ -238,14 +291,19 @@ impl TrainingView {
             .runs
             .iter()
             .map(|run| {
-                let mark = if self.followed.contains(&run.id) {
-                    "●"
+                let (mark, style) = if self.followed.contains(&run.id) {
+                    // A slow pulse in 24-bit colour with motion on (TUI-72).
+                    let style = pulse(t, self.frame).map_or_else(ratatui::style::Style::new, |c| {
+                        ratatui::style::Style::new().fg(c)
+                    });
+                    ("●", style)
                 } else {
-                    " "
+                    (" ", ratatui::style::Style::new())
                 };
                 let state = self.shown_state(run);
                 ListItem::new(Line::from(vec![
-                    Span::raw(format!("{mark} {} ", run.id)),
+                    Span::styled(mark, style),
+                    Span::raw(format!(" {} ", run.id)),
                     Span::styled(state, t.state(run.state)),
                 ]))
             })
@@ -362,13 +420,15 @@ impl TrainingView {
         Paragraph::new(lines)
             .wrap(ratatui::widgets::Wrap { trim: false })
             .render(rows[0], buf);
-        let step = seen_step(live).or(run.last_step).unwrap_or(0);
         let max = live.and_then(|l| l.max_steps).or(run.max_steps);
-        let ratio = max
-            .filter(|m| *m > 0)
-            .map_or(0.0, |m| (f64_of(step) / f64_of(m)).min(1.0));
+        let ratio = progress(run, live);
+        // The bar eases to a new step with motion on (TUI-72); its label is the step's.
+        let drawn = match &self.bar {
+            (bar, Some(id)) if *id == run.id && self.theme.motion == Motion::On => bar.shown(),
+            _ => ratio,
+        };
         Gauge::default()
-            .ratio(ratio)
+            .ratio(drawn)
             .gauge_style(t.loss())
             .label(format!("{:.0}%", ratio * 100.0))
             .use_unicode(true)
