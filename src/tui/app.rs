@@ -1200,10 +1200,37 @@ impl App {
             .render(area, buf);
             return;
         }
+        let keys: &[(&str, &str)] = if self.picker.is_some() {
+            &[("Enter", "keep"), ("Esc", "cancel")]
+        } else if self.confirm.is_some() {
+            &[("y", "yes"), ("g c", "pick"), ("n Esc Enter", "no")]
+        } else if self.menu.is_some() {
+            &[("j/k", "move"), ("Enter", "run"), ("Esc", "close")]
+        } else if self.dialog.is_some() {
+            &[("y", "yes"), ("n Esc Enter", "no")]
+        } else if self.help {
+            &[("Esc ? q", "close")]
+        } else {
+            self.view().keys()
+        };
+        let shown_footer = Footer {
+            keys,
+            message: self.message.as_ref(),
+            work: self.work_labels(),
+            spend: self.spend,
+            covered: self.dialog.is_some()
+                || self.help
+                || self.menu.is_some()
+                || self.picker.is_some()
+                || self.confirm.is_some(),
+            spinner: t.spinner(self.spinner),
+            locked: self.data_locked().is_some() && !self.quitting,
+        };
+        // A long message takes up to three rows, read whole.
         let [tabs, body, footer] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Min(3),
-            Constraint::Length(1),
+            Constraint::Length(shown_footer.rows(area.width)),
         ])
         .areas(area);
         let titles: Vec<Line<'_>> = [
@@ -1231,33 +1258,7 @@ impl App {
             4 => self.logs.render(body, buf),
             _ => self.compare.render(body, buf),
         }
-        let keys: &[(&str, &str)] = if self.picker.is_some() {
-            &[("Enter", "keep"), ("Esc", "cancel")]
-        } else if self.confirm.is_some() {
-            &[("y", "yes"), ("g c", "pick"), ("n Esc Enter", "no")]
-        } else if self.menu.is_some() {
-            &[("j/k", "move"), ("Enter", "run"), ("Esc", "close")]
-        } else if self.dialog.is_some() {
-            &[("y", "yes"), ("n Esc Enter", "no")]
-        } else if self.help {
-            &[("Esc ? q", "close")]
-        } else {
-            self.view().keys()
-        };
-        Footer {
-            keys,
-            message: self.message.as_ref(),
-            work: self.work_labels(),
-            spend: self.spend,
-            covered: self.dialog.is_some()
-                || self.help
-                || self.menu.is_some()
-                || self.picker.is_some()
-                || self.confirm.is_some(),
-            spinner: t.spinner(self.spinner),
-            locked: self.data_locked().is_some() && !self.quitting,
-        }
-        .render(footer, buf, t);
+        shown_footer.render(footer, buf, t);
         let under = self
             .fade
             .filter(|f| f.appearing == super::motion::Appearing::Overlay)

@@ -78,9 +78,12 @@ pub struct Footer<'a> {
 /// The keys the data lock refuses (TUI-64).
 pub const LOCKED_KEYS: [&str; 5] = ["e", "d", "r", "A", "t"];
 
+/// The most rows a long message takes.
+pub const MESSAGE_ROWS: u16 = 3;
+
 impl Footer<'_> {
-    /// Draws the footer in `area` (one row).
-    pub fn render(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
+    /// The work, the lock, the spend, the version and `? help`, right-aligned.
+    fn right(&self) -> String {
         let mut right = String::new();
         for work in &self.work {
             right.push(self.spinner);
@@ -99,10 +102,36 @@ impl Footer<'_> {
             right.push_str(concat!("v", env!("CARGO_PKG_VERSION"), "  "));
         }
         right.push_str("? help");
-        let right_width = u16::try_from(right.chars().count())
+        right
+    }
+
+    /// The widths of the left part (keys or message) and the right part at `width`.
+    fn widths(&self, width: u16) -> (u16, u16) {
+        let right_width = u16::try_from(self.right().chars().count())
             .unwrap_or(u16::MAX)
-            .min(area.width);
-        let left_width = area.width.saturating_sub(right_width + 1);
+            .min(width);
+        (width.saturating_sub(right_width + 1), right_width)
+    }
+
+    /// The rows the footer takes at `width`: one, or up to [`MESSAGE_ROWS`] for a
+    /// message too long for one (so that it is read whole).
+    #[must_use]
+    pub fn rows(&self, width: u16) -> u16 {
+        let Some(message) = self.message else {
+            return 1;
+        };
+        let (left, _) = self.widths(width);
+        let rows = wrapped_rows(&format!("✗ {}", message.text), usize::from(left.max(1)));
+        u16::try_from(rows)
+            .unwrap_or(MESSAGE_ROWS)
+            .clamp(1, MESSAGE_ROWS)
+    }
+
+    /// Draws the footer in `area`: a message over its rows, the right part on the last.
+    pub fn render(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
+        let right = self.right();
+        let (left_width, right_width) = self.widths(area.width);
+        let room = usize::from(left_width);
         let left = if let Some(message) = self.message {
             Line::from(vec![
                 Span::styled(
@@ -113,11 +142,21 @@ impl Footer<'_> {
                         theme.error()
                     },
                 ),
-                Span::raw(message.text.clone()),
+                Span::raw(fitted(
+                    &message.text,
+                    (room * usize::from(area.height.max(1))).saturating_sub(2),
+                )),
             ])
         } else {
+            // Whole keys only: one that does not fit is left for the `?` overlay.
             let mut spans = Vec::new();
+            let mut used = 0;
             for (key, what) in self.keys {
+                let width = key.chars().count() + 1 + what.chars().count() + 2;
+                if used + width > room + 2 {
+                    break;
+                }
+                used += width;
                 if self.locked && LOCKED_KEYS.contains(key) {
                     let struck = theme
                         .dim()
@@ -131,27 +170,66 @@ impl Footer<'_> {
             }
             Line::from(spans)
         };
-        Paragraph::new(left).render(
-            Rect {
-                width: left_width,
-                ..area
-            },
-            buf,
-        );
+        Paragraph::new(left)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .render(
+                Rect {
+                    width: left_width,
+                    ..area
+                },
+                buf,
+            );
         Paragraph::new(Line::styled(right, theme.dim())).render(
             Rect {
                 x: area.x + area.width - right_width,
+                y: area.bottom().saturating_sub(1),
                 width: right_width,
-                ..area
+                height: 1,
             },
             buf,
         );
     }
 }
 
+/// The rows `text` takes wrapped at word boundaries in `width` columns, as the footer's
+/// paragraph wraps it (a word longer than a row is broken).
+fn wrapped_rows(text: &str, width: usize) -> usize {
+    let mut rows = 1;
+    let mut used = 0;
+    for word in text.split(' ') {
+        let len = word.chars().count();
+        let needed = if used == 0 { len } else { used + 1 + len };
+        if needed <= width {
+            used = needed;
+            continue;
+        }
+        if used > 0 {
+            rows += 1;
+        }
+        rows += len.saturating_sub(1) / width;
+        used = len - len.saturating_sub(1) / width * width;
+    }
+    rows
+}
+
+/// Where a message longer than [`MESSAGE_ROWS`] rows is cut.
+const CUT: &str = "…";
+
+/// `text` in `room` characters: as it is when it fits, else cut with [`CUT`].
+fn fitted(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_owned();
+    }
+    let keep = room.saturating_sub(CUT.chars().count());
+    let mut cut: String = text.chars().take(keep).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push_str(CUT);
+    cut.chars().take(room).collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Footer, SpendShown};
+    use super::{Footer, MESSAGE_ROWS, Message, SpendShown, fitted, wrapped_rows};
     use crate::tui::theme::Theme;
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
@@ -187,6 +265,58 @@ mod tests {
         assert!(struck, "{line}");
         assert!(line.contains("locked"), "{line}");
         assert!(!drawn(&footer, "s stop").1, "`s` is not the lock's");
+    }
+
+    // A message too long for one row takes up to three, read whole; past three it is
+    // cut with `…`. Keys that do not fit are left out whole, never cut inside.
+    #[test]
+    fn a_long_message_takes_more_rows_and_keys_are_never_cut() {
+        let message = |words: usize| Message {
+            ok: false,
+            text: format!("the run could not start:{}", " xxxx".repeat(words)),
+        };
+        let footer = |message| Footer {
+            message: Some(message),
+            ..Footer::default()
+        };
+        let short = message(2);
+        assert_eq!(footer(&short).rows(100), 1);
+        let long = message(24);
+        assert_eq!(footer(&long).rows(100), 2);
+        let longer = message(200);
+        assert_eq!(footer(&longer).rows(100), MESSAGE_ROWS);
+
+        let area = Rect::new(0, 0, 100, 2);
+        let mut buf = Buffer::empty(area);
+        footer(&long).render(area, &mut buf, Theme::new(false));
+        let rows: Vec<String> = (0..2)
+            .map(|y| (0..100).map(|x| buf[(x, y)].symbol().to_owned()).collect())
+            .collect();
+        let xs = rows.iter().map(|r| r.matches('x').count()).sum::<usize>();
+        assert_eq!(xs, 96, "the whole message: {rows:?}");
+        assert!(rows[1].trim_end().ends_with("? help"), "{rows:?}");
+
+        let (line, _) = drawn(&footer(&longer), "could not start");
+        assert!(line.contains('…'), "cut past the rows it may take: {line}");
+        assert!(line.trim_end().ends_with("? help"), "{line}");
+        assert_eq!(wrapped_rows("aaaa bbbb", 4), 2);
+        assert_eq!(wrapped_rows("aaaa bbbb", 9), 1);
+        assert_eq!(wrapped_rows("a bbbbbbbbbb", 4), 4, "a long word is broken");
+        assert_eq!(fitted("short", 10), "short");
+        assert_eq!(fitted("abcdefgh", 3), "ab…");
+
+        let keys = [
+            ("a", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+            ("b", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"),
+            ("c", "cccccccccccccccccccccccccccccc"),
+        ];
+        let footer = Footer {
+            keys: &keys,
+            ..Footer::default()
+        };
+        let (line, _) = drawn(&footer, "a aaa");
+        assert!(line.contains("b bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), "{line}");
+        assert!(!line.contains("c c"), "left out whole: {line}");
     }
 
     fn shown(usd: f64, max_usd: Option<f64>, unpriced: u64, any: bool) -> Option<String> {
