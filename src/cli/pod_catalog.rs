@@ -63,7 +63,7 @@ pub(crate) async fn client(ctx: &Context) -> anyhow::Result<RunpodClient> {
     let account = RunpodAccount::from_env(&env).map_err(anyhow::Error::msg)?;
     if account.api_key.is_none() {
         anyhow::bail!(
-            "`{RUNPOD_KEY_VAR}` is not set: the Runpod catalog is read with the account's API key"
+            "`{RUNPOD_KEY_VAR}` is not set: the Runpod catalog is read with the account's API key (set it in `.env`)"
         );
     }
     Ok(crate::runs::pod::account_client(&account, &env).await?)

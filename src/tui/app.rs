@@ -657,6 +657,11 @@ impl App {
             }
             return Vec::new();
         }
+        // `?` over the menu or a dialog shows their keys (TUI-5).
+        if key.code == KeyCode::Char('?') && (self.menu.is_some() || self.dialog.is_some()) {
+            self.help = true;
+            return Vec::new();
+        }
         if let Some(at) = self.menu {
             return self.menu_key(key, at);
         }
@@ -1290,6 +1295,12 @@ impl App {
         } else if self.confirm.is_some() {
             let keys = super::start_confirm::KEYS;
             help::render(("start confirmation", false), keys, body, buf, t);
+        } else if self.menu.is_some() {
+            let keys = [("j/k", "move"), ("Enter", "run it"), ("Esc", "close")];
+            help::render(("menu", false), &keys, body, buf, t);
+        } else if self.dialog.is_some() {
+            let keys = [("y", "yes, do it"), ("n Esc Enter", "no: nothing is done")];
+            help::render(("question", false), &keys, body, buf, t);
         } else {
             let view = (self.view().title(), true);
             help::render(view, self.view().keys(), body, buf, t);

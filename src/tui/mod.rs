@@ -273,7 +273,7 @@ async fn edit_file(
     let status = status?;
     let failed = match &status {
         Ok(EditorEnd::Exited(status)) if status.success() => None,
-        Ok(EditorEnd::Exited(status)) => Some(format!("the editor `{editor}` ended with {status}")),
+        Ok(EditorEnd::Exited(status)) => Some(editor_failed(&editor, *status)),
         Ok(EditorEnd::Stopped(signal)) => return Ok(quit_on(app, signal)),
         Err(error) => Some(format!("the editor `{editor}` did not start: {error}")),
     };
@@ -287,6 +287,25 @@ async fn edit_file(
             ),
         }),
     })
+}
+
+/// Whether the shell that runs the editor could not find it (127) or run it (126).
+fn not_started(status: std::process::ExitStatus) -> bool {
+    matches!(status.code(), Some(126 | 127))
+}
+
+/// Why the editor `editor` failed with `status`, saying what to do when it was never
+/// started.
+fn editor_failed(editor: &str, status: std::process::ExitStatus) -> String {
+    match status.code() {
+        Some(127) => format!(
+            "the editor `{editor}` was not found: set `VISUAL` or `EDITOR` to an editor on `PATH`"
+        ),
+        Some(126) => format!(
+            "the editor `{editor}` cannot be run: set `VISUAL` or `EDITOR` to an editor on `PATH`"
+        ),
+        _ => format!("the editor `{editor}` ended with {status}"),
+    }
 }
 
 /// `e` or `E` in the Dataset view (TUI-32): the text in a file under `data/` in the user's
@@ -317,10 +336,19 @@ async fn edit_data(
             Ok(app.data_write(Work::ApplyDataEdit { edit, path }))
         }
         Ok(EditorEnd::Stopped(signal)) => Ok(quit_on(app, signal)),
+        Ok(EditorEnd::Exited(status)) if not_started(status) => {
+            // Nothing was typed: the file goes.
+            let _ = std::fs::remove_file(&path);
+            Ok(app.on_flow(event::FlowEvent::Said {
+                ok: false,
+                text: format!("{}; nothing changed", editor_failed(&editor, status)),
+            }))
+        }
         Ok(EditorEnd::Exited(status)) => Ok(app.on_flow(event::FlowEvent::Said {
             ok: false,
             text: format!(
-                "the editor `{editor}` ended with {status}; nothing changed; your text is in `{}`",
+                "{}; nothing changed; your text is in `{}`",
+                editor_failed(&editor, status),
                 path.display()
             ),
         })),

@@ -469,6 +469,44 @@ fn help_overlay_snapshots() {
     snapshot_both("help_training", &app);
 }
 
+// TUI-5: a key a view gives its own meaning is listed once in `?`, with the view's;
+// `?` over the `r` menu or a question shows their keys, and Esc returns to them.
+#[test]
+fn help_lists_each_key_once_and_covers_the_menu_and_questions() {
+    let mut app = app();
+    app.handle_key(ch('3'));
+    app.handle_key(ch('?'));
+    let shown = screen(&app, 120, 40);
+    assert!(
+        shown.contains("run a stage") && shown.contains("reload"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("menu: auto, each stage, run") && !shown.contains("re-read the runs"),
+        "{shown}"
+    );
+    assert!(shown.contains("switch view"), "{shown}");
+    app.handle_key(key(KeyCode::Esc));
+    app.handle_key(ch('r'));
+    app.handle_key(ch('?'));
+    let shown = screen(&app, 120, 40);
+    assert!(
+        shown.contains("menu: keys") && shown.contains("run it"),
+        "{shown}"
+    );
+    app.handle_key(key(KeyCode::Esc));
+    assert!(!screen(&app, 120, 40).contains("menu: keys"));
+    app.handle_key(key(KeyCode::Esc));
+    app.handle_key(ch('4'));
+    app.handle_key(ch('t'));
+    assert!(screen(&app, 120, 40).contains("Start a training run"));
+    app.handle_key(ch('?'));
+    assert!(screen(&app, 120, 40).contains("question: keys"));
+    app.handle_key(key(KeyCode::Esc));
+    let shown = screen(&app, 120, 40);
+    assert!(shown.contains("Start a training run") && !shown.contains("question: keys"));
+}
+
 #[test]
 fn no_color_draws_no_colours() {
     let mut app = super::app(super::theme::Theme::new(true), entries(), Ok(start_lines()));

@@ -880,3 +880,21 @@ fn s_in_the_logs_view_shows_the_selected_runs_pod_log() {
             .any(|w| matches!(w, Work::ReadPodLog(_)))
     );
 }
+
+// An editor the shell cannot find (127) or run (126) is said so, with what to set; any
+// other failure is its exit status.
+#[test]
+fn an_editor_that_cannot_start_says_what_to_set() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let status = |code: i32| std::process::ExitStatus::from_raw(code << 8);
+    assert!(super::not_started(status(127)) && super::not_started(status(126)));
+    assert!(!super::not_started(status(1)));
+    assert_eq!(
+        super::editor_failed("nano-xyz", status(127)),
+        "the editor `nano-xyz` was not found: set `VISUAL` or `EDITOR` to an editor on `PATH`"
+    );
+    assert_eq!(
+        super::editor_failed("vi", status(3)),
+        "the editor `vi` ended with exit status: 3"
+    );
+}

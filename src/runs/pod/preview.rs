@@ -80,7 +80,7 @@ pub async fn read(
         // A read creates nothing: the start's wording ("no pod was created") would
         // mislead here.
         crate::runs::RunError::Refused(super::Refusal::NoRunpodKey { variable }) => {
-            format!("`{variable}` is not set: reading the Runpod account needs its API key")
+            format!("`{variable}` is not set: the Runpod catalog is read with the account's API key (set it in `.env`)")
         }
         other => other.to_string(),
     })?;
@@ -146,7 +146,7 @@ mod tests {
             let why = read(&settings, &env, listing).await.unwrap_err();
             assert_eq!(
                 why,
-                "`OVERBRAINER_RUNPOD__API_KEY` is not set: reading the Runpod account needs its API key"
+                "`OVERBRAINER_RUNPOD__API_KEY` is not set: the Runpod catalog is read with the account's API key (set it in `.env`)"
             );
         }
     }

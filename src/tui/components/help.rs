@@ -27,9 +27,14 @@ pub fn render(
     theme: Theme,
 ) {
     let mut lines = Vec::new();
-    let every: &[(&str, &str)] = if global { GLOBAL_KEYS } else { &[] };
+    // A key the view gives its own meaning is listed once, with the view's.
+    let every: Vec<(&str, &str)> = GLOBAL_KEYS
+        .iter()
+        .copied()
+        .filter(|(key, _)| global && !keys.iter().any(|(own, _)| own == key))
+        .collect();
     let gap: &[(&str, &str)] = if global { &[("", "")] } else { &[] };
-    for (key, what) in keys.iter().chain(gap).chain(every) {
+    for (key, what) in keys.iter().chain(gap).chain(every.iter()) {
         if key.is_empty() {
             lines.push(Line::raw(""));
             continue;
