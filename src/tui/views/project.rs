@@ -567,7 +567,20 @@ impl Widget for &ProjectView {
         let right_width = if area.width >= 120 { 40 } else { 26 };
         let [left, right] =
             Layout::horizontal([Constraint::Min(40), Constraint::Length(right_width)]).areas(area);
-        let form_height = if self.form.is_some() || self.adding.is_some() {
+        // A refusal below the input wraps: the form grows to show it whole (up to 5 rows).
+        let error_rows = self
+            .form
+            .as_ref()
+            .and_then(|f| f.error.as_ref())
+            .map_or(1, |error| {
+                let width = usize::from(left.width.saturating_sub(2).max(1));
+                u16::try_from(error.chars().count().div_ceil(width))
+                    .unwrap_or(5)
+                    .clamp(1, 5)
+            });
+        let form_height = if self.form.is_some() {
+            3 + error_rows
+        } else if self.adding.is_some() {
             4
         } else {
             0

@@ -346,3 +346,22 @@ fn a_list_of_gpu_types_unsets_the_auto_limits_in_the_same_write() {
         ]))
     );
 }
+
+// A long refusal is shown whole: the form grows under it at 80 columns.
+#[test]
+fn a_long_refusal_is_shown_whole_in_the_form() {
+    let mut view = view();
+    view.handle_key(key(KeyCode::Enter));
+    view.handle_key(key(KeyCode::Enter));
+    let error = "not saved: `topics.0.questions_per_subtopic`: missing required key (in overbrainer.toml): give it a number of at least 1 — the end of it";
+    view.saved(Some(error.into()));
+    let area = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let mut buf = ratatui::buffer::Buffer::empty(area);
+    (&view).render(area, &mut buf);
+    let text: String = buf
+        .content()
+        .iter()
+        .map(ratatui::buffer::Cell::symbol)
+        .collect();
+    assert!(text.contains("the end of it"), "{text}");
+}
