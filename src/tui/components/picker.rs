@@ -620,8 +620,9 @@ impl Picker {
     }
 
     /// The rows as text: a marker (`[1]` the first toggled, `[ ]`), then the cells
-    /// aligned under the header.
-    fn lines(&self) -> Vec<(String, bool)> {
+    /// aligned under the header, in `room` columns at most: the first column (names and
+    /// IDs, the longest) is cut with `…` so that the others (price, stock, fit) show.
+    fn lines(&self, room: usize) -> Vec<(String, bool)> {
         let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
         for entry in &self.entries {
             for (i, cell) in entry.cells.iter().enumerate() {
@@ -630,11 +631,26 @@ impl Picker {
                 }
             }
         }
+        let total = 5 + widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+        if let Some(first) = widths.first_mut()
+            && total > room
+        {
+            let floor = self.header.first().map_or(0, |h| h.chars().count()).max(8);
+            *first = first.saturating_sub(total - room).max(floor);
+        }
+        let cut = |cell: &str, width: usize| {
+            if cell.chars().count() <= width {
+                return cell.to_owned();
+            }
+            let mut short: String = cell.chars().take(width.saturating_sub(1)).collect();
+            short.push('…');
+            short
+        };
         let align = |cells: &[String]| {
             cells
                 .iter()
                 .zip(&widths)
-                .map(|(c, w)| format!("{c:<w$}"))
+                .map(|(c, w)| format!("{:<w$}", cut(c, *w)))
                 .collect::<Vec<_>>()
                 .join("  ")
                 .trim_end()
@@ -670,7 +686,7 @@ impl Picker {
 
     /// Draws the picker centred in `area`.
     pub fn render(&self, area: Rect, buf: &mut Buffer, theme: Theme) {
-        let lines = self.lines();
+        let lines = self.lines(usize::from(area.width.saturating_sub(4)));
         let keys = self.keys_line();
         let width = lines
             .iter()

@@ -121,7 +121,7 @@ fn a_small_type_is_dim_cannot_be_toggled_on_but_can_be_removed() {
     );
     assert_eq!(press(&mut p, "\n"), Outcome::Pending);
     assert!(
-        p.lines()
+        p.lines(usize::MAX)
             .iter()
             .any(|(l, dim)| *dim && l.contains("A4000") && l.contains("small"))
     );
@@ -166,7 +166,7 @@ fn the_filter_narrows_the_rows_enter_keeps_it_esc_clears_it() {
 #[test]
 fn the_gpu_rows_show_the_pod_price_vram_stock_data_centers_and_fit() {
     let p = gpu_picker(&ListOrAuto::Auto("auto".into()));
-    let text: Vec<String> = p.lines().into_iter().map(|(l, _)| l).collect();
+    let text: Vec<String> = p.lines(usize::MAX).into_iter().map(|(l, _)| l).collect();
     assert!(
         text[0].contains("ID") && text[0].contains("FIT"),
         "{text:?}"
@@ -185,11 +185,45 @@ fn the_gpu_rows_show_the_pod_price_vram_stock_data_centers_and_fit() {
     assert!(b200.contains(" - "), "{b200}");
 }
 
+// At 80 columns a long GPU ID is cut with `…` so that price, stock and fit still show.
+#[test]
+fn a_long_id_is_cut_so_the_fit_column_shows_in_a_narrow_picker() {
+    let mut all = gpus();
+    all.push(gpu(
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        96,
+        Some(1.19),
+        High,
+        &[("US-TX-3", High)],
+    ));
+    let p = Picker::gpu_types(
+        "targets.gpu.gpu_types".into(),
+        &all,
+        1,
+        Some(23.4),
+        &ListOrAuto::Auto("auto".into()),
+    );
+    let text: Vec<String> = p.lines(60).into_iter().map(|(l, _)| l).collect();
+    assert!(
+        text[0].contains("STOCK") && text[0].contains("FIT"),
+        "{text:?}"
+    );
+    let long = text
+        .iter()
+        .find(|l| l.contains("NVIDIA RTX"))
+        .expect("the long one");
+    assert!(
+        long.contains('…') && long.trim_end().ends_with("ok"),
+        "{long}"
+    );
+    assert!(text.iter().all(|l| l.chars().count() <= 60), "{text:?}");
+}
+
 #[test]
 fn a_chosen_type_the_catalog_no_longer_lists_is_kept_and_said() {
     let mut p = gpu_picker(&ListOrAuto::List(vec!["Gone".into(), "H100".into()]));
     assert!(
-        p.lines()
+        p.lines(usize::MAX)
             .iter()
             .any(|(l, _)| l.contains("[1]  Gone  (not in the listing)"))
     );
