@@ -376,8 +376,9 @@ async fn embeddings_and_models() {
     let out = c.embed("e", &["x".to_owned()], &|_, _| {}).await;
     assert_eq!(out.result.unwrap(), vec![vec![1.0, 0.0]]);
     assert_eq!(out.usage.input_tokens, 3);
+    // The cap only bounds the wait: generous, so that a loaded machine does not fail it.
     assert_eq!(
-        c.models(Duration::from_secs(1)).await.unwrap(),
+        c.models(Duration::from_secs(30)).await.unwrap(),
         json!({"data": []})
     );
 }
