@@ -90,6 +90,21 @@ impl DigestCache {
             .map(|entry| entry.sha256.clone())
     }
 
+    /// Forgets the files that are gone, so the cache does not grow with every model
+    /// ever uploaded: those under `root` not among its `files` now, and elsewhere those
+    /// that no longer exist.
+    fn forget_gone<T, U>(&mut self, root: &Path, files: &[(PathBuf, T, U)]) {
+        let here: std::collections::BTreeSet<&Path> =
+            files.iter().map(|(path, _, _)| path.as_path()).collect();
+        self.entries.retain(|path, _| {
+            if path.starts_with(root) {
+                here.contains(path.as_path())
+            } else {
+                std::fs::symlink_metadata(path).is_ok()
+            }
+        });
+    }
+
     /// Remembers `sha256` as the digest of `path` at `meta`, just hashed.
     fn remember(&mut self, path: &Path, meta: &std::fs::Metadata, sha256: &str) {
         self.hashed += 1;
@@ -191,6 +206,7 @@ pub fn digest_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<L
             }
         }
     }
+    cache.forget_gone(&root, &files);
     let missing: Vec<&Path> = files
         .iter()
         .filter(|(_, _, cached)| cached.is_none())
@@ -284,6 +300,32 @@ mod tests {
         std::fs::write(dir.path().join("sub/b.bin"), "hello").unwrap();
         std::fs::write(dir.path().join("sub/c.bin"), "other").unwrap();
         dir
+    }
+
+    // The cache forgets files gone from the tree and, elsewhere, files that no longer
+    // exist; a file of another tree that still exists is kept.
+    #[test]
+    fn the_cache_forgets_files_that_are_gone() {
+        let dir = tree();
+        let other = tree();
+        let mut cache = DigestCache::default();
+        digest_tree(dir.path(), &mut cache).unwrap();
+        digest_tree(other.path(), &mut cache).unwrap();
+        assert_eq!(cache.entries.len(), 6);
+        let gone = tempfile::tempdir().unwrap();
+        digest_tree(gone.path(), &mut cache).unwrap();
+        std::fs::write(gone.path().join("x.bin"), "x").unwrap();
+        digest_tree(gone.path(), &mut cache).unwrap();
+        assert_eq!(cache.entries.len(), 7);
+        drop(gone);
+        std::fs::remove_file(dir.path().join("sub/c.bin")).unwrap();
+        digest_tree(dir.path(), &mut cache).unwrap();
+        let root = std::path::absolute(dir.path()).unwrap();
+        let kept: Vec<&PathBuf> = cache.entries.keys().collect();
+        assert_eq!(kept.len(), 5, "{kept:?}");
+        assert!(!cache.entries.contains_key(&root.join("sub/c.bin")));
+        let other = std::path::absolute(other.path()).unwrap();
+        assert!(cache.entries.contains_key(&other.join("sub/c.bin")));
     }
 
     #[test]
