@@ -22,6 +22,7 @@ mod upload;
 pub use local::{DigestCache, LocalBlob, UploadSummary, digest_tree};
 pub use place::{COPIED, place_script};
 pub use remote::{
-    BLOBS_DIR, BlobState, PruneReport, check_script, parse_check, parse_prune, prune_script,
+    BLOBS_DIR, BlobState, INCOMING_DIR, INCOMING_STALE_MINUTES, PruneReport, check_script,
+    parse_check, parse_prune, prune_script,
 };
 pub use upload::{ChangingScripts, Uploaded, prune_cache, upload_tree};

@@ -207,13 +207,41 @@ pub fn parse_check(
     Ok(states)
 }
 
+/// The directory where uploads stage their blobs, one directory per upload.
+fn incoming_dir(workdir: &str) -> String {
+    shell_path(&format!(
+        "{}/{BLOBS_DIR}/{INCOMING_DIR}",
+        workdir.trim_end_matches('/')
+    ))
+}
+
+/// The directory under the blob cache where each upload stages what it sends.
+pub const INCOMING_DIR: &str = "incoming";
+
+/// Minutes without a write after which an upload's incoming directory is left over
+/// from an interrupted upload, and pruned.
+pub const INCOMING_STALE_MINUTES: u32 = 60;
+
 /// The script that removes every blob with link count 1 under `<workdir>`'s blob
-/// directory and writes `P <bytes>` for each, then the records of verified blobs
-/// ([`VERIFIED`]) whose blob is gone; nothing when there is no cache.
+/// directory and writes `P <bytes>` for each; then what interrupted uploads left in
+/// the incoming directory (an upload's directory with nothing written for
+/// [`INCOMING_STALE_MINUTES`]; one being written is left alone), a `P <bytes>` for each
+/// file; then the records of verified blobs ([`VERIFIED`]) whose blob is gone; nothing
+/// when there is no cache.
 #[must_use]
 pub fn prune_script(workdir: &str) -> String {
     format!(
         r#"set -u
+ob_inc={inc}
+if [ -d "$ob_inc" ]; then
+  for ob_i in "$ob_inc"/*; do
+    [ -d "$ob_i" ] || continue
+    if [ -z "$(find "$ob_i" -mmin -{stale} -print 2>/dev/null | head -n 1)" ]; then
+      find "$ob_i" -type f -exec sh -c 'for f; do s=$(wc -c < "$f") && echo "P $s"; done' sh {{}} +
+      rm -rf -- "$ob_i"
+    fi
+  done
+fi
 ob_dir={dir}
 [ -d "$ob_dir" ] || exit 0
 find "$ob_dir" -type f -links 1 -exec sh -c 'for f; do s=$(wc -c < "$f") && rm -f -- "$f" && echo "P $s"; done' sh {{}} +
@@ -223,6 +251,8 @@ for ob_v in "$ob_ver"/*; do
   if [ -f "$ob_v" ] && [ ! -f "$ob_dir/${{ob_v##*/}}" ]; then rm -f -- "$ob_v"; fi
 done
 "#,
+        inc = incoming_dir(workdir),
+        stale = INCOMING_STALE_MINUTES,
         dir = sha256_dir(workdir),
         ver = verified_dir(workdir),
     )
@@ -439,6 +469,38 @@ mod tests {
         assert!(dir.join(HELLO).exists(), "a linked blob was pruned");
         assert!(!dir.join(OTHER).exists());
         assert_eq!(std::fs::read(run_dir.join("a.bin")).unwrap(), b"hello");
+    }
+
+    // Issue 21: an interrupted upload's incoming directory (nothing written for an
+    // hour) is pruned with its bytes; one an upload writes now is left alone.
+    #[test]
+    fn prune_removes_what_interrupted_uploads_left_and_spares_a_running_one() {
+        let work = tempfile::tempdir().unwrap();
+        let incoming = work.path().join(BLOBS_DIR).join(INCOMING_DIR);
+        let stale = incoming.join("u-old");
+        let fresh = incoming.join("u-now");
+        for dir in [&stale, &fresh] {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join(HELLO), "hello").unwrap();
+            std::fs::write(dir.join(OTHER), "other blob").unwrap();
+        }
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        for file in [stale.join(HELLO), stale.join(OTHER), stale.clone()] {
+            std::fs::File::open(&file)
+                .unwrap()
+                .set_modified(two_hours_ago)
+                .unwrap();
+        }
+        let output = run(&prune_script(work.path().to_str().unwrap()));
+        assert_eq!(
+            parse_prune(&output).unwrap(),
+            PruneReport {
+                blobs: 2,
+                bytes: 15
+            }
+        );
+        assert!(!stale.exists());
+        assert!(fresh.join(OTHER).is_file(), "a running upload was pruned");
     }
 
     #[test]

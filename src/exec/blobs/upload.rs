@@ -12,7 +12,8 @@ use anyhow::Context as _;
 use super::local::{DigestCache, UploadSummary, digest_tree};
 use super::place::{COPIED, place_script};
 use super::remote::{
-    BLOBS_DIR, BlobState, PruneReport, check_script, parse_check, parse_prune, prune_script,
+    BLOBS_DIR, BlobState, INCOMING_DIR, PruneReport, check_script, parse_check, parse_prune,
+    prune_script,
 };
 use crate::exec::{AnyExecutor, ExecError, Executor, LocalExecutor, Login, SshExecutor};
 
@@ -128,7 +129,7 @@ pub async fn upload_tree<E: ChangingScripts>(
         }
         staged_bytes += blob.size;
     }
-    let incoming = format!("{workdir}/{BLOBS_DIR}/incoming/{}", unique_name());
+    let incoming = format!("{workdir}/{BLOBS_DIR}/{INCOMING_DIR}/{}", unique_name());
     if staged_bytes > 0 || blobs.iter().any(|blob| !present(&blob.sha256)) {
         executor
             .upload(stage.path(), &incoming, &[])
