@@ -173,6 +173,55 @@ mod tests {
         }
     }
 
+    // Issue 21: where the run directory is on another file system than the cache (a
+    // tmpfs here), hard links are refused: each file is copied, the script says so once,
+    // and the run gets every file whole.
+    #[test]
+    fn refused_hard_links_are_copies_said_once() {
+        let shm = std::path::Path::new("/dev/shm");
+        assert!(
+            shm.is_dir(),
+            "this test needs a tmpfs at /dev/shm (another file system than the temporary directory)"
+        );
+        let work = tempfile::tempdir().unwrap();
+        let incoming = work.path().join(".cache/blobs/incoming/u1");
+        std::fs::create_dir_all(&incoming).unwrap();
+        std::fs::write(incoming.join(HELLO), "hello").unwrap();
+        std::fs::write(incoming.join(OTHER), "other").unwrap();
+        let elsewhere = tempfile::tempdir_in(shm).unwrap();
+        assert_ne!(
+            std::fs::metadata(work.path()).unwrap().dev(),
+            std::fs::metadata(elsewhere.path()).unwrap().dev(),
+            "the run directory must be on another file system"
+        );
+        let run_dir = elsewhere.path().join("r1/base_model");
+        let files = [
+            (Path::new("a.bin"), HELLO),
+            (Path::new("sub/b.bin"), HELLO),
+            (Path::new("sub/c.bin"), OTHER),
+        ];
+        let script = place_script(
+            work.path().to_str().unwrap(),
+            incoming.to_str().unwrap(),
+            run_dir.to_str().unwrap(),
+            &files,
+        )
+        .unwrap();
+        let out = run(&script);
+        assert!(out.status.success(), "{out:?}");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(said.matches(COPIED).count(), 1, "{said}");
+        assert_eq!(std::fs::read(run_dir.join("a.bin")).unwrap(), b"hello");
+        assert_eq!(std::fs::read(run_dir.join("sub/b.bin")).unwrap(), b"hello");
+        assert_eq!(std::fs::read(run_dir.join("sub/c.bin")).unwrap(), b"other");
+        let blob = work.path().join(".cache/blobs/sha256").join(HELLO);
+        assert_eq!(
+            std::fs::metadata(&blob).unwrap().nlink(),
+            1,
+            "copies, no links"
+        );
+    }
+
     #[test]
     fn a_corrupted_incoming_blob_fails_naming_it_and_is_never_placed() {
         let work = tempfile::tempdir().unwrap();
