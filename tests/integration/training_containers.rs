@@ -485,8 +485,17 @@ fn regression_a_missing_engine_is_refused_before_a_run_exists_naming_it_and_its_
 // and `base_model` names it relative to the run directory, where the job runs.
 #[test]
 fn a_container_run_trains_on_a_base_model_linked_into_its_run_directory_podman() {
+    a_container_run_trains_on_a_base_model_linked_into_its_run_directory(TestEngine::Podman);
+}
+
+#[test]
+fn a_container_run_trains_on_a_base_model_linked_into_its_run_directory_docker() {
+    a_container_run_trains_on_a_base_model_linked_into_its_run_directory(TestEngine::Docker);
+}
+
+fn a_container_run_trains_on_a_base_model_linked_into_its_run_directory(engine: TestEngine) {
     let training = container_training(
-        TestEngine::Podman,
+        engine,
         Setup {
             max_steps: 2,
             merge: false,
