@@ -18,7 +18,8 @@ pub fn render(entries: &[&str], selected: usize, area: Rect, buf: &mut Buffer, t
             } else {
                 theme.text()
             };
-            Line::styled(format!(" {entry:<12}"), style)
+            // The whole row inside the borders is highlighted, not only the name.
+            Line::styled(format!(" {entry:<21}"), style)
         })
         .collect();
     let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
