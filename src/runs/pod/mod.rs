@@ -14,6 +14,7 @@ mod attach;
 mod budget;
 pub mod checkpoint;
 mod choose;
+mod disk;
 mod drive;
 mod failure;
 mod job;
@@ -349,6 +350,7 @@ pub async fn train(
         scale,
         stall,
         keep_pod: options.keep_pod,
+        max_volume_gb: runpod.max_volume_gb,
         events,
         cancel,
     };
