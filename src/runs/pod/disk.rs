@@ -22,13 +22,10 @@ use crate::exec::{AnyExecutor, Executor as _};
 use crate::runpod::api::RunpodClient;
 use crate::runpod::body::VOLUME_PATH;
 use crate::runpod::disk::{DiskEffect, DiskEvent, DiskRules, DiskState, Full, GB, handle};
+use crate::runpod::driver::VOLUME_GB_FILE;
 use crate::runs::start::error_chain;
 use crate::runs::{Events, RunEvent, RunWarning, emit};
 use crate::train::plugin::SNAPSHOT_REQUEST;
-
-/// The file on the pod, under the run directory, that holds the volume size in GB
-/// overbrainer knows (POD-48), read by the watchdog's backstop.
-pub const VOLUME_GB_FILE: &str = ".pod/volume_gb";
 
 /// How often the volume and the newest checkpoint are measured and the volume's size
 /// read from the API (POD-45), in rule time.

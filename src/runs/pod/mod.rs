@@ -294,6 +294,15 @@ pub async fn train(
     let made = record
         .save(&runs_dir)
         .and_then(|()| start::prepare(&local_dir, &inputs, &yaml));
+    // POD-48: the watchdog's disk backstop weighs a network volume against its size at
+    // pod creation until the follow writes `.pod/volume_gb`.
+    let volume_gb = match &runpod.network_volume_id {
+        Some(id) => client.network_volume_gb(id).await.unwrap_or_else(|error| {
+            tracing::warn!("cannot read the size of network volume `{id}`: {error}");
+            None
+        }),
+        None => None,
+    };
     let body = made.and_then(|()| {
         create_body(&PodSpec {
             chosen: choice.chosen.as_ref(),
@@ -306,6 +315,7 @@ pub async fn train(
             keys: &keys,
             rules: &rules,
             now: driver::now(),
+            volume_gb,
         })
         .map_err(|e| {
             RunError::Refused(Refusal::Axolotl {
