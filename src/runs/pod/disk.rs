@@ -215,7 +215,25 @@ impl Watch<'_> {
     }
 
     async fn read(&mut self, reading: Reading) {
-        match reading.volume_gb {
+        if self.plan.volume.is_some() {
+            self.volume_size(reading.volume_gb).await;
+        }
+        if let Some(used) = reading.volume_used {
+            self.apply(Which::Volume, DiskEvent::VolumeUsed { used })
+                .await;
+        }
+        if let Some(bytes) = reading.checkpoint {
+            self.apply(Which::Container, DiskEvent::Checkpoint { bytes })
+                .await;
+            self.apply(Which::Volume, DiskEvent::Checkpoint { bytes })
+                .await;
+        }
+    }
+
+    /// The volume's size as the API reported it, or why not (each failure once until a
+    /// read succeeds).
+    async fn volume_size(&mut self, size: Result<Option<u64>, String>) {
+        match size {
             Ok(Some(gb)) => {
                 self.size_failed = false;
                 let gb = u32::try_from(gb).unwrap_or(u32::MAX);
@@ -239,16 +257,6 @@ impl Watch<'_> {
                     self.warn(format!("cannot read the size of {what}: {cause}"));
                 }
             }
-        }
-        if let Some(used) = reading.volume_used {
-            self.apply(Which::Volume, DiskEvent::VolumeUsed { used })
-                .await;
-        }
-        if let Some(bytes) = reading.checkpoint {
-            self.apply(Which::Container, DiskEvent::Checkpoint { bytes })
-                .await;
-            self.apply(Which::Volume, DiskEvent::Checkpoint { bytes })
-                .await;
         }
     }
 
@@ -393,6 +401,78 @@ mod tests {
         assert!(!container.contains(VOLUME_PATH));
         let volume = du_script("/workspace/runs/r1", true);
         assert!(volume.contains("du -skx -- '/workspace/data'"), "{volume}");
+    }
+
+    /// Watches a container disk in `dir` through the samples `fill` (percent used),
+    /// then stops; the warnings given.
+    async fn watch_container(dir: &std::path::Path, fill: &[u64]) -> Vec<String> {
+        let client = RunpodClient::new(
+            "http://127.0.0.1:9/v2",
+            secrecy::SecretString::from("rpa_unit_Wq4Zt8Lm2Xv6Kp9Rb3Nd"),
+            crate::llm::Redactor::new(),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let plan = Plan {
+            client: &client,
+            volume: None,
+            scale: TimeScale::REAL,
+        };
+        let executor = AnyExecutor::Local(crate::exec::LocalExecutor::new(dir).unwrap());
+        let (events, mut warnings) = tokio::sync::mpsc::unbounded_channel();
+        let (samples, rx) = tokio::sync::mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let run_dir = dir.to_string_lossy().into_owned();
+        for percent in fill {
+            samples.send((percent * GB, 100 * GB)).unwrap();
+        }
+        drop(samples);
+        watch(&plan, &executor, ("r1", &run_dir), rx, &events, &stop).await;
+        drop(events);
+        let mut texts = Vec::new();
+        while let Some(event) = warnings.recv().await {
+            if let RunEvent::Warning(RunWarning::Disk(text)) = event {
+                texts.push(text);
+            }
+        }
+        texts
+    }
+
+    #[tokio::test]
+    async fn a_full_container_disk_warns_and_requests_the_disk_snapshot_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let texts = watch_container(dir.path(), &[50, 86, 93, 96]).await;
+        let request = std::fs::read_to_string(dir.path().join(SNAPSHOT_REQUEST)).unwrap();
+        assert_eq!(request, "disk\n");
+        assert!(
+            texts[0].contains(
+                "the container disk of run `r1` is 85% used or more (86.0 GB of 100.0 GB usable)"
+            ),
+            "{texts:?}"
+        );
+        assert!(texts[1].contains("90% used or more"), "{texts:?}");
+        assert!(
+            texts[2].contains("is full: 93% used")
+                && texts[2].contains("stopping the job with a snapshot (reason `disk`)"),
+            "{texts:?}"
+        );
+        assert!(texts[3].contains("95% used or more"), "{texts:?}");
+        assert_eq!(texts.len(), 4, "{texts:?}");
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_already_requested_keeps_its_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(SNAPSHOT_REQUEST), "cost\n").unwrap();
+        let texts = watch_container(dir.path(), &[99]).await;
+        let request = std::fs::read_to_string(dir.path().join(SNAPSHOT_REQUEST)).unwrap();
+        assert_eq!(request, "cost\n");
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("a snapshot is already requested")),
+            "{texts:?}"
+        );
     }
 
     #[tokio::test]
