@@ -62,6 +62,10 @@ fn text(line: &Checked) -> String {
     if let Some(rule) = &line.rule {
         note = format!("{note}; {rule}");
     }
+    // POD-49: a grow of the network volume is permanent.
+    if crate::config::is_max_volume_gb(&entry.key) {
+        note = format!("{note}; {}", crate::config::MAX_VOLUME_GB_NOTE);
+    }
     // CFG-8: a key the target's runtime ignores says so instead of a plain default.
     let origin = match (&entry.ignored, &entry.source) {
         (Some(ignored), Source::Default) => ignored.clone(),

@@ -380,7 +380,8 @@ pub(crate) fn warning_text(warning: &RunWarning) -> String {
         RunWarning::TemplateDropsReasoning(text)
         | RunWarning::Metrics(text)
         | RunWarning::PodFailed(text)
-        | RunWarning::PodStray(text) => text.clone(),
+        | RunWarning::PodStray(text)
+        | RunWarning::Disk(text) => text.clone(),
         RunWarning::PodReconciled {
             pod,
             run_id,

@@ -65,8 +65,9 @@ pub use providers::{Protocol, Provider};
 pub use roles::{ReasoningEffort, Role, Roles};
 pub use rules::{safe_path, valid_name};
 pub use runpod::{
-    DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, ListOrAuto, RUNPOD_BASE_URL_VAR, RUNPOD_KEY_VAR,
-    RunpodAccount, RunpodTarget, readiness_warnings,
+    DEFAULT_RUNPOD_BASE_URL, DEFAULT_RUNPOD_IMAGE, ListOrAuto, MAX_VOLUME_GB_NOTE,
+    RUNPOD_BASE_URL_VAR, RUNPOD_KEY_VAR, RunpodAccount, RunpodTarget, is_max_volume_gb,
+    readiness_warnings,
 };
 pub use settings::{SECTIONS, Settings};
 pub use show::{Entry, entries};

@@ -61,7 +61,8 @@ pub struct RunpodTarget {
     /// Network volume mounted at `/workspace/data`.
     #[serde(default)]
     pub network_volume_id: Option<String>,
-    /// Largest size, in GB, the volume may be grown to.
+    /// Largest size, in GB, the volume may be grown to when it fills (POD-47); a grow
+    /// is permanent ([`MAX_VOLUME_GB_NOTE`]).
     #[serde(default)]
     pub max_volume_gb: Option<u32>,
     /// SSH client.
@@ -256,6 +257,17 @@ fn check_volume(check: &mut Check<'_>, name: &str, runpod: &RunpodTarget) {
     }
 }
 
+/// What `max_volume_gb` allows, as `config check` and the TUI describe it (POD-49).
+pub const MAX_VOLUME_GB_NOTE: &str = "overbrainer grows the network volume up to this size when it fills; a grow is permanent: the volume cannot shrink, stays billed monthly at its new size, and every pod using it sees the new size";
+
+/// Whether `key` is a target's `max_volume_gb` (`targets.<name>.max_volume_gb`).
+#[must_use]
+pub fn is_max_volume_gb(key: &str) -> bool {
+    key.strip_prefix("targets.")
+        .and_then(|rest| rest.split_once('.'))
+        .is_some_and(|(_, field)| field == "max_volume_gb")
+}
+
 /// The variable of the Runpod account's API key (POD-4).
 pub const RUNPOD_KEY_VAR: &str = "OVERBRAINER_RUNPOD__API_KEY";
 
@@ -299,5 +311,20 @@ pub(super) fn check_account(check: &mut Check<'_>, account: &RunpodAccount) {
         if let Some(message) = url_problem(url, true) {
             check.fail("runpod.base_url", message);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_targets_max_volume_gb_carries_the_note_that_a_grow_is_permanent() {
+        assert!(is_max_volume_gb("targets.gpu.max_volume_gb"));
+        assert!(!is_max_volume_gb("targets.gpu.max_hours"));
+        assert!(!is_max_volume_gb("runpod.max_volume_gb"));
+        assert!(MAX_VOLUME_GB_NOTE.contains("cannot shrink"));
+        assert!(MAX_VOLUME_GB_NOTE.contains("billed monthly"));
+        assert!(MAX_VOLUME_GB_NOTE.contains("every pod using it"));
     }
 }

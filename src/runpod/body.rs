@@ -66,6 +66,10 @@ pub struct PodSpec<'a> {
     pub rules: &'a Rules,
     /// Now, on the driver's clock (the first deadline; the driver sets it again).
     pub now: Duration,
+    /// The network volume's size in GB at pod creation, when the API reported it: the
+    /// watchdog's disk backstop weighs the volume against it until overbrainer writes
+    /// `.pod/volume_gb` (POD-48).
+    pub volume_gb: Option<u64>,
 }
 
 /// The create body and the GPU types to try, in order.
@@ -98,6 +102,9 @@ pub fn create_body(spec: &PodSpec<'_>) -> Result<(CreatePod, Vec<String>), BodyE
         spec.run_dir,
         spec.api_base,
     );
+    if target.network_volume_id.is_some() {
+        env.extend(watchdog::volume_env(VOLUME_PATH, spec.volume_gb));
+    }
     env.insert(RUN_ID_VAR.to_owned(), spec.run_id.to_owned());
     env.insert(
         HOST_KEY_VAR.to_owned(),

@@ -29,6 +29,7 @@ fn body_of(target: &RunpodTarget) -> Result<(CreatePod, Vec<String>), BodyError>
         keys: &keys,
         rules: &rules,
         now: Duration::from_secs(1_796_130_000),
+        volume_gb: Some(100),
     })
 }
 

@@ -37,6 +37,9 @@ pub const SNAPSHOT_AT_FILE: &str = ".pod/snapshot_at";
 pub const COST_CAP_AT_FILE: &str = ".pod/cost_cap_at";
 /// The results were retrieved and verified: the watchdog deletes the pod (POD-50).
 pub const RETRIEVED_FILE: &str = ".pod/retrieved";
+/// The network volume's size in GB that overbrainer knows, written while it follows
+/// the run and after a grow; the watchdog's disk backstop reads it (POD-48).
+pub const VOLUME_GB_FILE: &str = ".pod/volume_gb";
 
 /// The pod's `max_hours` deadline in its environment (UNIX seconds), set at each create
 /// call; the watchdog deletes the pod there ([`super::watchdog`]).

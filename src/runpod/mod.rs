@@ -25,6 +25,8 @@
 //! - [`bootstrap`]: the pod's `args`, rendered in one place: the claim, the pinned host
 //!   key, the watchdog as the first process, `sshd` only after its self-check.
 //!
+//! - [`disk`]: the disk of a followed run (POD-45..POD-47) as a pure state machine:
+//!   warnings at 85/90/95/100%, the grow of a network volume, the `disk` snapshot.
 //! - [`rate`]: how a 429 is waited out, one policy for the create retry table and
 //!   the client's reads and deletes.
 //! - [`body`]: the create body of a run's pods from its target (the bounds, the
@@ -39,6 +41,7 @@ pub mod api;
 pub mod body;
 pub mod bootstrap;
 pub mod catalog;
+pub mod disk;
 pub mod driver;
 pub mod keys;
 pub mod lifecycle;

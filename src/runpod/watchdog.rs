@@ -58,12 +58,28 @@ pub fn bounds_env(
     .collect()
 }
 
+/// The watchdog's environment for a pod with a network volume mounted at `path` whose
+/// size at pod creation was `gb` (0 when unknown): its disk backstop measures the volume
+/// with a background `du` (POD-48).
+#[must_use]
+pub fn volume_env(path: &str, gb: Option<u64>) -> [(String, String); 2] {
+    [
+        ("OVERBRAINER_VOLUME_PATH".to_owned(), path.to_owned()),
+        (
+            "OVERBRAINER_VOLUME_GB".to_owned(),
+            gb.unwrap_or(0).to_string(),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::env::TimeScale;
     use crate::exec::{EXIT_FILE, PID_FILE};
-    use crate::runpod::driver::{COST_CAP_AT_FILE, LEASE_FILE, RETRIEVED_FILE, SNAPSHOT_AT_FILE};
+    use crate::runpod::driver::{
+        COST_CAP_AT_FILE, LEASE_FILE, RETRIEVED_FILE, SNAPSHOT_AT_FILE, VOLUME_GB_FILE,
+    };
     use crate::runpod::lifecycle::tests::target;
     use crate::train::plugin::SNAPSHOT_REQUEST;
 
@@ -79,6 +95,7 @@ mod tests {
             SNAPSHOT_AT_FILE,
             COST_CAP_AT_FILE,
             RETRIEVED_FILE,
+            VOLUME_GB_FILE,
         ] {
             let name = pod_file.strip_prefix(".pod/").unwrap();
             assert!(
@@ -93,6 +110,9 @@ mod tests {
             );
         }
         for name in bounds_env(&rules(TimeScale::REAL), Duration::ZERO, "/r", "http://x").keys() {
+            assert!(WATCHDOG.contains(name.as_str()), "{name}");
+        }
+        for (name, _) in volume_env("/v", None) {
             assert!(WATCHDOG.contains(name.as_str()), "{name}");
         }
     }

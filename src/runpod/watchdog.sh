@@ -1,5 +1,5 @@
 #!/bin/bash
-# The pod's watchdog (spec/runpod.md POD-29, POD-33..POD-35, POD-40, POD-41, POD-50):
+# The pod's watchdog (spec/runpod.md POD-29, POD-33..POD-35, POD-40, POD-41, POD-48, POD-50):
 # deletes its own pod through the Runpod API with the pod-scoped RUNPOD_API_KEY when a
 # rule says so, and confirms the answer. Rendered by src/runpod/watchdog.rs; its bounds
 # come in the pod's environment (OVERBRAINER_*), in whole seconds already scaled.
@@ -116,7 +116,39 @@ stalled() {
         }'
 }
 
+# POD-48: the disk backstop, at each tick (a minute): at 97% used a snapshot is
+# requested (reason disk) even when nothing follows. The run directory's disk from `df`
+# (bounded); with a network volume (OVERBRAINER_VOLUME_PATH), the last background `du`
+# of its mount against 94% of the size overbrainer wrote to .pod/volume_gb, else its
+# size at pod creation (OVERBRAINER_VOLUME_GB). One `du` at a time runs in the
+# background, so a slow mount delays no other rule. Sets disk_why when full.
+volume_du_pid=
+disk_full() {
+    disk_why=
+    # shellcheck disable=SC2046 # two numbers
+    set -- $(timeout 20 df -P -k -- "$run_dir" 2>/dev/null | awk 'NR==2 {print $3, $2}')
+    if [ $# -eq 2 ] && [ "$2" -gt 0 ] && [ $(($1 * 100)) -ge $(($2 * 97)) ]; then
+        disk_why="the disk of the run directory is $(($1 * 100 / $2))% used"
+        return 0
+    fi
+    if [ -z "${OVERBRAINER_VOLUME_PATH:-}" ]; then return 0; fi
+    if [ -z "$volume_du_pid" ] || ! kill -0 "$volume_du_pid" 2>/dev/null; then
+        (timeout 900 du -skx -- "$OVERBRAINER_VOLUME_PATH" 2>/dev/null | awk '{print $1}' >"$pod_dir/volume_du.new" &&
+            mv -f "$pod_dir/volume_du.new" "$pod_dir/volume_du") </dev/null >/dev/null 2>&1 &
+        volume_du_pid=$!
+    fi
+    used_kib=$(number "$pod_dir/volume_du")
+    volume_gb=$(number "$pod_dir/volume_gb")
+    [ -n "$volume_gb" ] || volume_gb=${OVERBRAINER_VOLUME_GB:-}
+    if [ -z "$used_kib" ] || [ -z "$volume_gb" ] || [ "$volume_gb" -le 0 ]; then return 0; fi
+    usable_kib=$((volume_gb * 1000000000 * 94 / 100 / 1024))
+    if [ $((used_kib * 100)) -ge $((usable_kib * 97)) ]; then
+        disk_why="the network volume is $((used_kib * 100 / usable_kib))% used of its usable ${volume_gb} GB x 0.94"
+    fi
+}
+
 asked=
+disk_asked=
 stall_seen=
 while :; do
     now=$(date +%s)
@@ -136,6 +168,15 @@ while :; do
     elif [ -n "$snap" ] && [ "$now" -ge "$snap" ] && [ ! -e "$run_dir/snapshot.request" ]; then
         log "cost snapshot requested: the cap is reached in $(((cap - now) / 60)) minutes"
         printf 'cost\n' >"$run_dir/snapshot.request"
+    fi
+    disk_full
+    if [ -n "$disk_why" ] && [ -z "$disk_asked" ] && [ -e "$run_dir/job.pid" ] &&
+        [ ! -e "$run_dir/exit_code" ]; then
+        disk_asked=$now
+        if [ ! -e "$run_dir/snapshot.request" ]; then
+            printf 'disk\n' >"$run_dir/snapshot.request"
+        fi
+        log "disk snapshot requested: $disk_why"
     fi
     if [ -z "$why" ] && [ ! -e "$run_dir/job.pid" ] &&
         [ "$now" -ge $((started + OVERBRAINER_BOOT_GRACE_S)) ]; then

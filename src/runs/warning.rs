@@ -123,6 +123,9 @@ pub enum RunWarning {
     /// An overbrainer pod that no rule will remove, with its ID and rate
     /// ([`crate::runs::pod::manage::stray_text`], POD-62).
     PodStray(String),
+    /// The disk of a followed Runpod run (POD-46, POD-47): a level of use reached, a
+    /// grow of its network volume, or the `disk` snapshot, with the amounts.
+    Disk(String),
     /// `--keep-pod`: the run's pod stays with no limit until `pod rm` (POD-61); the
     /// command that reaches it.
     PodKept {

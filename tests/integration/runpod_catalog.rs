@@ -417,3 +417,39 @@ async fn the_tui_reads_the_catalog_with_the_estimate_and_previews_the_start() {
     );
     assert!(!wrong.contains("WRONGKEY7Hq2"), "{wrong}");
 }
+
+/// POD-47: a network volume grows through `PATCH /v2/network-volumes/{id}` and the list
+/// reports its new size; a size not above its own, a refusal and an unknown volume are
+/// errors; the key is in no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runpod_network_volume_grows_through_the_api_and_a_refusal_is_an_error() {
+    let standin = Standin::start(KEY).await;
+    standin.state().catalog = catalog();
+    let client = standin.client(std::time::Duration::from_secs(30));
+    assert_eq!(client.network_volume_gb("vol1").await.unwrap(), Some(50));
+    assert_eq!(client.network_volume_gb("nope").await.unwrap(), None);
+    let grown = client.grow_network_volume("vol1", 100).await.unwrap();
+    assert_eq!((grown.id.as_str(), grown.size), ("vol1", 100));
+    assert_eq!(client.network_volume_gb("vol1").await.unwrap(), Some(100));
+    let smaller = client.grow_network_volume("vol1", 80).await.unwrap_err();
+    assert!(smaller.to_string().contains("400"), "{smaller}");
+    standin.state().faults.grow_refusals = 1;
+    let refused = client.grow_network_volume("vol1", 150).await.unwrap_err();
+    assert!(!refused.to_string().contains(&KEY[4..24]), "{refused}");
+    assert_eq!(client.network_volume_gb("vol1").await.unwrap(), Some(100));
+    assert!(client.grow_network_volume("nope", 150).await.is_err());
+    let patches: Vec<_> = standin
+        .state()
+        .requests
+        .iter()
+        .filter(|(method, _, _)| method == "PATCH")
+        .map(|(_, path, body)| (path.clone(), body.clone()))
+        .collect();
+    assert_eq!(
+        patches[0],
+        (
+            "/v2/network-volumes/vol1".to_owned(),
+            r#"{"size":100}"#.to_owned()
+        )
+    );
+}

@@ -76,6 +76,7 @@ async fn setup(run: &str, bootstrap: bool) -> Setup {
         keys: &keys,
         rules: &rules,
         now: now(),
+        volume_gb: None,
     })
     .unwrap();
     if !bootstrap {

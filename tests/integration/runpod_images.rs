@@ -43,6 +43,7 @@ async fn boot(standin: &Standin, client: &RunpodClient, run: &str, image: &str) 
         keys: &keys,
         rules: &rules,
         now: now(),
+        volume_gb: None,
     })
     .unwrap();
     image.clone_into(&mut body.image);

@@ -93,6 +93,8 @@ pub struct Faults {
     /// The pods' own key ([`POD_KEY`]) may read its pod but not delete it: its
     /// `DELETE`s answer 403 (the watchdog's self-check passes, its deletions fail).
     pub pod_key_cannot_delete: bool,
+    /// The next this many `PATCH /v2/network-volumes/{id}` are refused (400).
+    pub grow_refusals: u32,
 }
 
 /// The catalog and account listings the stand-in serves (`GET /v2/catalog/gpus`,
@@ -514,6 +516,7 @@ impl Respond for Api {
                 .set_body_json(json!({"dataCenters": state.catalog.data_centers})),
             ("GET", ["v2", "network-volumes"]) => ResponseTemplate::new(200)
                 .set_body_json(json!({"networkVolumes": state.catalog.volumes})),
+            ("PATCH", ["v2", "network-volumes", id]) => grow_volume(&mut state, id, &request.body),
             ("GET", ["v2", "templates"]) => ResponseTemplate::new(200)
                 .set_body_json(json!({"templates": state.catalog.templates})),
             ("POST", ["v2", "account", "secrets"]) => create_secret(&mut state, &request.body),
@@ -775,6 +778,38 @@ fn create(state: &mut State, body: &[u8]) -> ResponseTemplate {
 }
 
 /// `POST /v2/account/secrets`.
+/// `PATCH /v2/network-volumes/{id}` with `{"size": N}`: a volume only grows (a size
+/// not above its own is refused, 400, as are the next `grow_refusals`); the
+/// answer is the volume with its new size.
+fn grow_volume(state: &mut State, id: &str, body: &[u8]) -> ResponseTemplate {
+    let fields: BTreeMap<String, Value> = serde_json::from_slice(body).unwrap_or_default();
+    let Some(size) = fields.get("size").and_then(Value::as_u64) else {
+        return problem(422, "Unprocessable Entity", "Request validation failed.");
+    };
+    let refused = state.faults.grow_refusals > 0;
+    if refused {
+        state.faults.grow_refusals -= 1;
+    }
+    let Some(volume) = state
+        .catalog
+        .volumes
+        .iter_mut()
+        .find(|v| v.get("id").and_then(Value::as_str) == Some(id))
+    else {
+        return problem(404, "Not Found", "network volume not found");
+    };
+    let now = volume.get("size").and_then(Value::as_u64).unwrap_or(0);
+    if refused || size <= now {
+        return problem(
+            400,
+            "Bad Request",
+            "network volume size can only be increased",
+        );
+    }
+    volume["size"] = json!(size);
+    ResponseTemplate::new(200).set_body_json(volume.clone())
+}
+
 fn create_secret(state: &mut State, body: &[u8]) -> ResponseTemplate {
     if state.faults.secrets_forbidden {
         return problem(

@@ -360,3 +360,59 @@ async fn runpod_watchdog_keeps_the_lease_of_a_slow_but_progressing_job() {
     client.delete_pod(&id).await.unwrap();
     standin.assert_nothing_left();
 }
+
+/// POD-48: with nothing following, a full network volume (its last background `du`
+/// against `.pod/volume_gb`, which wins over the size at pod creation) gets the disk
+/// snapshot request, once; a `du` that answers is stood in by one on `PATH`.
+#[tokio::test]
+async fn runpod_watchdog_requests_the_disk_snapshot_when_the_network_volume_is_full() {
+    let standin = Standin::start(KEY).await;
+    let (client, id) = pod(&standin, "r_20261201-140000-wd08").await;
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join(".pod")).unwrap();
+    std::fs::write(run.path().join("job.pid"), "1\n").unwrap();
+    // 1 GB, of which 94% is usable: 917 968 KiB; 900 000 KiB is 98% of it.
+    std::fs::write(run.path().join(".pod/volume_gb"), "1\n").unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let du = bin.path().join("du");
+    std::fs::write(&du, "#!/bin/sh\nprintf '900000\\t%s\\n' \"$3\"\n").unwrap();
+    let mut mode = std::fs::metadata(&du).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&du, mode).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let volume = tempfile::tempdir().unwrap();
+    let volume_path = volume.path().to_string_lossy().into_owned();
+    let child = watchdog(
+        &standin,
+        &id,
+        KEY,
+        run.path(),
+        3600,
+        &[
+            ("PATH", &path),
+            ("OVERBRAINER_VOLUME_PATH", &volume_path),
+            ("OVERBRAINER_VOLUME_GB", "1000"),
+        ],
+    );
+    let request = run.path().join("snapshot.request");
+    poll(Duration::from_secs(60), "the disk snapshot request", || {
+        std::fs::read_to_string(&request).map_err(|e| format!("{e}: {}", log(run.path())))
+    });
+    assert_eq!(std::fs::read_to_string(&request).unwrap(), "disk\n");
+    let text = log(run.path());
+    assert!(
+        text.contains("disk snapshot requested: the network volume is 98% used"),
+        "{text}"
+    );
+    std::fs::write(run.path().join(".pod/retrieved"), "").unwrap();
+    assert_eq!(exited(child), Some(0), "{}", log(run.path()));
+    assert_eq!(
+        log(run.path()).matches("disk snapshot requested").count(),
+        1
+    );
+    assert_gone(&client, &id, run.path()).await;
+}

@@ -53,6 +53,37 @@ impl RunpodClient {
         Ok(list.network_volumes)
     }
 
+    /// The size in GB of network volume `id` from the account's list; `None` when it is
+    /// not listed.
+    ///
+    /// # Errors
+    /// Any failure.
+    pub async fn network_volume_gb(&self, id: &str) -> Result<Option<u64>, ApiError> {
+        Ok(self
+            .network_volumes()
+            .await?
+            .into_iter()
+            .find(|volume| volume.id == id)
+            .map(|volume| volume.size))
+    }
+
+    /// `PATCH /v2/network-volumes/{id}` with `{"size": gb}`: grows network volume `id`
+    /// to `gb` GB (v1 `PATCH /networkvolumes/{id}`, path map of wire-facts A.2); the
+    /// answer is the volume with its size. A grow is permanent: a volume never shrinks
+    /// (POD-49). Not repeated on failure: a refusal is the caller's to handle.
+    ///
+    /// # Errors
+    /// Any failure, a refusal of the size included.
+    pub async fn grow_network_volume(&self, id: &str, gb: u64) -> Result<NetworkVolume, ApiError> {
+        let path = format!("/network-volumes/{}", super::path_id(id)?);
+        let what = format!("PATCH {path}");
+        let body = serde_json::json!({ "size": gb });
+        let answer = self
+            .send(&what, self.request(Method::PATCH, &path).json(&body), &[])
+            .await?;
+        self.decode(&what, &answer.body)
+    }
+
     /// `GET /v2/templates`: the account's own templates (pod and serverless).
     ///
     /// # Errors

@@ -175,6 +175,7 @@ pub async fn take_up(
         scale,
         stall: crate::train::stall::Policy::of(Some(training)),
         keep_pod: recorded.keep_pod,
+        max_volume_gb: runpod.max_volume_gb,
         events,
         cancel,
     };

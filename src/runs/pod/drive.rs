@@ -62,6 +62,9 @@ pub(super) struct Part<'a> {
     pub(super) stall: crate::train::stall::Policy,
     /// `--keep-pod` (POD-61).
     pub(super) keep_pod: bool,
+    /// `max_volume_gb` of the target: how far the disk watch may grow its network
+    /// volume (POD-47).
+    pub(super) max_volume_gb: Option<u32>,
     pub(super) events: &'a Events,
     pub(super) cancel: &'a CancellationToken,
 }
@@ -100,6 +103,14 @@ pub(super) async fn run_pod(
     first: Event,
     start: Start,
 ) -> (Result<driver::Driven, driver::DriveError>, job::Shared) {
+    let disk = super::disk::Plan {
+        client,
+        volume: context
+            .network_volume_id
+            .clone()
+            .map(|id| (id, part.max_volume_gb)),
+        scale: part.scale,
+    };
     let mut hooks = Hooks {
         events: part.events,
         run_dir: part.project.run_dir(&record.id),
@@ -169,6 +180,7 @@ pub(super) async fn run_pod(
         part.events,
         part.cancel,
         &stop,
+        &disk,
     );
     let (driven, ()) = Box::pin(async { tokio::join!(driving, following) }).await;
     let left = std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner));

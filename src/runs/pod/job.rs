@@ -260,6 +260,7 @@ pub(super) async fn follower(
     events: &Events,
     cancel: &CancellationToken,
     stop: &CancellationToken,
+    disk: &super::disk::Plan<'_>,
 ) {
     let begin = tokio::select! {
         begin = begin => match begin {
@@ -280,10 +281,17 @@ pub(super) async fn follower(
     // The follower's own channel: its training lines are the pod's progress (POD-35),
     // its stall ends the lease until the job makes progress again (issue 21).
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    // The container disk of each system sample goes to the disk watch (POD-45).
+    let (disk_tx, disk_rx) = tokio::sync::mpsc::unbounded_channel();
     let forward = async {
         while let Some(event) = rx.recv().await {
             match &event {
                 RunEvent::Train(_) => lock(&shared).progress += 1,
+                RunEvent::Sample(sample) => {
+                    if let Some(run_disk) = sample.run_disk() {
+                        let _ = disk_tx.send((run_disk.used_bytes, run_disk.size_bytes));
+                    }
+                }
                 RunEvent::Warning(RunWarning::Stalled { .. }) => lock(&shared).stalled = true,
                 RunEvent::Warning(RunWarning::StallEnded { .. }) => {
                     lock(&shared).stalled = false;
@@ -301,6 +309,16 @@ pub(super) async fn follower(
             () = either.cancelled() => {}
         }
     };
+    let run_id = begin.record.id.clone();
+    let run_dir = begin.record.dir.clone();
+    let disks = super::disk::watch(
+        disk,
+        &executor,
+        (&run_id, &run_dir),
+        disk_rx,
+        events,
+        &either,
+    );
     let run = async {
         let result = follow(
             project,
@@ -316,7 +334,7 @@ pub(super) async fn follower(
         either.cancel();
         result
     };
-    let (result, (), ()) = tokio::join!(run, forward, relay);
+    let (result, (), (), ()) = tokio::join!(run, forward, relay, disks);
     if let AnyExecutor::Ssh(ssh) = &executor {
         ssh.disconnect().await;
     }

@@ -5,7 +5,8 @@
 //! host-key secret, and then the pod's life ([`crate::runpod::driver::drive`]) with the
 //! run's own part on it (`job::PodRun`): upload, the job, the run's follower beside
 //! the pod's driver, the checkpoint check on the pod ([`checkpoint`]), the retrieved
-//! mark, the deletion until gone.
+//! mark, the deletion until gone; beside the follower, the watch of the run's disks
+//! ([`disk`]: warnings, the grow of a network volume, the `disk` snapshot, POD-45..POD-48).
 //!
 //! The run directory on the pod is `<POD_WORKDIR>/<run-id>`; `run.json` records it, with
 //! the run ID as the claim's owner (the pod's bootstrap claims the directory for it).
@@ -14,6 +15,7 @@ mod attach;
 mod budget;
 pub mod checkpoint;
 mod choose;
+mod disk;
 mod drive;
 mod failure;
 mod job;
@@ -293,6 +295,15 @@ pub async fn train(
     let made = record
         .save(&runs_dir)
         .and_then(|()| start::prepare(&local_dir, &inputs, &yaml));
+    // POD-48: the watchdog's disk backstop weighs a network volume against its size at
+    // pod creation until the follow writes `.pod/volume_gb`.
+    let volume_gb = match &runpod.network_volume_id {
+        Some(id) => client.network_volume_gb(id).await.unwrap_or_else(|error| {
+            tracing::warn!("cannot read the size of network volume `{id}`: {error}");
+            None
+        }),
+        None => None,
+    };
     let body = made.and_then(|()| {
         create_body(&PodSpec {
             chosen: choice.chosen.as_ref(),
@@ -305,6 +316,7 @@ pub async fn train(
             keys: &keys,
             rules: &rules,
             now: driver::now(),
+            volume_gb,
         })
         .map_err(|e| {
             RunError::Refused(Refusal::Axolotl {
@@ -349,6 +361,7 @@ pub async fn train(
         scale,
         stall,
         keep_pod: options.keep_pod,
+        max_volume_gb: runpod.max_volume_gb,
         events,
         cancel,
     };

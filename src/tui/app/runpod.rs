@@ -320,6 +320,10 @@ impl App {
     pub fn hint(&self) -> Option<&str> {
         let key = &self.project.selected_entry()?.key;
         let (target, field) = key.strip_prefix("targets.")?.split_once('.')?;
+        // POD-49: a grow of the network volume is permanent.
+        if field == "max_volume_gb" {
+            return Some(crate::config::MAX_VOLUME_GB_NOTE);
+        }
         if !matches!(field, "gpu_count" | "max_hours") {
             return None;
         }

@@ -713,3 +713,24 @@ fn a_tall_confirmation_keeps_its_answers_and_warnings_at_80x24() {
     assert!(screen.contains("y yes"), "{screen}");
     snapshot_both("runpod_start_confirmation_tall", &app);
 }
+
+#[test]
+fn max_volume_gb_says_a_grow_is_permanent() {
+    let mut lines = entries(Some("\"vol1\""), None);
+    lines.push(entry("targets.gpu.max_volume_gb", "500", Source::File));
+    let mut app = crate::tui::app(
+        crate::tui::theme::Theme::new(false),
+        lines,
+        Ok(start_lines()),
+    );
+    select(&mut app, "targets.gpu.max_volume_gb");
+    let hint = app.project.hint.clone().unwrap_or_default();
+    assert!(
+        hint.contains("a grow is permanent: the volume cannot shrink, stays billed monthly"),
+        "{hint}"
+    );
+    assert!(
+        hint.contains("every pod using it sees the new size"),
+        "{hint}"
+    );
+}
