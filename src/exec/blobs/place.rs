@@ -132,27 +132,34 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn verified_blobs_are_moved_into_the_cache_and_linked_into_the_run() {
-        let work = tempfile::tempdir().unwrap();
-        let incoming = work.path().join(".cache/blobs/incoming/u1");
+    /// A working directory whose upload `u1` brought the blobs of "hello" and "other",
+    /// and the placing of `a.bin`, `sub/b.bin` (both "hello") and `sub/c.bin` into
+    /// `run_dir`, run.
+    fn place_three(work: &Path, run_dir: &Path) -> (std::process::Output, std::path::PathBuf) {
+        let incoming = work.join(".cache/blobs/incoming/u1");
         std::fs::create_dir_all(&incoming).unwrap();
         std::fs::write(incoming.join(HELLO), "hello").unwrap();
         std::fs::write(incoming.join(OTHER), "other").unwrap();
-        let run_dir = work.path().join("runs/r1/base_model");
         let files = [
             (Path::new("a.bin"), HELLO),
             (Path::new("sub/b.bin"), HELLO),
             (Path::new("sub/c.bin"), OTHER),
         ];
         let script = place_script(
-            work.path().to_str().unwrap(),
+            work.to_str().unwrap(),
             incoming.to_str().unwrap(),
             run_dir.to_str().unwrap(),
             &files,
         )
         .unwrap();
-        let out = run(&script);
+        (run(&script), incoming)
+    }
+
+    #[test]
+    fn verified_blobs_are_moved_into_the_cache_and_linked_into_the_run() {
+        let work = tempfile::tempdir().unwrap();
+        let run_dir = work.path().join("runs/r1/base_model");
+        let (out, incoming) = place_three(work.path(), &run_dir);
         assert!(out.status.success(), "{out:?}");
         assert!(!incoming.exists());
         assert_eq!(std::fs::read(run_dir.join("sub/b.bin")).unwrap(), b"hello");
@@ -184,10 +191,6 @@ mod tests {
             "this test needs a tmpfs at /dev/shm (another file system than the temporary directory)"
         );
         let work = tempfile::tempdir().unwrap();
-        let incoming = work.path().join(".cache/blobs/incoming/u1");
-        std::fs::create_dir_all(&incoming).unwrap();
-        std::fs::write(incoming.join(HELLO), "hello").unwrap();
-        std::fs::write(incoming.join(OTHER), "other").unwrap();
         let elsewhere = tempfile::tempdir_in(shm).unwrap();
         assert_ne!(
             std::fs::metadata(work.path()).unwrap().dev(),
@@ -195,19 +198,7 @@ mod tests {
             "the run directory must be on another file system"
         );
         let run_dir = elsewhere.path().join("r1/base_model");
-        let files = [
-            (Path::new("a.bin"), HELLO),
-            (Path::new("sub/b.bin"), HELLO),
-            (Path::new("sub/c.bin"), OTHER),
-        ];
-        let script = place_script(
-            work.path().to_str().unwrap(),
-            incoming.to_str().unwrap(),
-            run_dir.to_str().unwrap(),
-            &files,
-        )
-        .unwrap();
-        let out = run(&script);
+        let (out, _) = place_three(work.path(), &run_dir);
         assert!(out.status.success(), "{out:?}");
         let said = String::from_utf8_lossy(&out.stdout);
         assert_eq!(said.matches(COPIED).count(), 1, "{said}");
