@@ -118,6 +118,17 @@ pub fn ending(run_id: &str, end: &JobEnd<'_>) -> Ending {
             .pointing()
             .hint(merge_hint(run_id))
         }
+        // The shell's "command not found", before Axolotl ever ran: most often `axolotl`
+        // itself is not where the job looks.
+        JobStatus::Exited(127) if !end.plugin_seen => Ending::new(
+            State::Failed,
+            "the job exited with code 127: a command was not found where it runs, most often `axolotl`",
+        )
+        .pointing()
+        .hint(
+            "install Axolotl on the target, or set the target's `venv` to the virtual environment that has it"
+                .to_owned(),
+        ),
         JobStatus::Exited(code) => {
             Ending::new(State::Failed, format!("the job exited with code {code}")).pointing()
         }
@@ -197,6 +208,8 @@ mod tests {
             (end(Exited(1), false, false, Some(Merge)), State::Failed, Some("exited with code 1"), true),
             (end(Exited(2), true, false, Some(Export)), State::Failed, Some("exited with code 2"), true),
             (end(Exited(1), true, false, None), State::Failed, Some("exited with code 1"), true),
+            (end(Exited(127), false, false, None), State::Failed, Some("code 127: a command was not found where it runs, most often `axolotl`"), true),
+            (end(Exited(127), true, false, Some(Train)), State::Failed, Some("the job exited with code 127"), true),
             (end(Exited(3), true, false, Some(Merge)), State::MergeFailed, Some("training succeeded, then `axolotl merge-lora` exited with code 3"), true),
             // A snapshot skips the merge (MPL-6): a failure then is not the merge's.
             (end(Exited(3), true, true, Some(Merge)), State::Failed, Some("exited with code 3"), true),
@@ -213,6 +226,14 @@ mod tests {
             }
             assert_eq!(got.points_at_log, points, "{job:?}");
         }
+        let not_found = ending("r_1", &end(Exited(127), false, false, None));
+        let message = not_found.message(Some("; see job.log")).unwrap();
+        assert!(
+            message.contains(
+                "`axolotl`; see job.log; install Axolotl on the target, or set the target's `venv`"
+            ),
+            "{message}"
+        );
     }
 
     #[test]
