@@ -62,9 +62,10 @@ pub(crate) async fn client(ctx: &Context) -> anyhow::Result<RunpodClient> {
         .with_fallbacks(dotenv.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let account = RunpodAccount::from_env(&env).map_err(anyhow::Error::msg)?;
     if account.api_key.is_none() {
-        anyhow::bail!(
-            "`{RUNPOD_KEY_VAR}` is not set: the Runpod catalog is read with the account's API key (set it in `.env`)"
-        );
+        return Err(crate::runs::Refusal::NoRunpodKeyForCatalog {
+            variable: RUNPOD_KEY_VAR.to_owned(),
+        }
+        .into());
     }
     Ok(crate::runs::pod::account_client(&account, &env).await?)
 }

@@ -258,6 +258,15 @@ pub enum Refusal {
         /// The variable.
         variable: String,
     },
+    /// A read of the Runpod catalog (`pod gpus` and the other listings, the TUI's
+    /// pickers and start preview) without the account's key: nothing is created.
+    #[error(
+        "`{variable}` is not set: the Runpod catalog is read with the account's API key (set it in `.env`)"
+    )]
+    NoRunpodKeyForCatalog {
+        /// The variable.
+        variable: String,
+    },
     /// `"auto"` of a Runpod target found nothing to create, or the catalog could not be
     /// read (POD-16).
     #[error("target `{target}`: {reason}; no pod was created")]

@@ -80,7 +80,7 @@ pub async fn read(
         // A read creates nothing: the start's wording ("no pod was created") would
         // mislead here.
         crate::runs::RunError::Refused(super::Refusal::NoRunpodKey { variable }) => {
-            format!("`{variable}` is not set: the Runpod catalog is read with the account's API key (set it in `.env`)")
+            super::Refusal::NoRunpodKeyForCatalog { variable }.to_string()
         }
         other => other.to_string(),
     })?;
