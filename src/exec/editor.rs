@@ -122,33 +122,53 @@ mod tests {
         .expect("the editor did not start within 60 s");
     }
 
+    /// Runs `editor` (which touches `marker` once started) on a file of `dir`; once it
+    /// started, asks it to stop as `signal` with `grace`: its end, and how long after
+    /// the ask it came.
+    async fn stopped_once_started(
+        dir: &Path,
+        editor: String,
+        marker: &Path,
+        (signal, grace): (&'static str, Duration),
+    ) -> (EditorEnd, Duration) {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let file = dir.join("f");
+        let run = tokio::spawn(async move {
+            run_editor_until(
+                &editor,
+                &file,
+                async { rx.await.map_or("dropped", |()| signal) },
+                grace,
+            )
+            .await
+        });
+        started(marker).await;
+        let asked = std::time::Instant::now();
+        tx.send(()).unwrap();
+        let end = tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .expect("the stop ended the editor within 60 s")
+            .unwrap()
+            .unwrap();
+        (end, asked.elapsed())
+    }
+
     #[tokio::test]
     async fn a_stop_sends_sigterm_then_sigkill_to_an_editor_that_ignores_it() {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("started");
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         // Obeys SIGTERM: ends at once, the grace long.
         let polite = script(
             dir.path(),
             &format!("touch '{}'; exec sleep 600", marker.display()),
         );
-        let file = dir.path().join("f");
-        let run = tokio::spawn(async move {
-            run_editor_until(
-                &polite,
-                &file,
-                async { rx.await.map_or("dropped", |()| "SIGTERM") },
-                Duration::from_secs(600),
-            )
-            .await
-        });
-        started(&marker).await;
-        tx.send(()).unwrap();
-        let end = tokio::time::timeout(Duration::from_secs(60), run)
-            .await
-            .expect("SIGTERM ended it")
-            .unwrap()
-            .unwrap();
+        let (end, _) = stopped_once_started(
+            dir.path(),
+            polite,
+            &marker,
+            ("SIGTERM", Duration::from_secs(600)),
+        )
+        .await;
         assert!(matches!(end, EditorEnd::Stopped("SIGTERM")), "{end:?}");
 
         // Ignores SIGTERM: killed after the grace.
@@ -160,28 +180,16 @@ mod tests {
                 marker.display()
             ),
         );
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let file = dir.path().join("f");
-        let run = tokio::spawn(async move {
-            run_editor_until(
-                &stubborn,
-                &file,
-                async { rx.await.map_or("dropped", |()| "SIGHUP") },
-                Duration::from_millis(200),
-            )
-            .await
-        });
-        started(&marker).await;
-        let asked = std::time::Instant::now();
-        tx.send(()).unwrap();
-        let end = tokio::time::timeout(Duration::from_secs(60), run)
-            .await
-            .expect("SIGKILL ended it")
-            .unwrap()
-            .unwrap();
+        let (end, waited) = stopped_once_started(
+            dir.path(),
+            stubborn,
+            &marker,
+            ("SIGHUP", Duration::from_millis(200)),
+        )
+        .await;
         assert!(matches!(end, EditorEnd::Stopped("SIGHUP")), "{end:?}");
         assert!(
-            asked.elapsed() >= Duration::from_millis(200),
+            waited >= Duration::from_millis(200),
             "the grace was not waited: SIGTERM was not ignored"
         );
     }
