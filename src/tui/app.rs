@@ -1231,7 +1231,7 @@ impl App {
             spinner: t.spinner(self.spinner),
             locked: self.data_locked().is_some() && !self.quitting,
         };
-        // A long message takes up to three rows, read whole.
+        // A long message takes up to six rows, read whole.
         let [tabs, body, footer] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Min(3),

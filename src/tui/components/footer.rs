@@ -78,8 +78,8 @@ pub struct Footer<'a> {
 /// The keys the data lock refuses (TUI-64).
 pub const LOCKED_KEYS: [&str; 5] = ["e", "d", "r", "A", "t"];
 
-/// The most rows a long message takes.
-pub const MESSAGE_ROWS: u16 = 3;
+/// The most rows a long message takes (at 80 columns, about 450 characters).
+pub const MESSAGE_ROWS: u16 = 6;
 
 impl Footer<'_> {
     /// The work, the lock, the spend, the version and `? help`, right-aligned.
@@ -267,7 +267,7 @@ mod tests {
         assert!(!drawn(&footer, "s stop").1, "`s` is not the lock's");
     }
 
-    // A message too long for one row takes up to three, read whole; past three it is
+    // A message too long for one row takes up to six, read whole; past six it is
     // cut with `…`. Keys that do not fit are left out whole, never cut inside.
     #[test]
     fn a_long_message_takes_more_rows_and_keys_are_never_cut() {
