@@ -84,17 +84,20 @@ async fn run() {
     // The first upload against `tar c | ssh tar x`.
     settle();
     let traffic = loopback();
+    let busy = cpu_busy();
     let started = Instant::now();
     shell(&format!(
         "tar -cf - -C {src} . | {ssh} {host} 'mkdir -p {work}/tar && tar -xf - -C {work}/tar'",
         src = source.display()
     ));
     let tar = (started.elapsed(), loopback() - traffic);
+    let tar_busy = cpu_busy() - busy;
 
     settle();
     let digests = root.path().join("digests.json");
     let mut cache = DigestCache::default();
     let traffic = loopback();
+    let busy = cpu_busy();
     let started = Instant::now();
     let first = upload_tree(
         &executor,
@@ -106,6 +109,7 @@ async fn run() {
     .await
     .unwrap();
     let ours = (started.elapsed(), loopback() - traffic);
+    let ours_busy = cpu_busy() - busy;
     cache.save(&digests).unwrap();
     println!(
         "first upload: ours {:.2} s ({:.0} MiB/s, {} MiB staged, {} MiB on loopback), tar c | ssh tar x {:.2} s ({:.0} MiB/s, {} MiB on loopback), ratio {:.2}",
@@ -117,6 +121,10 @@ async fn run() {
         rate(bytes, tar.0),
         tar.1 >> 20,
         secs(tar.0) / secs(ours.0),
+    );
+    println!(
+        "first upload's processor time (all processes, both ends): ours {ours_busy:.2} s, tar c | ssh tar x {tar_busy:.2} s, on {} processors",
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
     );
 
     // Where the first upload's time goes: the local hashing alone (a cold digest cache,
@@ -269,6 +277,27 @@ fn stat(output: &[u8], label: &str) -> u64 {
         .find_map(|line| line.strip_prefix(&format!("{label}: ")))
         .and_then(|rest| rest.split_whitespace().next())
         .map_or(0, |n| n.replace(',', "").parse().unwrap_or(0))
+}
+
+/// Seconds of processor time spent so far by the whole machine, every processor
+/// (`/proc/stat`: all but idle and I/O wait).
+fn cpu_busy() -> f64 {
+    let text = std::fs::read_to_string("/proc/stat").unwrap();
+    let fields: Vec<f64> = text
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let busy: f64 = fields
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4 && *i < 8)
+        .map(|(_, n)| n)
+        .sum();
+    busy / 100.0
 }
 
 /// Bytes received on the loopback interface so far.

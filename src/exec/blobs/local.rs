@@ -123,7 +123,9 @@ impl DigestCache {
 /// The SHA-256 of each of `paths`, hashed on as many threads as there are
 /// processors (at most one per file), each taking the next file when done, so a
 /// model's shards are read side by side.
-fn hash_all(paths: &[&Path]) -> Vec<Result<String, crate::exec::ExecError>> {
+pub(super) fn hash_all<P: AsRef<Path> + Sync>(
+    paths: &[P],
+) -> Vec<Result<String, crate::exec::ExecError>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
@@ -131,7 +133,7 @@ fn hash_all(paths: &[&Path]) -> Vec<Result<String, crate::exec::ExecError>> {
     if threads <= 1 {
         return paths
             .iter()
-            .map(|path| crate::exec::digest::sha256_file(path))
+            .map(|path| crate::exec::digest::sha256_file(path.as_ref()))
             .collect();
     }
     let next = AtomicUsize::new(0);
@@ -147,7 +149,7 @@ fn hash_all(paths: &[&Path]) -> Vec<Result<String, crate::exec::ExecError>> {
                         let Some(path) = paths.get(index) else {
                             break done;
                         };
-                        done.push((index, crate::exec::digest::sha256_file(path)));
+                        done.push((index, crate::exec::digest::sha256_file(path.as_ref())));
                     }
                 })
             })
@@ -171,15 +173,28 @@ fn hash_all(paths: &[&Path]) -> Vec<Result<String, crate::exec::ExecError>> {
         .collect()
 }
 
-/// Every regular file under `root` with its size and SHA-256, sorted by path; the
-/// files not in `cache` are hashed side by side ([`hash_all`]). Symbolic links and
-/// other special files are refused, naming them: a blob is a regular file.
+/// One regular file of a local tree as [`scan_tree`] found it.
+#[derive(Debug)]
+pub(super) struct Scanned {
+    /// Its absolute path.
+    pub path: PathBuf,
+    /// Its path relative to the tree's root.
+    pub relative: PathBuf,
+    /// Its metadata when it was found.
+    pub meta: std::fs::Metadata,
+    /// Its digest when the cache knows it for this size and modification time.
+    pub cached: Option<String>,
+}
+
+/// Every regular file under `root`, sorted by path, with the digest `cache` holds
+/// for it; the cache forgets the files that are gone. Symbolic links and other
+/// special files are refused, naming them: a blob is a regular file.
 ///
 /// # Errors
 ///
-/// An error naming the file that could not be read, or the first entry that is not
-/// a regular file or a directory.
-pub fn digest_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<LocalBlob>> {
+/// An error naming the directory or file that could not be read, or the first entry
+/// that is not a regular file or a directory.
+pub(super) fn scan_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<Scanned>> {
     use anyhow::Context as _;
     let root =
         std::path::absolute(root).with_context(|| format!("cannot read `{}`", root.display()))?;
@@ -207,36 +222,92 @@ pub fn digest_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<L
         }
     }
     cache.forget_gone(&root, &files);
-    let missing: Vec<&Path> = files
-        .iter()
-        .filter(|(_, _, cached)| cached.is_none())
-        .map(|(path, _, _)| path.as_path())
+    let mut scanned: Vec<Scanned> = files
+        .into_iter()
+        .map(|(path, meta, cached)| Scanned {
+            relative: path.strip_prefix(&root).unwrap_or(&path).to_path_buf(),
+            path,
+            meta,
+            cached,
+        })
         .collect();
-    let mut hashed = hash_all(&missing).into_iter();
-    let mut blobs = Vec::with_capacity(files.len());
-    for (path, meta, cached) in &files {
-        let sha256 = if let Some(sha256) = cached {
-            sha256.clone()
-        } else {
-            let sha256 = hashed
-                .next()
-                .unwrap_or_else(|| {
-                    Err(crate::exec::ExecError::Protocol(
-                        "a file was not hashed".to_owned(),
-                    ))
-                })
-                .with_context(|| format!("cannot read `{}`", path.display()))?;
-            cache.remember(path, meta, &sha256);
-            sha256
-        };
-        blobs.push(LocalBlob {
-            path: path.strip_prefix(&root).unwrap_or(path).to_path_buf(),
-            size: meta.size(),
-            sha256,
-        });
+    scanned.sort_by(|a, b| a.relative.cmp(&b.relative));
+    Ok(scanned)
+}
+
+/// Hashes the files of `files` at `indices` side by side ([`hash_all`]), remembers
+/// each digest in `cache` and sets it as the file's `cached` digest.
+///
+/// # Errors
+///
+/// An error naming the first file that could not be read.
+pub(super) fn hash_into(
+    files: &mut [Scanned],
+    indices: &[usize],
+    cache: &mut DigestCache,
+) -> anyhow::Result<()> {
+    let paths: Vec<&Path> = indices.iter().map(|&i| files[i].path.as_path()).collect();
+    let digests = hash_all(&paths);
+    remember_all(files, indices, digests, cache)
+}
+
+/// Remembers `digests` (those of `files` at `indices`, in order, as [`hash_all`]
+/// answers them) in `cache` and as each file's `cached` digest.
+///
+/// # Errors
+///
+/// An error naming the first file that could not be read.
+pub(super) fn remember_all(
+    files: &mut [Scanned],
+    indices: &[usize],
+    digests: Vec<Result<String, crate::exec::ExecError>>,
+    cache: &mut DigestCache,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let mut digests = digests.into_iter();
+    for &index in indices {
+        let file = &mut files[index];
+        let sha256 = digests
+            .next()
+            .unwrap_or_else(|| {
+                Err(crate::exec::ExecError::Protocol(
+                    "a file was not hashed".to_owned(),
+                ))
+            })
+            .with_context(|| format!("cannot read `{}`", file.path.display()))?;
+        cache.remember(&file.path, &file.meta, &sha256);
+        file.cached = Some(sha256);
     }
-    blobs.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(blobs)
+    Ok(())
+}
+
+/// The paths of `files` at `indices`, owned (for a thread of their own).
+pub(super) fn paths_of(files: &[Scanned], indices: &[usize]) -> Vec<PathBuf> {
+    indices.iter().map(|&i| files[i].path.clone()).collect()
+}
+
+/// Every regular file under `root` with its size and SHA-256, sorted by path; the
+/// files not in `cache` are hashed side by side ([`hash_all`]). Symbolic links and
+/// other special files are refused, naming them: a blob is a regular file.
+///
+/// # Errors
+///
+/// An error naming the file that could not be read, or the first entry that is not
+/// a regular file or a directory.
+pub fn digest_tree(root: &Path, cache: &mut DigestCache) -> anyhow::Result<Vec<LocalBlob>> {
+    let mut files = scan_tree(root, cache)?;
+    let missing: Vec<usize> = (0..files.len())
+        .filter(|&i| files[i].cached.is_none())
+        .collect();
+    hash_into(&mut files, &missing, cache)?;
+    Ok(files
+        .into_iter()
+        .map(|file| LocalBlob {
+            path: file.relative,
+            size: file.meta.size(),
+            sha256: file.cached.unwrap_or_default(),
+        })
+        .collect())
 }
 
 /// What an upload sends: the tree's file count and bytes, the bytes whose blobs the
@@ -274,6 +345,16 @@ impl UploadSummary {
             }
         }
         summary
+    }
+}
+
+impl UploadSummary {
+    /// Counts a file of `size` bytes that is sent whole without a digest known
+    /// beforehand (no blob on the target has its size, so none can be it).
+    pub(super) fn add_unhashed(&mut self, size: u64) {
+        self.files += 1;
+        self.bytes += size;
+        self.sending += size;
     }
 }
 

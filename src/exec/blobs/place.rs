@@ -19,21 +19,44 @@ use crate::shell::quote;
 pub const COPIED: &str = "W hard links refused, copied";
 
 /// The script that verifies every blob under `incoming` (a directory of files named
-/// by digest), moves each into `<workdir>/.cache/blobs/sha256/`, and links each
-/// `(path, digest)` of `files` to `<run_dir>/<path>`; it removes `incoming` at the
-/// end. It fails, naming the digest, when an incoming blob does not match its name
-/// or a blob to link is missing; it writes [`COPIED`] once when a link was refused.
+/// by digest, or by one of the provisional names of `provisional`, each with the
+/// digest it must have: a file sent while it was hashed), moves each into
+/// `<workdir>/.cache/blobs/sha256/<digest>`, and links each `(path, digest)` of
+/// `files` to `<run_dir>/<path>`; it removes `incoming` at the end. It fails, naming
+/// the digest, when an incoming blob does not match its digest or a blob to link is
+/// missing; it writes [`COPIED`] once when a link was refused.
 ///
 /// # Errors
 ///
 /// [`ExecError::Protocol`] naming a digest that is not 64 lowercase hexadecimal
-/// digits or a path that is not UTF-8 or not relative.
+/// digits, a provisional name that is not lowercase letters and digits, or a path
+/// that is not UTF-8 or not relative.
 pub fn place_script(
     workdir: &str,
     incoming: &str,
     run_dir: &str,
     files: &[(&Path, &str)],
+    provisional: &[(&str, &str)],
 ) -> Result<String, ExecError> {
+    let mut expect = String::new();
+    for (name, digest) in provisional {
+        if !is_digest(digest) {
+            return Err(ExecError::Protocol(format!(
+                "not a SHA-256 digest: `{digest}`"
+            )));
+        }
+        if name.is_empty()
+            || is_digest(name)
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        {
+            return Err(ExecError::Protocol(format!(
+                "not a provisional blob name: `{name}`"
+            )));
+        }
+        expect.extend(["  ", name, ") ob_e=", digest, ";;\n"]);
+    }
     let mut links = String::new();
     for (path, digest) in files {
         if !is_digest(digest) {
@@ -69,6 +92,11 @@ ob_in={incoming}
 ob_run={run_dir}
 ob_copied=
 mkdir -p -- "$ob_blobs" "$ob_ver" "$ob_run" || exit 1
+ob_expect() {{
+  case $1 in
+{expect}  *) ob_e=$1;;
+  esac
+}}
 {PARALLEL_SUMS}{VERIFIED}if [ -d "$ob_in" ]; then
   ob_sums=$ob_in.sums
   mkdir -p -- "$ob_sums" || exit 1
@@ -82,17 +110,18 @@ mkdir -p -- "$ob_blobs" "$ob_ver" "$ob_run" || exit 1
   wait
   for ob_f in "$ob_in"/*; do
     [ -f "$ob_f" ] || continue
-    ob_h=${{ob_f##*/}}
-    read -r ob_s < "$ob_sums/$ob_h" || ob_s=
-    if [ "${{ob_s%% *}}" != "$ob_h" ]; then
+    ob_n=${{ob_f##*/}}
+    ob_expect "$ob_n"
+    read -r ob_s < "$ob_sums/$ob_n" || ob_s=
+    if [ "${{ob_s%% *}}" != "$ob_e" ]; then
       rm -rf -- "$ob_sums"
-      echo "blob $ob_h arrived corrupted" >&2
+      echo "blob $ob_e arrived corrupted" >&2
       exit 4
     fi
-    read -r ob_k0 < "$ob_sums/$ob_h.key" || ob_k0=
-    mv -f -- "$ob_f" "$ob_blobs/$ob_h" || exit 1
-    ob_key "$ob_blobs/$ob_h"
-    if [ -n "$ob_k0" ] && [ "${{ob_k0% *}}" = "${{ob_k% *}}" ]; then ob_note "$ob_h" "$ob_k"; fi
+    read -r ob_k0 < "$ob_sums/$ob_n.key" || ob_k0=
+    mv -f -- "$ob_f" "$ob_blobs/$ob_e" || exit 1
+    ob_key "$ob_blobs/$ob_e"
+    if [ -n "$ob_k0" ] && [ "${{ob_k0% *}}" = "${{ob_k% *}}" ]; then ob_note "$ob_e" "$ob_k"; fi
   done
   rm -rf -- "$ob_sums" "$ob_in"
 fi
@@ -150,6 +179,7 @@ mod tests {
             incoming.to_str().unwrap(),
             run_dir.to_str().unwrap(),
             &files,
+            &[],
         )
         .unwrap();
         (run(&script), incoming)
@@ -225,6 +255,58 @@ mod tests {
             incoming.to_str().unwrap(),
             run_dir.to_str().unwrap(),
             &[(Path::new("a.bin"), HELLO)],
+            &[],
+        )
+        .unwrap();
+        let out = run(&script);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains(HELLO));
+        assert!(!work.path().join(".cache/blobs/sha256").join(HELLO).exists());
+        assert!(!run_dir.join("a.bin").exists());
+    }
+
+    // Issue 21: a file sent while it was hashed arrives under a provisional name and is
+    // placed under the digest it was given, once its content matches it.
+    #[test]
+    fn a_provisional_name_is_placed_under_its_digest_once_verified() {
+        let work = tempfile::tempdir().unwrap();
+        let incoming = work.path().join("in");
+        std::fs::create_dir_all(&incoming).unwrap();
+        std::fs::write(incoming.join("u0"), "hello").unwrap();
+        std::fs::write(incoming.join(OTHER), "other").unwrap();
+        let run_dir = work.path().join("run");
+        let script = place_script(
+            work.path().to_str().unwrap(),
+            incoming.to_str().unwrap(),
+            run_dir.to_str().unwrap(),
+            &[(Path::new("a.bin"), HELLO), (Path::new("c.bin"), OTHER)],
+            &[("u0", HELLO)],
+        )
+        .unwrap();
+        let out = run(&script);
+        assert!(out.status.success(), "{out:?}");
+        let blobs = work.path().join(".cache/blobs/sha256");
+        assert_eq!(std::fs::read(blobs.join(HELLO)).unwrap(), b"hello");
+        assert!(!blobs.join("u0").exists());
+        assert_eq!(std::fs::read(run_dir.join("a.bin")).unwrap(), b"hello");
+        assert_eq!(std::fs::read(run_dir.join("c.bin")).unwrap(), b"other");
+    }
+
+    // A provisional file whose content is not the digest it was given (changed while
+    // it was sent, or damaged on the way) fails naming that digest and is never placed.
+    #[test]
+    fn a_provisional_name_with_other_content_fails_naming_its_digest() {
+        let work = tempfile::tempdir().unwrap();
+        let incoming = work.path().join("in");
+        std::fs::create_dir_all(&incoming).unwrap();
+        std::fs::write(incoming.join("u0"), "hellO").unwrap();
+        let run_dir = work.path().join("run");
+        let script = place_script(
+            work.path().to_str().unwrap(),
+            incoming.to_str().unwrap(),
+            run_dir.to_str().unwrap(),
+            &[(Path::new("a.bin"), HELLO)],
+            &[("u0", HELLO)],
         )
         .unwrap();
         let out = run(&script);
@@ -235,9 +317,17 @@ mod tests {
     }
 
     #[test]
+    fn a_provisional_name_that_is_not_a_plain_word_is_refused() {
+        for name in ["", "U0", "a b", "../x", HELLO] {
+            let error = place_script("/w", "/w/in", "/w/run", &[], &[(name, HELLO)]).unwrap_err();
+            assert!(error.to_string().contains("provisional"), "{name}: {error}");
+        }
+    }
+
+    #[test]
     fn a_path_leaving_the_run_is_refused() {
         let error =
-            place_script("/w", "/w/in", "/w/run", &[(Path::new("../x"), HELLO)]).unwrap_err();
+            place_script("/w", "/w/in", "/w/run", &[(Path::new("../x"), HELLO)], &[]).unwrap_err();
         assert!(error.to_string().contains("../x"), "{error}");
     }
 }

@@ -175,6 +175,38 @@ rm -rf -- "$ob_sums"
     ))
 }
 
+/// The lines to append to [`check_script`] that answer `S <size>` for each of
+/// `sizes` that some blob of the cache has (once per size): a file whose size no blob
+/// has cannot be there, so it is sent without being hashed first.
+#[must_use]
+pub(super) fn sizes_probe(sizes: &[u64]) -> String {
+    if sizes.is_empty() {
+        return String::new();
+    }
+    let tests: Vec<String> = sizes.iter().map(|size| format!("-size {size}c")).collect();
+    format!(
+        "if [ -d \"$ob_dir\" ]; then\n  find \"$ob_dir\" -type f \\( {} \\) -exec ls -ln {{}} + 2>/dev/null | awk '{{print \"S \" $5}}' | sort -u\nfi\n",
+        tests.join(" -o ")
+    )
+}
+
+/// The sizes a [`sizes_probe`] answered, and the rest of `output` (the check's own
+/// lines, for [`parse_check`]).
+#[must_use]
+pub(super) fn split_sizes(output: &str) -> (std::collections::BTreeSet<u64>, String) {
+    let mut sizes = std::collections::BTreeSet::new();
+    let mut rest = String::new();
+    for line in output.lines() {
+        if let Some(Ok(size)) = line.strip_prefix("S ").map(str::parse) {
+            sizes.insert(size);
+        } else {
+            rest.push_str(line);
+            rest.push('\n');
+        }
+    }
+    (sizes, rest)
+}
+
 /// The answer of [`check_script`] for `digests`: each one's state.
 ///
 /// # Errors
@@ -425,6 +457,28 @@ mod tests {
             parse_check(&output, &[HELLO]).unwrap()[HELLO],
             BlobState::Missing
         );
+    }
+
+    // Issue 21: the probe answers the asked sizes some blob has, once each, beside the
+    // check's own lines; a size no blob has, and no cache at all, answer nothing.
+    #[test]
+    fn the_sizes_probe_answers_the_sizes_some_blob_has() {
+        let (work, dir) = cache();
+        std::fs::write(dir.join(HELLO), "hello").unwrap();
+        std::fs::write(dir.join(OTHER), "other blob").unwrap();
+        let script = check_script(work.path().to_str().unwrap(), &[HELLO]).unwrap()
+            + &sizes_probe(&[5, 10, 11]);
+        let (sizes, rest) = split_sizes(&run(&script));
+        assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [5, 10]);
+        assert_eq!(
+            parse_check(&rest, &[HELLO]).unwrap()[HELLO],
+            BlobState::Intact
+        );
+        let empty = tempfile::tempdir().unwrap();
+        let script =
+            check_script(empty.path().to_str().unwrap(), &[]).unwrap() + &sizes_probe(&[5]);
+        assert!(split_sizes(&run(&script)).0.is_empty());
+        assert_eq!(sizes_probe(&[]), "");
     }
 
     #[test]
