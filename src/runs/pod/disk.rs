@@ -34,6 +34,10 @@ const MINUTE: Duration = Duration::from_secs(60);
 /// How often time passes for the grow's 2 minutes, in rule time.
 const TICK: Duration = Duration::from_secs(10);
 
+/// Minutes within which the watchdog's last `du` of the volume stands for this
+/// watch's own (the watchdog measures once a minute).
+const SHARED_DU_MINUTES: u32 = 2;
+
 /// Seconds one `du` may take on the pod before it is abandoned.
 const DU_SECONDS: u32 = 50;
 
@@ -173,14 +177,21 @@ async fn read_minute(plan: &Plan<'_>, executor: &AnyExecutor, run_dir: &str) -> 
 
 /// The shell script that prints `checkpoint KIB` for the newest `checkpoint-*` of the
 /// run directory and, with `volume`, `volume KIB` for the network volume; each `du`
-/// bounded, neither changing anything.
+/// bounded, neither changing anything. The volume's figure is the watchdog's last
+/// `du` (`.pod/volume_du`, POD-48) when it is under [`SHARED_DU_MINUTES`] old, so a
+/// volume with many files is walked once a minute, not twice; else its own `du`.
 fn du_script(run_dir: &str, volume: bool) -> String {
-    let output = crate::exec::quote(&format!("{}/output", run_dir.trim_end_matches('/')));
+    let run_dir = run_dir.trim_end_matches('/');
+    let output = crate::exec::quote(&format!("{run_dir}/output"));
     let volume = if volume {
         format!(
-            "ob_v=$(timeout {DU_SECONDS} du -skx -- {} 2>/dev/null | awk '{{print $1}}')\n\
+            "ob_w={shared}\n\
+             ob_v=\n\
+             if [ -n \"$(find \"$ob_w\" -mmin -{SHARED_DU_MINUTES} 2>/dev/null)\" ]; then read -r ob_v < \"$ob_w\" || ob_v=; fi\n\
+             case $ob_v in ''|*[!0-9]*) ob_v=$(timeout {DU_SECONDS} du -skx -- {path} 2>/dev/null | awk '{{print $1}}');; esac\n\
              [ -n \"$ob_v\" ] && echo \"volume $ob_v\"\n",
-            crate::exec::quote(VOLUME_PATH)
+            shared = crate::exec::quote(&format!("{run_dir}/.pod/volume_du")),
+            path = crate::exec::quote(VOLUME_PATH)
         )
     } else {
         String::new()
@@ -498,6 +509,40 @@ mod tests {
             .trim()
             .parse()?;
         assert!(kib >= 64, "{text}");
+        Ok(())
+    }
+
+    // Issue 13: the watch reads the watchdog's `du` of the volume while it is fresh,
+    // and measures itself when it is stale or unreadable (here the volume's path does
+    // not exist, so its own `du` answers nothing).
+    #[tokio::test]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "test code runs the script in a shell"
+    )]
+    async fn the_watch_reads_the_watchdogs_fresh_volume_du()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir_all(dir.path().join(".pod"))?;
+        let shared = dir.path().join(".pod/volume_du");
+        let script = du_script(&dir.path().to_string_lossy(), true);
+        let run = || -> Result<String, Box<dyn std::error::Error>> {
+            let output = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&script)
+                .output()?;
+            Ok(String::from_utf8(output.stdout)?)
+        };
+        std::fs::write(&shared, "734003\n")?;
+        assert_eq!(run()?, "volume 734003\n");
+        let stale = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+        std::fs::File::options()
+            .write(true)
+            .open(&shared)?
+            .set_modified(stale)?;
+        assert_eq!(run()?, "");
+        std::fs::write(&shared, "not a number\n")?;
+        assert_eq!(run()?, "");
         Ok(())
     }
 }
