@@ -397,6 +397,10 @@ impl Watch<'_> {
 }
 
 #[cfg(test)]
+#[path = "disk_volume_tests.rs"]
+mod volume_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
