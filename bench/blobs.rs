@@ -7,9 +7,11 @@
 //! shards of about half the size each and a few small JSON files, 1 GiB in all
 //! (`OB_BENCH_MIB` sets another size). Figures:
 //!
-//! - the first upload (cold local digest cache, empty blob cache on the target: hash,
-//!   stage, send, verify on the target, rename, link) against `tar c | ssh tar x`
-//!   (target: a ratio of at least 1.0, baseline time over ours);
+//! - the first upload (cold local digest cache, empty blob cache on the target: hash
+//!   the small files, send the big ones while hashing them, verify on the target,
+//!   rename, link) against `tar c | ssh tar x`, alternately for `OB_BENCH_ROUNDS`
+//!   rounds (5), each round's figures and the medians (target: a ratio of at least
+//!   1.0, baseline time over ours), with the processor time of the whole machine;
 //! - the re-upload of the unchanged tree into a second run directory (the digest cache
 //!   reloaded from its file, as the next `train` reads it) against `rsync -a` of the
 //!   unchanged tree onto its earlier copy: wall time and the bytes moved (ours: the
@@ -17,8 +19,7 @@
 //!   received), and for both the bytes seen on the loopback interface meanwhile
 //!   (`/proc/net/dev`, received side; other traffic on the machine counts too).
 //!
-//! One round each: a round of the first upload moves the whole tree and, on a small
-//! machine, takes tens of seconds.
+//! The re-upload is one round.
 
 #![allow(
     clippy::unwrap_used,
@@ -81,50 +82,74 @@ async fn run() {
     let work = workdir.display();
     shell(&format!("{ssh} {host} 'mkdir -p {work}'"));
 
-    // The first upload against `tar c | ssh tar x`.
-    settle();
-    let traffic = loopback();
-    let busy = cpu_busy();
-    let started = Instant::now();
-    shell(&format!(
-        "tar -cf - -C {src} . | {ssh} {host} 'mkdir -p {work}/tar && tar -xf - -C {work}/tar'",
-        src = source.display()
-    ));
-    let tar = (started.elapsed(), loopback() - traffic);
-    let tar_busy = cpu_busy() - busy;
-
-    settle();
+    // The first upload against `tar c | ssh tar x`, alternately, several rounds (on a
+    // small machine one round's figures swing by a third): each round on an empty blob
+    // cache and a cold digest cache.
+    let rounds: usize = std::env::var("OB_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
     let digests = root.path().join("digests.json");
-    let mut cache = DigestCache::default();
-    let traffic = loopback();
-    let busy = cpu_busy();
-    let started = Instant::now();
-    let first = upload_tree(
-        &executor,
-        &source,
-        &format!("{work}/r1/base_model"),
-        &mut cache,
-        |_| {},
-    )
-    .await
-    .unwrap();
-    let ours = (started.elapsed(), loopback() - traffic);
-    let ours_busy = cpu_busy() - busy;
-    cache.save(&digests).unwrap();
+    let mut figures = Vec::new();
+    let mut first = None;
+    for round in 0..rounds {
+        shell(&format!(
+            "{ssh} {host} 'rm -rf {work}/tar {work}/r1 {work}/{BLOBS_DIR}'"
+        ));
+        settle();
+        let traffic = loopback();
+        let busy = cpu_busy();
+        let started = Instant::now();
+        shell(&format!(
+            "tar -cf - -C {src} . | {ssh} {host} 'mkdir -p {work}/tar && tar -xf - -C {work}/tar'",
+            src = source.display()
+        ));
+        let tar = (started.elapsed(), loopback() - traffic, cpu_busy() - busy);
+
+        settle();
+        let mut cache = DigestCache::default();
+        let traffic = loopback();
+        let busy = cpu_busy();
+        let started = Instant::now();
+        let uploaded = upload_tree(
+            &executor,
+            &source,
+            &format!("{work}/r1/base_model"),
+            &mut cache,
+            |_| {},
+        )
+        .await
+        .unwrap();
+        let ours = (started.elapsed(), loopback() - traffic, cpu_busy() - busy);
+        println!(
+            "first upload, round {}: ours {:.2} s ({:.0} MiB/s, {} MiB staged, {} MiB on loopback, {:.2} s of processor time), tar c | ssh tar x {:.2} s ({:.0} MiB/s, {} MiB on loopback, {:.2} s of processor time), ratio {:.2}",
+            round + 1,
+            secs(ours.0),
+            rate(bytes, ours.0),
+            uploaded.staged_bytes >> 20,
+            ours.1 >> 20,
+            ours.2,
+            secs(tar.0),
+            rate(bytes, tar.0),
+            tar.1 >> 20,
+            tar.2,
+            secs(tar.0) / secs(ours.0),
+        );
+        figures.push((secs(ours.0), secs(tar.0)));
+        cache.save(&digests).unwrap();
+        first = Some(uploaded);
+    }
+    let first = first.expect("at least one round");
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
     println!(
-        "first upload: ours {:.2} s ({:.0} MiB/s, {} MiB staged, {} MiB on loopback), tar c | ssh tar x {:.2} s ({:.0} MiB/s, {} MiB on loopback), ratio {:.2}",
-        secs(ours.0),
-        rate(bytes, ours.0),
-        first.staged_bytes >> 20,
-        ours.1 >> 20,
-        secs(tar.0),
-        rate(bytes, tar.0),
-        tar.1 >> 20,
-        secs(tar.0) / secs(ours.0),
-    );
-    println!(
-        "first upload's processor time (all processes, both ends): ours {ours_busy:.2} s, tar c | ssh tar x {tar_busy:.2} s, on {} processors",
+        "first upload, median of {rounds} rounds (processor time counts every process, both ends, on {} processors): ours {:.2} s, tar c | ssh tar x {:.2} s, ratio {:.2} (median of the rounds' ratios)",
         std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        median(figures.iter().map(|f| f.0).collect()),
+        median(figures.iter().map(|f| f.1).collect()),
+        median(figures.iter().map(|f| f.1 / f.0).collect()),
     );
 
     // Where the first upload's time goes: the local hashing alone (a cold digest cache,
@@ -151,10 +176,9 @@ async fn run() {
         .unwrap();
     let verifying = started.elapsed();
     println!(
-        "first upload's parts: local hashing {:.2} s, target verification {:.2} s, the rest (staging, transfer, round trips, linking) {:.2} s",
+        "first upload's parts, apart (last round's tree): local hashing {:.2} s, target verification {:.2} s",
         secs(hashing),
         secs(verifying),
-        secs(ours.0) - secs(hashing) - secs(verifying),
     );
 
     // rsync's own first copy, so that its re-upload finds the tree there.
