@@ -244,7 +244,7 @@ pub enum Refusal {
     },
     /// A Runpod target without the account's key (POD-4).
     #[error(
-        "`{variable}` is not set: a Runpod target needs the account's API key; no pod was created"
+        "`{variable}` is not set: a Runpod target needs the account's API key (set it in `.env` or the environment); no pod was created"
     )]
     NoRunpodKey {
         /// The variable.
@@ -252,7 +252,7 @@ pub enum Refusal {
     },
     /// `pod ls`/`pod rm` without the account's key (POD-4, POD-64).
     #[error(
-        "`{variable}` is not set: listing and deleting pods needs the Runpod account's API key; nothing was deleted"
+        "`{variable}` is not set: listing and deleting pods needs the Runpod account's API key (set it in `.env` or the environment); nothing was deleted"
     )]
     NoRunpodKeyForPods {
         /// The variable.
@@ -429,7 +429,7 @@ mod tests {
                 Refusal::NoRunpodKeyForPods {
                     variable: "OVERBRAINER_RUNPOD__API_KEY".into(),
                 },
-                "`OVERBRAINER_RUNPOD__API_KEY` is not set: listing and deleting pods needs the Runpod account's API key; nothing was deleted",
+                "`OVERBRAINER_RUNPOD__API_KEY` is not set: listing and deleting pods needs the Runpod account's API key (set it in `.env` or the environment); nothing was deleted",
             ),
             (
                 Refusal::ResumeDiffers {

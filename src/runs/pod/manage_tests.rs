@@ -9,7 +9,7 @@ async fn pod_ls_and_rm_without_the_key_say_it_is_needed_to_list_and_delete_pods(
     let project = Project::open(dir.path()).unwrap();
     let settings = Settings::default();
     let env = EnvSnapshot::from_pairs(Vec::<(String, String)>::new());
-    let expected = "`OVERBRAINER_RUNPOD__API_KEY` is not set: listing and deleting pods needs the Runpod account's API key; nothing was deleted";
+    let expected = "`OVERBRAINER_RUNPOD__API_KEY` is not set: listing and deleting pods needs the Runpod account's API key (set it in `.env` or the environment); nothing was deleted";
     let removed = remove(&project, &settings, &env, "demo_20260922-143005_2", true)
         .await
         .unwrap_err();
