@@ -1,7 +1,8 @@
-//! An upload through the blob cache: digest the local tree, ask the target which
-//! blobs it holds intact, send only the missing ones (through
-//! [`Executor::upload`] of a local staging directory of files named by digest),
-//! then place them and link the run's files ([`place_script`]).
+//! An upload through the blob cache: digest the local tree (a first upload's big
+//! files while they are sent), ask the target which blobs it holds intact, send only
+//! the missing ones (through [`Executor::upload`] of a local staging directory of
+//! files named by digest, or provisionally while they are hashed), then verify and
+//! place them and link the run's files ([`place_script`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -231,19 +232,25 @@ async fn plan<E: ChangingScripts>(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let (mut states, seen) = check(executor, workdir, &files, &sizes).await?;
+    let known: Vec<&str> = files.iter().filter_map(|f| f.cached.as_deref()).collect();
+    let (mut states, seen) = check(executor, workdir, known, &sizes).await?;
     // A file of a size some blob has may be that blob: hashed now, then checked.
     let (maybe, provisional): (Vec<usize>, Vec<usize>) = unknown
         .into_iter()
         .partition(|&i| seen.contains(&files[i].meta.size()));
     if !maybe.is_empty() {
         let mut moved = std::mem::take(&mut files);
+        let indices = maybe.clone();
         files = blocking(cache, move |cache| {
-            hash_into(&mut moved, &maybe, cache)?;
+            hash_into(&mut moved, &indices, cache)?;
             Ok(moved)
         })
         .await?;
-        let (more, _) = check(executor, workdir, &files, &[]).await?;
+        let hashed: Vec<&str> = maybe
+            .iter()
+            .filter_map(|&i| files[i].cached.as_deref())
+            .collect();
+        let (more, _) = check(executor, workdir, hashed, &[]).await?;
         states.extend(more);
     }
     Ok(Plan {
@@ -269,17 +276,16 @@ async fn blocking<T: Send + 'static>(
     result
 }
 
-/// Asks the target which digests of `files` it holds intact, and which of `sizes`
-/// some blob of its cache has ([`sizes_probe`]).
+/// Asks the target which of `digests` it holds intact, and which of `sizes` some
+/// blob of its cache has ([`sizes_probe`]).
 async fn check<E: ChangingScripts>(
     executor: &E,
     workdir: &str,
-    files: &[Scanned],
+    digests: Vec<&str>,
     sizes: &[u64],
 ) -> anyhow::Result<(BTreeMap<String, BlobState>, BTreeSet<u64>)> {
-    let digests: Vec<&str> = files
-        .iter()
-        .filter_map(|file| file.cached.as_deref())
+    let digests: Vec<&str> = digests
+        .into_iter()
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
