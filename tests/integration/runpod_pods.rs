@@ -228,6 +228,19 @@ impl PodRunner {
         format!("{}-{id}", self.label)
     }
 
+    /// What pod `id`'s container wrote on its standard output so far, line by line
+    /// (`podman logs`); nothing once it is removed.
+    pub fn output(&self, id: &str) -> Vec<String> {
+        run(self.podman().args(["logs", &self.name(id)]))
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Runs `script` with `bash -c` in pod `id`'s container; its output.
     pub fn exec(&self, id: &str, script: &str) -> Output {
         let mut command = self.podman();
