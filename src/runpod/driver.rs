@@ -321,9 +321,9 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
         let stopped = stop.clone();
         let watch = self.watch.clone();
         let task = tokio::spawn(async move {
-            if let Err(error) =
-                logs::read::follow(&client, &pod, &dir, &known, pause, &stopped, Some(&watch)).await
-            {
+            let read =
+                logs::read::follow(&client, &pod, &dir, &known, pause, &stopped, Some(&watch));
+            if let Err(error) = read.await {
                 let cause = std::error::Error::source(&error).map(ToString::to_string);
                 tracing::warn!("{error}: {}", cause.unwrap_or_default());
             }
@@ -375,7 +375,8 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
             return None;
         }
         let missing = self.watch.take()?;
-        tracing::warn!(image = %self.plan.body.image, ?missing, "the pod's image lacks what overbrainer needs");
+        let image = &self.plan.body.image;
+        tracing::warn!("the image `{image}` lacks what overbrainer needs: {missing:?}");
         Some(Event::ImageUnfit {
             at: now(),
             image: self.plan.body.image.clone(),
