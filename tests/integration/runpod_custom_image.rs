@@ -63,9 +63,18 @@ fn derived_image(name: &str, steps: &[&str]) -> String {
 }
 
 /// `train` on a `pod` target with two GPU types whose pods run `image` (and whose
-/// `venv` is `venv` when given): the project and the command's output.
+/// `venv` is `venv` when given): the project and the command's output, within
+/// [`crate::training::DEADLINE`].
 async fn train_on(image: &str, venv: Option<&str>) -> (PodProject, std::process::Output) {
-    let project = pod_project(r#"["A", "B"]"#).await;
+    let mut project = pod_project(r#"["A", "B"]"#).await;
+    // A rule second of 200 ms: the watchdog's tick (12 s), after which it deletes the
+    // failed pod itself, leaves a loaded machine time to read the bootstrap's line
+    // first; the readiness bound (3 minutes) is never waited out when it is read.
+    for (name, value) in &mut project.training.extra_env {
+        if name == "OVERBRAINER_TEST_SECOND_MS" {
+            "200".clone_into(value);
+        }
+    }
     {
         let mut state = project.standin.state();
         state.container_output = true;
