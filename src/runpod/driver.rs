@@ -376,7 +376,7 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
         }
         let missing = self.watch.take()?;
         let image = &self.plan.body.image;
-        tracing::warn!("the image `{image}` lacks what overbrainer needs: {missing:?}");
+        tracing::info!("the image `{image}` lacks what overbrainer needs: {missing:?}");
         Some(Event::ImageUnfit {
             at: now(),
             image: self.plan.body.image.clone(),
