@@ -132,7 +132,7 @@ pub fn create_body(spec: &PodSpec<'_>) -> Result<(CreatePod, Vec<String>), BodyE
                 path: VOLUME_PATH.into(),
             }],
         }),
-        args: Some(bootstrap::args(spec.run_dir, spec.run_id)),
+        args: Some(bootstrap::args(spec.run_dir, spec.run_id, &target.venv)),
     };
     Ok((body, gpu_types))
 }

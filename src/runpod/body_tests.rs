@@ -68,7 +68,7 @@ fn the_create_body_carries_the_target_the_bounds_and_the_secret_by_reference_onl
     assert_eq!(body.env["OVERBRAINER_RUN_DIR"], "/workspace/runs/r_1");
     assert_eq!(
         body.args.as_deref(),
-        Some(bootstrap::args("/workspace/runs/r_1", "r_1").as_str())
+        Some(bootstrap::args("/workspace/runs/r_1", "r_1", "/venv").as_str())
     );
     let json = serde_json::to_string(&body).unwrap();
     assert!(

@@ -1,6 +1,8 @@
 # The pod's bootstrap (spec/runpod.md POD-27, POD-29, POD-33): started by the pod's
-# `args` (src/runpod/bootstrap.rs) with the run directory and run ID set above it. It
-# writes the image's environment for the jobs to /etc/overbrainer/job.env (POD-74,
+# `args` (src/runpod/bootstrap.rs) with the run directory, run ID and venv set above it.
+# It first checks what a custom image must keep (POD-74, image_lacks): a miss is logged
+# in one line and ends the boot like any other failure, without sshd. It then writes
+# the image's environment for the jobs to /etc/overbrainer/job.env (POD-74,
 # write_job_env), claims the run directory (RUN-4), installs the pinned host key from
 # its secret (base64, one line) and the run's client key, starts the watchdog as the
 # first process, waits for its self-check, and only then starts sshd with the pinned
@@ -15,6 +17,10 @@ log() {
 }
 boot() {
     failed=
+    lacks=$(image_lacks "$venv")
+    if [ -n "$lacks" ]; then
+        log "$lacks"
+    fi
     if ! write_job_env /etc/overbrainer/job.env; then
         failed="the job environment /etc/overbrainer/job.env could not be written"
     fi
@@ -40,6 +46,9 @@ boot() {
         wait
         exit 1
     fi
+    if [ -n "$lacks" ]; then
+        failed=$lacks
+    fi
     if [ -n "$failed" ]; then
         log "bootstrap failed: $failed"
         printf '%s\n' "$failed" >"$pod_dir/bootstrap_failed"
@@ -47,6 +56,7 @@ boot() {
         exit 1
     fi
     log "starting sshd with the pinned host key"
-    exec /usr/sbin/sshd -D -e -o HostKey=/etc/ssh/overbrainer_host_key -o PasswordAuthentication=no
+    sshd=$(command -v sshd || echo /usr/sbin/sshd)
+    exec "$sshd" -D -e -o HostKey=/etc/ssh/overbrainer_host_key -o PasswordAuthentication=no
 }
 boot 2>&1 | tee -a "$pod_dir/bootstrap.log"

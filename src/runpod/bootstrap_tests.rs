@@ -10,14 +10,19 @@ use super::*;
 
 #[test]
 fn the_bootstrap_passes_shellcheck() {
-    crate::exec::shellcheck::assert_passes_bash(&script("/workspace/runs/r_1 x", "r_1"), "");
+    crate::exec::shellcheck::assert_passes_bash(
+        &script("/workspace/runs/r_1 x", "r_1", "/opt/venv"),
+        "",
+    );
 }
 
 #[test]
 fn the_watchdog_and_the_job_environment_travel_whole_inside_the_bootstrap() {
-    let rendered = script("/workspace/runs/r_1", "r_1");
+    let rendered = script("/workspace/runs/r_1", "r_1", "/opt/venv");
     assert!(rendered.contains(WATCHDOG));
     assert!(rendered.contains(JOB_ENV));
+    assert!(rendered.contains(IMAGE_CHECK));
+    assert!(rendered.contains("venv='/opt/venv'\n"), "{rendered}");
     assert!(!WATCHDOG.lines().any(|l| l == DELIMITER));
     assert!(
         rendered.contains("run_dir='/workspace/runs/r_1'\n"),
@@ -28,7 +33,7 @@ fn the_watchdog_and_the_job_environment_travel_whole_inside_the_bootstrap() {
 #[test]
 fn args_are_three_words_however_they_are_split_and_write_the_script_to_run() {
     let run_dir = "/workspace/runs/r_1 it's";
-    let args = args(run_dir, "r_1");
+    let args = args(run_dir, "r_1", "/opt/venv");
     // By whitespace, or as a shell splits words: no quote, no backslash, two spaces.
     let words: Vec<&str> = args.split_whitespace().collect();
     assert_eq!(words.len(), 3, "{args}");
@@ -58,7 +63,115 @@ fn args_are_three_words_however_they_are_split_and_write_the_script_to_run() {
     );
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
-        script(run_dir, "r_1")
+        script(run_dir, "r_1", "/opt/venv")
+    );
+}
+
+/// This machine's `tool`, when it has one on `PATH`.
+fn here(tool: &str) -> Option<String> {
+    let found = Command::new("bash")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .unwrap();
+    let path = String::from_utf8_lossy(&found.stdout).trim().to_owned();
+    path.starts_with('/').then_some(path)
+}
+
+/// Runs [`IMAGE_CHECK`]'s `image_lacks venv` with only `tools` (links to this
+/// machine's) on `PATH`; what it names, as the client reads the bootstrap's line.
+fn image_lacks_with(tools: &[&str], venv: &std::path::Path) -> Option<Vec<String>> {
+    let bin = tempfile::tempdir().unwrap();
+    for tool in tools {
+        std::os::unix::fs::symlink(here(tool).unwrap(), bin.path().join(tool)).unwrap();
+    }
+    let out = Command::new(here("bash").unwrap())
+        .env_clear()
+        .env("PATH", bin.path())
+        .arg("-c")
+        .arg(format!("set -u\n{IMAGE_CHECK}image_lacks \"$1\""))
+        .arg("bash")
+        .arg(venv)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(line.is_empty() || line.starts_with(IMAGE_LACKS), "{line}");
+    image_lacks(&format!("2026-12-05T22:00:00Z bootstrap: {line}"))
+}
+
+#[test]
+fn the_image_check_names_every_missing_tool_and_axolotl_in_the_venv_as_the_client_reads_it() {
+    crate::exec::shellcheck::assert_passes_bash(IMAGE_CHECK, "");
+    let venv = tempfile::tempdir().unwrap();
+    let in_venv = format!("axolotl in {}", venv.path().display());
+    // sshd counts when it is at /usr/sbin/sshd, whatever PATH says.
+    let sshd_fixed = std::path::Path::new("/usr/sbin/sshd").is_file();
+    let counts = |t: &str, on_path: &[&str]| on_path.contains(&t) || (t == "sshd" && sshd_fixed);
+    let all: Vec<&str> = REQUIRED_TOOLS
+        .iter()
+        .copied()
+        .filter(|t| here(t).is_some())
+        .collect();
+    let missing = |on_path: &[&str], axolotl: bool| -> Option<Vec<String>> {
+        let mut names: Vec<String> = REQUIRED_TOOLS
+            .iter()
+            .filter(|t| !counts(t, on_path))
+            .map(|t| (*t).to_owned())
+            .collect();
+        if !axolotl {
+            names.push(in_venv.clone());
+        }
+        (!names.is_empty()).then_some(names)
+    };
+    // No bin/axolotl: Axolotl is named with the venv, after the tools.
+    assert_eq!(image_lacks_with(&all, venv.path()), missing(&all, false));
+    std::fs::create_dir(venv.path().join("bin")).unwrap();
+    let axolotl = venv.path().join("bin/axolotl");
+    std::fs::write(&axolotl, "#!/bin/sh\n").unwrap();
+    // Not executable: still missing.
+    assert_eq!(image_lacks_with(&all, venv.path()), missing(&all, false));
+    std::fs::set_permissions(
+        &axolotl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    assert_eq!(image_lacks_with(&all, venv.path()), missing(&all, true));
+    // Without curl and tar.
+    let fewer: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|t| !["curl", "tar"].contains(t))
+        .collect();
+    let named = image_lacks_with(&fewer, venv.path()).expect("curl and tar named");
+    assert!(
+        named.contains(&"curl".to_owned()) && named.contains(&"tar".to_owned()),
+        "{named:?}"
+    );
+    assert_eq!(Some(named), missing(&fewer, true));
+}
+
+#[test]
+fn only_the_bootstraps_line_names_missing_items_and_only_known_ones() {
+    let line = |rest: &str| format!("2026-12-05T22:00:00Z bootstrap: {IMAGE_LACKS}{rest}");
+    assert_eq!(
+        image_lacks(&line("sshd, axolotl in /opt/venv\n")),
+        Some(vec!["sshd".to_owned(), "axolotl in /opt/venv".to_owned()])
+    );
+    assert_eq!(
+        image_lacks(&line(
+            "rm -rf /, sshd, axolotl in relative, axolotl in /a b"
+        )),
+        Some(vec!["sshd".to_owned()])
+    );
+    assert_eq!(image_lacks(&line("nothing known")), None);
+    assert_eq!(image_lacks(&format!("{IMAGE_LACKS}sshd")), None);
+    assert_eq!(
+        image_lacks("bootstrap: starting sshd with the pinned host key"),
+        None
     );
 }
 

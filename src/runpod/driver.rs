@@ -106,7 +106,9 @@ pub struct PodPlan {
     /// (POD-14, POD-15).
     pub auto: Option<AutoState>,
     /// The run directory on this machine, where the pod's log is copied while the pod
-    /// is followed (`.pod/pod.log`, POD-54, POD-55); `None` keeps no copy.
+    /// is followed (`.pod/pod.log`, POD-54, POD-55); `None` keeps no copy, and then the
+    /// bootstrap's word that the image lacks what POD-74 requires is not read either
+    /// (such a pod ends as one that does not become ready).
     pub log_dir: Option<PathBuf>,
 }
 
@@ -196,6 +198,8 @@ pub async fn drive_on<J: PodJob, H: PodHooks>(
         interrupted: false,
         secret_left: None,
         logs: None,
+        watch: logs::copy::ImageWatch::default(),
+        watched: String::new(),
     };
     let result = Box::pin(driver.run(state, first)).await;
     driver.stop_logs().await;
@@ -224,6 +228,11 @@ struct Driver<'a, J, H> {
     secret_left: Option<String>,
     /// The reading of the pod's log stream into its copy, while it goes on.
     logs: Option<(CancellationToken, tokio::task::JoinHandle<()>)>,
+    /// What the reading saw of the bootstrap's word on the image (POD-74), for the pod
+    /// [`Self::watched`].
+    watch: logs::copy::ImageWatch,
+    /// The pod whose log [`Self::watch`] is about.
+    watched: String,
 }
 
 impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
@@ -300,16 +309,21 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
         if self.logs.is_some() || pod.is_empty() {
             return;
         }
+        if self.watched != pod {
+            pod.clone_into(&mut self.watched);
+            self.watch = logs::copy::ImageWatch::default();
+        }
         let stop = CancellationToken::new();
         let client = self.client.clone();
         let known = client.redactor().clone();
         let pod = pod.to_owned();
         let pause = self.plan.time_scale.poll(Duration::from_secs(2));
         let stopped = stop.clone();
+        let watch = self.watch.clone();
         let task = tokio::spawn(async move {
-            if let Err(error) =
-                logs::read::follow(&client, &pod, &dir, &known, pause, &stopped).await
-            {
+            let read =
+                logs::read::follow(&client, &pod, &dir, &known, pause, &stopped, Some(&watch));
+            if let Err(error) = read.await {
                 let cause = std::error::Error::source(&error).map(ToString::to_string);
                 tracing::warn!("{error}: {}", cause.unwrap_or_default());
             }
@@ -334,7 +348,8 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
         };
         let limit = self.plan.time_scale.scale(logs::read::DRAIN);
         let known = self.client.redactor().clone();
-        if let Err(error) = logs::read::drain(self.client, pod, dir, &known, limit).await {
+        let watch = (self.watched == pod).then_some(&self.watch);
+        if let Err(error) = logs::read::drain(self.client, pod, dir, &known, limit, watch).await {
             let cause = std::error::Error::source(&error).map(ToString::to_string);
             tracing::warn!("{error}: {}", cause.unwrap_or_default());
         }
@@ -349,7 +364,42 @@ impl<J: PodJob, H: PodHooks> Driver<'_, J, H> {
         }
     }
 
+    /// The bootstrap's word that the image lacks what POD-74 requires, once read from
+    /// the pod's log while the pod boots or is deleted (the machine decides what it
+    /// means then).
+    fn image_told(&self, state: &PodState) -> Option<Event> {
+        if !matches!(
+            state.phase,
+            Phase::Booting | Phase::Deleting | Phase::ConfirmingGone
+        ) {
+            return None;
+        }
+        let missing = self.watch.take()?;
+        let image = &self.plan.body.image;
+        tracing::info!("the image `{image}` lacks what overbrainer needs: {missing:?}");
+        Some(Event::ImageUnfit {
+            at: now(),
+            image: self.plan.body.image.clone(),
+            missing,
+        })
+    }
+
+    /// Performs `effect`; the bootstrap's word on the image comes first when it was
+    /// read meanwhile: instead of the effect while the pod boots (the machine deletes
+    /// the pod), before what the effect found while the pod is deleted.
     async fn perform(&mut self, effect: Effect, state: &PodState) -> Vec<Event> {
+        match self.image_told(state) {
+            Some(told) if state.phase == Phase::Booting => vec![told],
+            Some(told) => {
+                let mut events = vec![told];
+                events.extend(self.perform_effect(effect, state).await);
+                events
+            }
+            None => self.perform_effect(effect, state).await,
+        }
+    }
+
+    async fn perform_effect(&mut self, effect: Effect, state: &PodState) -> Vec<Event> {
         let pod_id = state.facts.pod.clone().unwrap_or_default();
         if !matches!(effect, Effect::Delete(_) | Effect::CheckGone(_)) {
             self.follow_logs(&pod_id);

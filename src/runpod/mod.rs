@@ -22,8 +22,9 @@
 //! - [`watchdog`]: the pod's watchdog script (self-check of the pod-scoped key, deletion
 //!   at the retrieved mark, boot and retrieve graces, deadline with lease and snapshot,
 //!   cost snapshot and cap) and the environment that carries its bounds.
-//! - [`bootstrap`]: the pod's `args`, rendered in one place: the claim, the pinned host
-//!   key, the watchdog as the first process, `sshd` only after its self-check.
+//! - [`bootstrap`]: the pod's `args`, rendered in one place: the check of what a custom
+//!   image must keep (POD-74), the claim, the pinned host key, the watchdog as the first
+//!   process, `sshd` only after its self-check.
 //!
 //! - [`disk`]: the disk of a followed run (POD-45..POD-47) as a pure state machine:
 //!   warnings at 85/90/95/100%, the grow of a network volume, the `disk` snapshot.

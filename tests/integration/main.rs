@@ -132,6 +132,9 @@ mod runpod_kill;
 // Flows: a pod's log stream read into `.pod/pod.log` from the stand-in: backfill, cursor,
 // drops, a refused event ID, redaction (issue 13, POD-55, POD-57, POD-59).
 mod runpod_logs;
+// Flows: a custom `image` without `sshd` or without Axolotl in `venv`, refused with its
+// pod deleted and no other GPU type tried (issue 13, POD-74).
+mod runpod_custom_image;
 // Flows: `overbrainer tui` as a person drives it, the real binary in `tmux`: the Project
 // view, a real training run started, stopped with a snapshot and resumed (issue 17).
 mod tui;

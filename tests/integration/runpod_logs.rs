@@ -236,9 +236,16 @@ async fn runpod_logs_drain_reads_what_is_left_within_its_bound_and_stops_when_th
     let dir = tempfile::tempdir().unwrap();
     let known = Redactor::new();
     let started = std::time::Instant::now();
-    drain(&client, &pod, dir.path(), &known, Duration::from_secs(5))
-        .await
-        .unwrap();
+    drain(
+        &client,
+        &pod,
+        dir.path(),
+        &known,
+        Duration::from_secs(5),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(copied(dir.path()), numbered(0..3));
     assert!(started.elapsed() < Duration::from_secs(5));
     client.delete_pod(&pod).await.unwrap();

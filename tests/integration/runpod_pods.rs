@@ -1,17 +1,19 @@
-//! The stand-in's pods as real Podman containers (issue 12): each created pod runs a pod
-//! image of `scripts/container-env.sh` (sshd, bash, python3, curl, tar, sha256sum,
+//! The stand-in's pods as real Podman containers (issue 12): each created pod runs a
+//! pod image of `scripts/container-env.sh` (sshd, bash, python3, curl, tar, sha256sum,
 //! setsid): the one its create body names when it is one of those (`pod-plain`, no
-//! entrypoint), else the `pod` image (an entrypoint and a `/start.sh` like
-//! runpod/pytorch's), with the body's `env`, its `{{ RUNPOD_SECRET_<name> }}`
-//! references substituted as Runpod does inside the pod. Its `args` are what v2 makes
-//! of them (issue 34: "Arguments passed to the container entrypoint"): split into words
-//! as a shell splits them, they replace the image's `CMD` and run under its
-//! `ENTRYPOINT`; without them the image's own command runs. Port 22 is
-//! published on 127.0.0.1 only; the pods live on a network the runner makes, whose
-//! gateway (this machine) is where the stand-in listens, so the pods' watchdog reaches
-//! the API and nothing else. `DELETE` removes the container, so a leaked pod is a
-//! running container anyone can see. Every container carries the stand-in's own label,
-//! found and removed when the stand-in is dropped.
+//! entrypoint) or one a test added ([`PodRunner::images`]), else the `pod` image (an
+//! entrypoint and a `/start.sh` like runpod/pytorch's), with the body's `env`, its
+//! `{{ RUNPOD_SECRET_<name> }}` references substituted as Runpod does inside the pod.
+//! Its `args` are what v2 makes of them (issue 34: "Arguments passed to the container
+//! entrypoint"): split into words as a shell splits them, they replace the image's
+//! `CMD` and run under its `ENTRYPOINT`; without them the image's own command runs.
+//! Every pod holds the test Axolotl venv read-only at [`DEFAULT_VENV`], the default
+//! `venv` of a `runpod` target, as the default image holds Axolotl there (POD-74).
+//! Port 22 is published on 127.0.0.1 only; the pods live on a network the runner
+//! makes, whose gateway (this machine) is where the stand-in listens, so the pods'
+//! watchdog reaches the API and nothing else. `DELETE` removes the container, so a
+//! leaked pod is a running container anyone can see. Every container carries the
+//! stand-in's own label, found and removed when the stand-in is dropped.
 //!
 //! The environment goes to Podman in a private file (`--env-file`, removed once the
 //! container exists), never as `-e NAME=value`: secrets stay out of every argv. An env
@@ -27,13 +29,19 @@ use serde_json::Value;
 
 use crate::engines::container_env;
 
+/// Where every pod holds the test Axolotl venv: the default `venv` of a `runpod` target.
+pub const DEFAULT_VENV: &str = "/workspace/axolotl-venv";
+
 /// Starts and removes the stand-in's containers.
 #[derive(Debug, Clone)]
 pub struct PodRunner {
     podman: PathBuf,
     image: String,
-    /// The images a create body may name (the others get [`Self::image`]).
-    images: Vec<String>,
+    /// The images a create body may name (the others get [`Self::image`]): the two pod
+    /// images, and those a test adds (built from them).
+    pub images: Vec<String>,
+    /// The test Axolotl venv, mounted at [`DEFAULT_VENV`].
+    venv: String,
     /// The label value every container of this stand-in carries.
     pub label: String,
     dir: PathBuf,
@@ -93,6 +101,7 @@ impl PodRunner {
                 env.get("POD_IMAGE").to_owned(),
                 env.get("POD_PLAIN_IMAGE").to_owned(),
             ],
+            venv: env.get("AXOLOTL_VENV").to_owned(),
             label,
             dir,
             api_key: api_key.to_owned(),
@@ -198,6 +207,7 @@ impl PodRunner {
                     .iter()
                     .flat_map(|m| ["-v".to_owned(), format!("{0}:{0}:ro", m.display())]),
             )
+            .args(["-v", &format!("{}:{DEFAULT_VENV}:ro", self.venv)])
             .arg(image)
             .args(&args));
         let _ = std::fs::remove_file(&env_file);
@@ -216,6 +226,19 @@ impl PodRunner {
     /// carries the stand-in's label (tests run side by side).
     fn name(&self, id: &str) -> String {
         format!("{}-{id}", self.label)
+    }
+
+    /// What pod `id`'s container wrote on its standard output so far, line by line
+    /// (`podman logs`); nothing once it is removed.
+    pub fn output(&self, id: &str) -> Vec<String> {
+        run(self.podman().args(["logs", &self.name(id)]))
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Runs `script` with `bash -c` in pod `id`'s container; its output.

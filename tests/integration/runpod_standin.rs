@@ -9,7 +9,8 @@
 //! pod outlived its bound and nothing is left. Faults are injected through [`Faults`].
 //!
 //! Its pods are records ([`Standin::start`], `ssh.direct` pointing where the test says),
-//! or real Podman containers ([`Standin::with_pods`], `runpod_pods`).
+//! or real Podman containers ([`Standin::with_pods`], `runpod_pods`), whose own output
+//! joins their log as `container` lines when [`State::container_output`] is set.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -176,6 +177,12 @@ pub struct State {
     pub canned_log: Vec<(String, String)>,
     /// Every read of a log: its query and its `Last-Event-ID`.
     pub log_reads: Vec<(String, Option<String>)>,
+    /// Whether a real pod's log also holds what its container wrote (`podman logs`),
+    /// taken in at each read as `container` lines at the time of the read. Off unless a
+    /// test sets it: the tests that place lines of their own read them back in order.
+    pub container_output: bool,
+    /// How many lines of each real pod's output its log holds.
+    output_taken: BTreeMap<String, usize>,
     next: u64,
 }
 
@@ -558,6 +565,7 @@ fn pod_logs(state: &mut State, id: &str, request: &Request) -> ResponseTemplate 
     if !state.live().any(|p| p.id == id) {
         return problem(404, "Not Found", "resource not found");
     }
+    take_output(state, id);
     let source = query.get("source").cloned();
     if source
         .as_deref()
@@ -615,6 +623,23 @@ fn pod_logs(state: &mut State, id: &str, request: &Request) -> ResponseTemplate 
         .insert_header("Cache-Control", "no-cache")
         .insert_header("X-Accel-Buffering", "no")
         .set_body_raw(body, "text/event-stream")
+}
+
+/// With [`State::container_output`], what real pod `id`'s container wrote since the
+/// last read joins its log.
+fn take_output(state: &mut State, id: &str) {
+    let Some(runner) = state.runner.clone().filter(|_| state.container_output) else {
+        return;
+    };
+    let output = runner.output(id);
+    let taken = state.output_taken.get(id).copied().unwrap_or(0);
+    let now = rfc3339(SystemTime::now());
+    for line in output.iter().skip(taken) {
+        state.log(id, &now, "container", line);
+    }
+    state
+        .output_taken
+        .insert(id.to_owned(), taken.max(output.len()));
 }
 
 /// `GET /v2/catalog/gpus`: `product` is required with `include`; stock only with

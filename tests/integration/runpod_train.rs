@@ -163,7 +163,7 @@ pub(crate) fn assert_clean(project: &PodProject) {
 
 /// The fragments of every secret of the run: the key's and each host private key's
 /// (base64, as its account secret holds it).
-fn secret_fragments(project: &PodProject) -> Vec<String> {
+pub(crate) fn secret_fragments(project: &PodProject) -> Vec<String> {
     let mut fragments = vec![KEY[4..24].to_owned()];
     for secret in &project.standin.state().secrets {
         fragments.push(secret.value[40..80].to_owned());
@@ -173,7 +173,7 @@ fn secret_fragments(project: &PodProject) -> Vec<String> {
 
 /// No file the binary wrote holds the key or a host private key, and no request but
 /// the secret's own create body carries a host private key.
-fn assert_key_in_no_file(project: &PodProject) {
+pub(crate) fn assert_key_in_no_file(project: &PodProject) {
     let fragments = secret_fragments(project);
     assert!(fragments.len() > 1, "no host-key secret was made");
     for entry in walk(project.training.project.path()) {

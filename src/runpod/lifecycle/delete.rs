@@ -52,6 +52,22 @@ pub(super) fn vanished(
     fx.push(Effect::CheckGone(pod));
 }
 
+/// The bootstrap told that the image lacks what POD-74 requires while the pod is being
+/// deleted: a pod deleted because it could not become ready is deleted for that
+/// instead, so that no other GPU type is tried; any other cause stands.
+pub(super) fn unfit(state: &mut PodState, image: String, missing: Vec<String>) {
+    let Some(deletion) = state.deletion.as_mut() else {
+        return;
+    };
+    if matches!(
+        deletion.cause,
+        Some(DeleteCause::NotReady | DeleteCause::Died)
+    ) {
+        deletion.cause = Some(DeleteCause::ImageUnfit);
+        state.unfit = Some((image, missing));
+    }
+}
+
 /// `DELETE` answered (204 or 404), or failed.
 pub(super) fn answered(
     state: &mut PodState,
@@ -187,6 +203,10 @@ fn gone(state: &mut PodState, at: Duration, fx: &mut Vec<Effect>) {
         Some(DeleteCause::BootGrace) => Some(PodFailure::BootGrace),
         Some(DeleteCause::RetrieveGrace) => Some(PodFailure::RetrieveGrace),
         Some(DeleteCause::StartFailed) => Some(PodFailure::StartFailed(state.why.clone())),
+        Some(DeleteCause::ImageUnfit) => {
+            let (image, missing) = state.unfit.clone().unwrap_or_default();
+            Some(PodFailure::ImageUnfit { image, missing })
+        }
         None if state.facts.retrieved => None,
         None => Some(PodFailure::Vanished),
     };

@@ -120,6 +120,9 @@ pub enum DeleteCause {
     RetrieveGrace,
     /// The driver gave up before the job existed (an upload or start that failed).
     StartFailed,
+    /// The pod's bootstrap found that the image lacks what POD-74 requires: no other
+    /// GPU type is tried (the image lacks it on every one).
+    ImageUnfit,
 }
 
 /// Who deleted the pod (POD-36, recorded in `pod.json`).
@@ -168,6 +171,14 @@ pub enum PodFailure {
     Vanished,
     /// The driver gave up before the job existed: its cause.
     StartFailed(String),
+    /// The image lacks what a pod's image must provide (POD-74), as the pod's bootstrap
+    /// told in its log; the pod was deleted and no other GPU type was tried.
+    ImageUnfit {
+        /// The image.
+        image: String,
+        /// What it lacks: tools, and `axolotl in <venv>`.
+        missing: Vec<String>,
+    },
     /// The pod was deleted but stays listed (or `GET` still finds it) after the
     /// rules' patience: reported at every later command until gone.
     StillListed {
@@ -381,6 +392,16 @@ pub enum Event {
         /// When.
         at: Duration,
     },
+    /// The pod's log holds its bootstrap's line saying that the image lacks what POD-74
+    /// requires ([`crate::runpod::bootstrap::image_lacks`]).
+    ImageUnfit {
+        /// When.
+        at: Duration,
+        /// The image.
+        image: String,
+        /// What it lacks.
+        missing: Vec<String>,
+    },
     /// `DELETE /v2/pods/{id}` answered (204 or 404), or why it failed.
     DeleteAnswered {
         /// When.
@@ -420,6 +441,7 @@ impl Event {
             | Self::JobEnded { at }
             | Self::Retrieved { at, .. }
             | Self::Interrupted { at }
+            | Self::ImageUnfit { at, .. }
             | Self::DeleteAnswered { at, .. }
             | Self::GoneChecked { at, .. } => *at,
         }

@@ -14,8 +14,9 @@
 //!   adopted, none found allows the same create again, never a second pod otherwise.
 //! - `booting`: the pod is polled until `ssh.direct` exists, then a handshake must
 //!   present the pinned host key (never the status alone, POD-28); not ready within the
-//!   readiness bound, or dead: deleted, and the next type. Another host key: deleted,
-//!   and the run stops.
+//!   readiness bound, or dead: deleted, and the next type. Another host key, or the
+//!   bootstrap's word in the pod's log that the image lacks what POD-74 requires (also
+//!   while such a pod is being deleted): deleted, and the run stops.
 //! - `transmitting`: with `max_cost_usd`, the cost files are written on the pod before
 //!   the job may start (POD-41, POD-42).
 //! - `ready`: the driver uploads and starts the job.
@@ -190,6 +191,8 @@ pub struct PodState {
     ended_at: Option<Duration>,
     interrupted: bool,
     why: String,
+    /// The image and what it lacks, once its bootstrap told (POD-74).
+    unfit: Option<(String, Vec<String>)>,
     deletion: Option<Deletion>,
 }
 
@@ -222,6 +225,7 @@ impl PodState {
             ended_at: None,
             interrupted: false,
             why: String::new(),
+            unfit: None,
             deletion: None,
         }
     }
@@ -325,6 +329,14 @@ pub fn handle(state: &mut PodState, event: Event) -> Vec<Effect> {
             create::handshook(state, at, result, &mut fx);
         }
         (Phase::Booting, Event::Tick { .. }) => create::tick(state, at, &mut fx),
+        (Phase::Booting, Event::ImageUnfit { image, missing, .. }) => {
+            state.unfit = Some((image, missing));
+            delete::start(state, at, DeleteCause::ImageUnfit, &mut fx);
+        }
+        // Told while the pod that could not become ready is deleted: no other type.
+        (Phase::Deleting | Phase::ConfirmingGone, Event::ImageUnfit { image, missing, .. }) => {
+            delete::unfit(state, image, missing);
+        }
         (Phase::Transmitting, Event::CostFilesWritten { result, .. }) => match result {
             Ok(()) => create::ready(state, &mut fx),
             Err(cause) => {

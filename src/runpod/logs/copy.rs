@@ -150,6 +150,37 @@ pub(crate) fn order(id: &str) -> (String, u64) {
     (ts.to_owned(), seq.parse().unwrap_or(0))
 }
 
+/// What the reading of a pod's stream saw of its bootstrap's word that the image lacks
+/// what POD-74 requires ([`crate::runpod::bootstrap::image_lacks`], on `container`
+/// lines only), shared between the reading and the driver that waits for the pod.
+#[derive(Debug, Clone, Default)]
+pub struct ImageWatch(std::sync::Arc<std::sync::Mutex<Option<Vec<String>>>>);
+
+impl ImageWatch {
+    /// Takes what the image lacks, once the bootstrap's line was read.
+    #[must_use]
+    pub fn take(&self) -> Option<Vec<String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// Looks at `event`: the first line of the bootstrap's word is kept (before any
+    /// redaction: only known tool names and a venv path are taken from it).
+    pub fn see(&self, event: &LogEvent) {
+        if event.source != "container" {
+            return;
+        }
+        if let Some(missing) = crate::runpod::bootstrap::image_lacks(&event.line) {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get_or_insert(missing);
+        }
+    }
+}
+
 /// The copy of one run's pod log, open for appending.
 #[derive(Debug)]
 pub struct PodLogCopy {
@@ -158,6 +189,7 @@ pub struct PodLogCopy {
     cursor: Option<String>,
     written: u64,
     cut: bool,
+    watch: Option<ImageWatch>,
 }
 
 impl PodLogCopy {
@@ -182,7 +214,15 @@ impl PodLogCopy {
             cursor,
             cut: written >= COPY_LIMIT,
             written,
+            watch: None,
         })
+    }
+
+    /// This copy, showing every new event to `watch` as it is appended (POD-74).
+    #[must_use]
+    pub fn watching(mut self, watch: Option<&ImageWatch>) -> Self {
+        self.watch = watch.cloned();
+        self
     }
 
     /// The last event ID written, from which reading goes on.
@@ -213,6 +253,9 @@ impl PodLogCopy {
             }
             if let Some(id) = &event.id {
                 last = Some(id.clone());
+            }
+            if let Some(watch) = &self.watch {
+                watch.see(event);
             }
             if self.cut {
                 continue;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::copy::{CopyError, PodLogCopy};
+use super::copy::{CopyError, ImageWatch, PodLogCopy};
 use crate::llm::Redactor;
 use crate::runpod::api::logs::{LogsOpen, LogsQuery, MAX_TAIL, event_time};
 use crate::runpod::api::{ApiError, RunpodClient};
@@ -121,7 +121,7 @@ async fn sleep_until(until: Option<Instant>) {
 
 /// Follows pod `pod`'s stream into the copy of the run in `run_dir` until `stop` is
 /// cancelled or the pod is gone, reconnecting after each drop (`pause` apart) without
-/// writing a line twice.
+/// writing a line twice; every new line is shown to `watch` when given (POD-74).
 ///
 /// # Errors
 /// The copy cannot be opened or written (a link under `.pod/`, POD-58).
@@ -132,8 +132,11 @@ pub async fn follow(
     known: &Redactor,
     pause: Duration,
     stop: &CancellationToken,
+    watch: Option<&ImageWatch>,
 ) -> Result<(), ReadError> {
-    let mut copy = PodLogCopy::open(run_dir).map_err(ReadError::Copy)?;
+    let mut copy = PodLogCopy::open(run_dir)
+        .map_err(ReadError::Copy)?
+        .watching(watch);
     loop {
         match read_once(client, pod, &mut copy, known, None, stop).await {
             Ok(ReadEnd::Gone | ReadEnd::Stopped) => return Ok(()),
@@ -152,7 +155,8 @@ pub async fn follow(
 }
 
 /// POD-57: what is left of pod `pod`'s stream, read into the run's copy for at most
-/// `limit`, reconnecting after a drop meanwhile.
+/// `limit`, reconnecting after a drop meanwhile; every new line is shown to `watch`
+/// when given (POD-74).
 ///
 /// # Errors
 /// See [`ReadError`].
@@ -162,9 +166,12 @@ pub async fn drain(
     run_dir: &Path,
     known: &Redactor,
     limit: Duration,
+    watch: Option<&ImageWatch>,
 ) -> Result<(), ReadError> {
     let until = Instant::now() + limit;
-    let mut copy = PodLogCopy::open(run_dir).map_err(ReadError::Copy)?;
+    let mut copy = PodLogCopy::open(run_dir)
+        .map_err(ReadError::Copy)?
+        .watching(watch);
     let never = CancellationToken::new();
     while Instant::now() < until {
         let before = copy.cursor().map(str::to_owned);

@@ -60,9 +60,49 @@ pub fn failure_text(target: &str, failure: &PodFailure) -> String {
         PodFailure::StartFailed(cause) => {
             format!("the job could not be started on the pod: {cause}")
         }
+        PodFailure::ImageUnfit { image, missing } => format!(
+            "the image `{image}` of `targets.{target}.image` lacks {}: a pod's image must keep \
+             an entrypoint ending with `exec \"$@\"` and provide `bash`, `sshd` (started via \
+             `service ssh`), `ssh-keygen`, `base64`, `curl`, `setsid`, `nohup`, `tar`, `find`, \
+             `sha256sum`, and Axolotl in `targets.{target}.venv` (`bin/axolotl`); the pod was \
+             deleted and no other GPU type was tried",
+            missing
+                .iter()
+                .map(|item| match item.strip_prefix("axolotl in ") {
+                    Some(venv) => format!("Axolotl in `{venv}`"),
+                    None => format!("`{item}`"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         PodFailure::StillListed { pod, rate } => format!(
             "pod {pod} was deleted but Runpod still lists it{}; it is reported until gone",
             rate.map_or_else(String::new, |r| format!(" (USD {r:.2}/h)"))
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unfit_image_is_named_with_what_it_lacks_and_what_pod_74_requires() {
+        let text = failure_text(
+            "pod",
+            &PodFailure::ImageUnfit {
+                image: "me/custom:1".into(),
+                missing: vec!["sshd".into(), "axolotl in /opt/venv".into()],
+            },
+        );
+        for part in [
+            "the image `me/custom:1` of `targets.pod.image` lacks `sshd`, Axolotl in `/opt/venv`:",
+            "exec \"$@\"",
+            "`sha256sum`",
+            "`targets.pod.venv`",
+            "the pod was deleted and no other GPU type was tried",
+        ] {
+            assert!(text.contains(part), "{part} not in: {text}");
+        }
     }
 }

@@ -568,7 +568,8 @@ async fn drain_log(
 ) {
     let limit = scale.scale(crate::runpod::logs::read::DRAIN);
     let drained =
-        crate::runpod::logs::read::drain(client, pod, local_dir, client.redactor(), limit).await;
+        crate::runpod::logs::read::drain(client, pod, local_dir, client.redactor(), limit, None)
+            .await;
     if let Err(error) = drained {
         let cause = std::error::Error::source(&error).map(ToString::to_string);
         tracing::warn!("{error}: {}", cause.unwrap_or_default());

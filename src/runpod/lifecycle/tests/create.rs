@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// The bootstrap's word at `at` s that the image lacks sshd and Axolotl (POD-74).
+pub(super) fn unfit(at: u64) -> Event {
+    Event::ImageUnfit {
+        at: s(at),
+        image: "img".into(),
+        missing: vec!["sshd".into(), "axolotl in /venv".into()],
+    }
+}
+
 fn refused(refusal: Refusal) -> Event {
     Event::CreateFailed { at: s(1), refusal }
 }
@@ -399,6 +408,20 @@ fn readiness_needs_the_endpoint_and_the_pinned_host_key() {
                 pod: Ok(None),
             },
             effects: &["notice deleting p1 Died", "record", "delete p1"],
+            phase: Phase::Deleting,
+        },
+        Row {
+            name: "the bootstrap says the image lacks what POD-74 requires: deleted, no next type",
+            state: booting(),
+            event: unfit(30),
+            effects: &["notice deleting p1 ImageUnfit", "record", "delete p1"],
+            phase: Phase::Deleting,
+        },
+        Row {
+            name: "the same word once the endpoint is known and the handshake fails",
+            state: after(seen.clone(), vec![refused(51)]),
+            event: unfit(52),
+            effects: &["notice deleting p1 ImageUnfit", "record", "delete p1"],
             phase: Phase::Deleting,
         },
         Row {

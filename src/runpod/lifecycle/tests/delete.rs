@@ -275,10 +275,15 @@ fn each_deletion_cause_gives_its_run_outcome() {
         (DeleteCause::BootGrace, "done BootGrace"),
         (DeleteCause::RetrieveGrace, "done RetrieveGrace"),
         (DeleteCause::StartFailed, "done StartFailed(\"the key\")"),
+        (
+            DeleteCause::ImageUnfit,
+            "done ImageUnfit { image: \"img\", missing: [\"sshd\"] }",
+        ),
     ];
     for (cause, want) in cases {
         let mut state = running();
         state.why = "the key".into();
+        state.unfit = Some(("img".into(), vec!["sshd".into()]));
         let mut fx = Vec::new();
         super::super::delete::start(&mut state, s(500), cause, &mut fx);
         let state = gone_from(state, 501);
@@ -291,4 +296,97 @@ fn each_deletion_cause_gives_its_run_outcome() {
         assert!(effects.contains(&"delete secret".to_owned()), "{cause:?}");
         assert_eq!(state.facts.deleted, Some((s(502), Deleter::Client)));
     }
+}
+
+#[test]
+fn an_image_that_lacks_what_pod_74_requires_ends_the_run_without_another_type() {
+    use super::create::unfit;
+    const UNFIT: &str =
+        "done ImageUnfit { image: \"img\", missing: [\"sshd\", \"axolotl in /venv\"] }";
+    const UNFIT_GONE: &[&str] = &["notice gone p1 Client", "record", "delete secret", UNFIT];
+    let not_ready = after(booting(), vec![Event::Tick { at: s(900) }]);
+    let died = after(
+        booting(),
+        vec![Event::Polled {
+            at: s(10),
+            pod: Ok(Some(view("p1", PodStatus::Exited, false))),
+        }],
+    );
+    let interrupted = after(booting(), vec![Event::Interrupted { at: s(20) }]);
+    check(vec![
+        Row {
+            name: "deleted for the image: gone ends the run, the secret deleted",
+            state: gone_from(after(booting(), vec![unfit(30)]), 31),
+            event: seen(32, false, false),
+            effects: UNFIT_GONE,
+            phase: Phase::Gone,
+        },
+        Row {
+            name: "told while a pod not ready is deleted: no other type",
+            state: not_ready.clone(),
+            event: unfit(901),
+            effects: &[],
+            phase: Phase::Deleting,
+        },
+        Row {
+            name: "... and once it is gone, the run ends naming what the image lacks",
+            state: gone_from(after(not_ready, vec![unfit(901)]), 902),
+            event: seen(903, false, false),
+            effects: UNFIT_GONE,
+            phase: Phase::Gone,
+        },
+        Row {
+            name: "told while a dead pod is confirmed gone: no other type",
+            state: gone_from(after(died, vec![]), 11),
+            event: unfit(12),
+            effects: &[],
+            phase: Phase::ConfirmingGone,
+        },
+        Row {
+            name: "told while an interrupted pod is deleted: still interrupted",
+            state: gone_from(after(interrupted, vec![unfit(21)]), 22),
+            event: seen(23, false, false),
+            effects: &[
+                "notice gone p1 Client",
+                "record",
+                "delete secret",
+                "done Interrupted",
+            ],
+            phase: Phase::Gone,
+        },
+        Row {
+            name: "told once the job runs: too late, nothing",
+            state: running(),
+            event: unfit(200),
+            effects: &[],
+            phase: Phase::Running,
+        },
+    ]);
+    let dead_then_unfit = after(
+        gone_from(
+            after(
+                booting(),
+                vec![Event::Polled {
+                    at: s(10),
+                    pod: Ok(None),
+                }],
+            ),
+            11,
+        ),
+        vec![unfit(12)],
+    );
+    let mut state = dead_then_unfit;
+    let effects: Vec<String> = handle(&mut state, seen(13, false, false))
+        .iter()
+        .map(label)
+        .collect();
+    assert_eq!(
+        effects.last().map(String::as_str),
+        Some(UNFIT),
+        "{effects:?}"
+    );
+    assert!(
+        !effects.iter().any(|e| e.starts_with("create")),
+        "{effects:?}"
+    );
 }
