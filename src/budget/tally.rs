@@ -1,5 +1,5 @@
 //! What the ledger holds against the cap (issue 33), pure: the spend (every request and
-//! the latest line of each pod, as [`super::summary`]) and the reservations still open,
+//! the latest line of each pod, as [`super::summary()`]) and the reservations still open,
 //! kept up to date one line at a time, so a spender re-reading the ledger before each
 //! request adds only the lines appended since.
 

@@ -287,7 +287,7 @@ pub(super) fn paths_of(files: &[Scanned], indices: &[usize]) -> Vec<PathBuf> {
 }
 
 /// Every regular file under `root` with its size and SHA-256, sorted by path; the
-/// files not in `cache` are hashed side by side ([`hash_all`]). Symbolic links and
+/// files not in `cache` are hashed side by side (one thread per processor). Symbolic links and
 /// other special files are refused, naming them: a blob is a regular file.
 ///
 /// # Errors

@@ -258,7 +258,7 @@ pub const INCOMING_STALE_MINUTES: u32 = 60;
 /// directory and writes `P <bytes>` for each; then what interrupted uploads left in
 /// the incoming directory (an upload's directory with nothing written for
 /// [`INCOMING_STALE_MINUTES`]; one being written is left alone), a `P <bytes>` for each
-/// file; then the records of verified blobs ([`VERIFIED`]) whose blob is gone; nothing
+/// file; then the records of verified blobs whose blob is gone; nothing
 /// when there is no cache.
 #[must_use]
 pub fn prune_script(workdir: &str) -> String {

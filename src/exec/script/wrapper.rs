@@ -64,7 +64,7 @@ pub struct DeadlineSignal {
 /// ending normally because the children it waited for were killed first (`wait`
 /// then returns 0). [`EXIT_FILE`] is only for a job that ended by itself, so before
 /// writing it the wrapper asks the controller (`scontrol -o show job $SLURM_JOB_ID`,
-/// bounded by [`SCHEDULER_ASK_SECONDS`] where `timeout` exists) and writes nothing when
+/// bounded by `SCHEDULER_ASK_SECONDS` where `timeout` exists) and writes nothing when
 /// the job is in any state but running: the controller marks a job it ends
 /// `COMPLETING` (with its reason: `TimeLimit`...) before the first signal leaves,
 /// while a job ending by itself is still running until its batch shell, this

@@ -8,7 +8,7 @@
 //! join with LF; `id:` sets the last event ID, which carries over to later events;
 //! `:` lines are comments; a blank line dispatches; an event cut off by the end of the
 //! stream is dropped. Wire-facts leaves open what Runpod answers to an event ID it no
-//! longer keeps [design]: any 4xx but 401, 403, 404 and 429 to a resumed read is read
+//! longer keeps \[design\]: any 4xx but 401, 403, 404 and 429 to a resumed read is read
 //! as that refusal ([`LogsOpen::Refused`]), and the caller restarts from the event's
 //! time.
 

@@ -132,10 +132,10 @@ pub struct Reconciled {
 /// `OVERBRAINER_KEEP_POD`); a pod of this project has its current bound in its run's
 /// `pod.json`, which its follower keeps: the lease that holds it past that deadline
 /// and its cost cap. A pod of this project past its bound plus a grace, and not kept,
-/// is deleted and confirmed gone ([`past_bound`]). A pod of another project is left to
+/// is deleted and confirmed gone (`past_bound`). A pod of another project is left to
 /// its owner, whose lease this process cannot read (its watchdog and its own project's
 /// commands end it); while listed it is reported as a stray ([`strays`]).
-/// [`reconcile_listed`], then the strays of `project` among the pods still listed
+/// `reconcile_listed`, then the strays of `project` among the pods still listed
 /// ([`strays`]), the secrets sweep (`sweep_secrets`) and the `final` ledger line of each
 /// pod gone without one (`settle::settle_gone`), whose failures come third:
 /// the check every Runpod command makes first.

@@ -6,7 +6,7 @@
 //! run's own part on it (`job::PodRun`): upload, the job, the run's follower beside
 //! the pod's driver, the checkpoint check on the pod ([`checkpoint`]), the retrieved
 //! mark, the deletion until gone; beside the follower, the watch of the run's disks
-//! ([`disk`]: warnings, the grow of a network volume, the `disk` snapshot, POD-45..POD-48).
+//! (`disk`: warnings, the grow of a network volume, the `disk` snapshot, POD-45..POD-48).
 //!
 //! The run directory on the pod is `<POD_WORKDIR>/<run-id>`; `run.json` records it, with
 //! the run ID as the claim's owner (the pod's bootstrap claims the directory for it).
