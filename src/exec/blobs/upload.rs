@@ -328,6 +328,18 @@ mod tests {
     use super::super::local::digest_tree;
     use super::*;
 
+    /// Uploads `model` into `run_dir` through `executor`'s cache, with `cache`.
+    async fn upload(
+        executor: &LocalExecutor,
+        model: &Path,
+        run_dir: &Path,
+        cache: &mut DigestCache,
+    ) -> Uploaded {
+        upload_tree(executor, model, run_dir.to_str().unwrap(), cache, |_| {})
+            .await
+            .unwrap()
+    }
+
     fn model() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("sub")).unwrap();
@@ -372,15 +384,7 @@ mod tests {
         assert_eq!(first.staged_bytes, 300_000 + 21);
         same_tree(model.path(), &run1);
         let run2 = work.path().join("runs/r2/base_model");
-        let second = upload_tree(
-            &executor,
-            model.path(),
-            run2.to_str().unwrap(),
-            &mut cache,
-            |_| {},
-        )
-        .await
-        .unwrap();
+        let second = upload(&executor, model.path(), &run2, &mut cache).await;
         assert_eq!(second.staged_bytes, 0);
         assert_eq!(second.summary.present, second.summary.bytes);
         same_tree(model.path(), &run2);
@@ -418,15 +422,7 @@ mod tests {
         let executor = LocalExecutor::new(work.path()).unwrap();
         let mut cache = DigestCache::default();
         let run1 = work.path().join("runs/r1");
-        let first = upload_tree(
-            &executor,
-            model.path(),
-            run1.to_str().unwrap(),
-            &mut cache,
-            |_| {},
-        )
-        .await
-        .unwrap();
+        let first = upload(&executor, model.path(), &run1, &mut cache).await;
         let bytes: u64 = digest_tree(model.path(), &mut DigestCache::default())
             .unwrap()
             .iter()
@@ -446,15 +442,7 @@ mod tests {
         }
         let mut reloaded = cache.clone();
         let run2 = work.path().join("runs/r2");
-        let second = upload_tree(
-            &executor,
-            model.path(),
-            run2.to_str().unwrap(),
-            &mut reloaded,
-            |_| {},
-        )
-        .await
-        .unwrap();
+        let second = upload(&executor, model.path(), &run2, &mut reloaded).await;
         assert_eq!(second.staged_bytes, 0);
         assert_eq!(reloaded.hashed(), 3, "nothing hashed again");
         same_files(model.path(), &run2);
@@ -468,15 +456,13 @@ mod tests {
         let model = big_model();
         let work = tempfile::tempdir().unwrap();
         let executor = LocalExecutor::new(work.path()).unwrap();
-        upload_tree(
+        upload(
             &executor,
             model.path(),
-            work.path().join("runs/r1").to_str().unwrap(),
+            &work.path().join("runs/r1"),
             &mut DigestCache::default(),
-            |_| {},
         )
-        .await
-        .unwrap();
+        .await;
         let run2 = work.path().join("runs/r2");
         let mut shown = None;
         let second = upload_tree(
@@ -502,15 +488,7 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let executor = LocalExecutor::new(work.path()).unwrap();
         let run1 = work.path().join("runs/r1");
-        upload_tree(
-            &executor,
-            model.path(),
-            run1.to_str().unwrap(),
-            &mut DigestCache::default(),
-            |_| {},
-        )
-        .await
-        .unwrap();
+        upload(&executor, model.path(), &run1, &mut DigestCache::default()).await;
         // Same size, one byte changed: the target cannot have it.
         let shard = model.path().join("shard-1.bin");
         let mut content = std::fs::read(&shard).unwrap();
@@ -518,15 +496,7 @@ mod tests {
         std::fs::write(&shard, &content).unwrap();
         let run2 = work.path().join("runs/r2");
         let mut cache = DigestCache::default();
-        let second = upload_tree(
-            &executor,
-            model.path(),
-            run2.to_str().unwrap(),
-            &mut cache,
-            |_| {},
-        )
-        .await
-        .unwrap();
+        let second = upload(&executor, model.path(), &run2, &mut cache).await;
         assert_eq!(second.staged_bytes, content.len() as u64);
         assert_eq!(std::fs::read(run2.join("shard-1.bin")).unwrap(), content);
         same_files(model.path(), &run2);
@@ -539,15 +509,7 @@ mod tests {
         let executor = LocalExecutor::new(work.path()).unwrap();
         let mut cache = DigestCache::default();
         let run1 = work.path().join("runs/r1");
-        upload_tree(
-            &executor,
-            model.path(),
-            run1.to_str().unwrap(),
-            &mut cache,
-            |_| {},
-        )
-        .await
-        .unwrap();
+        upload(&executor, model.path(), &run1, &mut cache).await;
         // Corrupt the cached blob in place (its run link shares the inode; a new
         // run must not get this content).
         let blobs = work.path().join(BLOBS_DIR).join("sha256");
@@ -558,15 +520,7 @@ mod tests {
             .unwrap();
         std::fs::write(blobs.join(&config.sha256), "{\"canary\":\"CORRUPT\"}").unwrap();
         let run2 = work.path().join("runs/r2");
-        let second = upload_tree(
-            &executor,
-            model.path(),
-            run2.to_str().unwrap(),
-            &mut cache,
-            |_| {},
-        )
-        .await
-        .unwrap();
+        let second = upload(&executor, model.path(), &run2, &mut cache).await;
         assert_eq!(second.staged_bytes, config.size);
         same_tree(model.path(), &run2);
     }
