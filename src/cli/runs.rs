@@ -29,7 +29,7 @@ pub struct LogsArgs {
     /// Print only the last N lines (of each log, with `--pod`).
     #[arg(long, value_name = "N")]
     pub tail: Option<usize>,
-    /// Print the logs of the run's pod (POD-60): the kept bootstrap, watchdog and pod
+    /// Print the logs of the run's pod: the kept bootstrap, watchdog and pod
     /// logs, then the lines Runpod has after them while the pod exists.
     #[arg(long)]
     pub pod: bool,

@@ -281,7 +281,7 @@ impl RunpodClient {
         };
         let open = || async {
             let response = build().send().await.map_err(|error| ApiError::Connect {
-                what: what.clone(),
+                what: format!("{what}` at `{}", self.origin()),
                 source: error.without_url(),
             })?;
             let status = response.status().as_u16();

@@ -119,6 +119,15 @@ impl RunpodClient {
             .header(reqwest::header::ACCEPT, "application/json")
     }
 
+    /// The API's scheme, host and port (never a path or credentials), to name where
+    /// a call could not connect: a mistyped `OVERBRAINER_RUNPOD__BASE_URL` shows.
+    fn origin(&self) -> String {
+        reqwest::Url::parse(&self.base).map_or_else(
+            |_| "the configured address".to_owned(),
+            |url| url.origin().ascii_serialization(),
+        )
+    }
+
     /// Sends `builder`; a success or one of the statuses in `also` is an answer, any
     /// other status an error with its redacted problem body (logged at `debug` only).
     async fn send(
@@ -135,7 +144,7 @@ impl RunpodClient {
                 }
             } else {
                 ApiError::Connect {
-                    what: what.to_owned(),
+                    what: format!("{what}` at `{}", self.origin()),
                     source: error.without_url(),
                 }
             }
@@ -408,6 +417,11 @@ mod tests {
         let error = client.list_pods().await.unwrap_err();
         let text = error.to_string();
         assert!(text.contains("could not be reached: "), "{text}");
+        // Where it tried, so a mistyped base URL shows; never a path or credentials.
+        assert!(
+            text.contains(&format!("`GET /pods` at `http://127.0.0.1:{port}`")),
+            "{text}"
+        );
         assert!(text.to_lowercase().contains("refused"), "{text}");
         assert!(
             !format!("{text} {error:?}").contains("q7Wm2Xv8Kp3"),
