@@ -80,7 +80,10 @@ pub(super) fn describe(mut path: Vec<String>, kind: &Kind) -> Problem {
         {
             "`host` is only for ssh targets (`kind = \"ssh\"`)".to_owned()
         }
-        Kind::UnknownField(_, _) => "unknown field: not a known key here".to_owned(),
+        Kind::UnknownField(field, expected) => match near_key(field, expected) {
+            Some(key) => format!("unknown field: not a known key here; did you mean `{key}`?"),
+            None => "unknown field: not a known key here".to_owned(),
+        },
         Kind::MissingField(name) => {
             path.push(name.to_string());
             "missing required key".to_owned()
@@ -107,4 +110,17 @@ fn range_words(expected: &str) -> String {
         "u64" | "usize" => "a non-negative integer".to_owned(),
         other => expected_words(other),
     }
+}
+
+/// The key of `expected` that `field` most likely meant: the same but for case, `-`
+/// for `_`, or a plural `s` (the old `gpu_type` for `gpu_types`, POD-3).
+fn near_key<'a>(field: &str, expected: &[&'a str]) -> Option<&'a str> {
+    let norm = |key: &str| key.to_ascii_lowercase().replace('-', "_");
+    let field = norm(field);
+    expected.iter().copied().find(|key| {
+        let key = norm(key);
+        key == field
+            || key.strip_suffix('s') == Some(field.as_str())
+            || field.strip_suffix('s') == Some(key.as_str())
+    })
 }

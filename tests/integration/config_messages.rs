@@ -314,3 +314,16 @@ fn a_pre_tokenizer_llama_cpp_does_not_know_is_refused_by_config_check_without_it
         &["zx7qw9"],
     );
 }
+
+// POD-3: the old key `gpu_type` is refused as an unknown field, pointing at `gpu_types`.
+#[test]
+fn the_old_gpu_type_key_is_refused_pointing_at_gpu_types() {
+    config_check_refuses(
+        "\n[targets.pod]\nkind = \"runpod\"\ngpu_type = \"NVIDIA A40\"\nmax_hours = 1\n",
+        &[
+            "targets.pod.gpu_type",
+            "unknown field: not a known key here; did you mean `gpu_types`?",
+        ],
+        &[],
+    );
+}
