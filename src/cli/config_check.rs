@@ -28,7 +28,8 @@ pub async fn run(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let (project, loaded) = ctx.load()?;
     let readiness =
         crate::config::readiness_warnings(&loaded.settings.targets, &loaded.settings.runpod);
-    for warning in loaded.warnings.iter().chain(&readiness) {
+    let hint = crate::runs::start::base_model_hint(&project, &loaded.settings);
+    for warning in loaded.warnings.iter().chain(&readiness).chain(&hint) {
         tracing::warn!("{warning}");
     }
     if let Some(address) = crate::metrics::listen_address(&loaded.settings)

@@ -172,6 +172,25 @@ pub fn base_model_problem(
     }
 }
 
+/// A warning when `training.base_model` names a model's directory in the project (its
+/// `config.json` there) but `training.upload_base_model` is unset: the job would read
+/// it as a Hugging Face repo ID or a path on the target, and fail far from the cause.
+#[must_use]
+pub fn base_model_hint(project: &Project, settings: &Settings) -> Option<String> {
+    let training = settings.training.as_ref()?;
+    let base = training.base_model.as_str();
+    if training.upload_base_model || base.is_empty() || base.starts_with('~') {
+        return None;
+    }
+    let path = Path::new(base);
+    if path.is_absolute() || !project.root().join(path).join("config.json").is_file() {
+        return None;
+    }
+    Some(format!(
+        "`training.base_model` (`{base}`) is a model directory in the project, but `training.upload_base_model` is not set: the job will look for `{base}` on the Hugging Face Hub or on the target; set `upload_base_model = true` to use this directory"
+    ))
+}
+
 /// Where the run's uploaded base model lives in its target directory `remote_dir`.
 fn uploaded_base_model(remote_dir: &str) -> String {
     format!("{}/{BASE_MODEL_DIR}", remote_dir.trim_end_matches('/'))

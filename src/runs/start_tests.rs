@@ -147,3 +147,34 @@ fn an_uploaded_base_model_is_the_run_directory_copy_and_must_be_a_local_director
     assert_eq!(effective(training).base_model, "Qwen/Qwen2.5-0.5B");
     assert_eq!(base_model_problem(&project, &plain, &env), None);
 }
+
+// A trial found a model directory in the project, named without `upload_base_model`,
+// reaching the job as a Hub repo ID and failing there: it is warned about, naming both
+// keys; a Hub ID, an absolute path, `~/` and the upload itself are not.
+#[test]
+fn a_project_model_directory_without_upload_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("overbrainer.toml"), "").unwrap();
+    let project = Project::open(dir.path()).unwrap();
+    std::fs::create_dir_all(dir.path().join("models/tiny")).unwrap();
+    std::fs::write(dir.path().join("models/tiny/config.json"), "{}").unwrap();
+    let hint = base_model_hint(&project, &upload_settings("models/tiny", false)).unwrap();
+    assert!(
+        hint.contains("`training.base_model` (`models/tiny`) is a model directory in the project")
+            && hint.contains("set `upload_base_model = true`"),
+        "{hint}"
+    );
+    for (base, upload) in [
+        ("models/tiny", true),
+        ("Qwen/Qwen2.5-0.5B", false),
+        ("/models/tiny", false),
+        ("~/models/tiny", false),
+        ("models", false),
+    ] {
+        assert_eq!(
+            base_model_hint(&project, &upload_settings(base, upload)),
+            None,
+            "{base} {upload}"
+        );
+    }
+}
