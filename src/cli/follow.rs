@@ -466,8 +466,8 @@ fn stall_text(
         crate::config::OnStall::Cancel => "`training.on_stall = \"cancel\"`: cancelling the job",
     };
     format!(
-        "run `{run_id}` stalled: its processes live but no training step or evaluation progress for {:.1} minutes ({step}; {system}); {what}",
-        silent.as_secs_f64() / 60.0
+        "run `{run_id}` stalled: its processes live but no training step or evaluation progress for {} ({step}; {system}); {what}",
+        crate::runs::lifecycle::silence_text(silent.as_secs_f64())
     )
 }
 

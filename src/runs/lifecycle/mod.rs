@@ -33,6 +33,7 @@ use std::time::{Duration, SystemTime};
 
 pub use events::{Effect, Event};
 pub use rules::Rules;
+pub use stalls::silence_text;
 
 use super::RunEvent;
 use super::ending::{Ending, JobEnd, ending, unresumable};

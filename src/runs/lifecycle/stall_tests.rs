@@ -256,3 +256,18 @@ fn a_job_queued_past_the_first_step_bound_is_pending_not_stalled_and_its_clock_s
     ));
     assert_eq!(stalled, ["save", "stalled none cancel", "cancel"]);
 }
+
+// A trial's `stall_minutes = 0.05` was said as "0.1 minutes": seconds under two
+// minutes, minutes with one decimal above.
+#[test]
+fn a_silence_is_said_in_seconds_under_two_minutes_then_in_minutes() {
+    for (seconds, said) in [
+        (3.0, "3 s"),
+        (4.4, "4 s"),
+        (119.0, "119 s"),
+        (120.0, "2.0 minutes"),
+        (630.0, "10.5 minutes"),
+    ] {
+        assert_eq!(super::silence_text(seconds), said, "{seconds}");
+    }
+}

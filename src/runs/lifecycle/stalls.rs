@@ -79,6 +79,18 @@ pub(super) fn ending(state: &RunState, mut end: Ending, leftovers: &[u32]) -> En
     end
 }
 
+/// How long a stalled job was silent, as its messages say it: seconds under two
+/// minutes (a `stall_minutes` of 0.05 is 3 s, not "0.1 minutes"), minutes with one
+/// decimal above.
+#[must_use]
+pub fn silence_text(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else {
+        format!("{:.1} minutes", seconds / 60.0)
+    }
+}
+
 /// The message of a run cancelled for its stall.
 fn cancel_cause(stalled: &Stalled) -> String {
     let step = stalled.last_step.map_or_else(
@@ -86,8 +98,8 @@ fn cancel_cause(stalled: &Stalled) -> String {
         |s| format!("after step {s}"),
     );
     format!(
-        "cancelled: the job stalled {step} (no training progress for {:.1} minutes) and `training.on_stall` is `cancel`",
-        stalled.silent_seconds / 60.0
+        "cancelled: the job stalled {step} (no training progress for {}) and `training.on_stall` is `cancel`",
+        silence_text(stalled.silent_seconds)
     )
 }
 
