@@ -281,11 +281,6 @@ pub(super) fn remember_all(
     Ok(())
 }
 
-/// The paths of `files` at `indices`, owned (for a thread of their own).
-pub(super) fn paths_of(files: &[Scanned], indices: &[usize]) -> Vec<PathBuf> {
-    indices.iter().map(|&i| files[i].path.clone()).collect()
-}
-
 /// Every regular file under `root` with its size and SHA-256, sorted by path; the
 /// files not in `cache` are hashed side by side (one thread per processor). Symbolic links and
 /// other special files are refused, naming them: a blob is a regular file.
@@ -346,9 +341,7 @@ impl UploadSummary {
         }
         summary
     }
-}
 
-impl UploadSummary {
     /// Counts a file of `size` bytes that is sent whole without a digest known
     /// beforehand (no blob on the target has its size, so none can be it).
     pub(super) fn add_unhashed(&mut self, size: u64) {

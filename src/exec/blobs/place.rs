@@ -243,47 +243,61 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_corrupted_incoming_blob_fails_naming_it_and_is_never_placed() {
+    /// A working directory whose upload brought `arrived` (incoming name, content)
+    /// into `<work>/in`, and the placing of `files` into `<work>/run` with
+    /// `provisional`, run: the directory, the run directory and the script's output.
+    fn place_arrived(
+        arrived: &[(&str, &str)],
+        files: &[(&Path, &str)],
+        provisional: &[(&str, &str)],
+    ) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
         let work = tempfile::tempdir().unwrap();
         let incoming = work.path().join("in");
         std::fs::create_dir_all(&incoming).unwrap();
-        std::fs::write(incoming.join(HELLO), "hellO").unwrap();
+        for (name, content) in arrived {
+            std::fs::write(incoming.join(name), content).unwrap();
+        }
         let run_dir = work.path().join("run");
         let script = place_script(
             work.path().to_str().unwrap(),
             incoming.to_str().unwrap(),
             run_dir.to_str().unwrap(),
-            &[(Path::new("a.bin"), HELLO)],
-            &[],
+            files,
+            provisional,
         )
         .unwrap();
         let out = run(&script);
+        (work, run_dir, out)
+    }
+
+    /// The placing of `a.bin` (digest of "hello") from "hellO" arrived as `name` fails
+    /// naming the digest, and nothing is placed.
+    fn refused_naming_the_digest(name: &str, provisional: &[(&str, &str)]) {
+        let (work, run_dir, out) = place_arrived(
+            &[(name, "hellO")],
+            &[(Path::new("a.bin"), HELLO)],
+            provisional,
+        );
         assert!(!out.status.success());
         assert!(String::from_utf8_lossy(&out.stderr).contains(HELLO));
         assert!(!work.path().join(".cache/blobs/sha256").join(HELLO).exists());
         assert!(!run_dir.join("a.bin").exists());
     }
 
+    #[test]
+    fn a_corrupted_incoming_blob_fails_naming_it_and_is_never_placed() {
+        refused_naming_the_digest(HELLO, &[]);
+    }
+
     // Issue 21: a file sent while it was hashed arrives under a provisional name and is
     // placed under the digest it was given, once its content matches it.
     #[test]
     fn a_provisional_name_is_placed_under_its_digest_once_verified() {
-        let work = tempfile::tempdir().unwrap();
-        let incoming = work.path().join("in");
-        std::fs::create_dir_all(&incoming).unwrap();
-        std::fs::write(incoming.join("u0"), "hello").unwrap();
-        std::fs::write(incoming.join(OTHER), "other").unwrap();
-        let run_dir = work.path().join("run");
-        let script = place_script(
-            work.path().to_str().unwrap(),
-            incoming.to_str().unwrap(),
-            run_dir.to_str().unwrap(),
+        let (work, run_dir, out) = place_arrived(
+            &[("u0", "hello"), (OTHER, "other")],
             &[(Path::new("a.bin"), HELLO), (Path::new("c.bin"), OTHER)],
             &[("u0", HELLO)],
-        )
-        .unwrap();
-        let out = run(&script);
+        );
         assert!(out.status.success(), "{out:?}");
         let blobs = work.path().join(".cache/blobs/sha256");
         assert_eq!(std::fs::read(blobs.join(HELLO)).unwrap(), b"hello");
@@ -296,24 +310,7 @@ mod tests {
     // it was sent, or damaged on the way) fails naming that digest and is never placed.
     #[test]
     fn a_provisional_name_with_other_content_fails_naming_its_digest() {
-        let work = tempfile::tempdir().unwrap();
-        let incoming = work.path().join("in");
-        std::fs::create_dir_all(&incoming).unwrap();
-        std::fs::write(incoming.join("u0"), "hellO").unwrap();
-        let run_dir = work.path().join("run");
-        let script = place_script(
-            work.path().to_str().unwrap(),
-            incoming.to_str().unwrap(),
-            run_dir.to_str().unwrap(),
-            &[(Path::new("a.bin"), HELLO)],
-            &[("u0", HELLO)],
-        )
-        .unwrap();
-        let out = run(&script);
-        assert!(!out.status.success());
-        assert!(String::from_utf8_lossy(&out.stderr).contains(HELLO));
-        assert!(!work.path().join(".cache/blobs/sha256").join(HELLO).exists());
-        assert!(!run_dir.join("a.bin").exists());
+        refused_naming_the_digest("u0", &[("u0", HELLO)]);
     }
 
     #[test]

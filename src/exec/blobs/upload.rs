@@ -7,13 +7,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::os::unix::fs::MetadataExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
 use super::local::{
-    DigestCache, LocalBlob, Scanned, UploadSummary, hash_all, hash_into, paths_of, remember_all,
-    scan_tree,
+    DigestCache, LocalBlob, Scanned, UploadSummary, hash_all, hash_into, remember_all, scan_tree,
 };
 use super::place::{COPIED, place_script};
 use super::remote::{
@@ -145,10 +144,8 @@ pub async fn upload_tree<E: ChangingScripts>(
         staged_bytes += files[i].meta.size();
     }
     let incoming = format!("{workdir}/{BLOBS_DIR}/{INCOMING_DIR}/{}", unique_name());
-    let hashing = tokio::task::spawn_blocking({
-        let paths = paths_of(&files, &provisional);
-        move || hash_all(&paths)
-    });
+    let paths: Vec<PathBuf> = provisional.iter().map(|&i| files[i].path.clone()).collect();
+    let hashing = tokio::task::spawn_blocking(move || hash_all(&paths));
     if staged_bytes > 0 || known.iter().any(|blob| !present(&blob.sha256)) {
         executor
             .upload(stage.path(), &incoming, &[])
