@@ -421,6 +421,19 @@ adapter = "lora"
         assert!(!card.contains("/models/"), "{card}");
     }
 
+    /// The card of `alice/child` for `run`, with the settings `recorded` by the run.
+    fn render_recorded(settings: &Settings, run: &RunRecord, recorded: &Recorded) -> String {
+        render(&CardInput {
+            settings,
+            run,
+            repo: "alice/child",
+            ggufs: vec![],
+            loss_curve: false,
+            merged: false,
+            recorded: Some(recorded),
+        })
+    }
+
     // Issue 21: a run's `axolotl.yaml` names an uploaded base model as its own copy,
     // `./base_model`; the card says the project's local model instead.
     #[test]
@@ -434,15 +447,7 @@ adapter = "lora"
 adapter: lora
 ",
         );
-        let card = render(&CardInput {
-            settings: &settings,
-            run: &run,
-            repo: "alice/child",
-            ggufs: vec![],
-            loss_curve: false,
-            merged: false,
-            recorded: Some(&recorded),
-        });
+        let card = render_recorded(&settings, &run, &recorded);
         assert!(!card.contains("base_model:"), "{card}");
         assert!(
             card.contains("- Base model: a local model (`tiny-distill`), not a Hub repo"),
@@ -462,15 +467,7 @@ adapter: lora
         let recorded = Recorded::parse(
             "# kept as written\nbase_model: Qwen/Qwen2.5-0.5B\nadapter: qlora\nload_in_4bit: true\nlora_r: 4\nlora_alpha: 8\nnum_epochs: 1\nlearning_rate: 0.0005\noptimizer: adamw_torch\ndatasets:\n- path: train.jsonl\n",
         );
-        let card = render(&CardInput {
-            settings: &settings,
-            run: &run,
-            repo: "alice/child",
-            ggufs: vec![],
-            loss_curve: false,
-            merged: false,
-            recorded: Some(&recorded),
-        });
+        let card = render_recorded(&settings, &run, &recorded);
         assert!(
             card.starts_with("---\nbase_model: \"Qwen/Qwen2.5-0.5B\"\n"),
             "{card}"
