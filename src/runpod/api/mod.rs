@@ -119,12 +119,18 @@ impl RunpodClient {
             .header(reqwest::header::ACCEPT, "application/json")
     }
 
-    /// The API's scheme, host and port (never a path or credentials), to name where
-    /// a call could not connect: a mistyped `OVERBRAINER_RUNPOD__BASE_URL` shows.
+    /// The API's base URL without credentials, query or fragment, to name where a call
+    /// could not connect: a mistyped `OVERBRAINER_RUNPOD__BASE_URL` (host or path) shows.
     fn origin(&self) -> String {
         reqwest::Url::parse(&self.base).map_or_else(
             |_| "the configured address".to_owned(),
-            |url| url.origin().ascii_serialization(),
+            |mut url| {
+                let _ = url.set_username("");
+                let _ = url.set_password(None);
+                url.set_query(None);
+                url.set_fragment(None);
+                url.as_str().trim_end_matches('/').to_owned()
+            },
         )
     }
 
@@ -399,6 +405,33 @@ mod tests {
         assert!(text.contains("OVERBRAINER_RUNPOD__API_KEY"), "{text}");
     }
 
+    // A trial's base URL with a wrong path could not be told from the error: the path
+    // is named, credentials and query never.
+    #[tokio::test]
+    async fn a_refused_connection_names_the_base_url_without_credentials() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let client = RunpodClient::new(
+            &format!("http://user:pw8Kq2Zt@127.0.0.1:{port}/v2?token=q9Xw4"),
+            SecretString::from("rpa_CANARYz5Lw8Hn2Qc7Vt4Kd1Mx6"),
+            Redactor::new(),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        let text = client.list_pods().await.unwrap_err().to_string();
+        assert!(
+            text.contains(&format!("at `http://127.0.0.1:{port}/v2`")),
+            "{text}"
+        );
+        assert!(
+            !text.contains("pw8Kq2Zt") && !text.contains("q9Xw4"),
+            "{text}"
+        );
+    }
+
     #[tokio::test]
     async fn a_refused_connection_says_why_and_never_the_key() {
         // A port that was free a moment ago: nothing listens there.
@@ -417,7 +450,7 @@ mod tests {
         let error = client.list_pods().await.unwrap_err();
         let text = error.to_string();
         assert!(text.contains("could not be reached: "), "{text}");
-        // Where it tried, so a mistyped base URL shows; never a path or credentials.
+        // Where it tried, so a mistyped base URL shows; never credentials.
         assert!(
             text.contains(&format!("`GET /pods` at `http://127.0.0.1:{port}`")),
             "{text}"
